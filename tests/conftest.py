@@ -1,0 +1,24 @@
+"""Shared fixtures: every test runs with its own HOME/cache and no real API keys."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+_MODEL_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "EMBEDDING_BACKEND", "EMBEDDING_MODEL",
+              "CODE_ASSISTANT_INDEX_PATH", "CODE_ASSISTANT_STATE_PATH", "CHROMA_HOST", "CHROMA_PORT")
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    for name in _MODEL_ENV:
+        monkeypatch.delenv(name, raising=False)
+    return home
