@@ -1,0 +1,227 @@
+"""TestRunner with real subprocesses: results, timeouts that kill the process group, output truncation."""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from test_runner import TestCommandError, TestResult, TestRunner, _Capture, truncate_output
+
+FAST_PYTEST = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+
+def write(path: Path, text: str, mode: int | None = None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    if mode is not None:
+        path.chmod(mode)
+    return path
+
+
+def gone(pid: int) -> bool:
+    """True when the process no longer exists or is a zombie nobody has reaped yet."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def wait_for_file(path: Path, timeout: float = 5.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text().strip()
+        time.sleep(0.05)
+    raise AssertionError(f"{path} was never written")
+
+
+def test_failing_pytest_run_is_parsed(tmp_path: Path) -> None:
+    write(tmp_path / "tests" / "test_a.py", "def test_ok():\n    pass\n\n\ndef test_bad():\n    assert 1 + 1 == 3\n")
+
+    result = TestRunner(f"{sys.executable} -m pytest -p no:cacheprovider", tmp_path, env=FAST_PYTEST).run()
+
+    assert (result.exit_code, result.passed, result.timed_out) == (1, False, False)
+    assert result.runner == "pytest"
+    assert result.failed_ids == ["tests/test_a.py::test_bad"]
+    assert (result.failures[0].file, result.failures[0].line) == ("tests/test_a.py", 6)
+    assert (result.passed_count, result.failed_count) == (1, 1)
+    assert result.summary() == "1 passed, 1 failed"
+    assert "1 failed, 1 passed" in result.output
+
+
+def test_passing_run_and_environment(tmp_path: Path) -> None:
+    script = "import os\nfor k in ('CI', 'NO_COLOR', 'FORCE_COLOR', 'PYTHONDONTWRITEBYTECODE', 'EXTRA'):\n" \
+             "    print(k, os.environ.get(k))\n"
+    write(tmp_path / "show_env.py", script)
+
+    result = TestRunner([sys.executable, "show_env.py"], tmp_path, env={"EXTRA": "yes"}).run()
+
+    assert (result.exit_code, result.passed, result.runner, result.failures) == (0, True, "unknown", [])
+    for line in ("CI 1", "NO_COLOR 1", "FORCE_COLOR 0", "PYTHONDONTWRITEBYTECODE 1", "EXTRA yes"):
+        assert line in result.output
+    assert result.summary() == "passed (exit 0)"
+
+
+def test_nonzero_exit_without_a_known_runner(tmp_path: Path) -> None:
+    result = TestRunner([sys.executable, "-c", "import sys; print('boom'); sys.exit(3)"], tmp_path).run()
+    assert (result.exit_code, result.passed, result.summary()) == (3, False, "exit 3")
+    assert result.output == "boom\n"
+
+
+def test_shlex_splits_quoted_arguments(tmp_path: Path) -> None:
+    write(tmp_path / "test_k.py", "def test_a_and_b():\n    pass\n\n\ndef test_a_only():\n    assert False\n")
+
+    runner = TestRunner(f'{sys.executable} -m pytest -p no:cacheprovider -k "a and b"', tmp_path, env=FAST_PYTEST)
+    assert runner.command[-2:] == ["-k", "a and b"]
+    result = runner.run()
+
+    assert result.passed, result.output
+    assert (result.passed_count, result.failed_count) == (1, 0)
+    assert "1 deselected" in result.output
+
+
+def test_shell_operators_and_leading_assignments(tmp_path: Path) -> None:
+    write(tmp_path / "sub" / "marker.txt", "inside sub\n")
+
+    shell = TestRunner("cd sub && cat marker.txt", tmp_path)
+    shell.check()
+    assert shell.run().output == "inside sub\n"
+    assigned = TestRunner(f"GREETING=hello {sys.executable} -c 'import os; print(os.environ[\"GREETING\"])'", tmp_path)
+    assert assigned.run().output == "hello\n"
+
+
+def test_capture_drops_the_middle_of_a_flood() -> None:
+    capture = _Capture(limit=100)
+    for n in range(100):
+        capture.add(f"{n:02d}\n".encode())
+    text = capture.value().decode()
+    assert text.startswith("00\n01\n") and text.endswith("98\n99\n")
+    assert "bytes omitted" in text and len(text) < 200
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    write(tmp_path / "spawner.py", (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen(['sleep', '300'])\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        "print('started child', flush=True)\n"
+        "time.sleep(300)\n"))
+
+    start = time.monotonic()
+    result = TestRunner([sys.executable, "spawner.py"], tmp_path, timeout=1.5).run()
+    elapsed = time.monotonic() - start
+
+    assert elapsed < 1.5 + 4
+    assert (result.timed_out, result.exit_code, result.passed) == (True, None, False)
+    assert "started child" in result.output
+    assert result.output.rstrip().endswith("timed out after 1.5s")
+    assert result.summary() == "timed out after 1.5s"
+    child = int(wait_for_file(pid_file))
+    deadline = time.monotonic() + 3
+    while not gone(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gone(child)
+
+
+def test_timeout_escalates_to_sigkill_when_sigterm_is_ignored(tmp_path: Path) -> None:
+    write(tmp_path / "stubborn.py", (
+        "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ignoring TERM', flush=True)\n"
+        "time.sleep(300)\n"))
+
+    start = time.monotonic()
+    result = TestRunner([sys.executable, "stubborn.py"], tmp_path, timeout=1, kill_grace=0.5).run()
+
+    assert time.monotonic() - start < 1 + 4
+    assert result.timed_out and "ignoring TERM" in result.output
+
+
+def test_grandchild_holding_the_pipe_does_not_hang_the_run(tmp_path: Path) -> None:
+    pid_file = tmp_path / "daemon.pid"
+    write(tmp_path / "leaves_daemon.py", (
+        "import subprocess\n"
+        "daemon = subprocess.Popen(['sleep', '300'])  # inherits stdout and keeps the pipe open\n"
+        f"open({str(pid_file)!r}, 'w').write(str(daemon.pid))\n"
+        "print('tests done', flush=True)\n"))
+
+    start = time.monotonic()
+    result = TestRunner([sys.executable, "leaves_daemon.py"], tmp_path, timeout=30).run()
+
+    assert time.monotonic() - start < 5
+    assert (result.exit_code, result.timed_out, result.passed) == (0, False, True)
+    assert "tests done" in result.output
+    daemon = int(wait_for_file(pid_file))
+    deadline = time.monotonic() + 3
+    while not gone(daemon) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gone(daemon)
+
+
+def test_long_output_keeps_head_and_tail(tmp_path: Path) -> None:
+    command = [sys.executable, "-c", "for i in range(1000): print(f'line {i}')"]
+
+    result = TestRunner(command, tmp_path, head_lines=5, tail_lines=10).run()
+
+    lines = result.output.splitlines()
+    assert lines[:5] == [f"line {i}" for i in range(5)]
+    assert lines[5] == "[… 985 lines omitted …]"
+    assert lines[6:] == [f"line {i}" for i in range(990, 1000)]
+
+
+def test_truncate_output_leaves_short_text_alone() -> None:
+    assert truncate_output("a\nb\n", head_lines=1, tail_lines=1) == "a\nb\n"
+    assert truncate_output("a\nb\nc\nd\n", head_lines=1, tail_lines=1) == "a\n[… 2 lines omitted …]\nd\n"
+    assert truncate_output("x" * 50, max_line_chars=10) == "x" * 10 + " […]"
+
+
+def test_missing_executable_raises_before_running(tmp_path: Path) -> None:
+    with pytest.raises(TestCommandError, match="not-a-real-test-tool"):
+        TestRunner("not-a-real-test-tool --all", tmp_path).check()
+    with pytest.raises(TestCommandError, match="not found"):
+        TestRunner("./scripts/missing.sh", tmp_path).run()
+    write(tmp_path / "plain.sh", "#!/bin/sh\nexit 0\n", mode=0o644)
+    with pytest.raises(TestCommandError, match="not executable"):
+        TestRunner(["./plain.sh"], tmp_path).check()
+    with pytest.raises(TestCommandError, match="empty"):
+        TestRunner("", tmp_path).check()
+
+
+def test_cwd_relative_script_runs(tmp_path: Path) -> None:
+    write(tmp_path / "scripts" / "check.sh", "#!/bin/sh\necho from script\n", mode=0o755)
+
+    runner = TestRunner("scripts/check.sh", tmp_path)
+    runner.check()
+    result = runner.run()
+
+    assert result.passed and result.output == "from script\n"
+
+
+def test_go_run_through_the_runner(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    if shutil.which("go") is None:
+        pytest.skip("go is not installed")
+    write(tmp_path / "go.mod", "module example.com/m\n\ngo 1.19\n")
+    write(tmp_path / "m_test.go", 'package m\n\nimport "testing"\n\nfunc TestX(t *testing.T) { t.Error("nope") }\n')
+    cache = tmp_path_factory.getbasetemp() / "go-shared"  # the same caches as tests/test_test_parsers.py
+    env = {"GOFLAGS": "-mod=mod", "GOCACHE": str(cache / "build"), "GOPATH": str(cache / "path"),
+           "GOTOOLCHAIN": "local", "GOPROXY": "off"}
+
+    result = TestRunner("go test ./...", tmp_path, env=env).run()
+
+    assert (result.runner, result.failed_ids, result.exit_code) == ("go", ["example.com/m.TestX"], 1)
+    assert (result.failures[0].file, result.failures[0].line) == ("m_test.go", 5)
+    assert result.summary() == "1 failed"
+
+
+def test_result_summary_values() -> None:
+    base = TestResult(["x"], 1, False, False, "", 0.1)
+    assert base.summary() == "exit 1"
+    assert TestResult(["x"], 0, True, False, "", 0.1, [], 3, 0, "pytest").summary() == "3 passed, 0 failed"
+    assert TestResult(["x"], 2, False, False, "", 0.1, [], 0, 0, "pytest").summary() == "0 passed, 0 failed, exit 2"
