@@ -1,0 +1,74 @@
+"""Prompt texts, each with a version id that is logged with every call.
+
+Changing a text without bumping its version fails tests/test_prompts.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Prompt:
+    version: str
+    text: str
+
+    def render(self, **values: object) -> str:
+        return self.text.format(**values)
+
+
+_EDIT_FORMAT = """\
+Answer with ONE JSON object and nothing else:
+{{"changes": [{{"file_path": "pkg/module.py", "action": "modify", "description": "why",
+  "search": "exact lines copied from the file", "replace": "the new lines"}}]}}
+
+Actions:
+- "modify": "search" is a contiguous block copied exactly from the current file (include 2-3 lines of context
+  so it is unique); "replace" is what those lines become. Several edits to one file are several changes.
+- "create": a new file; put the whole text in "content". Set "overwrite": true only to replace an existing file.
+- "delete": remove the file.
+- "replace_symbol": replace a whole definition; "symbol" is its qualified name (e.g. "Calc.add"),
+  "content" the complete new definition.
+- "insert_after_symbol": add "content" (e.g. a new function) right after the definition named by "symbol".
+Paths are relative to the repository root. Never edit files outside it, never weaken or delete tests,
+never add skip/xfail markers. Keep changes minimal and focused on the task."""
+
+SYSTEM = Prompt("system/v1.0.0", f"""\
+You are a careful senior software engineer working inside the user's repository.
+You change code through a JSON plan of edits that a tool applies, then the project's tests are run.
+
+{_EDIT_FORMAT}""")
+
+PLAN = Prompt("plan/v1.1.0", """\
+# Task
+{task}
+
+# Test command
+`{test_command}` — current status before any change: {baseline}
+
+{baseline_failures}# Repository context
+The most relevant files, ranked. Files marked (skeleton) show the relevant definitions in full and only the
+signatures of the rest; an elided body reads `...  # lines N-M`. Never use a skeleton's elision lines as search text.
+
+{context}
+
+Plan the changes that complete the task so that the tests pass. Reply with the JSON object only.""")
+
+FIX = Prompt("fix/v1.0.0", """\
+The tests still fail after your changes (iteration {iteration} of {max_iterations}).
+
+# Test result
+{summary}
+
+# Failing tests
+{failures}
+
+{edit_feedback}# Current content of the files involved
+{files}
+
+Reply with a JSON object of further changes (search text must match the CURRENT content shown above).""")
+
+REASK = Prompt("reask/v1.0.0", """\
+Your answer could not be used: {error}
+Reply again with exactly one JSON object of the form {{"changes": [...]}} and nothing else.""")
+
+ALL: dict[str, Prompt] = {p.version.split("/")[0]: p for p in (SYSTEM, PLAN, FIX, REASK)}

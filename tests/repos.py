@@ -1,0 +1,103 @@
+"""Building small real repositories for tests, running the CLI, and comparing trees byte for byte."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CALC_PY = '''"""A tiny calculator."""
+
+
+def add(a, b):
+    return a - b
+
+
+def multiply(a, b):
+    return a * b
+'''
+
+TEST_CALC_PY = '''from calc import add, multiply
+
+
+def test_add():
+    assert add(2, 3) == 5
+
+
+def test_multiply():
+    assert multiply(3, 4) == 12
+'''
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def git_init(repo: Path) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True, env=env)
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True, env=env)
+    subprocess.run(["git", "commit", "-qm", "init"], cwd=repo, check=True, env=env)
+
+
+def python_repo(root: Path, files: dict[str, str] | None = None, git: bool = True) -> Path:
+    repo = root / "proj"
+    repo.mkdir()
+    write_tree(repo, files or {"calc.py": CALC_PY, "tests/test_calc.py": TEST_CALC_PY,
+                               "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"})
+    if git:
+        git_init(repo)
+    return repo
+
+
+def snapshot(root: Path) -> dict[str, tuple[bytes, int] | str]:
+    """Every path below root (except .git) with its bytes and mode: the unit of 'byte for byte'."""
+    result: dict[str, tuple[bytes, int] | str] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        rel_dir = os.path.relpath(dirpath, root)
+        if rel_dir != ".":
+            result[rel_dir + "/"] = "dir"
+        for name in filenames:
+            path = Path(dirpath) / name
+            rel = os.path.relpath(path, root)
+            result[rel] = (path.read_bytes(), stat.S_IMODE(path.lstat().st_mode))
+    return result
+
+
+def answer(*changes: dict) -> str:
+    return json.dumps({"changes": list(changes)})
+
+
+def modify(path: str, search: str, replace: str, description: str = "") -> dict:
+    return {"file_path": path, "action": "modify", "description": description, "search": search, "replace": replace}
+
+
+def create(path: str, content: str) -> dict:
+    return {"file_path": path, "action": "create", "description": "new file", "content": content}
+
+
+def run_cli(args: list[str], *, server_url: str | None = None, api_key: str | None = "test-key",
+            timeout: float = 180, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # the repos' own pytest runs: no stray plugin folders
+    if server_url:
+        env["OPENAI_BASE_URL"] = server_url
+    if api_key:
+        env["OPENAI_API_KEY"] = api_key
+    env.update(extra_env or {})
+    return subprocess.run([sys.executable, str(ROOT / "main.py"), *args], capture_output=True, text=True,
+                          env=env, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def progress_lines(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if line.startswith("[")]

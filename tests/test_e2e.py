@@ -1,0 +1,212 @@
+"""The whole tool, end to end: real CLI process, real HTTP to a scripted model, real test commands."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.repos import (ROOT, TEST_CALC_PY, answer, create, git_init, modify, progress_lines, python_repo,
+                         run_cli, snapshot, write_tree)
+from tests.scripted_server import ScriptedServer
+
+PYTEST = f"{sys.executable} -m pytest -q"
+FIX_ADD = modify("calc.py", "def add(a, b):\n    return a - b", "def add(a, b):\n    return a + b", "fix add")
+
+
+def _run(repo: Path, server: ScriptedServer, *extra: str, task: str = "Fix add() so the tests pass",
+         **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return run_cli(["--repo", str(repo), "--task", task, "--test-command", PYTEST, *extra],
+                   server_url=server.url, **kwargs)  # type: ignore[arg-type]
+
+
+def test_one_step_fix_prints_progress_in_order_and_goes_green(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    with ScriptedServer([answer(FIX_ADD)]) as server:
+        proc = _run(repo, server)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = progress_lines(proc.stdout)
+    expected = ["[Indexing repository:", "[Indexed:", "[Context:", "[Planning changes...]",
+                "[Plan: 1 file(s) to change]", "[Editing: calc.py]", "[Testing (iteration 1)...]",
+                "[Tests passed on iteration 1]"]
+    positions = [next(i for i, line in enumerate(lines) if line.startswith(prefix)) for prefix in expected]
+    assert positions == sorted(positions)
+    assert "return a + b" in (repo / "calc.py").read_text()
+    assert "Modified files:" in proc.stdout and "calc.py" in proc.stdout
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout
+    assert status.split() == ["M", "calc.py"], "no backups, index or state files in the repository"
+    plan_request = server.chat_requests[0]["messages"][-1]["content"]
+    assert "def add(a, b)" in plan_request and "test_add" in plan_request, "context and baseline failures sent"
+
+
+def test_second_iteration_request_names_the_failing_test(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    wrong = modify("calc.py", "def add(a, b):\n    return a - b", "def add(a, b):\n    return a * b")
+    right = modify("calc.py", "def add(a, b):\n    return a * b", "def add(a, b):\n    return a + b")
+    with ScriptedServer([answer(wrong), answer(right)]) as server:
+        proc = _run(repo, server)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[Tests failed. Analyzing errors...]" in proc.stdout
+    assert "[Tests passed on iteration 2]" in proc.stdout
+    fix_request = server.chat_requests[1]["messages"][-1]["content"]
+    assert "test_add" in fix_request
+    assert "return a * b" in fix_request, "the fix request shows the current content of the file"
+
+
+def test_exhaustion_rolls_back_byte_for_byte_including_created_files(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    (repo / "calc.py").write_text((repo / "calc.py").read_text() + "# user's uncommitted work\n")
+    (repo / "notes.txt").write_bytes(b"untracked\r\nbytes \xff\n")
+    before = snapshot(repo)
+    bad = [answer(create("helpers/extra.py", "X = 1\n"),
+                  modify("calc.py", "def multiply(a, b):", "def multiply(a, b):  # touched")),
+           answer(modify("calc.py", "return a - b", "return a - b - 0")),
+           answer(modify("calc.py", "return a - b - 0", "return b - a"))]
+    with ScriptedServer(bad) as server:
+        proc = _run(repo, server)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "[Testing (iteration 3)...]" in proc.stdout
+    assert "rolled back" in proc.stdout
+    assert snapshot(repo) == before
+
+
+def test_creating_a_new_module(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path, {
+        "tests/test_greet.py": "from greet import hello\n\n\ndef test_hello():\n    assert hello('Ada') == 'Hello, Ada!'\n",
+        "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"})
+    new = create("greet.py", "def hello(name: str) -> str:\n    return f'Hello, {name}!'\n")
+    with ScriptedServer([answer(new)]) as server:
+        proc = _run(repo, server, task="Create the greet module with hello(name)")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (repo / "greet.py").read_text().startswith("def hello")
+
+
+def test_chatty_fenced_answer_and_one_reask_after_garbage(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    chatty = f"Sure! Here is the plan:\n\n```json\n{answer(FIX_ADD)}\n```\n\nThis fixes the sign."
+    with ScriptedServer(["I think the bug is in add, let me look {not json", chatty]) as server:
+        proc = _run(repo, server)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(server.chat_requests) == 2
+    assert "could not be used" in server.chat_requests[1]["messages"][-1]["content"]
+
+
+def test_server_error_is_retried_then_succeeds(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    with ScriptedServer([{"status": 500, "message": "overloaded"}, answer(FIX_ADD)]) as server:
+        proc = _run(repo, server)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(server.chat_requests) == 2
+
+
+def test_unauthorized_ends_at_once_with_one_line_and_no_change(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    with ScriptedServer([{"status": 401, "message": "Incorrect API key provided"}]) as server:
+        proc = _run(repo, server)
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "401" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(server.chat_requests) == 1, "401 is not retried"
+    assert snapshot(repo) == before
+
+
+def test_hanging_test_is_killed_by_test_timeout(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path, {
+        "slow.py": "def ready():\n    return False\n",
+        "tests/test_slow.py": (
+            "import subprocess, sys, time\nfrom slow import ready\n\n\n"
+            "def test_hangs():\n    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+            "    if not ready():\n        time.sleep(300)\n"),
+        "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"})
+    before = snapshot(repo)
+    started = time.monotonic()
+    with ScriptedServer([answer(modify("slow.py", "return False", "return False  # still slow"))]) as server:
+        proc = _run(repo, server, "--test-timeout", "3", "--max-iterations", "1", task="make it fast")
+    assert time.monotonic() - started < 90
+    assert proc.returncode == 1
+    assert "timed out" in server.chat_requests[0]["messages"][-1]["content"]
+    assert snapshot(repo) == before
+
+
+def test_ctrl_c_rolls_back_and_exits_130(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path, {
+        "calc.py": "def add(a, b):\n    return a - b\n",
+        "tests/test_calc.py": (
+            "import os, time\nfrom calc import add\n\n\ndef test_add():\n"
+            "    if os.path.exists('STARTED'):\n        time.sleep(120)\n    open('STARTED', 'w').close()\n"
+            "    assert add(2, 3) == 5\n"),
+        "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n", ".gitignore": "STARTED\n"})
+    with ScriptedServer([answer(FIX_ADD)]) as server:
+        env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k"}
+        proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), "--repo", str(repo), "--task", "fix add",
+                                 "--test-command", PYTEST], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env)
+        assert proc.stdout is not None
+        seen = []
+        for line in proc.stdout:
+            seen.append(line)
+            if line.startswith("[Testing (iteration 1)"):
+                break
+        time.sleep(1.5)
+        assert "return a + b" in (repo / "calc.py").read_text()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, "".join(seen) + out + err
+    assert (repo / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"
+
+
+def test_context_only_json_needs_no_key_and_ranks_the_right_file(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    write_tree(repo, {"docs/guide.md": "# Guide\nHow to install.\n",
+                      "shapes.py": "class Circle:\n    def area(self, r):\n        return 3.14 * r * r\n"})
+    proc = run_cli(["--repo", str(repo), "--task", "add() returns the wrong sum", "--context-only", "--json"],
+                   api_key=None)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["files"][0] == "calc.py"
+    assert data["tokens"] > 0 and "calc.py" in data["context_files"]
+
+
+@pytest.mark.skipif(shutil.which("node") is None or shutil.which("npm") is None, reason="node/npm not installed")
+def test_node_repo_with_npm_test(tmp_path: Path) -> None:
+    repo = tmp_path / "app"
+    write_tree(repo, {
+        "package.json": json.dumps({"name": "app", "version": "1.0.0", "scripts": {"test": "node --test"}}),
+        "src/math.js": "function add(a, b) {\n  return a - b;\n}\nmodule.exports = { add };\n",
+        "test/math.test.js": ("const test = require('node:test');\nconst assert = require('node:assert');\n"
+                              "const { add } = require('../src/math.js');\n\n"
+                              "test('adds', () => {\n  assert.strictEqual(add(2, 3), 5);\n});\n")})
+    git_init(repo)
+    fix = modify("src/math.js", "  return a - b;", "  return a + b;")
+    with ScriptedServer([answer(fix)]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", "npm test"],
+                       server_url=server.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "adds" in server.chat_requests[0]["messages"][-1]["content"], "baseline failure named in the plan request"
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="go not installed")
+def test_go_module_with_go_test(tmp_path: Path) -> None:
+    repo = tmp_path / "svc"
+    write_tree(repo, {
+        "go.mod": "module example.com/svc\n\ngo 1.19\n",
+        "calc/calc.go": "package calc\n\nfunc Add(a, b int) int {\n\treturn a - b\n}\n",
+        "calc/calc_test.go": ("package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n"
+                              "\tif Add(2, 3) != 5 {\n\t\tt.Errorf(\"Add(2, 3) = %d, want 5\", Add(2, 3))\n\t}\n}\n")})
+    git_init(repo)
+    fix = modify("calc/calc.go", "\treturn a - b", "\treturn a + b")
+    gocache = tmp_path / "gocache"
+    env = {"GOCACHE": str(gocache), "GOPATH": str(tmp_path / "gopath"), "GOFLAGS": "-mod=mod",
+           "GOTOOLCHAIN": "local", "GOPROXY": "off"}
+    with ScriptedServer([answer(fix)]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "fix Add", "--test-command", "go test ./..."],
+                       server_url=server.url, extra_env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "TestAdd" in server.chat_requests[0]["messages"][-1]["content"]

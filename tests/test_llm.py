@@ -1,0 +1,69 @@
+"""The chat seam against a real HTTP server: retries, fatal errors, usage, streaming, redaction."""
+from __future__ import annotations
+
+import pytest
+
+from llm import ModelError, OpenAIChat
+from tests.scripted_server import ScriptedServer
+
+NO_SLEEP: list[float] = []
+
+
+def _model(server: ScriptedServer, **kwargs: object) -> OpenAIChat:
+    return OpenAIChat("test-model", api_key="k", base_url=server.url, sleep=NO_SLEEP.append, **kwargs)  # type: ignore[arg-type]
+
+
+def test_answer_and_usage_are_returned() -> None:
+    with ScriptedServer(["hello"]) as server:
+        model = _model(server)
+        response = model.complete([{"role": "user", "content": "hi"}])
+    assert response.text == "hello"
+    assert (model.usage.calls, model.usage.prompt_tokens, model.usage.completion_tokens) == (1, 100, 20)
+    assert server.chat_requests[0]["model"] == "test-model"
+
+
+@pytest.mark.parametrize("status", [429, 500, 502, 503])
+def test_transient_errors_are_retried_with_backoff(status: int) -> None:
+    with ScriptedServer([{"status": status}, {"status": status}, "ok"]) as server:
+        response = _model(server).complete([{"role": "user", "content": "hi"}])
+    assert response.text == "ok"
+    assert len(server.chat_requests) == 3
+
+
+def test_retries_are_bounded() -> None:
+    with ScriptedServer([{"status": 503}] * 10) as server:
+        with pytest.raises(ModelError, match="after 4 tries|503"):
+            _model(server, max_retries=3).complete([{"role": "user", "content": "hi"}])
+    assert len(server.chat_requests) == 4
+
+
+@pytest.mark.parametrize("status, words", [(401, "API key"), (403, "refused"), (404, "not found")])
+def test_auth_and_missing_model_end_at_once(status: int, words: str) -> None:
+    with ScriptedServer([{"status": status, "message": "nope"}, "never"]) as server:
+        with pytest.raises(ModelError, match=words) as info:
+            _model(server).complete([{"role": "user", "content": "hi"}])
+    assert info.value.exit_code == 2
+    assert len(server.chat_requests) == 1
+
+
+def test_timeout_is_retried() -> None:
+    with ScriptedServer([{"sleep": 3, "answer": "late"}, "fast"]) as server:
+        response = _model(server, timeout=1.0).complete([{"role": "user", "content": "hi"}])
+    assert response.text == "fast"
+
+
+def test_streaming_passes_tokens_and_collects_usage() -> None:
+    pieces: list[str] = []
+    with ScriptedServer(["a streamed answer that is longer than one piece"]) as server:
+        model = _model(server)
+        response = model.complete([{"role": "user", "content": "hi"}], on_token=pieces.append)
+    assert "".join(pieces) == response.text == "a streamed answer that is longer than one piece"
+    assert model.usage.completion_tokens == 20
+
+
+def test_secrets_never_reach_the_server() -> None:
+    secret = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0"
+    with ScriptedServer(["ok"]) as server:
+        _model(server).complete([{"role": "user", "content": f'OPENAI_API_KEY = "{secret}"\nfix it'}])
+    assert secret not in server.all_text_sent()
+    assert "REDACTED" in server.all_text_sent()

@@ -1,0 +1,27 @@
+"""A prompt's text may not change without its version changing: the version is what the logs record."""
+from __future__ import annotations
+
+import hashlib
+
+import prompts
+
+# version -> sha256 of the text. When you change a prompt, bump its version and update this table.
+KNOWN = {
+    "system/v1.0.0": "02c8445b2bc515184d0f25faf0fcd4256712d39913e0ea7c33190ad50eb6c2f7",
+    "plan/v1.1.0": "f1f30a62da18a713874efb9ec649de1e56bf9819d8ab2ca640167b82807c9045",
+    "fix/v1.0.0": "ceead2092d78182514cd013d539db5135c56f4ab002c72c20af89d3f43aca090",
+    "reask/v1.0.0": "c3acd27678dc16aca030d252b846f330d9bac5b099d0f1fc352ae354d4c9a310",
+}
+
+
+def test_every_prompt_text_matches_its_version() -> None:
+    for prompt in prompts.ALL.values():
+        digest = hashlib.sha256(prompt.text.encode()).hexdigest()
+        assert prompt.version in KNOWN, f"new prompt version {prompt.version}: add it to KNOWN with {digest}"
+        assert KNOWN[prompt.version] == digest, f"{prompt.version} changed without a version bump"
+
+
+def test_prompts_render_with_their_fields() -> None:
+    text = prompts.PLAN.render(task="T", test_command="pytest", baseline="1 failed", baseline_failures="",
+                               context="ctx")
+    assert "T" in text and "ctx" in text
