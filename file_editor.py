@@ -1,0 +1,461 @@
+"""The disk side of editing: safe paths, journaled backups outside the repository, atomic writes, rollback, recovery.
+
+Every model path goes through `resolve_repo_path`. Before the first write of a file in a run, the original is copied
+into the state dir and a JSON-lines journal entry is fsync'ed; only then is the file written (temp file + os.replace).
+`rollback` and `recover` replay the journal backwards and restore byte for byte.
+"""
+from __future__ import annotations
+
+import codecs
+import difflib
+import errno
+import fcntl
+import json
+import logging
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+import config
+from edit_matching import apply_search_replace, apply_symbol_edit
+
+logger = logging.getLogger(__name__)
+
+JOURNAL_VERSION = 1
+TMP_MARK = ".ca-tmp-"
+ACTIONS = ("modify", "create", "delete", "replace_symbol", "insert_after_symbol")
+
+
+class PathError(ValueError):
+    """A path the model gave that may not be touched; the message is written for the model."""
+
+
+class RepoLockedError(RuntimeError):
+    """Another run holds the repository lock."""
+
+
+@dataclass
+class EditOperation:
+    file_path: str
+    search: str = ""
+    replace: str = ""
+    action: str = "modify"  # "modify" | "create" | "delete" | "replace_symbol" | "insert_after_symbol"
+    content: str | None = None  # full content for create; for symbol actions, the new definition
+    description: str = ""
+    symbol: str | None = None  # qualname for symbol actions
+    overwrite: bool = False  # create over an existing file only when True
+
+
+@dataclass
+class EditResult:
+    ok: bool
+    file_path: str
+    action: str
+    message: str  # on failure: written for the model (why, closest real lines, what to do)
+    strategy: str | None = None  # "exact", "whitespace", "indent", "elision", "intraline", "fuzzy", "symbol"
+    syntax_error: str | None = None  # "line N: msg" when the edit broke a file that parsed before
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def default_state_dir(repo: Path) -> Path:
+    return config.cache_home() / "state" / config.repo_id(repo)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def resolve_repo_path(repo: Path, user_path: str, forbidden: Iterable[Path] = ()) -> Path:
+    """The only way a model-given path becomes a filesystem path: resolved, inside the repo, not .git, not forbidden."""
+    root = Path(repo).resolve()
+    raw = (user_path or "").strip()
+    if not raw or "\x00" in raw:
+        raise PathError(f"invalid file path {user_path!r}: give a path relative to the repository root")
+    if raw.startswith(("/", "~")) or Path(raw).is_absolute():
+        hint = ""
+        try:
+            hint = f" (did you mean {Path(raw).resolve().relative_to(root).as_posix()!r}?)"
+        except ValueError:
+            pass
+        raise PathError(f"absolute path {raw!r} refused: use a path relative to the repository root{hint}")
+    parts = Path(raw).parts
+    if ".." in parts:
+        raise PathError(f"path {raw!r} refused: '..' may not be used; give a path inside the repository")
+    if any(p.lower() == ".git" for p in parts):
+        raise PathError(f"path {raw!r} refused: files under .git/ are never edited")
+    target = (root / raw).resolve()
+    if not _inside(target, root) or target == root:
+        raise PathError(f"path {raw!r} refused: it resolves (through a symlink) outside the repository")
+    if any(p.lower() == ".git" for p in target.relative_to(root).parts):
+        raise PathError(f"path {raw!r} refused: it resolves into .git/, which is never edited")
+    for dir_ in forbidden:
+        if _inside(target, Path(dir_).resolve()):
+            raise PathError(f"path {raw!r} refused: it is inside the assistant's own data directory")
+    return target
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Write via a temp file in the same directory, fsync, os.replace; keep `mode` (new files follow the umask)."""
+    tmp = path.parent / f".{path.name}{TMP_MARK}{uuid.uuid4().hex[:8]}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+class Journal:
+    """One run's append-only JSON-lines journal plus its backups, in state_dir/runs/<run id>/."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.path = run_dir / "journal.jsonl"
+        self.backups = run_dir / "backups"
+
+    @classmethod
+    def start(cls, state_dir: Path, repo: Path) -> Journal:
+        run_dir = state_dir / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        (run_dir / "backups").mkdir(parents=True)
+        journal = cls(run_dir)
+        journal.append({"op": "begin", "v": JOURNAL_VERSION, "repo": str(repo), "pid": os.getpid(),
+                        "time": time.time()})
+        return journal
+
+    def append(self, entry: dict[str, object]) -> None:
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def entries(self) -> list[dict[str, object]]:
+        entries = []
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            try:
+                entries.append(json.loads(line))
+            except json.JSONDecodeError:
+                logger.warning("skipping a torn journal line in %s", self.path)
+        return entries
+
+    def backup(self, source: Path, index: int) -> Path:
+        dest = self.backups / f"{index:05d}"
+        shutil.copyfile(source, dest)
+        with open(dest, "rb") as handle:
+            os.fsync(handle.fileno())
+        _fsync_dir(self.backups)
+        return dest
+
+    def close(self, how: str) -> None:
+        self.append({"op": "done", "how": how, "time": time.time()})
+        shutil.rmtree(self.backups, ignore_errors=True)
+
+
+def _replay(root: Path, journal: Journal) -> list[str]:
+    """Undo every entry of a journal, newest first; returns the repo-relative paths restored or removed."""
+    touched: list[str] = []
+    for entry in reversed(journal.entries()):
+        op, rel = entry.get("op"), str(entry.get("path", ""))
+        if op not in ("modified", "created", "deleted"):
+            continue
+        target = root / rel
+        if not _inside(target.resolve(), root.resolve()):
+            logger.error("journal entry points outside the repository, skipped: %s", rel)
+            continue
+        for stray in target.parent.glob(f".{target.name}{TMP_MARK}*") if target.parent.is_dir() else []:
+            stray.unlink(missing_ok=True)
+        if op == "created":
+            target.unlink(missing_ok=True)
+            for dir_ in reversed([str(d) for d in entry.get("dirs", [])]):  # type: ignore[union-attr]
+                try:
+                    (root / dir_).rmdir()
+                except OSError as exc:
+                    if exc.errno not in (errno.ENOENT, errno.ENOTEMPTY):
+                        raise
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            data = (journal.run_dir / str(entry["backup"])).read_bytes()
+            atomic_write(target, data, int(entry["mode"]))  # type: ignore[call-overload]
+        touched.append(rel)
+    return list(dict.fromkeys(touched))
+
+
+def _read_text(data: bytes) -> tuple[str, bool]:
+    bom = data.startswith(codecs.BOM_UTF8)
+    return data[len(codecs.BOM_UTF8) if bom else 0:].decode("utf-8", errors="surrogateescape"), bom
+
+
+def _encode(text: str, bom: bool) -> bytes:
+    return (codecs.BOM_UTF8 if bom else b"") + text.encode("utf-8", errors="surrogateescape")
+
+
+def _syntax_problem(path: Path, source: str) -> str | None:
+    try:
+        import code_parser
+    except ImportError:
+        return None
+    try:
+        problem = code_parser.syntax_problem(str(path), source)
+    except Exception:  # a parser failure must never stop an edit
+        logger.debug("syntax check failed for %s", path, exc_info=True)
+        return None
+    return f"line {problem.line}: {problem.message}" if problem else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _and_list(numbers: list[int]) -> str:
+    names = [str(n) for n in numbers]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+class FileEditor:
+    """Applies model edits to one repository, journaling originals so the run can be rolled back byte for byte."""
+
+    def __init__(self, repo_path: str | Path, state_dir: str | Path | None = None,
+                 forbidden: Iterable[Path] = ()) -> None:
+        self.repo = Path(repo_path).resolve()
+        self.state_dir = Path(state_dir).resolve() if state_dir else default_state_dir(self.repo)
+        if _inside(self.state_dir, self.repo):
+            raise PathError(f"state dir {self.state_dir} is inside the repository; backups must live outside it")
+        self.forbidden = [Path(f).resolve() for f in forbidden] + [self.state_dir]
+        self._journal: Journal | None = None
+        self._touched: dict[str, dict[str, object]] = {}  # rel path -> its first journal entry
+
+    # ---- public API -------------------------------------------------------------------------------------------
+    def apply_edit(self, op: EditOperation) -> EditResult:
+        try:
+            path = resolve_repo_path(self.repo, op.file_path, self.forbidden)
+        except PathError as exc:
+            return EditResult(False, op.file_path, op.action, str(exc))
+        rel = path.relative_to(self.repo).as_posix()
+        if op.action == "delete" and (self.repo / op.file_path.strip()).is_symlink():
+            return EditResult(False, op.file_path, op.action, f"{op.file_path} is a symlink; deleting links is refused")
+        try:
+            return self._apply(op, path, rel)
+        except PathError as exc:
+            return EditResult(False, rel, op.action, str(exc))
+        except OSError as exc:
+            logger.warning("edit of %s failed: %s", rel, exc)
+            return EditResult(False, rel, op.action, f"could not write {rel}: {exc.strerror or exc}")
+
+    def apply_edits(self, ops: list[EditOperation]) -> list[EditResult]:
+        results: list[EditResult] = []
+        for op in ops:
+            result = self.apply_edit(op)
+            applied = [i + 1 for i, r in enumerate(results) if r.ok]
+            if not result.ok:
+                result.message = f"edit {len(results) + 1} failed: {result.message}"
+                if applied:
+                    word = "edit" if len(applied) == 1 else "edits"
+                    result.message += f"\n{word.capitalize()} {_and_list(applied)} already applied; do not resend them."
+            results.append(result)
+        return results
+
+    def rollback(self) -> list[str]:
+        if self._journal is None:
+            return []
+        touched = _replay(self.repo, self._journal)
+        self._journal.close("rolled_back")
+        self._journal, self._touched = None, {}
+        logger.info("rolled back %d file(s)", len(touched))
+        return touched
+
+    def finish(self) -> None:
+        if self._journal is not None:
+            self._journal.close("finished")
+        self._journal, self._touched = None, {}
+
+    @property
+    def modified_files(self) -> list[str]:
+        return list(self._touched)
+
+    def diff(self) -> str:
+        chunks: list[str] = []
+        for rel, entry in self._touched.items():
+            before = b"" if entry["op"] == "created" else self._backup_bytes(entry)
+            current = self.repo / rel
+            after = current.read_bytes() if current.is_file() else b""
+            if before == after:
+                continue
+            old_name = "/dev/null" if entry["op"] == "created" else f"a/{rel}"
+            new_name = f"b/{rel}" if current.is_file() else "/dev/null"
+            chunks.append(_unified(_read_text(before)[0], _read_text(after)[0], old_name, new_name))
+        return "".join(chunks)
+
+    @staticmethod
+    def recover(repo_path: str | Path, state_dir: str | Path | None = None) -> list[str] | None:
+        root = Path(repo_path).resolve()
+        runs = (Path(state_dir) if state_dir else default_state_dir(root)) / "runs"
+        restored: list[str] = []
+        found = False
+        for run_dir in sorted(runs.iterdir(), reverse=True) if runs.is_dir() else []:
+            journal = Journal(run_dir)
+            if not journal.path.is_file():
+                continue
+            entries = journal.entries()
+            if any(e.get("op") == "done" for e in entries):
+                shutil.rmtree(run_dir, ignore_errors=True)  # a finished run: nothing to restore, tidy it away
+                continue
+            pid = int(entries[0].get("pid", 0)) if entries else 0  # type: ignore[call-overload]
+            if pid and pid != os.getpid() and _alive(pid):
+                logger.warning("run %s belongs to live process %d; not recovering it", run_dir, pid)
+                continue
+            found = True
+            logger.warning("recovering an unfinished run from %s", run_dir)
+            restored += _replay(root, journal)
+            journal.close("recovered")
+        return list(dict.fromkeys(restored)) if found else None
+
+    # ---- internals --------------------------------------------------------------------------------------------
+    def _apply(self, op: EditOperation, path: Path, rel: str) -> EditResult:
+        action = op.action
+        if action not in ACTIONS:
+            return EditResult(False, rel, action, f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
+        exists = path.exists()
+        if exists and not path.is_file():
+            return EditResult(False, rel, action, f"{rel} is a directory, not a file")
+        if action == "delete":
+            if not exists:
+                return EditResult(False, rel, action, f"cannot delete {rel}: it does not exist")
+            self._remember(path, rel)
+            path.unlink()
+            _fsync_dir(path.parent)
+            return EditResult(True, rel, action, f"deleted {rel}")
+        if action == "create" or (action == "modify" and not exists and not op.search.strip()):
+            if exists and not op.overwrite:
+                return EditResult(False, rel, action, f"{rel} already exists. To change it, send a search/replace "
+                                                      "edit; to replace it entirely, create with overwrite=true.")
+            new_text = op.content if op.content is not None else op.replace
+            old = path.read_bytes() if exists else None
+            return self._write(path, rel, action, old, new_text, "exact")
+        if not exists:
+            return EditResult(False, rel, action, f"{rel} does not exist. Check the path, or use action 'create' "
+                                                  "with the full content to make a new file.")
+        old = path.read_bytes()
+        if b"\x00" in old[:8192]:
+            return EditResult(False, rel, action, f"{rel} looks binary; it cannot be edited with text edits")
+        text, _ = _read_text(old)
+        if action == "modify":
+            outcome = apply_search_replace(text, op.search, op.replace)
+        elif not op.symbol:
+            return EditResult(False, rel, action, f"{action} needs 'symbol' (the qualified name, e.g. Class.method)")
+        else:
+            try:
+                outcome = apply_symbol_edit(rel, text, op.symbol, op.content or op.replace, action)
+            except ImportError:
+                return EditResult(False, rel, action, "symbol edits are unavailable; use a search/replace edit")
+        if not outcome.ok:
+            return EditResult(False, rel, action, f"{rel}: {outcome.message}")
+        return self._write(path, rel, action, old, outcome.content, outcome.strategy)
+
+    def _write(self, path: Path, rel: str, action: str, old: bytes | None, new_text: str,
+               strategy: str | None) -> EditResult:
+        old_text, bom = _read_text(old) if old is not None else ("", False)
+        new = _encode(new_text, bom)
+        if old is not None and new == old:
+            return EditResult(True, rel, action, f"{rel}: the edit changed nothing", strategy)
+        broke = None
+        if old is not None and _syntax_problem(path, old_text) is None:
+            broke = _syntax_problem(path, new_text)
+        elif old is None:
+            broke = _syntax_problem(path, new_text)
+        self._remember(path, rel)
+        mode = path.stat().st_mode & 0o7777 if path.exists() else None
+        atomic_write(path, new, mode)
+        message = f"{'created' if old is None else 'edited'} {rel}" + (f" ({strategy} match)" if old else "")
+        if broke:
+            message += f"; the file no longer parses: {broke}"
+        return EditResult(True, rel, action, message, strategy, broke)
+
+    def _remember(self, path: Path, rel: str) -> None:
+        """Journal the original of a file before its first write in this run (creating missing parent dirs)."""
+        if rel in self._touched:
+            if not path.parent.is_dir():
+                path.parent.mkdir(parents=True, exist_ok=True)
+            return
+        if self._journal is None:
+            self._journal = Journal.start(self.state_dir, self.repo)
+        entry: dict[str, object]
+        if path.exists():
+            backup = self._journal.backup(path, len(self._touched))
+            entry = {"op": "modified", "path": rel, "backup": str(backup.relative_to(self._journal.run_dir)),
+                     "mode": path.stat().st_mode & 0o7777}
+        else:
+            missing = [p for p in reversed(path.parents) if _inside(p, self.repo) and not p.exists()]
+            entry = {"op": "created", "path": rel, "dirs": [p.relative_to(self.repo).as_posix() for p in missing]}
+        self._journal.append(entry)
+        self._touched[rel] = entry
+        for dir_ in entry.get("dirs", []):  # type: ignore[union-attr]
+            (self.repo / str(dir_)).mkdir(exist_ok=True)
+            resolve_repo_path(self.repo, rel, self.forbidden)  # a dir swapped for a symlink meanwhile is refused
+
+    def _backup_bytes(self, entry: dict[str, object]) -> bytes:
+        assert self._journal is not None
+        return (self._journal.run_dir / str(entry["backup"])).read_bytes()
+
+
+def _unified(old: str, new: str, old_name: str, new_name: str) -> str:
+    lines = list(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                      old_name, new_name))
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+class RepoLock:
+    """One run per repository: an exclusive, non-blocking flock on a file in the state dir."""
+
+    def __init__(self, repo_path: str | Path, state_dir: str | Path | None = None) -> None:
+        self.repo = Path(repo_path).resolve()
+        self.path = (Path(state_dir) if state_dir else default_state_dir(self.repo)) / "lock"
+        self._fd: int | None = None
+
+    def __enter__(self) -> RepoLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            other = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise RepoLockedError(f"another run (pid {other}) is already working on {self.repo}; "
+                                  "wait for it to finish") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None

@@ -1,0 +1,247 @@
+"""The disk side: hostile paths refused, bytes kept, rollback and crash recovery byte for byte, one run per repo."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from file_editor import (EditOperation, FileEditor, PathError, RepoLock, RepoLockedError, resolve_repo_path)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def snapshot(root: Path) -> dict[str, tuple[bytes | None, int]]:
+    """Every path under root (except .git) with its bytes (None for dirs) and mode."""
+    out: dict[str, tuple[bytes | None, int]] = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith(".git"):
+            continue
+        out[rel] = (path.read_bytes() if path.is_file() else None, path.lstat().st_mode)
+    return out
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "pkg").mkdir(parents=True)
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text("[core]\n")
+    (root / "pkg" / "app.py").write_text("def main():\n    return 1\n")
+    (root / "win.py").write_bytes(b"def f():\r\n    return 1\r\n")
+    (root / "nonl.txt").write_bytes(b"alpha\nbeta")
+    (root / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    (root / "run.sh").chmod(0o755)
+    return root
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    return tmp_path / "state"
+
+
+@pytest.mark.parametrize("bad", ["/etc/passwd", "../outside.py", "pkg/../../outside.py", ".git/config",
+                                 ".git/hooks/pre-commit", "~/x.py", "", "index/data.bin"])
+def test_hostile_paths_are_refused_with_a_reason(repo: Path, bad: str) -> None:
+    (repo / "index").mkdir()
+    with pytest.raises(PathError) as info:
+        resolve_repo_path(repo, bad, forbidden=[repo / "index"])
+    assert "refused" in str(info.value) or "invalid" in str(info.value)
+
+
+def test_symlink_escapes_are_refused(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text("x = 1\n")
+    (repo / "link.py").symlink_to(outside / "secret.py")
+    (repo / "linkdir").symlink_to(outside, target_is_directory=True)
+    (repo / "gitlink").symlink_to(repo / ".git", target_is_directory=True)
+    editor = FileEditor(repo, state_dir=tmp_path / "state")
+    for path in ["link.py", "linkdir/secret.py", "linkdir/new.py", "gitlink/config"]:
+        result = editor.apply_edit(EditOperation(path, "x = 1", "x = 2", content="y\n"))
+        assert not result.ok and "refused" in result.message, path
+        result = editor.apply_edit(EditOperation(path, action="create", content="pwned\n", overwrite=True))
+        assert not result.ok
+    assert (outside / "secret.py").read_text() == "x = 1\n"
+    assert not (outside / "new.py").exists()
+
+
+def test_forbidden_index_dir_is_never_written(repo: Path, state: Path) -> None:
+    index = repo / ".code_assistant"
+    editor = FileEditor(repo, state_dir=state, forbidden=[index])
+    result = editor.apply_edit(EditOperation(".code_assistant/chroma.sqlite3", action="create", content="x"))
+    assert not result.ok and "assistant's own data" in result.message
+    assert not index.exists()
+
+
+def test_state_dir_inside_the_repo_is_rejected(repo: Path) -> None:
+    with pytest.raises(PathError):
+        FileEditor(repo, state_dir=repo / "state")
+
+
+def test_benchmark_style_call_with_default_state_dir(repo: Path, isolated_env: Path) -> None:
+    result = FileEditor(repo_path=repo).apply_edit(EditOperation("pkg/app.py", "    return 1\n", "    return 2\n"))
+    assert result.ok and result.strategy == "exact"
+    assert (repo / "pkg/app.py").read_text() == "def main():\n    return 2\n"
+    assert str(isolated_env) in str(FileEditor(repo).state_dir)
+
+
+def test_crlf_and_missing_final_newline_survive_edits(repo: Path, state: Path) -> None:
+    editor = FileEditor(repo, state_dir=state)
+    assert editor.apply_edit(EditOperation("win.py", "    return 1\n", "    return 2\n    # two\n"))
+    assert (repo / "win.py").read_bytes() == b"def f():\r\n    return 2\r\n    # two\r\n"
+    assert editor.apply_edit(EditOperation("nonl.txt", "beta\n", "gamma\n"))
+    assert (repo / "nonl.txt").read_bytes() == b"alpha\ngamma"
+
+
+def test_mode_is_kept_and_no_backup_lands_in_the_repo(repo: Path, state: Path) -> None:
+    before = set(snapshot(repo))
+    editor = FileEditor(repo, state_dir=state)
+    assert editor.apply_edit(EditOperation("run.sh", "echo hi", "echo bye"))
+    assert (repo / "run.sh").stat().st_mode & 0o777 == 0o755
+    assert set(snapshot(repo)) == before
+    assert any(state.rglob("backups/*"))
+
+
+def test_rollback_restores_everything_byte_for_byte(repo: Path, state: Path) -> None:
+    before = snapshot(repo)
+    editor = FileEditor(repo, state_dir=state)
+    results = editor.apply_edits([
+        EditOperation("pkg/app.py", "    return 1\n", "    return 42\n"),
+        EditOperation("new/deep/mod.py", action="create", content="VALUE = 1\n"),
+        EditOperation("run.sh", action="delete"),
+        EditOperation("win.py", "return 1", "return 3"),
+        EditOperation("pkg/app.py", "return 42", "return 43"),
+        EditOperation("nonl.txt", action="create", content="replaced", overwrite=True),
+    ])
+    assert all(results), [r.message for r in results]
+    assert editor.modified_files == ["pkg/app.py", "new/deep/mod.py", "run.sh", "win.py", "nonl.txt"]
+    diff = editor.diff()
+    assert "+    return 43" in diff and "+++ /dev/null" in diff and "--- /dev/null" in diff
+    touched = editor.rollback()
+    assert sorted(touched) == ["new/deep/mod.py", "nonl.txt", "pkg/app.py", "run.sh", "win.py"]
+    assert editor.modified_files == []
+    assert snapshot(repo) == before
+    assert not (repo / "new").exists()
+    assert not any(state.rglob("backups/*"))
+
+
+def test_create_refuses_existing_file_unless_overwrite(repo: Path, state: Path) -> None:
+    editor = FileEditor(repo, state_dir=state)
+    result = editor.apply_edit(EditOperation("pkg/app.py", action="create", content="x = 1\n"))
+    assert not result.ok and "already exists" in result.message
+    assert (repo / "pkg/app.py").read_text() == "def main():\n    return 1\n"
+
+
+def test_failures_name_the_edits_already_applied(repo: Path, state: Path) -> None:
+    editor = FileEditor(repo, state_dir=state)
+    results = editor.apply_edits([
+        EditOperation("pkg/app.py", "return 1", "return 2"),
+        EditOperation("pkg/app.py", "return 99", "return 3"),
+        EditOperation("win.py", "return 1", "return 5"),
+        EditOperation("missing.py", "x", "y"),
+    ])
+    assert [r.ok for r in results] == [True, False, True, False]
+    assert "edit 2 failed" in results[1].message and "Edit 1 already applied; do not resend" in results[1].message
+    assert "Edits 1 and 3 already applied; do not resend them" in results[3].message
+    assert "does not exist" in results[3].message
+
+
+def test_edit_that_breaks_syntax_is_applied_but_flagged(repo: Path, state: Path) -> None:
+    pytest.importorskip("code_parser")
+    editor = FileEditor(repo, state_dir=state)
+    result = editor.apply_edit(EditOperation("pkg/app.py", "def main():\n", "def main(:\n"))
+    assert result.ok and result.syntax_error and result.syntax_error.startswith("line 1")
+    assert "no longer parses" in result.message
+    ok = editor.apply_edit(EditOperation("win.py", "return 1", "return 2"))
+    assert ok.ok and ok.syntax_error is None
+
+
+def test_finish_drops_backups_and_marks_the_journal_done(repo: Path, state: Path) -> None:
+    editor = FileEditor(repo, state_dir=state)
+    assert editor.apply_edit(EditOperation("pkg/app.py", "return 1", "return 2"))
+    editor.finish()
+    assert not any(state.rglob("backups/*"))
+    journal = next(state.rglob("journal.jsonl")).read_text()
+    assert '"op": "done"' in journal
+    assert FileEditor.recover(repo, state) is None
+    assert (repo / "pkg/app.py").read_text() == "def main():\n    return 2\n"
+
+
+CHILD = """
+import os, signal, sys
+sys.path.insert(0, {root!r})
+from file_editor import EditOperation, FileEditor
+editor = FileEditor({repo!r}, state_dir={state!r})
+editor.apply_edit(EditOperation("pkg/app.py", "return 1", "return 2"))
+editor.apply_edit(EditOperation("made/here/new.py", action="create", content="x = 1\\n"))
+editor.apply_edit(EditOperation("run.sh", action="delete"))
+editor.apply_edit(EditOperation("win.py", "return 1", "return 7"))
+{die}
+"""
+
+
+@pytest.mark.parametrize("die", ["os._exit(3)", "os.kill(os.getpid(), signal.SIGKILL)"])
+def test_recover_after_a_crashed_run_restores_byte_for_byte(repo: Path, state: Path, die: str) -> None:
+    before = snapshot(repo)
+    code = CHILD.format(root=str(ROOT), repo=str(repo), state=str(state), die=die)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert proc.returncode in (3, -signal.SIGKILL), proc.stderr
+    assert snapshot(repo) != before
+    restored = FileEditor.recover(repo, state)
+    assert restored is not None
+    assert set(restored) == {"pkg/app.py", "made/here/new.py", "run.sh", "win.py"}
+    assert snapshot(repo) == before
+    assert FileEditor.recover(repo, state) is None
+
+
+def test_lock_held_by_another_process_is_refused(repo: Path, state: Path) -> None:
+    holder = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from file_editor import RepoLock
+        with RepoLock({str(repo)!r}, {str(state)!r}):
+            print("locked", flush=True)
+            time.sleep(30)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", holder], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+        with pytest.raises(RepoLockedError) as info:
+            with RepoLock(repo, state):
+                pass
+        assert f"pid {proc.pid}" in str(info.value) and "\n" not in str(info.value)
+    finally:
+        proc.kill()
+        proc.wait()
+    with RepoLock(repo, state):
+        assert (state / "lock").read_text().strip() == str(os.getpid())
+
+
+def test_symlink_inside_the_repo_edits_its_target_and_keeps_the_link(repo: Path, state: Path) -> None:
+    (repo / "alias.py").symlink_to(repo / "pkg" / "app.py")
+    editor = FileEditor(repo, state_dir=state)
+    result = editor.apply_edit(EditOperation("alias.py", "return 1", "return 5"))
+    assert result.ok and result.file_path == "pkg/app.py"
+    assert (repo / "alias.py").is_symlink() and "return 5" in (repo / "pkg" / "app.py").read_text()
+    editor.rollback()
+    assert (repo / "pkg" / "app.py").read_text() == "def main():\n    return 1\n"
+
+
+def test_recover_leaves_a_live_run_alone(repo: Path, state: Path) -> None:
+    code = CHILD.format(root=str(ROOT), repo=str(repo), state=str(state), die="print('ok', flush=True); input()")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ok"
+        assert FileEditor.recover(repo, state) is None
+        assert "return 2" in (repo / "pkg" / "app.py").read_text()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert FileEditor.recover(repo, state) is not None
+    assert (repo / "pkg" / "app.py").read_text() == "def main():\n    return 1\n"

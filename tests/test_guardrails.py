@@ -1,0 +1,162 @@
+"""Guardrails on test edits, from realistic before/after pairs: weakening is named, honest test work passes."""
+from __future__ import annotations
+
+from guardrails import changed_line_count, check_test_weakening, is_test_path
+
+PYTEST = '''import pytest
+
+from shop.cart import Cart
+
+
+def test_total_sums_prices():
+    cart = Cart()
+    cart.add("apple", 3)
+    cart.add("pear", 2)
+    assert cart.total() == 5
+
+
+def test_empty_cart_total_is_zero():
+    assert Cart().total() == 0
+
+
+def test_negative_price_rejected():
+    with pytest.raises(ValueError):
+        Cart().add("bad", -1)
+'''
+
+UNITTEST = '''import unittest
+
+from shop.cart import Cart
+
+
+class CartTest(unittest.TestCase):
+    def test_total(self):
+        cart = Cart()
+        cart.add("apple", 3)
+        self.assertEqual(cart.total(), 3)
+
+    def test_items(self):
+        self.assertIn("apple", Cart(["apple"]).items)
+'''
+
+JEST = '''const { total } = require("../src/cart");
+
+describe("total", () => {
+  it("sums prices", () => {
+    expect(total([1, 2])).toBe(3);
+  });
+
+  test("empty is zero", () => {
+    expect(total([])).toEqual(0);
+  });
+});
+'''
+
+GO = '''package cart
+
+import "testing"
+
+func TestTotal(t *testing.T) {
+	got := Total([]int{1, 2})
+	if got != 3 {
+		t.Errorf("Total = %d, want 3", got)
+	}
+}
+'''
+
+
+def test_changed_line_count_counts_added_and_removed() -> None:
+    assert changed_line_count("a\nb\nc\n", "a\nB\nc\nd\n") == 3
+    assert changed_line_count("same\n", "same\n") == 0
+
+
+def test_is_test_path_recognises_common_layouts() -> None:
+    for path in ["tests/test_cart.py", "pkg/cart_test.go", "src/cart.test.js", "web/__tests__/cart.js",
+                 "test_cart.py", "src/CartTest.java"]:
+        assert is_test_path(path), path
+    for path in ["src/cart.py", "cart.go", "src/contest.py", "latest.js"]:
+        assert not is_test_path(path), path
+
+
+def test_non_test_files_and_new_test_files_are_not_checked() -> None:
+    assert check_test_weakening("shop/cart.py", "assert x\n", "") is None
+    assert check_test_weakening("tests/test_new.py", None, PYTEST) is None
+
+
+def test_adding_tests_and_assertions_is_fine() -> None:
+    more = PYTEST + "\n\ndef test_remove():\n    cart = Cart()\n    cart.add('a', 1)\n    cart.remove('a')\n" \
+                    "    assert cart.total() == 0\n"
+    assert check_test_weakening("tests/test_cart.py", PYTEST, more) is None
+    fixed_expectation = PYTEST.replace("cart.add(\"pear\", 2)", "cart.add(\"pear\", 4)").replace("== 5", "== 7")
+    assert check_test_weakening("tests/test_cart.py", PYTEST, fixed_expectation) is None
+    renamed_helper = UNITTEST.replace("cart = Cart()", "cart = Cart(currency='EUR')")
+    assert check_test_weakening("tests/test_cart.py", UNITTEST, renamed_helper) is None
+
+
+def test_pytest_removed_assertion_is_named() -> None:
+    weaker = PYTEST.replace("    assert cart.total() == 5\n", "    cart.total()\n")
+    reason = check_test_weakening("tests/test_cart.py", PYTEST, weaker)
+    assert reason and "removes assertions (3 before, 2 after)" in reason and "code under test" in reason
+
+
+def test_pytest_assert_true_and_emptied_body() -> None:
+    trivial = PYTEST.replace("    assert Cart().total() == 0\n", "    assert True\n")
+    reason = check_test_weakening("tests/test_cart.py", PYTEST, trivial)
+    assert reason and "always true" in reason and "test_empty_cart_total_is_zero" in reason
+    emptied = PYTEST.replace("    with pytest.raises(ValueError):\n        Cart().add(\"bad\", -1)\n", "    pass\n")
+    reason = check_test_weakening("tests/test_cart.py", PYTEST, emptied)
+    assert reason and "test_negative_price_rejected to a body that always passes" in reason
+
+
+def test_pytest_skip_xfail_and_deleted_test() -> None:
+    skipped = PYTEST.replace("def test_total_sums_prices", "@pytest.mark.xfail(reason='flaky')\ndef test_total_sums_prices")
+    assert "skipped" in (check_test_weakening("tests/test_cart.py", PYTEST, skipped) or "")
+    inline = PYTEST.replace("    cart = Cart()\n", "    pytest.skip('later')\n    cart = Cart()\n")
+    assert "skipped" in (check_test_weakening("tests/test_cart.py", PYTEST, inline) or "")
+    gone = PYTEST.split("\n\ndef test_negative")[0] + "\n"
+    reason = check_test_weakening("tests/test_cart.py", PYTEST, gone)
+    assert reason and "removes test(s) test_negative_price_rejected" in reason
+
+
+def test_pytest_flipped_comparison() -> None:
+    flipped = PYTEST.replace("assert cart.total() == 5", "assert cart.total() != 5")
+    reason = check_test_weakening("tests/test_cart.py", PYTEST, flipped)
+    assert reason and "negates a check" in reason
+
+
+def test_unittest_loosened_and_skipped() -> None:
+    loose = UNITTEST.replace("self.assertEqual(cart.total(), 3)", "self.assertTrue(cart.total())")
+    reason = check_test_weakening("tests/test_cart.py", UNITTEST, loose)
+    assert reason and "truthiness" in reason
+    skipped = UNITTEST.replace("    def test_items", "    @unittest.skip('broken')\n    def test_items")
+    assert "skipped" in (check_test_weakening("tests/test_cart.py", UNITTEST, skipped) or "")
+
+
+def test_jest_skip_loosen_and_trivial() -> None:
+    path = "src/cart.test.js"
+    assert "skipped" in (check_test_weakening(path, JEST, JEST.replace('it("sums', 'it.skip("sums')) or "")
+    loose = JEST.replace("expect(total([1, 2])).toBe(3);", "expect(total([1, 2])).toBeTruthy();")
+    assert "truthiness" in (check_test_weakening(path, JEST, loose) or "")
+    trivial = JEST.replace("expect(total([])).toEqual(0);", "expect(true).toBe(true);")
+    assert "always true" in (check_test_weakening(path, JEST, trivial) or "")
+    removed = JEST.replace('\n  test("empty is zero", () => {\n    expect(total([])).toEqual(0);\n  });\n', "")
+    assert "removes test(s) empty is zero" in (check_test_weakening(path, JEST, removed) or "")
+    more = JEST.replace("expect(total([1, 2])).toBe(3);", "expect(total([1, 2])).toBe(3);\n    expect(total([5])).toBe(5);")
+    assert check_test_weakening(path, JEST, more) is None
+
+
+def test_go_skip_flip_and_removed_error() -> None:
+    path = "cart/cart_test.go"
+    skipped = GO.replace("\tgot := ", "\tt.Skip(\"later\")\n\tgot := ")
+    assert "skipped" in (check_test_weakening(path, GO, skipped) or "")
+    flipped = GO.replace("if got != 3 {", "if got == 3 {")
+    assert "negates a check" in (check_test_weakening(path, GO, flipped) or "")
+    silenced = GO.replace('\t\tt.Errorf("Total = %d, want 3", got)\n', "\t\t_ = got\n")
+    assert "removes assertions" in (check_test_weakening(path, GO, silenced) or "")
+    stricter = GO.replace("t.Errorf", "t.Fatalf")
+    assert check_test_weakening(path, GO, stricter) is None
+
+
+def test_deleting_a_test_file_is_refused() -> None:
+    reason = check_test_weakening("tests/test_cart.py", PYTEST, None)
+    assert reason and "deletes the test file" in reason
