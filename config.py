@@ -60,6 +60,10 @@ LANGUAGES: dict[str, str] = {
     ".cfg": "ini",
     ".ini": "ini",
 }
+# Languages whose chunks are embedded. Data and prose formats (JSON, YAML, SQL fixtures, HTML…) are ranked by
+# BM25 and by name only: embedding them would cost most of a cold index for little retrieval value.
+EMBEDDED_LANGUAGES = {"python", "javascript", "typescript", "tsx", "go", "java", "rust", "c", "cpp", "csharp", "ruby",
+                      "php", "kotlin", "swift", "scala", "shell", "vue", "markdown"}
 # files without a telling extension that are still worth indexing
 TEXT_FILENAMES = {"Makefile", "Dockerfile", "go.mod", "Cargo.toml", "package.json", "pyproject.toml", "setup.cfg"}
 

@@ -253,7 +253,7 @@ def _spread_over_imports(index: RepoIndex, fused: dict[str, float], reasons: dic
 
 
 def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_text: str = "",
-                  must_include: list[str] | None = None) -> Context:
+                  must_include: list[str] | None = None, numbered: bool = False) -> Context:
     """Ranked files, then whole files where they fit and skeletons with the relevant definitions where not."""
     frames = traceback_frames(extra_text, index.repo, set(index.files)) if extra_text else []
     ranking, hit_symbols, mentions = _rank(index, task + ("\n" + extra_text if extra_text else ""), frames, 50)
@@ -273,7 +273,7 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
             continue
         keep = hit_symbols.get(path, set()) | _symbols_named(index, path, mentions.identifiers) | _symbols_at(
             index, path, [line for p, line in frames if p == path])
-        piece = _render_file(path, text, "full")
+        piece = _render_file(path, _numbered(text) if numbered else text, "full")
         cost = tokens.count_tokens(piece)
         mode = "full"
         if cost > remaining:
@@ -309,6 +309,10 @@ def _read(path: Path) -> str | None:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
+
+
+def _numbered(text: str) -> str:
+    return "\n".join(f"{i:>5}  {line}" for i, line in enumerate(text.splitlines(), start=1))
 
 
 def _render_file(path: str, text: str, mode: str) -> str:

@@ -134,6 +134,8 @@ def list_repo_files(repo: Path, exclude: list[Path] | None = None) -> list[str]:
             continue
         if config.language_for(rel) is None or config.MINIFIED_RE.search(rel) or config.is_secret_path(rel):
             continue
+        if (repo / rel).is_symlink():  # may point outside the repository, or at a file indexed anyway
+            continue
         absolute = str((repo / rel).resolve()) if excluded else ""
         if excluded and any(absolute == e or absolute.startswith(e + os.sep) for e in excluded):
             continue
@@ -270,8 +272,9 @@ class Indexer:
         ids: list[str] = []
         for path, text, digest, st in batch:
             parsed = parse_source(path, text)
+            embedded = config.language_for(path) in config.EMBEDDED_LANGUAGES
             chunk_list = chunk_file(path, text, parsed, max_tokens=self.embedder.max_tokens,
-                                    count_tokens=self.embedder.count_tokens)
+                                    count_tokens=self.embedder.count_tokens) if embedded else []
             self.chunks.delete_file(path)
             for i, chunk in enumerate(chunk_list):
                 ids.append(f"{digest[:12]}:{i}:{path}")

@@ -145,7 +145,7 @@ def _context_only(settings: Settings, as_json: bool) -> int:
 def _recover(settings: Settings) -> int:
     from file_editor import FileEditor, RepoLock
 
-    with RepoLock(settings.repo_state_dir):
+    with RepoLock(settings.repo, settings.repo_state_dir):
         restored = FileEditor.recover(settings.repo, settings.repo_state_dir)
     if restored is None:
         _say("[Recover: nothing to restore]")
@@ -170,7 +170,7 @@ def _run(settings: Settings) -> int:
         api_key = "not-needed"  # local servers accept any key
     model = OpenAIChat(settings.model, api_key=api_key, base_url=settings.base_url,
                        timeout=settings.request_timeout, max_retries=settings.max_retries)
-    with RepoLock(settings.repo_state_dir):
+    with RepoLock(settings.repo, settings.repo_state_dir):
         restored = FileEditor.recover(settings.repo, settings.repo_state_dir)
         if restored is not None:
             _say(f"[Recovered: restored {len(restored)} file(s) from an interrupted run]")

@@ -71,4 +71,15 @@ REASK = Prompt("reask/v1.0.0", """\
 Your answer could not be used: {error}
 Reply again with exactly one JSON object of the form {{"changes": [...]}} and nothing else.""")
 
-ALL: dict[str, Prompt] = {p.version.split("/")[0]: p for p in (SYSTEM, PLAN, FIX, REASK)}
+ASK = Prompt("ask/v1.0.0", """\
+You answer questions about the user's repository from the files below. Every file is shown with line numbers.
+Cite the code you rely on as `path:line` or `path:start-end` (for example `pkg/calc.py:12-18`). If the files do
+not contain the answer, say so and name where you would look next. Do not propose edits unless asked.
+
+# Question
+{question}
+
+# Repository context
+{context}""")
+
+ALL: dict[str, Prompt] = {p.version.split("/")[0]: p for p in (SYSTEM, PLAN, FIX, REASK, ASK)}

