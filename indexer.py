@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import os
+import sqlite3
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -95,13 +96,13 @@ def _git_files(repo: Path) -> list[str] | None:
 def _walk_files(repo: Path) -> list[str]:
     """Files below repo, honouring .gitignore files (root and nested) when git is not available."""
     found: list[str] = []
-    specs: list[tuple[str, pathspec.PathSpec]] = []
+    specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
     for dirpath, dirnames, filenames in os.walk(repo):
         rel_dir = os.path.relpath(dirpath, repo).replace(os.sep, "/")
         rel_dir = "" if rel_dir == "." else rel_dir
         if ".gitignore" in filenames:
             lines = (Path(dirpath) / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
-            specs.append((rel_dir, pathspec.PathSpec.from_lines("gitwildmatch", lines)))
+            specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
 
         def ignored(rel: str, is_dir: bool) -> bool:
             for base, spec in specs:
@@ -143,6 +144,44 @@ def list_repo_files(repo: Path, exclude: list[Path] | None = None) -> list[str]:
     return sorted(set(result))
 
 
+class EmbeddingCache:
+    """Vectors by chunk-text hash, shared by every repository indexed with one embedder.
+
+    A chunk whose text was embedded before — an unchanged function in a changed file, a file moved back by a
+    checkout — is never embedded again.
+    """
+
+    def __init__(self, path: Path, dimension: int) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path))
+        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB NOT NULL)")
+        self.dimension = dimension
+
+    @staticmethod
+    def key(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+    def get_many(self, keys: list[str]) -> dict[str, list[float]]:
+        import numpy as np
+
+        found: dict[str, list[float]] = {}
+        for start in range(0, len(keys), 500):
+            part = keys[start:start + 500]
+            rows = self._db.execute(f"SELECT key, vec FROM vectors WHERE key IN ({','.join('?' * len(part))})", part)
+            for key, blob in rows:
+                vector = np.frombuffer(blob, dtype=np.float32)
+                if vector.shape[0] == self.dimension:
+                    found[key] = vector.tolist()
+        return found
+
+    def put_many(self, items: dict[str, list[float]]) -> None:
+        import numpy as np
+
+        self._db.executemany("INSERT OR REPLACE INTO vectors (key, vec) VALUES (?, ?)",
+                             [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()])
+        self._db.commit()
+
+
 def _read_text(path: Path) -> str | None:
     try:
         data = path.read_bytes()
@@ -165,6 +204,11 @@ class Indexer:
         self.chunks = chunk_store
         self.dir = index_path / "repos" / config.repo_id(self.repo)
         self.dir.mkdir(parents=True, exist_ok=True)
+        ignore = index_path / ".gitignore"
+        if not ignore.exists():  # an index placed inside a repository never shows up in its `git status`
+            ignore.write_text("*\n", encoding="utf-8")
+        slug = "".join(c if c.isalnum() else "-" for c in embedder.name)[:60]
+        self.cache = EmbeddingCache(index_path / "embedding-cache" / f"{slug}.sqlite", embedder.dimension)
 
     # ----- persistence -------------------------------------------------------------------------------------
     def _load_manifest(self) -> tuple[dict[str, FileRecord], dict[str, list[str]]]:
@@ -273,7 +317,8 @@ class Indexer:
         for path, text, digest, st in batch:
             parsed = parse_source(path, text)
             embedded = config.language_for(path) in config.EMBEDDED_LANGUAGES
-            chunk_list = chunk_file(path, text, parsed, max_tokens=self.embedder.max_tokens,
+            # the model adds [CLS] and [SEP] to what count_tokens counts
+            chunk_list = chunk_file(path, text, parsed, max_tokens=self.embedder.max_tokens - 2,
                                     count_tokens=self.embedder.count_tokens) if embedded else []
             self.chunks.delete_file(path)
             for i, chunk in enumerate(chunk_list):
@@ -287,11 +332,19 @@ class Indexer:
                 symbols=[[s.qualname, s.kind, s.start_line, s.end_line, s.signature] for s in parsed.symbols],
                 imports=[[i.module, list(i.names), i.level] for i in parsed.imports], chunks=len(chunk_list))
             lexicon[path] = " ".join(lexical.path_tokens(path) + lexical.tokenize(text))
+        keys = [EmbeddingCache.key(t) for t in texts]
+        known = self.cache.get_many(sorted(set(keys)))
+        missing = list(dict.fromkeys(k for k in keys if k not in known))
+        text_of = dict(zip(keys, texts))
+        for start in range(0, len(missing), EMBED_BATCH):
+            part = missing[start:start + EMBED_BATCH]
+            fresh = dict(zip(part, self.embedder.embed([text_of[k] for k in part])))
+            self.cache.put_many(fresh)
+            known.update(fresh)
         for start in range(0, len(texts), EMBED_BATCH):
-            vectors = self.embedder.embed(texts[start:start + EMBED_BATCH])
-            self.chunks.add(ids[start:start + EMBED_BATCH], vectors, texts[start:start + EMBED_BATCH],
-                            metas[start:start + EMBED_BATCH])
-        return len(texts)
+            self.chunks.add(ids[start:start + EMBED_BATCH], [known[k] for k in keys[start:start + EMBED_BATCH]],
+                            texts[start:start + EMBED_BATCH], metas[start:start + EMBED_BATCH])
+        return len(missing)
 
     def _resolve_graph(self, files: dict[str, FileRecord]) -> dict[str, list[str]]:
         go_mod = self.repo / "go.mod"

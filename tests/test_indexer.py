@@ -1,0 +1,125 @@
+"""The index: what is indexed, what is skipped, and that unchanged work is never done twice."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import embeddings
+import store
+from indexer import Indexer, list_repo_files
+from tests.repos import git_init, write_tree
+
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/calc.py": "from pkg.util import clamp\n\n\nclass Calc:\n    def add(self, a, b):\n        return clamp(a + b)\n\n"
+                   "    def sub(self, a, b):\n        return clamp(a - b)\n",
+    "pkg/util.py": "def clamp(x, lo=0, hi=100):\n    return max(lo, min(hi, x))\n",
+    "tests/test_calc.py": "from pkg.calc import Calc\n\n\ndef test_add():\n    assert Calc().add(1, 2) == 3\n",
+    "README.md": "# Calc\nA calculator.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def embedder() -> embeddings.Embedder:
+    return embeddings.make_embedder("local")
+
+
+def _indexer(repo: Path, index_path: Path, embedder: embeddings.Embedder) -> Indexer:
+    client = store.open_client(index_path)
+    return Indexer(repo, index_path, embedder, store.ChunkStore(client, store.collection_name(str(repo), embedder.name)))
+
+
+def test_index_records_symbols_imports_and_graph(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = write_tree(tmp_path / "repo", FILES)
+    index, stats = _indexer(repo, tmp_path / "index", embedder).update()
+    assert stats.files == 5 and stats.added == 5
+    assert ["Calc", "Calc.add", "Calc.sub"] == [s[0] for s in index.files["pkg/calc.py"].symbols]
+    assert index.graph["pkg/calc.py"] == ["pkg/util.py"]
+    assert "pkg/calc.py" in index.graph["tests/test_calc.py"]
+    assert index.chunks.count() >= 4
+
+
+def test_unchanged_repository_embeds_nothing_and_one_change_embeds_only_its_chunk(
+        tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = write_tree(tmp_path / "repo", FILES)
+    _indexer(repo, tmp_path / "index", embedder).update()
+    _, again = _indexer(repo, tmp_path / "index", embedder).update()
+    assert (again.added, again.changed, again.removed, again.chunks_embedded) == (0, 0, 0, 0)
+
+    calc = repo / "pkg" / "calc.py"
+    calc.write_text(calc.read_text().replace("return clamp(a - b)", "return clamp(a - b - 0)"))
+    index, changed = _indexer(repo, tmp_path / "index", embedder).update()
+    assert changed.changed == 1
+    assert 1 <= changed.chunks_embedded < index.files["pkg/calc.py"].chunks + 1
+    hits = index.chunks.query(embedder.embed(["return clamp(a - b - 0)"])[0], 3)
+    assert any("a - b - 0" in h.text for h in hits)
+
+
+def test_deleted_files_leave_the_index(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = write_tree(tmp_path / "repo", FILES)
+    _indexer(repo, tmp_path / "index", embedder).update()
+    (repo / "pkg" / "util.py").unlink()
+    index, stats = _indexer(repo, tmp_path / "index", embedder).update()
+    assert stats.removed == 1 and "pkg/util.py" not in index.files
+    hits = index.chunks.query(embedder.embed(["def clamp"])[0], 50)
+    assert all(h.path != "pkg/util.py" for h in hits)
+
+
+def test_touched_but_identical_file_is_not_reparsed(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = write_tree(tmp_path / "repo", FILES)
+    _indexer(repo, tmp_path / "index", embedder).update()
+    util = repo / "pkg" / "util.py"
+    util.write_text(util.read_text())  # new mtime, same bytes
+    _, stats = _indexer(repo, tmp_path / "index", embedder).update()
+    assert (stats.changed, stats.chunks_embedded) == (0, 0)
+
+
+def test_secrets_vendored_binary_and_ignored_files_are_skipped(tmp_path: Path) -> None:
+    repo = write_tree(tmp_path / "repo", {
+        **FILES,
+        ".env": "OPENAI_API_KEY=sk-live\n",
+        "config/.env.production": "DB_PASSWORD=x\n",
+        "deploy/id_rsa": "-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----\n",
+        "node_modules/lib/index.js": "module.exports = 1;\n",
+        "static/app.min.js": "var a=1;\n",
+        "build/out.py": "X = 1\n",
+        "gen/ignored.py": "Y = 2\n",
+        ".gitignore": "gen/\n",
+        ".env.example": "OPENAI_API_KEY=\n",
+    })
+    (repo / "blob.py").write_bytes(b"\x00\x01binary")
+    files = list_repo_files(repo)
+    assert "pkg/calc.py" in files
+    for skipped in (".env", "config/.env.production", "deploy/id_rsa", "node_modules/lib/index.js",
+                    "static/app.min.js", "build/out.py", "gen/ignored.py"):
+        assert skipped not in files
+    git_init(repo)
+    assert "gen/ignored.py" not in list_repo_files(repo)
+
+
+def test_file_holding_a_private_key_is_not_indexed(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    key = "-----BEGIN RSA PRIVATE KEY-----\n" + "MIIEow" * 20 + "\n-----END RSA PRIVATE KEY-----\n"
+    repo = write_tree(tmp_path / "repo", {**FILES, "pkg/keys.py": f'KEY = """{key}"""\n'})
+    index, _ = _indexer(repo, tmp_path / "index", embedder).update()
+    assert "pkg/keys.py" not in index.files
+
+
+def test_index_inside_the_repository_is_not_indexed_nor_in_git_status(
+        tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = write_tree(tmp_path / "repo", FILES)
+    git_init(repo)
+    index, _ = _indexer(repo, repo / ".code_index", embedder).update()
+    assert not any(p.startswith(".code_index") for p in index.files)
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout
+    assert status == ""
+
+
+def test_two_repositories_never_share_a_collection(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    one = write_tree(tmp_path / "one", FILES)
+    two = write_tree(tmp_path / "two", {"other.py": "def unrelated():\n    return 42\n"})
+    index_one, _ = _indexer(one, tmp_path / "index", embedder).update()
+    index_two, _ = _indexer(two, tmp_path / "index", embedder).update()
+    assert index_one.chunks.name != index_two.chunks.name
+    assert {h.path for h in index_two.chunks.query(embedder.embed(["Calc add"])[0], 20)} == {"other.py"}
