@@ -127,7 +127,21 @@ class Settings:
     context_tokens: int = 12000
     request_timeout: float = 120.0
     max_retries: int = 3
+    max_changed_lines: int = 80     # a fix over this many changed lines is refused before anything is written
+    max_plan_lines: int = 400       # likewise for the first plan
+    max_files: int = 10             # likewise for the number of files one answer touches
+    allow_test_edits: bool = False  # without it, edits that weaken tests are refused
+    max_cost: float | None = None   # dollars, from the price table; unknown models are capped by max_tokens only
+    max_tokens: int | None = None   # prompt + completion tokens over the run
+    log_dir: Path | None = None     # trajectories; default <index_path>/runs
+    review: bool = False
+    dry_run: bool = False
+    stream: bool = False
     verbose: bool = False
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.log_dir or self.index_path / "runs"
 
     @property
     def repo_state_dir(self) -> Path:
@@ -170,7 +184,7 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
         if not hasattr(settings, key):
             raise ConfigError(f"unknown setting: {key}")
         current = getattr(settings, key)
-        if isinstance(current, Path) or key in ("index_path", "state_path"):
+        if isinstance(current, Path) or key in ("index_path", "state_path", "log_dir"):
             value = Path(str(value)).expanduser().resolve()
         setattr(settings, key, value)
     if settings.embedding_backend not in ("local", "openai"):
@@ -179,4 +193,7 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
         raise ConfigError("--max-iterations must be at least 1")
     if settings.test_timeout <= 0:
         raise ConfigError("--test-timeout must be positive")
+    for name in ("max_changed_lines", "max_plan_lines", "max_files", "context_tokens"):
+        if getattr(settings, name) < 1:
+            raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
     return settings

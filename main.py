@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import config
+import console
 from config import ConfigError, Settings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -27,16 +28,30 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="main.py", description="Index a repository, plan edits with a chat model, test, fix, "
                 "and roll back byte for byte when the tests do not go green.")
     p.add_argument("--repo", required=True, help="the repository to work on")
-    p.add_argument("--task", help="what to do, in plain words (required unless --context-only/--recover)")
-    p.add_argument("--test-command", default=None, help=f"test command, split like a shell (default: {config.DEFAULT_TEST_COMMAND})")
-    p.add_argument("--index-path", default=None, help="where the index lives (default: ~/.cache/code-assistant/index)")
-    p.add_argument("--max-iterations", type=int, default=None, help="test/fix rounds before rolling back (default 3)")
-    p.add_argument("--test-timeout", type=float, default=None, help="seconds before a test run is killed (default 120)")
-    p.add_argument("--model", default=None, help="chat model (default: $OPENAI_MODEL, then gpt-4o)")
-    p.add_argument("--context-tokens", type=int, default=None, help="token budget of the context (default 12000)")
-    p.add_argument("--context-only", action="store_true", help="index and print the context for --task; no model call")
+    p.add_argument("--task", help="what to do, in plain words")
+    p.add_argument("--test-command", help=f"test command, split like a shell (default: {config.DEFAULT_TEST_COMMAND})")
+    p.add_argument("--index-path", help="where the index lives (default: ~/.cache/code-assistant/index)")
+    p.add_argument("--max-iterations", type=int, help="test/fix rounds before rolling back (default 3)")
+    p.add_argument("--test-timeout", type=float, help="seconds before a test run is killed (default 120)")
+    p.add_argument("--model", help="chat model (default: $OPENAI_MODEL, then gpt-4o)")
+    p.add_argument("--context-tokens", type=int, help="token budget of the context (default 12000)")
+    p.add_argument("--context-only", action="store_true", help="index and show the context for --task; no model call")
+    p.add_argument("--ask", metavar="QUESTION", help="answer a question about the repository; never edits")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    p.add_argument("--recover", action="store_true", help="restore the repository from an interrupted run and exit")
+    g = p.add_argument_group("guardrails")
+    g.add_argument("--max-changed-lines", type=int, help="refuse a fix changing more lines (default 80)")
+    g.add_argument("--max-plan-lines", type=int, help="refuse a plan changing more lines (default 400)")
+    g.add_argument("--max-files", type=int, help="refuse an answer touching more files (default 10)")
+    g.add_argument("--allow-test-edits", action="store_true", default=None, help="let the model change tests")
+    g.add_argument("--max-cost", type=float, help="stop when the estimated cost passes this many dollars")
+    g.add_argument("--max-tokens", type=int, help="stop when the run has used this many tokens")
+    g.add_argument("--review", action="store_true", default=None, help="show each diff and apply it only after y")
+    g.add_argument("--dry-run", action="store_true", default=None, help="plan and print the diff; write nothing")
+    r = p.add_argument_group("runs")
+    r.add_argument("--log-dir", help="where run trajectories go (default: <index-path>/runs)")
+    r.add_argument("--replay", metavar="FILE.jsonl", help="re-run a recorded trajectory's answers; no model calls")
+    r.add_argument("--recover", action="store_true", help="restore the repository from an interrupted run and exit")
+    r.add_argument("--no-stream", action="store_true", help="do not stream the model's answer to the terminal")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging and tracebacks")
     return p
 
@@ -46,10 +61,6 @@ def _setup_logging(verbose: bool) -> None:
                         format="%(levelname)s %(name)s: %(message)s")
     for noisy in ("httpx", "httpcore", "openai", "chromadb", "urllib3", "bm25s"):
         logging.getLogger(noisy).setLevel(logging.INFO if verbose else logging.ERROR)
-
-
-def _say(line: str) -> None:
-    print(line, flush=True)
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:
@@ -65,15 +76,21 @@ def main(argv: list[str] | None = None) -> int:
         settings = config.load_settings(
             args.repo, task=args.task, test_command=args.test_command, index_path=args.index_path,
             max_iterations=args.max_iterations, test_timeout=args.test_timeout, model=args.model,
-            context_tokens=args.context_tokens, verbose=args.verbose)
+            context_tokens=args.context_tokens, max_changed_lines=args.max_changed_lines,
+            max_plan_lines=args.max_plan_lines, max_files=args.max_files, allow_test_edits=args.allow_test_edits,
+            max_cost=args.max_cost, max_tokens=args.max_tokens, log_dir=args.log_dir, review=args.review,
+            dry_run=args.dry_run, stream=sys.stdout.isatty() and not args.no_stream and not args.json,
+            verbose=args.verbose)
         if args.recover:
             return _recover(settings)
+        if args.ask:
+            return _ask(settings, args.ask, args.json)
         if not settings.task or not settings.task.strip():
-            raise UsageError("--task is required")
+            raise UsageError("--task is required (or use --ask, --recover)")
         if args.context_only:
             return _context_only(settings, args.json)
         signal.signal(signal.SIGTERM, _raise_interrupt)
-        return _run(settings)
+        return _run(settings, args.json, Path(args.replay) if args.replay else None)
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -88,57 +105,99 @@ def _report_error(exc: Exception, verbose: bool) -> int:
     from embeddings import EmbeddingError
     from file_editor import RepoLockedError
     from llm import ModelError
+    import store
     from test_runner import TestCommandError
+
+    StoreError = getattr(store, "StoreError", ConfigError)  # noqa: N806 - TODO(lead): plain import once store lands
 
     if verbose:
         logging.getLogger(__name__).exception("failed")
-    if isinstance(exc, (ConfigError, TestCommandError, RepoLockedError, EmbeddingError)):
+    if isinstance(exc, (ConfigError, TestCommandError, RepoLockedError, EmbeddingError, StoreError)):
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if isinstance(exc, ModelError):
         print(f"error: {exc}", file=sys.stderr)
-        return getattr(exc, "exit_code", EXIT_FAILED)
+        return exc.exit_code
     first = str(exc).splitlines()[0] if str(exc) else ""
     print(f"error: {type(exc).__name__}: {first}" + ("" if verbose else " (run with -v for details)"),
           file=sys.stderr)
     return EXIT_FAILED
 
 
-def _build_indexer(settings: Settings):  # noqa: ANN202 - returns indexer.Indexer; imports stay lazy for fast errors
+def _build_indexer(settings: Settings):  # noqa: ANN202 - indexer.Indexer; imports stay lazy so errors are fast
     import embeddings
     import indexer
     import store
 
-    client = None
-    if settings.embedding_backend == "openai":
-        import openai
-        client = openai.OpenAI(api_key=settings.api_key or "unused", base_url=settings.base_url)
+    client = _chat_client(settings) if settings.embedding_backend == "openai" else None
     embedder = embeddings.make_embedder(settings.embedding_backend, model=settings.embedding_model, client=client)
     chroma = store.open_client(settings.index_path)
-    chunk_store = store.ChunkStore(chroma, store.collection_name(str(settings.repo), embedder.name))
+    identity = store.repo_identity(settings.repo) if hasattr(store, "repo_identity") else str(settings.repo)
+    chunk_store = store.ChunkStore(chroma, store.collection_name(identity, embedder.name))
     return indexer.Indexer(settings.repo, settings.index_path, embedder, chunk_store)
+
+
+def _chat_client(settings: Settings):  # noqa: ANN202 - openai.OpenAI
+    import openai
+
+    return openai.OpenAI(api_key=_api_key(settings), base_url=settings.base_url)
+
+
+def _api_key(settings: Settings) -> str:
+    if settings.api_key:
+        return settings.api_key
+    if settings.base_url:
+        return "not-needed"  # Ollama, vLLM and LM Studio accept any key
+    raise ConfigError("OPENAI_API_KEY is not set (put it in the environment or a .env file; "
+                      "for Ollama/vLLM/LM Studio set OPENAI_BASE_URL)")
+
+
+def _index(settings: Settings, quiet: bool):  # noqa: ANN202 - (RepoIndex, IndexStats)
+    idx = _build_indexer(settings)
+    if not quiet:
+        console.say(f"[Indexing repository: {settings.repo}]")
+    with console.index_progress(enabled=not quiet) as progress:
+        index, stats = idx.update(progress=progress, exclude=[settings.state_path])
+    if not quiet:
+        console.say(f"[Indexed: {stats.files} files, {stats.symbols} symbols]")
+    return index, stats
 
 
 def _context_only(settings: Settings, as_json: bool) -> int:
     import context_builder
 
-    idx = _build_indexer(settings)
-    if not as_json:
-        _say(f"[Indexing repository: {settings.repo}]")
-    index, stats = idx.update(exclude=[settings.state_path])
+    index, _ = _index(settings, quiet=as_json)
     context = context_builder.build_context(index, settings.task or "", settings.context_tokens)
     if as_json:
         print(json.dumps({"files": [r.path for r in context.ranking], "tokens": context.tokens,
                           "context_files": context.paths}))
         return EXIT_OK
-    _say(f"[Indexed: {stats.files} files, {stats.symbols} symbols]")
-    _say(f"[Context: {len(context.files)} relevant files selected]")
+    console.say(f"[Context: {len(context.files)} relevant files selected]")
     for f in context.files:
-        _say(f"  {f.path}  ({f.mode}, {f.tokens} tokens)")
-    _say(f"Total: {context.tokens} tokens of {context.budget}")
+        console.say(f"  {f.path}  ({f.mode}, {f.tokens} tokens)")
+    console.say(f"Total: {context.tokens} tokens of {context.budget}")
     if settings.verbose:
         for line in context.budget_log:
-            _say(f"  {line}")
+            console.say(f"  {line}")
+    return EXIT_OK
+
+
+def _ask(settings: Settings, question: str, as_json: bool) -> int:
+    import ask
+    from llm import OpenAIChat
+
+    model = OpenAIChat(settings.model, api_key=_api_key(settings), base_url=settings.base_url,
+                       timeout=settings.request_timeout, max_retries=settings.max_retries)
+    index, _ = _index(settings, quiet=as_json)
+    response, context = ask.answer_question(index, model, question, settings.context_tokens,
+                                            on_token=console.stream if settings.stream else None)
+    if as_json:
+        print(json.dumps({"answer": response.text, "files": context.paths,
+                          "tokens": {"prompt": response.prompt_tokens, "completion": response.completion_tokens}}))
+    elif settings.stream:
+        console.say("")
+    else:
+        console.say(response.text)
     return EXIT_OK
 
 
@@ -148,57 +207,48 @@ def _recover(settings: Settings) -> int:
     with RepoLock(settings.repo, settings.repo_state_dir):
         restored = FileEditor.recover(settings.repo, settings.repo_state_dir)
     if restored is None:
-        _say("[Recover: nothing to restore]")
+        console.say("[Recover: nothing to restore]")
     else:
-        _say(f"[Recovered: restored {len(restored)} file(s) from an interrupted run]")
+        console.say(f"[Recovered: restored {len(restored)} file(s) from an interrupted run]")
     return EXIT_OK
 
 
-def _run(settings: Settings) -> int:
+def _run(settings: Settings, as_json: bool, replay: Path | None) -> int:
     from agent import Agent
     from file_editor import FileEditor, RepoLock
-    from llm import OpenAIChat
+    from llm import ChatModel, OpenAIChat
     from test_runner import TestRunner
+    from trajectory import ReplayModel, Trajectory, read_answers
 
     runner = TestRunner(settings.test_command, cwd=settings.repo, timeout=settings.test_timeout)
     runner.check()
-    api_key = settings.api_key
-    if not api_key:
-        if not settings.base_url:
-            raise ConfigError("OPENAI_API_KEY is not set (put it in the environment or a .env file; "
-                              "for Ollama/vLLM/LM Studio set OPENAI_BASE_URL)")
-        api_key = "not-needed"  # local servers accept any key
-    model = OpenAIChat(settings.model, api_key=api_key, base_url=settings.base_url,
-                       timeout=settings.request_timeout, max_retries=settings.max_retries)
+    model: ChatModel
+    if replay:
+        if not replay.is_file():
+            raise ConfigError(f"replay file not found: {replay}")
+        model = ReplayModel(read_answers(replay), name=f"replay:{replay.name}")
+    else:
+        model = OpenAIChat(settings.model, api_key=_api_key(settings), base_url=settings.base_url,
+                           timeout=settings.request_timeout, max_retries=settings.max_retries)
+    say = console.quiet if as_json else console.say
     with RepoLock(settings.repo, settings.repo_state_dir):
         restored = FileEditor.recover(settings.repo, settings.repo_state_dir)
         if restored is not None:
-            _say(f"[Recovered: restored {len(restored)} file(s) from an interrupted run]")
+            say(f"[Recovered: restored {len(restored)} file(s) from an interrupted run]")
         editor = FileEditor(settings.repo, state_dir=settings.repo_state_dir, forbidden=[settings.index_path])
-        agent = Agent(settings, model, _build_indexer(settings), runner, editor, say=_say)
-        result = agent.run(settings.task or "")
-    _print_summary(result)
+        trajectory = Trajectory(settings.runs_dir, settings.task or "task")
+        with console.index_progress(enabled=not as_json) as progress:
+            agent = Agent(settings, model, _build_indexer(settings), runner, editor, say=say, trajectory=trajectory,
+                          review=console.review if settings.review else None,
+                          on_token=console.stream if settings.stream else None, index_progress=progress)
+            result = agent.run(settings.task or "")
+    if as_json:
+        print(json.dumps(console.result_json(result)))
+    else:
+        console.summary(result)
     if result.stop_reason == "interrupted":
         return EXIT_INTERRUPTED
     return EXIT_OK if result.success else EXIT_FAILED
-
-
-def _print_summary(result) -> None:  # noqa: ANN001 - agent.RunResult
-    bar = "=" * 60
-    _say(bar)
-    if result.success:
-        _say(f"Result: SUCCESS ({result.stop_reason}, iteration {result.iterations})")
-        _say("Modified files:" if result.files_modified else "No files were modified.")
-        for path in result.files_modified:
-            _say(f"  - {path}")
-    else:
-        _say(f"Result: FAILED ({result.stop_reason}{': ' + result.message if result.message else ''})")
-        _say("All changes were rolled back; the repository is exactly as it was.")
-    usage = result.usage
-    if usage.get("calls"):
-        _say(f"Model usage: {usage['calls']} call(s), {usage['prompt_tokens']} prompt + "
-             f"{usage['completion_tokens']} completion tokens")
-    _say(bar)
 
 
 if __name__ == "__main__":

@@ -66,8 +66,8 @@ def test_exhaustion_rolls_back_byte_for_byte_including_created_files(tmp_path: P
     before = snapshot(repo)
     bad = [answer(create("helpers/extra.py", "X = 1\n"),
                   modify("calc.py", "def multiply(a, b):", "def multiply(a, b):  # touched")),
-           answer(modify("calc.py", "return a - b", "return a - b - 0")),
-           answer(modify("calc.py", "return a - b - 0", "return b - a"))]
+           answer(modify("calc.py", "return a - b", "return a - b + 1")),  # each fix fails differently,
+           answer(modify("calc.py", "return a - b + 1", "return b - a"))]  # so the loop runs to its limit
     with ScriptedServer(bad) as server:
         proc = _run(repo, server)
     assert proc.returncode == 1, proc.stdout + proc.stderr

@@ -1,0 +1,120 @@
+"""Everything the CLI shows a person: progress lines, the index progress bar, streamed answers, review, summary."""
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.syntax import Syntax
+
+_out = Console(highlight=False, soft_wrap=True)
+_err = Console(stderr=True, highlight=False)
+PROGRESS_MIN_FILES = 200
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+def quiet(line: str) -> None:
+    """--json runs: progress goes nowhere, stdout holds only the result object."""
+
+
+def stream(piece: str) -> None:
+    _err.print(piece, end="", style="dim", markup=False)
+
+
+def show_diff(diff: str) -> None:
+    if not diff.strip():
+        return
+    if _out.is_terminal:
+        _out.print(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))
+    else:
+        sys.stdout.write(diff if diff.endswith("\n") else diff + "\n")
+        sys.stdout.flush()
+
+
+def review(diff: str) -> tuple[str, str]:
+    """Show a proposed diff; 'y' applies, 'n' sends the refusal (and an optional reason) to the model, 'q' stops."""
+    show_diff(diff)
+    while True:
+        say("Apply this change? [y]es / [n]o, tell the model / [q]uit")
+        answer = sys.stdin.readline()
+        if not answer:
+            return "q", ""
+        choice = answer.strip().lower()[:1]
+        if choice in ("y", "q"):
+            return choice, ""
+        if choice == "n":
+            say("What should the model do differently? (one line, optional)")
+            return "n", sys.stdin.readline().strip()
+
+
+class _IndexProgress:
+    """A progress bar for big repositories on a terminal; nothing otherwise."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and _out.is_terminal
+        self._bar: Progress | None = None
+        self._task: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total < PROGRESS_MIN_FILES:
+            return
+        if self._bar is None:
+            self._bar = Progress(TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                 console=_out, transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task("index", total=total)
+        self._bar.update(self._task, completed=done)
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+@contextmanager
+def index_progress(enabled: bool = True) -> Iterator[_IndexProgress]:
+    progress = _IndexProgress(enabled)
+    try:
+        yield progress
+    finally:
+        progress.close()
+
+
+def result_json(result: Any) -> dict[str, Any]:
+    return {"success": result.success, "stop_reason": result.stop_reason, "iterations": result.iterations,
+            "files_modified": result.files_modified, "rolled_back": result.rolled_back, "message": result.message,
+            "tokens": result.usage, "cost_usd": result.cost_usd, "log": result.log_path}
+
+
+def summary(result: Any) -> None:
+    bar = "=" * 60
+    if result.diff:
+        say(bar)
+        show_diff(result.diff)
+    say(bar)
+    if result.stop_reason == "dry_run":
+        say("Result: DRY RUN — nothing was written" + ("" if result.success else "; some edits would fail"))
+    elif result.success:
+        say(f"Result: SUCCESS ({result.stop_reason}, iteration {result.iterations})")
+        say("Modified files:" if result.files_modified else "No files were modified; the tests already pass.")
+        for path in result.files_modified:
+            say(f"  - {path}")
+    else:
+        say(f"Result: FAILED ({result.stop_reason}{': ' + result.message if result.message else ''})")
+        say("All changes were rolled back; the repository is exactly as it was.")
+    usage = result.usage
+    if usage.get("calls"):
+        cost = f", about ${result.cost_usd:.4f}" if result.cost_usd is not None else ""
+        say(f"Model usage: {usage['calls']} call(s), {usage['prompt_tokens']} prompt + "
+            f"{usage['completion_tokens']} completion tokens{cost}")
+    if result.log_path:
+        say(f"Run log: {result.log_path}")
+    say(bar)
