@@ -121,10 +121,10 @@ class Agent:
                     raise StopRun(Stop.NO_PROGRESS, "the same tests failed the same way after the last fix")
                 previous = signature
                 ops = self.ask(self.fix_messages(index, task, result, applied), prompts.FIX.version)
-                if self.answers[-1] in self.answers[:-1]:
-                    raise StopRun(Stop.NO_PROGRESS, "the model repeated an earlier answer")
                 if not ops:
                     raise StopRun(Stop.NO_CHANGES, "the model proposed no further changes")
+                if self.answers[-1] in self.answers[:-1]:
+                    raise StopRun(Stop.NO_PROGRESS, "the model repeated an earlier answer")
                 applied = self.apply(ops, is_plan=False)
             raise StopRun(Stop.MAX_ITERATIONS)
         except StopRun as stop:

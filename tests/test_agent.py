@@ -1,0 +1,249 @@
+"""The loop in-process: stop reasons, guardrails, review, dry run, trajectories and replay.
+
+Real parts throughout: the openai client over HTTP to a scripted server, real pytest runs, the real editor and index.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import config
+import embeddings
+import store
+from agent import Agent, RunResult
+from file_editor import FileEditor
+from indexer import Indexer
+from llm import OpenAIChat
+from test_runner import TestRunner
+from tests.repos import TEST_CALC_PY, answer, create, modify, python_repo, snapshot
+from tests.scripted_server import ScriptedServer
+from trajectory import ReplayModel, Trajectory, read_answers
+
+PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
+FIX_ADD = modify("calc.py", "def add(a, b):\n    return a - b", "def add(a, b):\n    return a + b")
+
+
+@pytest.fixture(scope="module")
+def embedder() -> embeddings.Embedder:
+    return embeddings.make_embedder("local")
+
+
+def run_agent(repo: Path, script: list, embedder: embeddings.Embedder, *, task: str = "fix add",
+              model: object | None = None, review: object = None, **overrides: object) -> tuple[RunResult, ScriptedServer,
+                                                                                                   list[str]]:
+    settings = config.load_settings(repo, task=task, test_command=PYTEST, **overrides)
+    lines: list[str] = []
+    with ScriptedServer(script) as server:
+        chat = model or OpenAIChat("gpt-4o", api_key="k", base_url=server.url, sleep=lambda s: None)
+        chunk_store = store.ChunkStore(store.open_client(settings.index_path),
+                                       store.collection_name(str(repo), embedder.name))
+        agent = Agent(settings, chat, Indexer(repo, settings.index_path, embedder, chunk_store),  # type: ignore[arg-type]
+                      TestRunner(PYTEST, cwd=repo, timeout=60, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}),
+                      FileEditor(repo, state_dir=settings.repo_state_dir, forbidden=[settings.index_path]),
+                      say=lines.append, trajectory=Trajectory(settings.runs_dir, task), review=review)  # type: ignore[arg-type]
+        result = agent.run(task)
+    return result, server, lines
+
+
+def last_request(server: ScriptedServer) -> str:
+    return server.chat_requests[-1]["messages"][-1]["content"]
+
+
+# ----- stop reasons ----------------------------------------------------------------------------------------------
+def test_passed(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = python_repo(tmp_path)
+    result, _, _ = run_agent(repo, [answer(FIX_ADD)], embedder)
+    assert (result.success, result.stop_reason, result.iterations) == (True, "passed", 1)
+
+
+def test_no_progress_when_a_fix_leaves_the_same_failure(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    same = [answer(modify("calc.py", "def multiply(a, b):", "def multiply(a, b):  # 1")),
+            answer(modify("calc.py", "def multiply(a, b):  # 1", "def multiply(a, b):  # 2")),
+            answer(modify("calc.py", "def multiply(a, b):  # 2", "def multiply(a, b):  # 3"))]
+    result, _, _ = run_agent(repo, same, embedder)
+    assert (result.success, result.stop_reason, result.iterations) == (False, "no_progress", 2)
+    assert snapshot(repo) == before
+
+
+def test_no_progress_when_the_model_repeats_itself(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = python_repo(tmp_path)
+    wrong = answer(modify("calc.py", "return a - b", "return a * b"))
+    undo = answer(modify("calc.py", "def add(a, b):\n    return a * b", "def add(a, b):\n    return a - b"))
+    result, _, _ = run_agent(repo, [wrong, undo, wrong], embedder, max_iterations=5)
+    assert result.stop_reason == "no_progress" and "repeated" in result.message
+
+
+def test_cost_cap_by_tokens(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    result, server, _ = run_agent(repo, [answer(FIX_ADD)], embedder, max_tokens=50)
+    assert (result.success, result.stop_reason) == (False, "cost_cap")
+    assert len(server.chat_requests) == 1 and snapshot(repo) == before
+
+
+def test_cost_cap_by_dollars(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = python_repo(tmp_path)
+    result, _, _ = run_agent(repo, [answer(FIX_ADD)], embedder, max_cost=0.0001)
+    assert result.stop_reason == "cost_cap" and "$" in result.message
+
+
+def test_no_changes_when_the_tests_already_pass(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = python_repo(tmp_path, {"calc.py": "def add(a, b):\n    return a + b\n",
+                                  "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+                                  "pytest.ini": "[pytest]\npythonpath = .\n"})
+    result, _, lines = run_agent(repo, ['{"changes": []}'], embedder, task="make sure add works")
+    assert (result.success, result.stop_reason, result.files_modified) == (True, "no_changes", [])
+    assert "[Tests passed on iteration 1]" in lines
+
+
+def test_no_changes_when_the_model_gives_up(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = python_repo(tmp_path)
+    result, _, _ = run_agent(repo, ['{"changes": []}', '{"changes": []}'], embedder)
+    assert (result.success, result.stop_reason) == (False, "no_changes")
+
+
+def test_refused_after_two_oversized_answers(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    big = answer(create("big.py", "".join(f"X{i} = {i}\n" for i in range(50))))
+    result, server, lines = run_agent(repo, [big, big.replace("X", "Y")], embedder, max_plan_lines=10,
+                                      max_changed_lines=10)
+    assert result.stop_reason == "refused"
+    assert any(line.startswith("[Refused: the change touches 50 lines") for line in lines)
+    assert "over the limit of 10" in last_request(server)
+    assert snapshot(repo) == before
+
+
+def test_too_many_files_are_refused_before_writing(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = python_repo(tmp_path)
+    many = answer(*[create(f"m{i}.py", "X = 1\n") for i in range(3)])
+    result, server, _ = run_agent(repo, [many, answer(FIX_ADD)], embedder, max_files=2)
+    assert result.success and not (repo / "m0.py").exists()
+    assert "3 files, over the limit of 2" in last_request(server)
+
+
+# ----- guardrails ------------------------------------------------------------------------------------------------
+def test_weakening_a_test_is_refused_and_reported(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = python_repo(tmp_path)
+    cheat = modify("tests/test_calc.py", "    assert add(2, 3) == 5", "    assert True")
+    result, server, lines = run_agent(repo, [answer(cheat), answer(FIX_ADD)], embedder)
+    assert result.success
+    assert (repo / "tests" / "test_calc.py").read_text() == TEST_CALC_PY
+    assert any(line.startswith("[Refused: tests/test_calc.py") for line in lines)
+    assert "REFUSED" in last_request(server) and "tests/test_calc.py" in last_request(server)
+
+
+def test_test_edits_are_allowed_when_asked(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = python_repo(tmp_path)
+    change = modify("tests/test_calc.py", "assert add(2, 3) == 5", "assert add(2, 3) == -1")
+    result, _, _ = run_agent(repo, [answer(change)], embedder, allow_test_edits=True, task="update the add test")
+    assert result.success and "== -1" in (repo / "tests" / "test_calc.py").read_text()
+
+
+@pytest.mark.parametrize("hostile", ["../outside.py", "/tmp/evil.py", ".git/config", "link/escape.py"])
+def test_hostile_paths_are_refused_and_nothing_is_written_outside(
+        tmp_path: Path, embedder: embeddings.Embedder, hostile: str) -> None:
+    repo = python_repo(tmp_path)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (repo / "link").symlink_to(outside, target_is_directory=True)
+    before_outside = sorted(p.name for p in tmp_path.iterdir())
+    git_config = (repo / ".git" / "config").read_bytes()
+    result, server, _ = run_agent(repo, [answer(create(hostile, "pwned = True\n")), answer(FIX_ADD)], embedder)
+    assert result.success
+    assert sorted(p.name for p in tmp_path.iterdir()) == before_outside
+    assert list(outside.iterdir()) == [] and not Path("/tmp/evil.py").exists()
+    assert (repo / ".git" / "config").read_bytes() == git_config
+    assert "NOT APPLIED" in last_request(server)
+
+
+def test_secrets_never_reach_the_model(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    secret = "sk-proj-" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe9Dc8Ba7"
+    repo = python_repo(tmp_path)
+    (repo / "settings.py").write_text(f'OPENAI_API_KEY = "{secret}"\n\n\ndef add_key():\n    return OPENAI_API_KEY\n')
+    (repo / ".env").write_text(f"OPENAI_API_KEY={secret}\n")
+    result, server, _ = run_agent(repo, [answer(FIX_ADD)], embedder, task="fix add; see settings.py and .env")
+    assert result.success
+    assert secret not in server.all_text_sent()
+
+
+# ----- review and dry run ----------------------------------------------------------------------------------------
+def test_review_no_sends_the_reason_to_the_model(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = python_repo(tmp_path)
+    decisions = iter([("n", "keep the subtraction, add a new function instead"), ("y", "")])
+    seen: list[str] = []
+
+    def reviewer(diff: str) -> tuple[str, str]:
+        seen.append(diff)
+        return next(decisions)
+
+    result, server, _ = run_agent(repo, [answer(FIX_ADD), answer(FIX_ADD.copy() | {"description": "again"})],
+                                  embedder, review=reviewer)
+    assert result.success
+    assert "-    return a - b" in seen[0] and "+    return a + b" in seen[0]
+    assert "keep the subtraction" in last_request(server)
+
+
+def test_review_quit_stops_with_refused(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    result, _, _ = run_agent(repo, [answer(FIX_ADD)], embedder, review=lambda diff: ("q", ""))
+    assert result.stop_reason == "refused" and snapshot(repo) == before
+
+
+def test_dry_run_prints_the_diff_and_writes_nothing(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    result, _, _ = run_agent(repo, [answer(FIX_ADD)], embedder, dry_run=True)
+    assert result.stop_reason == "dry_run" and "+    return a + b" in result.diff
+    assert snapshot(repo) == before
+
+
+# ----- trajectory and replay -------------------------------------------------------------------------------------
+STEP_SCHEMA = {"format": int, "kind": str, "step": int, "model": str, "prompt_version": (str, type(None)),
+               "answer": (str, type(None)), "answers": list, "prompt_tokens": int, "completion_tokens": int,
+               "cost_usd": (float, int, type(None)), "files": list, "patch_lines": int, "edits_failed": int,
+               "test_exit_code": (int, type(None)), "tests_failed": list, "tests_passed": (int, type(None)),
+               "timed_out": bool, "duration_s": (float, int), "stop_reason": (str, type(None))}
+
+
+def test_two_iteration_trajectory_matches_the_schema(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = python_repo(tmp_path)
+    wrong = answer(modify("calc.py", "return a - b", "return a * b"))
+    right = answer(modify("calc.py", "def add(a, b):\n    return a * b", "def add(a, b):\n    return a + b"))
+    result, _, _ = run_agent(repo, [wrong, right], embedder)
+    assert result.success and result.log_path
+    records = [json.loads(line) for line in Path(result.log_path).read_text().splitlines()]
+    assert [r["kind"] for r in records] == ["plan", "fix", "final"]
+    for record in records:
+        assert set(record) == set(STEP_SCHEMA)
+        for key, kind in STEP_SCHEMA.items():
+            assert isinstance(record[key], kind), (key, record[key])
+    plan, fix, final = records
+    assert plan["prompt_version"].startswith("plan/") and fix["prompt_version"].startswith("fix/")
+    assert plan["tests_failed"] == ["tests/test_calc.py::test_add"] and plan["tests_passed"] == 1
+    assert fix["tests_failed"] == [] and fix["test_exit_code"] == 0
+    assert plan["files"] == ["calc.py"] and plan["patch_lines"] == 2
+    assert final["stop_reason"] == "passed" and final["cost_usd"] > 0
+
+
+def test_replay_reproduces_a_recorded_run_without_the_model(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = python_repo(tmp_path)
+    original = snapshot(repo)
+    wrong = answer(modify("calc.py", "return a - b", "return a * b"))
+    right = answer(modify("calc.py", "def add(a, b):\n    return a * b", "def add(a, b):\n    return a + b"))
+    recorded, _, recorded_lines = run_agent(repo, [wrong, right], embedder)
+    after_recorded = snapshot(repo)
+    (repo / "calc.py").write_bytes(original["calc.py"][0])  # type: ignore[index]
+    model = ReplayModel(read_answers(Path(recorded.log_path or "")))
+    replayed, server, replay_lines = run_agent(repo, [], embedder, model=model)
+    assert server.chat_requests == []
+    assert (replayed.stop_reason, replayed.iterations) == (recorded.stop_reason, recorded.iterations)
+    assert snapshot(repo) == after_recorded
+    assert [l for l in replay_lines if not l.startswith("[Indexed")] == \
+        [l for l in recorded_lines if not l.startswith("[Indexed")]
