@@ -1,0 +1,124 @@
+"""kill -9 in the middle of a run, then recovery; two runs on one repository; the JSON result and codebase chat."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import config
+from file_editor import RepoLock
+from tests.repos import ROOT, answer, modify, python_repo, run_cli, snapshot
+from tests.scripted_server import ScriptedServer
+
+PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
+SLOW_SECOND_RUN = {
+    "calc.py": "def add(a, b):\n    return a - b\n",
+    "tests/test_calc.py": ("import os, time\nfrom calc import add\n\n\ndef test_add():\n"
+                           "    if os.path.exists('STARTED'):\n        time.sleep(120)\n"
+                           "    open('STARTED', 'w').close()\n    assert add(2, 3) == 5\n"),
+    "pytest.ini": "[pytest]\npythonpath = .\n", ".gitignore": "STARTED\n",
+}
+FIX = answer(modify("calc.py", "    return a - b", "    return a + b"),
+             {"file_path": "pkg/new_module.py", "action": "create", "content": "X = 1\n"})
+
+
+def _start(repo: Path, server: ScriptedServer) -> subprocess.Popen[str]:
+    env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    return subprocess.Popen([sys.executable, str(ROOT / "main.py"), "--repo", str(repo), "--task", "fix add",
+                             "--test-command", PYTEST], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, start_new_session=True)
+
+
+def _wait_for_tests(proc: subprocess.Popen[str]) -> None:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("[Testing (iteration 1)"):
+            return
+    raise AssertionError("the run never reached its first test iteration")
+
+
+def test_kill_9_then_recover_restores_byte_for_byte(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path, SLOW_SECOND_RUN)
+    before = {k: v for k, v in snapshot(repo).items() if k != "STARTED"}
+    with ScriptedServer([FIX]) as server:
+        proc = _start(repo, server)
+        _wait_for_tests(proc)
+        time.sleep(1)
+        assert (repo / "pkg" / "new_module.py").exists()
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    (repo / "STARTED").unlink()
+    recovered = run_cli(["--repo", str(repo), "--recover"])
+    assert recovered.returncode == 0, recovered.stderr
+    assert "[Recovered: restored 2 file(s)" in recovered.stdout
+    assert snapshot(repo) == before
+
+
+def test_the_next_run_notices_an_unfinished_journal_and_restores_first(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path, SLOW_SECOND_RUN)
+    with ScriptedServer([FIX]) as server:
+        proc = _start(repo, server)
+        _wait_for_tests(proc)
+        time.sleep(1)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    (repo / "STARTED").unlink()
+    assert "return a + b" in (repo / "calc.py").read_text()
+    with ScriptedServer(['{"changes": []}']) as server:
+        proc2 = run_cli(["--repo", str(repo), "--task", "check", "--test-command", PYTEST, "--max-iterations", "1"],
+                        server_url=server.url)
+    assert proc2.stdout.startswith("[Recovered: restored 2 file(s)"), proc2.stdout + proc2.stderr
+    assert "return a - b" in (repo / "calc.py").read_text()
+    assert not (repo / "pkg").exists()
+
+
+def test_a_second_run_on_the_same_repository_is_refused(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    settings = config.load_settings(repo)
+    with RepoLock(repo, settings.repo_state_dir), ScriptedServer([answer()]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "x", "--test-command", PYTEST], server_url=server.url)
+    assert proc.returncode == 2
+    assert "another run" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert server.requests == [] and snapshot(repo) == before
+
+
+def test_json_result_for_ci(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    with ScriptedServer([answer(modify("calc.py", "    return a - b", "    return a + b"))]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--json"],
+                       server_url=server.url)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert (result["success"], result["stop_reason"], result["iterations"]) == (True, "passed", 1)
+    assert result["files_modified"] == ["calc.py"] and result["tokens"]["calls"] == 1
+    assert Path(result["log"]).is_file() and result["cost_usd"] > 0
+
+
+def test_ask_answers_from_numbered_context_and_edits_nothing(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    with ScriptedServer(["`add` subtracts instead of adding: see calc.py:5."]) as server:
+        proc = run_cli(["--repo", str(repo), "--ask", "Why does test_add fail?"], server_url=server.url)
+    assert proc.returncode == 0, proc.stderr
+    assert "calc.py:5" in proc.stdout
+    sent = server.chat_requests[0]["messages"][-1]["content"]
+    assert "    5      return a - b" in sent
+    assert snapshot(repo) == before
+
+
+def test_review_from_the_terminal(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    fix = answer(modify("calc.py", "    return a - b", "    return a + b"))
+    with ScriptedServer([fix]) as server:
+        env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k",
+               "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+        proc = subprocess.run([sys.executable, str(ROOT / "main.py"), "--repo", str(repo), "--task", "fix add",
+                               "--test-command", PYTEST, "--review"], input="y\n", capture_output=True, text=True,
+                              env=env, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "+    return a + b" in proc.stdout and "Apply this change?" in proc.stdout
