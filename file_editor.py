@@ -2,41 +2,43 @@
 
 Every model path goes through `resolve_repo_path`. Before the first write of a file in a run, the original is copied
 into the state dir and a JSON-lines journal entry is fsync'ed; only then is the file written (temp file + os.replace).
-`rollback` and `recover` replay the journal backwards and restore byte for byte.
+`rollback` and `recover` replay the journal backwards and restore byte for byte; the journal, atomic writes and the
+repository lock live in `journal.py` and are re-exported here.
 """
 from __future__ import annotations
 
 import codecs
 import difflib
-import errno
-import fcntl
-import json
 import logging
 import os
 import shutil
-import time
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
-import config
 from edit_matching import apply_search_replace, apply_symbol_edit
+from journal import (
+    JOURNAL_VERSION,
+    TMP_MARK,
+    Journal,
+    RepoLock,
+    RepoLockedError,
+    atomic_write,
+    default_state_dir,
+    fsync_dir,
+    inside,
+    replay,
+)
 
 logger = logging.getLogger(__name__)
+__all__ = ["ACTIONS", "JOURNAL_VERSION", "TMP_MARK", "EditOperation", "EditResult", "FileEditor", "Journal",
+           "PathError", "RepoLock", "RepoLockedError", "atomic_write", "default_state_dir", "resolve_repo_path"]
 
-JOURNAL_VERSION = 1
-TMP_MARK = ".ca-tmp-"
 ACTIONS = ("modify", "create", "delete", "replace_symbol", "insert_after_symbol")
 
 
 class PathError(ValueError):
     """A path the model gave that may not be touched; the message is written for the model."""
-
-
-class RepoLockedError(RuntimeError):
-    """Another run holds the repository lock."""
 
 
 @dataclass
@@ -64,14 +66,6 @@ class EditResult:
         return self.ok
 
 
-def default_state_dir(repo: Path) -> Path:
-    return config.cache_home() / "state" / config.repo_id(repo)
-
-
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
-
-
 def resolve_repo_path(repo: Path, user_path: str, forbidden: Iterable[Path] = ()) -> Path:
     """The only way a model-given path becomes a filesystem path: resolved, inside the repo, not .git, not forbidden."""
     root = Path(repo).resolve()
@@ -91,114 +85,14 @@ def resolve_repo_path(repo: Path, user_path: str, forbidden: Iterable[Path] = ()
     if any(p.lower() == ".git" for p in parts):
         raise PathError(f"path {raw!r} refused: files under .git/ are never edited")
     target = (root / raw).resolve()
-    if not _inside(target, root) or target == root:
+    if not inside(target, root) or target == root:
         raise PathError(f"path {raw!r} refused: it resolves (through a symlink) outside the repository")
     if any(p.lower() == ".git" for p in target.relative_to(root).parts):
         raise PathError(f"path {raw!r} refused: it resolves into .git/, which is never edited")
     for dir_ in forbidden:
-        if _inside(target, Path(dir_).resolve()):
+        if inside(target, Path(dir_).resolve()):
             raise PathError(f"path {raw!r} refused: it is inside the assistant's own data directory")
     return target
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
-    """Write via a temp file in the same directory, fsync, os.replace; keep `mode` (new files follow the umask)."""
-    tmp = path.parent / f".{path.name}{TMP_MARK}{uuid.uuid4().hex[:8]}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            if mode is not None:
-                os.fchmod(handle.fileno(), mode)
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
-class Journal:
-    """One run's append-only JSON-lines journal plus its backups, in state_dir/runs/<run id>/."""
-
-    def __init__(self, run_dir: Path) -> None:
-        self.run_dir = run_dir
-        self.path = run_dir / "journal.jsonl"
-        self.backups = run_dir / "backups"
-
-    @classmethod
-    def start(cls, state_dir: Path, repo: Path) -> Journal:
-        run_dir = state_dir / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        (run_dir / "backups").mkdir(parents=True)
-        journal = cls(run_dir)
-        journal.append({"op": "begin", "v": JOURNAL_VERSION, "repo": str(repo), "pid": os.getpid(),
-                        "time": time.time()})
-        return journal
-
-    def append(self, entry: dict[str, object]) -> None:
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(entry) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-
-    def entries(self) -> list[dict[str, object]]:
-        entries = []
-        for line in self.path.read_text(encoding="utf-8").splitlines():
-            try:
-                entries.append(json.loads(line))
-            except json.JSONDecodeError:
-                logger.warning("skipping a torn journal line in %s", self.path)
-        return entries
-
-    def backup(self, source: Path, index: int) -> Path:
-        dest = self.backups / f"{index:05d}"
-        shutil.copyfile(source, dest)
-        with open(dest, "rb") as handle:
-            os.fsync(handle.fileno())
-        _fsync_dir(self.backups)
-        return dest
-
-    def close(self, how: str) -> None:
-        self.append({"op": "done", "how": how, "time": time.time()})
-        shutil.rmtree(self.backups, ignore_errors=True)
-
-
-def _replay(root: Path, journal: Journal) -> list[str]:
-    """Undo every entry of a journal, newest first; returns the repo-relative paths restored or removed."""
-    touched: list[str] = []
-    for entry in reversed(journal.entries()):
-        op, rel = entry.get("op"), str(entry.get("path", ""))
-        if op not in ("modified", "created", "deleted"):
-            continue
-        target = root / rel
-        if not _inside(target.resolve(), root.resolve()):
-            logger.error("journal entry points outside the repository, skipped: %s", rel)
-            continue
-        for stray in target.parent.glob(f".{target.name}{TMP_MARK}*") if target.parent.is_dir() else []:
-            stray.unlink(missing_ok=True)
-        if op == "created":
-            target.unlink(missing_ok=True)
-            for dir_ in reversed([str(d) for d in entry.get("dirs", [])]):  # type: ignore[union-attr]
-                try:
-                    (root / dir_).rmdir()
-                except OSError as exc:
-                    if exc.errno not in (errno.ENOENT, errno.ENOTEMPTY):
-                        raise
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            data = (journal.run_dir / str(entry["backup"])).read_bytes()
-            atomic_write(target, data, int(entry["mode"]))  # type: ignore[call-overload]
-        touched.append(rel)
-    return list(dict.fromkeys(touched))
 
 
 def _read_text(data: bytes) -> tuple[str, bool]:
@@ -245,7 +139,7 @@ class FileEditor:
                  forbidden: Iterable[Path] = ()) -> None:
         self.repo = Path(repo_path).resolve()
         self.state_dir = Path(state_dir).resolve() if state_dir else default_state_dir(self.repo)
-        if _inside(self.state_dir, self.repo):
+        if inside(self.state_dir, self.repo):
             raise PathError(f"state dir {self.state_dir} is inside the repository; backups must live outside it")
         self.forbidden = [Path(f).resolve() for f in forbidden] + [self.state_dir]
         self._journal: Journal | None = None
@@ -284,7 +178,7 @@ class FileEditor:
     def rollback(self) -> list[str]:
         if self._journal is None:
             return []
-        touched = _replay(self.repo, self._journal)
+        touched = replay(self.repo, self._journal)
         self._journal.close("rolled_back")
         self._journal, self._touched = None, {}
         logger.info("rolled back %d file(s)", len(touched))
@@ -332,7 +226,7 @@ class FileEditor:
                 continue
             found = True
             logger.warning("recovering an unfinished run from %s", run_dir)
-            restored += _replay(root, journal)
+            restored += replay(root, journal)
             journal.close("recovered")
         return list(dict.fromkeys(restored)) if found else None
 
@@ -349,7 +243,7 @@ class FileEditor:
                 return EditResult(False, rel, action, f"cannot delete {rel}: it does not exist")
             self._remember(path, rel)
             path.unlink()
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent)
             return EditResult(True, rel, action, f"deleted {rel}")
         if action == "create" or (action == "modify" and not exists and not op.search.strip()):
             if exists and not op.overwrite:
@@ -411,7 +305,7 @@ class FileEditor:
             entry = {"op": "modified", "path": rel, "backup": str(backup.relative_to(self._journal.run_dir)),
                      "mode": path.stat().st_mode & 0o7777}
         else:
-            missing = [p for p in reversed(path.parents) if _inside(p, self.repo) and not p.exists()]
+            missing = [p for p in reversed(path.parents) if inside(p, self.repo) and not p.exists()]
             entry = {"op": "created", "path": rel, "dirs": [p.relative_to(self.repo).as_posix() for p in missing]}
         self._journal.append(entry)
         self._touched[rel] = entry
@@ -428,34 +322,3 @@ def _unified(old: str, new: str, old_name: str, new_name: str) -> str:
     lines = list(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
                                       old_name, new_name))
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
-
-
-class RepoLock:
-    """One run per repository: an exclusive, non-blocking flock on a file in the state dir."""
-
-    def __init__(self, repo_path: str | Path, state_dir: str | Path | None = None) -> None:
-        self.repo = Path(repo_path).resolve()
-        self.path = (Path(state_dir) if state_dir else default_state_dir(self.repo)) / "lock"
-        self._fd: int | None = None
-
-    def __enter__(self) -> RepoLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            other = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
-            raise RepoLockedError(f"another run (pid {other}) is already working on {self.repo}; "
-                                  "wait for it to finish") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._fd = fd
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None

@@ -5,7 +5,7 @@ place), then two retrievers rank files for the problem statement:
 
 * the assistant, through its stable CLI contract (a subprocess; stdout is one JSON object with a ranked "files"
   list, optionally "context_files");
-* a BM25 baseline over whole non-test Python files (path + content, identifier-aware tokens).
+* a BM25 baseline over whole non-test Python files (path + content, identifier-aware tokens; bench/bm25_baseline.py).
 
     python bench/localize.py --data /work/shared/bench/swebench_lite_dev.json --mirrors /work/.mirror \
         --work /tmp/swebench --out results.json [--baseline-only] [--only ID ...]
@@ -29,9 +29,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import bm25s
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bm25_baseline import bm25_rank, is_test_path, read_text, source_files  # noqa: E402
 from checkout import CheckoutError, materialize  # noqa: E402
 
 log = logging.getLogger("localize")
@@ -40,13 +39,6 @@ RESULTS_VERSION = 1
 KS = (1, 3, 5)
 CLI_DEFAULT_BUDGET = 12000
 DEFAULT_MAIN = Path(__file__).resolve().parent.parent / "main.py"
-STOPWORDS = set(
-    "a an and are as at be been but by can could do does for from has have he how i if in into is it its me my no "
-    "not of on or our should so such that the their then there these they this to was we were what when where which "
-    "while who will with would you your also just like use using used get got".split()
-)
-IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
-WORD_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 
 # ---------------------------------------------------------------------------------------------------------- gold
@@ -58,73 +50,9 @@ def gold_files(patch: str) -> list[str]:
     return [p for p in paths if not is_test_path(p)] or paths
 
 
-def is_test_path(path: str) -> bool:
-    parts = path.split("/")
-    name = parts[-1]
-    return (
-        any(p in ("test", "tests") for p in parts[:-1])
-        or (name.startswith("test_") and name.endswith(".py"))
-        or name.endswith("_test.py")
-        or name == "conftest.py"
-    )
-
-
 def rank_of(gold: str, files: list[str]) -> int | None:
     """1-based rank of the gold file, None when it is not ranked at all."""
     return files.index(gold) + 1 if gold in files else None
-
-
-# ---------------------------------------------------------------------------------------------------------- BM25
-
-
-def tokenize(text: str) -> list[str]:
-    """Lowercased identifiers, kept whole and also split on snake_case / camelCase boundaries."""
-    tokens = []
-    for match in IDENT.finditer(text):
-        word = match.group()
-        low = word.lower()
-        if len(low) > 1 and low not in STOPWORDS:
-            tokens.append(low)
-        parts = [p.lower() for p in WORD_PART.findall(word)]
-        if len(parts) > 1:
-            tokens.extend(p for p in parts if len(p) > 1 and p not in STOPWORDS)
-    return tokens
-
-
-def read_text(path: Path) -> str | None:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if b"\0" in data[:8192]:
-        return None
-    return data.decode("utf-8", errors="replace")
-
-
-def source_files(repo: Path, exts: tuple[str, ...]) -> dict[str, str]:
-    """Non-test text files with one of the extensions: repo-relative path -> content."""
-    docs = {}
-    for root, dirs, files in os.walk(repo):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            rel = (Path(root) / name).relative_to(repo).as_posix()
-            if not name.endswith(exts) or is_test_path(rel):
-                continue
-            text = read_text(repo / rel)
-            if text is not None:
-                docs[rel] = text
-    return docs
-
-
-def bm25_rank(docs: dict[str, str], query: str) -> list[str]:
-    """All documents ranked best first (ties broken by path); documents scoring 0 come last."""
-    paths = list(docs)
-    retriever = bm25s.BM25()
-    retriever.index([tokenize(p) + tokenize(docs[p]) for p in paths], show_progress=False)
-    query_tokens = [t for t in tokenize(query) if t in retriever.vocab_dict]
-    scores = retriever.get_scores(query_tokens) if query_tokens else [0.0] * len(paths)
-    order = sorted(range(len(paths)), key=lambda i: (-float(scores[i]), paths[i]))
-    return [paths[i] for i in order]
 
 
 # ------------------------------------------------------------------------------------------------------ budget
