@@ -314,15 +314,17 @@ class Indexer:
         texts: list[str] = []
         metas: list[dict] = []
         ids: list[str] = []
+        file_ids: list[tuple[str, list[str]]] = []
         for path, text, digest, st in batch:
             parsed = parse_source(path, text)
             embedded = config.language_for(path) in config.EMBEDDED_LANGUAGES
             # the model adds [CLS] and [SEP] to what count_tokens counts
             chunk_list = chunk_file(path, text, parsed, max_tokens=self.embedder.max_tokens - 2,
                                     count_tokens=self.embedder.count_tokens) if embedded else []
-            self.chunks.delete_file(path)
-            for i, chunk in enumerate(chunk_list):
-                ids.append(f"{digest[:12]}:{i}:{path}")
+            own = [store.chunk_id(path, digest, i, chunk.text) for i, chunk in enumerate(chunk_list)]
+            file_ids.append((path, own))
+            for cid, chunk in zip(own, chunk_list):
+                ids.append(cid)
                 texts.append(chunk.text)
                 metas.append({"path": path, "start": chunk.start_line, "end": chunk.end_line,
                               "symbol": chunk.symbol or "", "kind": chunk.kind})
@@ -332,6 +334,9 @@ class Indexer:
                 symbols=[[s.qualname, s.kind, s.start_line, s.end_line, s.signature] for s in parsed.symbols],
                 imports=[[i.module, list(i.names), i.level] for i in parsed.imports], chunks=len(chunk_list))
             lexicon[path] = " ".join(lexical.path_tokens(path) + lexical.tokenize(text))
+        stored = self.chunks.existing(ids)  # already in the store: an earlier run, or a teammate on a shared server
+        todo = [k for k, cid in enumerate(ids) if cid not in stored]
+        ids, texts, metas = [ids[k] for k in todo], [texts[k] for k in todo], [metas[k] for k in todo]
         keys = [EmbeddingCache.key(t) for t in texts]
         known = self.cache.get_many(sorted(set(keys)))
         missing = list(dict.fromkeys(k for k in keys if k not in known))
@@ -344,6 +349,8 @@ class Indexer:
         for start in range(0, len(texts), EMBED_BATCH):
             self.chunks.add(ids[start:start + EMBED_BATCH], [known[k] for k in keys[start:start + EMBED_BATCH]],
                             texts[start:start + EMBED_BATCH], metas[start:start + EMBED_BATCH])
+        for path, own in file_ids:  # after the add, so a file is never without chunks
+            self.chunks.delete_file(path, keep=own)
         return len(missing)
 
     def _resolve_graph(self, files: dict[str, FileRecord]) -> dict[str, list[str]]:

@@ -25,7 +25,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="main.py", description="Index a repository, plan edits with a chat model, test, fix, "
+    p = _Parser(prog=Path(sys.argv[0]).name, description="Index a repository, plan edits with a chat model, test, fix, "
                 "and roll back byte for byte when the tests do not go green.")
     p.add_argument("--repo", required=True, help="the repository to work on")
     p.add_argument("--task", help="what to do, in plain words")
@@ -105,10 +105,8 @@ def _report_error(exc: Exception, verbose: bool) -> int:
     from embeddings import EmbeddingError
     from file_editor import RepoLockedError
     from llm import ModelError
-    import store
+    from store import StoreError
     from test_runner import TestCommandError
-
-    StoreError = getattr(store, "StoreError", ConfigError)  # noqa: N806 - TODO(lead): plain import once store lands
 
     if verbose:
         logging.getLogger(__name__).exception("failed")
@@ -132,8 +130,7 @@ def _build_indexer(settings: Settings):  # noqa: ANN202 - indexer.Indexer; impor
     client = _chat_client(settings) if settings.embedding_backend == "openai" else None
     embedder = embeddings.make_embedder(settings.embedding_backend, model=settings.embedding_model, client=client)
     chroma = store.open_client(settings.index_path)
-    identity = store.repo_identity(settings.repo) if hasattr(store, "repo_identity") else str(settings.repo)
-    chunk_store = store.ChunkStore(chroma, store.collection_name(identity, embedder.name))
+    chunk_store = store.ChunkStore(chroma, store.collection_for(chroma, settings.repo, embedder.name))
     return indexer.Indexer(settings.repo, settings.index_path, embedder, chunk_store)
 
 

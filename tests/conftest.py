@@ -11,7 +11,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 _MODEL_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "EMBEDDING_BACKEND", "EMBEDDING_MODEL",
-              "CODE_ASSISTANT_INDEX_PATH", "CODE_ASSISTANT_STATE_PATH", "CHROMA_HOST", "CHROMA_PORT")
+              "CODE_ASSISTANT_INDEX_PATH", "CODE_ASSISTANT_STATE_PATH", "CHROMA_HOST", "CHROMA_PORT",
+              "CHROMA_SSL", "CHROMA_AUTH_TOKEN")
 
 
 @pytest.fixture(autouse=True)

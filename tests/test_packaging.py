@@ -1,0 +1,91 @@
+"""Packaging: pyproject.toml lists every module, and the installed `code-assistant` script works outside the tree.
+
+The install test is slow-ish (~20 s): a venv with --system-site-packages (so no dependency is downloaded), then
+`pip install --no-deps --no-build-isolation` of a copy of the sources. Select it alone with `-k installed`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+import venv
+from pathlib import Path
+
+from repos import ROOT, python_repo
+
+
+def _pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def test_every_top_level_module_is_packaged() -> None:
+    listed = set(_pyproject()["tool"]["setuptools"]["py-modules"])
+    present = {p.stem for p in ROOT.glob("*.py")}
+    assert present - listed == set(), "add these modules to py-modules in pyproject.toml"
+    assert listed - present == set(), "py-modules names modules that no longer exist"
+    assert _pyproject()["project"]["scripts"]["code-assistant"] == "main:main"
+
+
+def _requirement_names(lines: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in lines:
+        spec = line.split("#", 1)[0].strip()
+        if spec:
+            name = spec.split(">", 1)[0].split("<", 1)[0].split("=", 1)[0].strip().lower()
+            out[name] = spec.replace(" ", "")
+    return out
+
+
+def test_dependencies_mirror_requirements_txt_without_the_model_package() -> None:
+    runtime = (ROOT / "requirements.txt").read_text(encoding="utf-8").split("# Tests")[0].splitlines()
+    assert _requirement_names(_pyproject()["project"]["dependencies"]) == _requirement_names(runtime)
+    model = _requirement_names((ROOT / "requirements-model.txt").read_text(encoding="utf-8").splitlines())
+    assert not set(model) & set(_requirement_names(_pyproject()["project"]["dependencies"]))
+
+
+def _clean_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), PIP_DISABLE_PIP_VERSION_CHECK="1",
+               PIP_NO_INDEX="1", PYTHONDONTWRITEBYTECODE="1")
+    return env
+
+
+def test_installed_console_script_runs_outside_the_tree(tmp_path: Path) -> None:
+    """Slow (~20 s): builds and installs the package into a throwaway venv."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ["pyproject.toml", "README.md", *(p.name for p in ROOT.glob("*.py"))]:
+        shutil.copy2(ROOT / name, src / name)
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(system_site_packages=True, with_pip=False, symlinks=True).create(env_dir)
+    env = _clean_env(tmp_path / "home")
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    # pip from the outer interpreter, aimed at the venv: with_pip=True would run ensurepip (slow)
+    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(env_dir / "bin" / "python"), "install",
+                              "-q", "--no-deps", "--no-build-isolation", str(src)],
+                             capture_output=True, text=True, env=env, cwd=work, timeout=180)
+    assert install.returncode == 0, install.stdout + install.stderr
+
+    script = env_dir / "bin" / "code-assistant"
+    where = subprocess.run([str(env_dir / "bin" / "python"), "-c", "import main, store; print(main.__file__)"],
+                           capture_output=True, text=True, env=env, cwd=work, timeout=60)
+    assert where.returncode == 0, where.stderr
+    assert str(env_dir) in where.stdout  # the installed copy, not the source tree
+
+    helped = subprocess.run([str(script), "--help"], capture_output=True, text=True, env=env, cwd=work, timeout=60)
+    assert helped.returncode == 0 and "--context-only" in helped.stdout, helped.stderr
+
+    repo = python_repo(tmp_path)
+    done = subprocess.run([str(script), "--repo", str(repo), "--task", "fix add", "--context-only", "--json",
+                           "--index-path", str(tmp_path / "index")],
+                          capture_output=True, text=True, env=env, cwd=work, timeout=180, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert "calc.py" in json.loads(done.stdout)["files"]
+
+    bad = subprocess.run([str(script), "--repo", str(tmp_path / "missing"), "--task", "x", "--context-only"],
+                         capture_output=True, text=True, env=env, cwd=work, timeout=60)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1  # sys.exit(main()) keeps exit codes
