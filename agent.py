@@ -73,10 +73,11 @@ class Agent:
     def __init__(self, settings: Settings, model: ChatModel, indexer: Indexer, runner: TestRunner,
                  editor: FileEditor, *, say: Say = lambda line: None, trajectory: Trajectory | None = None,
                  review: Review | None = None, on_token: Callable[[str], None] | None = None,
-                 index_progress: Callable[[int, int], None] | None = None) -> None:
+                 index_progress: Callable[[int, int], None] | None = None,
+                 pre_write: Callable[[list[str]], None] | None = None) -> None:
         self.settings, self.model, self.indexer, self.runner, self.editor = settings, model, indexer, runner, editor
         self.say, self.trajectory, self.review, self.on_token = say, trajectory, review, on_token
-        self.index_progress = index_progress
+        self.index_progress, self.pre_write = index_progress, pre_write
         self.limits = Limits(settings.max_changed_lines, settings.max_plan_lines, settings.max_files,
                              settings.allow_test_edits)
         self.messages: list[Message] = []
@@ -133,11 +134,12 @@ class Agent:
         except KeyboardInterrupt:
             outcome = self.give_up(Stop.INTERRUPTED, "interrupted")
             return outcome
-        except (ModelError, PlanParseError) as exc:
+        except PlanParseError as exc:
             outcome = self.give_up(Stop.MODEL_ERROR, str(exc))
-            if isinstance(exc, ModelError):
-                raise
             return outcome
+        except BaseException as exc:  # a model, git or internal error: roll back, then let the CLI report it
+            outcome = self.give_up(Stop.MODEL_ERROR if isinstance(exc, ModelError) else "error", str(exc))
+            raise
         finally:
             self.close_log(outcome)
 
@@ -202,6 +204,8 @@ class Agent:
         ops = [op for op in ops if self._rel(op.file_path) not in weakened]
         for reason in refused:
             self.say(f"[Refused: {reason}]")
+        if self.pre_write:
+            self.pre_write(preview.files)
         if self.review and preview.changes:
             decision, why = self.review(preview.diff())
             if decision == "q":

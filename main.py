@@ -47,6 +47,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--max-tokens", type=int, help="stop when the run has used this many tokens")
     g.add_argument("--review", action="store_true", default=None, help="show each diff and apply it only after y")
     g.add_argument("--dry-run", action="store_true", default=None, help="plan and print the diff; write nothing")
+    w = p.add_argument_group("git")
+    w.add_argument("--branch", nargs="?", const="", metavar="NAME", help="work on a new branch (default name: "
+                   "assistant/<task>-<time>)")
+    w.add_argument("--worktree", action="store_true", help="work in a separate git worktree; your checkout stays as is")
+    w.add_argument("--commit", action="store_true", help="commit the change when the tests pass")
+    w.add_argument("--allow-dirty", action="store_true", help="with --commit: edit files that hold your pending "
+                   "changes (they are left uncommitted)")
+    w.add_argument("--keep-branch", action="store_true", help="keep the new branch when the run fails")
     r = p.add_argument_group("runs")
     r.add_argument("--log-dir", help="where run trajectories go (default: <index-path>/runs)")
     r.add_argument("--replay", metavar="FILE.jsonl", help="re-run a recorded trajectory's answers; no model calls")
@@ -90,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.context_only:
             return _context_only(settings, args.json)
         signal.signal(signal.SIGTERM, _raise_interrupt)
-        return _run(settings, args.json, Path(args.replay) if args.replay else None)
+        return _run(settings, args)
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -210,36 +218,52 @@ def _recover(settings: Settings) -> int:
     return EXIT_OK
 
 
-def _run(settings: Settings, as_json: bool, replay: Path | None) -> int:
+def _run(settings: Settings, args: argparse.Namespace) -> int:
+    import dataclasses
+
+    import git_ops
     from agent import Agent
     from file_editor import FileEditor, RepoLock
     from llm import ChatModel, OpenAIChat
     from test_runner import TestRunner
     from trajectory import ReplayModel, Trajectory, read_answers
 
-    runner = TestRunner(settings.test_command, cwd=settings.repo, timeout=settings.test_timeout)
-    runner.check()
+    TestRunner(settings.test_command, cwd=settings.repo, timeout=settings.test_timeout).check()
     model: ChatModel
-    if replay:
+    if args.replay:
+        replay = Path(args.replay)
         if not replay.is_file():
             raise ConfigError(f"replay file not found: {replay}")
         model = ReplayModel(read_answers(replay), name=f"replay:{replay.name}")
     else:
         model = OpenAIChat(settings.model, api_key=_api_key(settings), base_url=settings.base_url,
                            timeout=settings.request_timeout, max_retries=settings.max_retries)
-    say = console.quiet if as_json else console.say
+    say = console.quiet if args.json else console.say
+    workflow = git_ops.Workflow(settings.repo, settings.task or "", branch=args.branch, worktree=args.worktree,
+                                commit=args.commit, allow_dirty=args.allow_dirty, keep_branch=args.keep_branch,
+                                worktrees_dir=settings.state_path / "worktrees" / config.repo_id(settings.repo))
     with RepoLock(settings.repo, settings.repo_state_dir):
         restored = FileEditor.recover(settings.repo, settings.repo_state_dir)
         if restored is not None:
             say(f"[Recovered: restored {len(restored)} file(s) from an interrupted run]")
-        editor = FileEditor(settings.repo, state_dir=settings.repo_state_dir, forbidden=[settings.index_path])
-        trajectory = Trajectory(settings.runs_dir, settings.task or "task")
-        with console.index_progress(enabled=not as_json) as progress:
-            agent = Agent(settings, model, _build_indexer(settings), runner, editor, say=say, trajectory=trajectory,
-                          review=console.review if settings.review else None,
-                          on_token=console.stream if settings.stream else None, index_progress=progress)
-            result = agent.run(settings.task or "")
-    if as_json:
+        work = dataclasses.replace(settings, repo=workflow.start())
+        try:
+            runner = TestRunner(work.test_command, cwd=work.repo, timeout=work.test_timeout)
+            editor = FileEditor(work.repo, state_dir=work.repo_state_dir, forbidden=[work.index_path])
+            trajectory = Trajectory(work.runs_dir, work.task or "task")
+            with console.index_progress(enabled=not args.json) as progress:
+                agent = Agent(work, model, _build_indexer(work), runner, editor, say=say, trajectory=trajectory,
+                              review=console.review if work.review else None,
+                              on_token=console.stream if work.stream else None, index_progress=progress,
+                              pre_write=workflow.guard)
+                result = agent.run(work.task or "")
+        except BaseException:
+            workflow.finish(False, [], 0)
+            raise
+        for line in workflow.finish(result.success and result.stop_reason != "dry_run", result.files_modified,
+                                    result.iterations):
+            say(line)
+    if args.json:
         print(json.dumps(console.result_json(result)))
     else:
         console.summary(result)
