@@ -123,3 +123,19 @@ def test_two_repositories_never_share_a_collection(tmp_path: Path, embedder: emb
     index_two, _ = _indexer(two, tmp_path / "index", embedder).update()
     assert index_one.chunks.name != index_two.chunks.name
     assert {h.path for h in index_two.chunks.query(embedder.embed(["Calc add"])[0], 20)} == {"other.py"}
+
+
+def test_worker_processes_index_the_same_as_one_process(tmp_path: Path, embedder: embeddings.Embedder,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import file_prep
+
+    files = {**FILES, **{f"pkg/mod{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(6)}}
+    serial_repo = write_tree(tmp_path / "serial", files)
+    serial, _ = _indexer(serial_repo, tmp_path / "index1", embedder).update()
+    monkeypatch.setattr(file_prep, "PARALLEL_MIN_FILES", 1)
+    parallel_repo = write_tree(tmp_path / "parallel", files)
+    parallel, stats = _indexer(parallel_repo, tmp_path / "index2", embedder).update()
+    assert stats.files == len(files)
+    assert {p: (r.hash, r.symbols, r.imports, r.chunks) for p, r in serial.files.items()} == \
+        {p: (r.hash, r.symbols, r.imports, r.chunks) for p, r in parallel.files.items()}
+    assert serial.graph == parallel.graph
