@@ -1,0 +1,122 @@
+"""File ranking and context fitting on small repositories, indexed for real with the local embedder."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import context_builder
+import embeddings
+import store
+import tokens
+from indexer import Indexer, RepoIndex
+from tests.repos import write_tree
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _filler(name: str, n: int) -> str:
+    return "".join(f"def {name}_{i}(value):\n    total = value * {i} + {i}\n    return total - {i}\n\n\n" for i in range(n))
+
+
+FILES = {
+    "shop/__init__.py": "",
+    "shop/cart.py": "from shop.pricing import price_of\n\n\nclass ShoppingCart:\n    def __init__(self):\n"
+                    "        self.items = []\n\n    def total(self):\n        return sum(price_of(i) for i in self.items)\n",
+    "shop/pricing.py": "from shop.discounts import apply_discount\n\n\ndef price_of(item):\n"
+                       "    return apply_discount(item['price'], item.get('code'))\n",
+    "shop/discounts.py": "def apply_discount(price, code):\n    if code == 'HALF':\n        return price / 2\n"
+                         "    return price\n",
+    "shop/reports.py": "class SalesReport:\n    def render(self, rows):\n        return '\\n'.join(map(str, rows))\n",
+    "shop/big.py": "class Warehouse:\n    def restock(self, n):\n        return n\n\n\n" + _filler("stock", 400),
+    "tests/test_cart.py": "from shop.cart import ShoppingCart\n\n\ndef test_total_of_cart_with_discount():\n"
+                          "    cart = ShoppingCart()\n    assert cart.total() == 0\n",
+    "docs/usage.md": "# Shop\nThe ShoppingCart adds up prices after discounts.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> RepoIndex:
+    root = tmp_path_factory.mktemp("ctx")
+    repo = write_tree(root / "repo", FILES)
+    embedder = embeddings.make_embedder("local")
+    client = store.open_client(root / "index")
+    chunks = store.ChunkStore(client, store.collection_name(str(repo), embedder.name))
+    return Indexer(repo, root / "index", embedder, chunks).update()[0]
+
+
+def _ranked(index: RepoIndex, task: str) -> list[str]:
+    return [r.path for r in context_builder.rank_files(index, task)]
+
+
+def test_traceback_frame_ranks_its_file_first(index: RepoIndex) -> None:
+    task = ("Checkout crashes:\nTraceback (most recent call last):\n"
+            f'  File "{index.repo}/shop/cart.py", line 9, in total\n'
+            '  File "shop/discounts.py", line 2, in apply_discount\nTypeError: unsupported operand\n')
+    assert _ranked(index, task)[0] == "shop/discounts.py"
+
+
+def test_class_named_in_task_ranks_its_defining_file_first(index: RepoIndex) -> None:
+    assert _ranked(index, "SalesReport prints the rows in the wrong order")[0] == "shop/reports.py"
+    assert _ranked(index, "The total of a ShoppingCart is wrong")[0] == "shop/cart.py"
+
+
+def test_tests_rank_below_code_unless_the_task_is_about_tests(index: RepoIndex) -> None:
+    plain = _ranked(index, "The total of a ShoppingCart with a discount is wrong")
+    assert plain.index("shop/cart.py") < plain.index("tests/test_cart.py")
+    about_tests = _ranked(index, "The pytest test test_total_of_cart_with_discount fails")
+    assert about_tests[0] == "tests/test_cart.py"
+
+
+def test_docs_rank_below_the_code_they_describe(index: RepoIndex) -> None:
+    ranked = _ranked(index, "ShoppingCart adds up prices after discounts incorrectly")
+    assert ranked.index("shop/cart.py") < ranked.index("docs/usage.md")
+
+
+def test_import_graph_neighbour_is_in_the_ranking_and_the_context(index: RepoIndex) -> None:
+    ranking = context_builder.rank_files(index, "`price_of` returns the wrong amount")
+    assert ranking[0].path == "shop/pricing.py"
+    discounts = next(r for r in ranking if r.path == "shop/discounts.py")
+    assert any("imports/imported by shop/pricing.py" in reason for reason in discounts.reasons)
+    context = context_builder.build_context(index, "`price_of` returns the wrong amount", 3000)
+    assert {"shop/pricing.py", "shop/discounts.py"} <= set(context.paths)
+
+
+def test_big_file_becomes_a_skeleton_keeping_the_named_definition_and_budget_holds(index: RepoIndex) -> None:
+    assert index.files["shop/big.py"].tokens > 3000
+    context = context_builder.build_context(index, "Warehouse.restock ignores the `restock` count", 3000)
+    big = next(f for f in context.files if f.path == "shop/big.py")
+    assert big.mode in ("skeleton", "outline")
+    assert big.mode == "outline" or "return n" in big.text
+    assert context.tokens <= 3000
+    assert context.tokens == sum(tokens.count_tokens(f.text) for f in context.files)
+    assert len(context.files) >= 3  # the big file does not crowd out the others
+
+
+@pytest.mark.parametrize("budget", [300, 800, 2000, 12000])
+def test_context_never_exceeds_the_budget(index: RepoIndex, budget: int) -> None:
+    context = context_builder.build_context(index, "ShoppingCart total with discount codes", budget)
+    assert context.tokens <= budget
+    assert sum(f.tokens for f in context.files) == context.tokens
+
+
+def _cli(index: RepoIndex, index_path: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "main.py"), "--repo", str(index.repo), "--task",
+                           "SalesReport render is wrong", "--context-only", "--index-path", str(index_path), *extra],
+                          check=False, capture_output=True, text=True, timeout=300)
+
+
+def test_cli_context_only_json_and_verbose_budget_log(index: RepoIndex, tmp_path: Path) -> None:
+    proc = _cli(index, tmp_path / "idx", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["files"][0] == "shop/reports.py"
+    assert "shop/reports.py" in out["context_files"] and out["tokens"] <= 12000
+
+    verbose = _cli(index, tmp_path / "idx", "-v")
+    assert verbose.returncode == 0, verbose.stderr
+    assert "budget 12000 tokens" in verbose.stdout
+    assert any(line.strip().startswith("+ shop/reports.py (") and "/12000" in line for line in verbose.stdout.splitlines())
