@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +24,15 @@ logger = logging.getLogger(__name__)
 
 Say = Callable[[str], None]
 Review = Callable[[str], tuple[str, str]]  # diff -> ("y" | "n" | "q", reason)
+MANIFESTS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "package.json", "go.mod", "Cargo.toml")
+_IMPORT_ERROR_RE = re.compile(r"ImportError|ModuleNotFoundError|Cannot find module|ERR_MODULE_NOT_FOUND|"
+                              r"no required module provides|cannot find package|unresolved import")
+
+
+def _import_error(result: TestResult) -> bool:
+    """A failure to import brings the dependency manifest into the fix request."""
+    return any(_IMPORT_ERROR_RE.search(f.message) for f in result.failures) or bool(
+        _IMPORT_ERROR_RE.search(result.output[-4000:]))
 
 
 class Stop:
@@ -102,7 +112,7 @@ class Agent:
             if self.settings.dry_run:
                 outcome = self.dry_run(ops)
                 return outcome
-            applied = self.apply(ops, is_plan=True)
+            applied = self.repair_syntax(self.apply(ops, is_plan=True))
             previous: frozenset[tuple[str, str]] | None = None
             for self.iteration in range(1, self.settings.max_iterations + 1):
                 self.say(f"[Testing (iteration {self.iteration})...]")
@@ -126,7 +136,7 @@ class Agent:
                     raise StopRun(Stop.NO_CHANGES, "the model proposed no further changes")
                 if self.answers[-1] in self.answers[:-1]:
                     raise StopRun(Stop.NO_PROGRESS, "the model repeated an earlier answer")
-                applied = self.apply(ops, is_plan=False)
+                applied = self.repair_syntax(self.apply(ops, is_plan=False))
             raise StopRun(Stop.MAX_ITERATIONS)
         except StopRun as stop:
             outcome = self.give_up(stop.reason, stop.message)
@@ -153,6 +163,8 @@ class Agent:
     def ask(self, messages: list[Message], prompt_version: str) -> list[EditOperation]:
         """One chat call; an unusable answer is sent back once with the parse error."""
         kind = "plan" if prompt_version == prompts.PLAN.version else "fix"
+        if self.step.answers and self.step.test_exit_code is None:  # a syntax repair joins the step it repairs
+            kind = self.step.kind
         self.step = Step(kind=kind, step=self.iteration, model=self.model.name, prompt_version=prompt_version)
         started = time.perf_counter()
         self.messages = messages
@@ -222,6 +234,18 @@ class Agent:
             elif result.syntax_error:
                 self.say(f"[Syntax error after edit: {result.file_path}: {result.syntax_error}]")
         return Applied(results, refused, preview.changed_lines)
+
+    def repair_syntax(self, applied: Applied) -> Applied:
+        """An edit that broke a file's syntax goes straight back to the model, before the tests run (once)."""
+        broken = [r for r in applied.results if r.ok and r.syntax_error]
+        if not broken:
+            return applied
+        self.say(f"[Syntax error in {', '.join(r.file_path for r in broken)}: asking for a fix before testing]")
+        request = prompts.SYNTAX.render(feedback=edit_feedback(applied.results, applied.refused))
+        ops = self.ask([*self.messages, {"role": "user", "content": request}], prompts.SYNTAX.version)
+        repaired = self.apply(ops, is_plan=False)
+        return Applied([*applied.results, *repaired.results], [*applied.refused, *repaired.refused],
+                       applied.patch_lines + repaired.patch_lines, repaired.whole_batch_refused)
 
     def _rel(self, path: str) -> str | None:
         try:
@@ -298,7 +322,8 @@ class Agent:
     def fix_messages(self, index: RepoIndex, task: str, result: TestResult, applied: Applied) -> list[Message]:
         failures = failure_text(result)
         frames = [p for f in result.failures for p in ([f.file] if f.file else []) + [x for x, _ in f.frames]]
-        involved = [p for p in dict.fromkeys([*self.editor.modified_files, *frames]) if p in index.files
+        manifests = [m for m in MANIFESTS if _import_error(result) and (Path(self.settings.repo) / m).is_file()]
+        involved = [p for p in dict.fromkeys([*self.editor.modified_files, *frames, *manifests]) if p in index.files
                     or (Path(self.settings.repo) / p).is_file()]
         context = context_builder.build_context(index, task, self.settings.context_tokens // 2,
                                                 extra_text=failures, must_include=involved)

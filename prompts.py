@@ -67,6 +67,10 @@ The tests still fail after your changes (iteration {iteration} of {max_iteration
 
 Reply with a JSON object of further changes (search text must match the CURRENT content shown above).""")
 
+SYNTAX = Prompt("syntax/v1.0.0", """\
+{feedback}The tests have not been run: a file no longer parses. Send the edits that repair the syntax error (search text
+must match the file as it is NOW, with your earlier edits applied). Reply with the JSON object only.""")
+
 REASK = Prompt("reask/v1.0.0", """\
 Your answer could not be used: {error}
 Reply again with exactly one JSON object of the form {{"changes": [...]}} and nothing else.""")
@@ -82,4 +86,4 @@ not contain the answer, say so and name where you would look next. Do not propos
 # Repository context
 {context}""")
 
-ALL: dict[str, Prompt] = {p.version.split("/")[0]: p for p in (SYSTEM, PLAN, FIX, REASK, ASK)}
+ALL: dict[str, Prompt] = {p.version.split("/")[0]: p for p in (SYSTEM, PLAN, FIX, SYNTAX, REASK, ASK)}

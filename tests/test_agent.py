@@ -247,3 +247,28 @@ def test_replay_reproduces_a_recorded_run_without_the_model(tmp_path: Path, embe
     assert snapshot(repo) == after_recorded
     assert [l for l in replay_lines if not l.startswith("[Indexed")] == \
         [l for l in recorded_lines if not l.startswith("[Indexed")]
+
+
+def test_a_syntax_error_goes_back_to_the_model_before_the_tests_run(tmp_path: Path,
+                                                                   embedder: embeddings.Embedder) -> None:
+    repo = python_repo(tmp_path)
+    broken = answer(modify("calc.py", "def add(a, b):\n    return a - b", "def add(a, b)\n    return a + b"))
+    repair = answer(modify("calc.py", "def add(a, b)\n    return a + b", "def add(a, b):\n    return a + b"))
+    result, server, lines = run_agent(repo, [broken, repair], embedder)
+    assert result.success and result.iterations == 1
+    assert any(line.startswith("[Syntax error in calc.py") for line in lines)
+    repair_request = server.chat_requests[1]["messages"][-1]["content"]
+    assert "NO LONGER PARSES" in repair_request and "line 4" in repair_request
+    assert lines.index(next(l for l in lines if l.startswith("[Syntax error"))) < lines.index("[Testing (iteration 1)...]")
+
+
+def test_an_import_error_brings_the_dependency_manifest(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = python_repo(tmp_path, {
+        "app.py": "import yaml_missing_pkg\n\n\ndef load():\n    return yaml_missing_pkg.load('a: 1')\n",
+        "tests/test_app.py": "from app import load\n\n\ndef test_load():\n    assert load() == {'a': 1}\n",
+        "pyproject.toml": "[project]\nname = \"app\"\ndependencies = [\"pyyaml_missing_marker\"]\n",
+        "pytest.ini": "[pytest]\npythonpath = .\n"})
+    first = answer(modify("app.py", "    return yaml_missing_pkg.load('a: 1')", "    return yaml_missing_pkg.load('a: 2')"))
+    result, server, _ = run_agent(repo, [first, '{"changes": []}'], embedder, task="make load work")
+    assert not result.success
+    assert "pyyaml_missing_marker" in last_request(server)
