@@ -120,3 +120,52 @@ def test_cli_context_only_json_and_verbose_budget_log(index: RepoIndex, tmp_path
     assert verbose.returncode == 0, verbose.stderr
     assert "budget 12000 tokens" in verbose.stdout
     assert any(line.strip().startswith("+ shop/reports.py (") and "/12000" in line for line in verbose.stdout.splitlines())
+
+
+LANGUAGE_REPOS = {
+    "javascript": ({"src/cart.js": "const { priceOf } = require('./pricing');\n\nclass ShoppingCart {\n"
+                                   "  total(items) { return items.reduce((s, i) => s + priceOf(i), 0); }\n}\n"
+                                   "module.exports = { ShoppingCart };\n",
+                    "src/pricing.js": "function priceOf(item) {\n  return item.price;\n}\nmodule.exports = { priceOf };\n",
+                    "src/report.js": "function renderReport(rows) {\n  return rows.join('\\n');\n}\n"},
+                   "src/pricing.js", "src/cart.js"),
+    "typescript": ({"src/cart.ts": "import { priceOf } from './pricing';\n\nexport class ShoppingCart {\n"
+                                   "  total(items: Item[]): number { return items.map(priceOf).length; }\n}\n",
+                    "src/pricing.ts": "export function priceOf(item: Item): number {\n  return item.price;\n}\n",
+                    "src/report.ts": "export function renderReport(rows: string[]): string {\n  return rows.join('');\n}\n"},
+                   "src/pricing.ts", "src/cart.ts"),
+    "go": ({"go.mod": "module example.com/shop\n\ngo 1.19\n",
+            "cart/cart.go": "package cart\n\nimport \"example.com/shop/pricing\"\n\ntype ShoppingCart struct{}\n\n"
+                            "func (c ShoppingCart) Total(p int) int {\n\treturn pricing.PriceOf(p)\n}\n",
+            "pricing/pricing.go": "package pricing\n\nfunc PriceOf(p int) int {\n\treturn p\n}\n",
+            "report/report.go": "package report\n\nfunc RenderReport(rows []string) int {\n\treturn len(rows)\n}\n"},
+           "pricing/pricing.go", "cart/cart.go"),
+    "java": ({"src/main/java/com/shop/Cart.java": "package com.shop;\n\nimport com.shop.pricing.Pricing;\n\n"
+                                                  "public class Cart {\n  int total(int p) { return Pricing.priceOf(p); }\n}\n",
+              "src/main/java/com/shop/pricing/Pricing.java": "package com.shop.pricing;\n\npublic class Pricing {\n"
+                                                             "  public static int priceOf(int p) { return p; }\n}\n",
+              "src/main/java/com/shop/Report.java": "package com.shop;\n\npublic class Report {\n"
+                                                    "  String renderReport() { return \"\"; }\n}\n"},
+             "src/main/java/com/shop/pricing/Pricing.java", "src/main/java/com/shop/Cart.java"),
+    "rust": ({"Cargo.toml": "[package]\nname = \"shop\"\nversion = \"0.1.0\"\n",
+              "src/lib.rs": "pub mod cart;\npub mod pricing;\npub mod report;\n",
+              "src/cart.rs": "use crate::pricing::price_of;\n\npub struct ShoppingCart;\n\nimpl ShoppingCart {\n"
+                             "    pub fn total(&self, p: i32) -> i32 { price_of(p) }\n}\n",
+              "src/pricing.rs": "pub fn price_of(p: i32) -> i32 {\n    p\n}\n",
+              "src/report.rs": "pub fn render_report(rows: &[String]) -> usize {\n    rows.len()\n}\n"},
+             "src/pricing.rs", "src/cart.rs"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(LANGUAGE_REPOS))
+def test_each_language_ranks_the_defining_file_first_and_follows_imports(tmp_path: Path, language: str) -> None:
+    files, defining, importer = LANGUAGE_REPOS[language]
+    repo = write_tree(tmp_path / "repo", files)
+    embedder = embeddings.make_embedder("local")
+    chunks = store.ChunkStore(store.open_client(tmp_path / "index"), store.collection_name(str(repo), embedder.name))
+    index = Indexer(repo, tmp_path / "index", embedder, chunks).update()[0]
+    assert importer in index.graph and defining in index.graph[importer], index.graph
+    name = {"go": "PriceOf", "rust": "price_of", "java": "priceOf"}.get(language, "priceOf")
+    ranked = _ranked(index, f"`{name}` returns the wrong price for discounted items")
+    assert ranked[0] == defining
+    assert importer in ranked[:3]
