@@ -68,8 +68,9 @@ def test_the_next_run_notices_an_unfinished_journal_and_restores_first(tmp_path:
         proc.wait(timeout=30)
     (repo / "STARTED").unlink()
     assert "return a + b" in (repo / "calc.py").read_text()
+    passing = f"{sys.executable} -c pass"  # the killed run's slow test would sleep again; only recovery matters here
     with ScriptedServer(['{"changes": []}']) as server:
-        proc2 = run_cli(["--repo", str(repo), "--task", "check", "--test-command", PYTEST, "--max-iterations", "1"],
+        proc2 = run_cli(["--repo", str(repo), "--task", "check", "--test-command", passing, "--max-iterations", "1"],
                         server_url=server.url)
     assert proc2.stdout.startswith("[Recovered: restored 2 file(s)"), proc2.stdout + proc2.stderr
     assert "return a - b" in (repo / "calc.py").read_text()
