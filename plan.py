@@ -4,9 +4,8 @@ from __future__ import annotations
 import json
 import re
 
-from file_editor import EditOperation
+from file_editor import ACTIONS, EditOperation
 
-ACTIONS = {"modify", "create", "delete", "replace_symbol", "insert_after_symbol"}
 _FENCE_RE = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
