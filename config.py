@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,10 +70,10 @@ TEXT_FILENAMES = {"Makefile", "Dockerfile", "go.mod", "Cargo.toml", "package.jso
 
 
 def language_for(path: str | Path) -> str | None:
-    p = Path(path)
-    if p.name in TEXT_FILENAMES:
+    name = str(path).replace("\\", "/").rsplit("/", 1)[-1]
+    if name in TEXT_FILENAMES:
         return "text"
-    return LANGUAGES.get(p.suffix.lower())
+    return LANGUAGES.get(posixpath.splitext(name)[1].lower())
 
 
 # Directories never walked, whatever .gitignore says.

@@ -62,13 +62,13 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
     chosen: dict[str, ContextFile] = {}
     used = 0
 
-    def options(path: str) -> list[ContextFile]:
+    def options(path: str, room: int | None = None) -> list[ContextFile]:
         text = _read(index.repo / path)
         if text is None:
             return []
         keep = hit_symbols.get(path, set()) | _symbols_named(index, path, mentions.identifiers) | _symbols_at(
             index, path, [line for p, line in frames if p == path])
-        return _forms(path, text, keep, numbered, index)
+        return _forms(path, text, keep, numbered, index, room)
 
     forms = {}
     for path in order[:CORE_FILES]:  # 1: a seat for each core file
@@ -89,7 +89,7 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
         if budget - used < MIN_USEFUL_TOKENS:
             log.append(f"stop: {budget - used} tokens left")
             break
-        fitting = [f for f in options(path) if f.mode != "outline" and used + f.tokens <= budget]
+        fitting = [f for f in options(path, budget - used) if f.mode != "outline" and used + f.tokens <= budget]
         if fitting:
             chosen[path] = fitting[0]
             used += fitting[0].tokens
@@ -106,9 +106,13 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
     return Context(ranking, files, used, budget, log)
 
 
-def _forms(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex) -> list[ContextFile]:
-    """The file whole, as a skeleton and as an outline, richest first, each only if cheaper than the one before."""
+def _forms(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex,
+           room: int | None = None) -> list[ContextFile]:
+    """The file whole, as a skeleton and as an outline, richest first, each only if cheaper than the one before.
+    When the whole file fits in room, the other forms are not built (no parse)."""
     forms = [_form(path, _numbered(text) if numbered else text, "full")]
+    if room is not None and forms[0].tokens <= room:
+        return forms
     parsed = parse_source(path, text)
     if parsed.symbols:
         forms.append(_form(path, skeleton(path, text, parsed, keep=keep), "skeleton"))

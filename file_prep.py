@@ -37,7 +37,8 @@ class PreparedFile:
     symbols: list[list]
     imports: list[list]
     chunks: list[tuple[str, int, int, str, str]]  # text, start line, end line, symbol, kind
-    lexicon: str
+    terms: dict[str, int]  # BM25 term frequencies (identifier-aware tokens of the path and the text)
+    length: int  # BM25 document length
 
 
 def prepare_file(repo: Path, path: str, known_hash: str | None, embedder: Embedder) -> PreparedFile | None:
@@ -48,18 +49,19 @@ def prepare_file(repo: Path, path: str, known_hash: str | None, embedder: Embedd
         return None
     digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
     if digest == known_hash:
-        return PreparedFile(path, digest, None, "", 0, [], [], [], "")
+        return PreparedFile(path, digest, None, "", 0, [], [], [], {}, 0)
     parsed = parse_source(path, text)
     embedded = config.language_for(path) in config.EMBEDDED_LANGUAGES
     # the model adds [CLS] and [SEP] to what count_tokens counts
     chunk_list = chunk_file(path, text, parsed, max_tokens=embedder.max_tokens - 2,
                             count_tokens=embedder.count_tokens) if embedded else []
+    terms, length = lexical.term_counts(lexical.path_tokens(path) + lexical.tokenize(text))
     return PreparedFile(
         path=path, digest=digest, language=parsed.language, parser=parsed.parser, tokens=tokens.count_tokens(text),
         symbols=[[s.qualname, s.kind, s.start_line, s.end_line, s.signature] for s in parsed.symbols],
         imports=[[i.module, list(i.names), i.level] for i in parsed.imports],
         chunks=[(c.text, c.start_line, c.end_line, c.symbol or "", c.kind) for c in chunk_list],
-        lexicon=" ".join(lexical.path_tokens(path) + lexical.tokenize(text)))
+        terms=terms, length=length)
 
 
 _worker: tuple[Path, Embedder] | None = None

@@ -2,51 +2,37 @@
 
 Per repository the index keeps (under the index directory, never inside the repository unless asked):
 - a Chroma collection of chunk embeddings (one per repository and embedder);
-- `repos/<id>/manifest.json`: per file its hash, stat, language, symbols, raw imports and resolved import edges;
-- `repos/<id>/lexicon.json` + `repos/<id>/bm25/`: identifier-aware tokens per file and the BM25 index over them.
+- `repos/<id>/index.sqlite` (`index_db`): per file its hash, stat, language, symbols, raw imports, chunk ids and
+  BM25 postings, and the resolved import edges, all keyed by file so that an update writes only what changed.
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
+import shutil
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import config
-import lexical
 import store
 from code_parser import Import
 from embedding_cache import EmbeddingCache
 from embeddings import Embedder
 from file_prep import PreparedFile, Preparer
 from import_graph import ModuleResolver, go_module_path
+from index_db import Entry, FileRecord, IndexDB
 from repo_files import list_repo_files
 
 logger = logging.getLogger(__name__)
 
-MANIFEST_VERSION = 2
 EMBED_BATCH = 64
 FILES_PER_FLUSH = 200
 STORE_BATCH = 512
 CACHE_FLUSH = 1024
 Progress = Callable[[int, int], None]
-
-
-@dataclass
-class FileRecord:
-    path: str
-    hash: str
-    size: int
-    mtime_ns: int
-    language: str | None
-    parser: str
-    tokens: int
-    symbols: list[list] = field(default_factory=list)  # [qualname, kind, start, end, signature]
-    imports: list[list] = field(default_factory=list)  # [module, [names], level]
-    chunks: int = 0
+_OLD_FILES = ("manifest.json", "lexicon.json")  # the JSON index of format 2, replaced by index.sqlite
 
 
 @dataclass
@@ -61,23 +47,60 @@ class IndexStats:
     seconds: float = 0.0
 
 
+class Files(Mapping[str, FileRecord]):
+    """The indexed files by path: the paths are in memory, a record is read from the index database when asked."""
+
+    def __init__(self, db: IndexDB, paths: list[str]) -> None:
+        self._db = db
+        self._paths = paths
+        self._known = set(paths)
+        self._records: dict[str, FileRecord] = {}
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._known
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def __getitem__(self, path: str) -> FileRecord:
+        if path not in self._known:
+            raise KeyError(path)
+        if path not in self._records:
+            found = self._db.records([path])
+            if path not in found:
+                raise KeyError(path)
+            self._records[path] = found[path]
+        return self._records[path]
+
+
 @dataclass
 class RepoIndex:
-    """What retrieval reads: the file records, the import graph, BM25 and the chunk store."""
+    """What retrieval reads: the file records, the import graph, BM25 and symbol lookups, and the chunk store."""
 
     repo: Path
-    files: dict[str, FileRecord]
-    graph: dict[str, list[str]]
-    lexicon: lexical.LexicalIndex
+    files: Files
+    db: IndexDB
     chunks: store.ChunkStore
     embedder: Embedder
 
-    def reverse_graph(self) -> dict[str, list[str]]:
-        reverse: dict[str, list[str]] = {}
-        for src, targets in self.graph.items():
-            for target in targets:
-                reverse.setdefault(target, []).append(src)
-        return reverse
+    @property
+    def graph(self) -> dict[str, list[str]]:
+        """The whole import graph, path -> the files it imports (reads every edge: for tests and tools)."""
+        return self.db.graph()
+
+    def neighbours(self, path: str) -> set[str]:
+        """Files path imports and files that import it."""
+        out, into = self.db.neighbours(path)
+        return set(out) | set(into)
+
+    def bm25(self, query_tokens: list[str]) -> dict[str, float]:
+        return self.db.bm25(query_tokens)
+
+    def defining(self, names: set[str]) -> dict[str, set[str]]:
+        return self.db.defining(names)
 
 
 class Indexer:
@@ -91,145 +114,126 @@ class Indexer:
         ignore = index_path / ".gitignore"
         if not ignore.exists():  # an index placed inside a repository never shows up in its `git status`
             ignore.write_text("*\n", encoding="utf-8")
+        for old in _OLD_FILES:
+            (self.dir / old).unlink(missing_ok=True)
+        shutil.rmtree(self.dir / "bm25", ignore_errors=True)
+        self.db = IndexDB(self.dir / "index.sqlite", embedder.name)
         slug = "".join(c if c.isalnum() else "-" for c in embedder.name)[:60]
         self.cache = EmbeddingCache(index_path / "embedding-cache" / f"{slug}.sqlite", embedder.dimension)
-
-    # ----- persistence -------------------------------------------------------------------------------------
-    def _load_manifest(self) -> tuple[dict[str, FileRecord], dict[str, list[str]]]:
-        path = self.dir / "manifest.json"
-        if not path.is_file():
-            return {}, {}
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            logger.warning("index manifest unreadable; re-indexing %s from scratch", self.repo)
-            return {}, {}
-        if data.get("version") != MANIFEST_VERSION or data.get("embedder") != self.embedder.name:
-            logger.info("index format or embedder changed; re-indexing %s", self.repo)
-            return {}, {}
-        files = {p: FileRecord(**rec) for p, rec in data.get("files", {}).items()}
-        return files, data.get("graph", {})
-
-    def _save_manifest(self, files: dict[str, FileRecord], graph: dict[str, list[str]]) -> None:
-        data = {"version": MANIFEST_VERSION, "embedder": self.embedder.name, "repo": str(self.repo),
-                "files": {p: r.__dict__ for p, r in sorted(files.items())}, "graph": graph}
-        _atomic_write(self.dir / "manifest.json", json.dumps(data, separators=(",", ":")))
-
-    def _load_lexicon(self) -> dict[str, str]:
-        path = self.dir / "lexicon.json"
-        try:
-            return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-        except (OSError, json.JSONDecodeError):
-            return {}
 
     # ----- the update --------------------------------------------------------------------------------------
     def update(self, progress: Progress | None = None, exclude: list[Path] | None = None) -> tuple[RepoIndex, IndexStats]:
         started = time.perf_counter()
         stats = IndexStats()
-        files, graph = self._load_manifest()
-        if not files:
+        db = self.db
+        fresh_index = db.is_empty()
+        if fresh_index:
             self.chunks.reset()
-        # a private store just emptied holds no chunk of a file new to the manifest: nothing stale to look up
-        clean = not files and not getattr(self.chunks, "shared", True)
+        # a private store just emptied holds no chunk of a file new to the index: nothing stale to look up
+        clean = fresh_index and not getattr(self.chunks, "shared", True)
         current = list_repo_files(self.repo, exclude=[self.index_path, *(exclude or [])])
         current_set = set(current)
-        removed = [p for p in files if p not in current_set]
+        seen = db.stats()  # path -> (size, mtime_ns, skipped): a warm run reads nothing else
+        removed = [p for p in seen if p not in current_set]
 
-        candidates: list[tuple[str, os.stat_result, FileRecord | None]] = []
+        candidates: list[tuple[str, os.stat_result, bool]] = []  # path, stat, indexed before
         repo_text = str(self.repo)
         for path in current:
             try:
                 st = os.stat(os.path.join(repo_text, path))
             except OSError:
                 continue
-            record = files.get(path)
-            if record and record.size == st.st_size and record.mtime_ns == st.st_mtime_ns:
-                stats.unchanged += 1
+            old = seen.get(path)
+            if old and old[0] == st.st_size and old[1] == st.st_mtime_ns:
+                stats.unchanged += 0 if old[2] else 1
                 continue
-            candidates.append((path, st, record))
+            candidates.append((path, st, bool(old) and not old[2]))
 
-        bm25_missing = not (self.dir / "bm25" / "paths.txt").is_file()
-        # the lexicon (every file's tokens) is read only when something may change: a warm run never parses it
-        lexicon = self._load_lexicon() if files and (removed or candidates or bm25_missing) else {}
         for path in removed:
-            self.chunks.delete_file(path)
-            files.pop(path, None)
-            lexicon.pop(path, None)
-        stats.removed = len(removed)
-
-        dirty = bool(removed)
+            if not seen[path][2]:
+                self.chunks.delete_ids(db.chunk_ids(path))
+                stats.removed += 1
+        db.remove(removed)
+        db.commit()
+        paths_changed = stats.removed > 0  # the set of indexed paths decides how every import resolves
+        updated: list[str] = []
+        known_hashes = db.hashes([p for p, _st, indexed in candidates if indexed])
         total = len(candidates)
         with Preparer(self.repo, self.embedder, total) as preparer:
             for start in range(0, total, FILES_PER_FLUSH):
                 batch = candidates[start:start + FILES_PER_FLUSH]
-                fresh: list[tuple[PreparedFile, os.stat_result, bool]] = []
-                for (path, st, record), prepared in zip(batch, preparer.map([(p, r.hash if r else None)
-                                                                              for p, _st, r in batch])):
+                fresh: list[tuple[PreparedFile, os.stat_result, bool, bool]] = []
+                jobs = [(p, known_hashes.get(p)) for p, _st, _indexed in batch]
+                for (path, st, indexed), prepared in zip(batch, preparer.map(jobs)):
                     if prepared is None:  # unreadable, binary, generated or holding a secret
-                        if record:
-                            self.chunks.delete_file(path)
-                            files.pop(path, None)
-                            lexicon.pop(path, None)
-                            dirty = True
+                        if indexed:
+                            self.chunks.delete_ids(db.chunk_ids(path))
+                            stats.removed += 1
+                            paths_changed = True
+                        db.skip(path, st.st_size, st.st_mtime_ns)
                         continue
-                    if record and record.hash == prepared.digest:
-                        record.size, record.mtime_ns = st.st_size, st.st_mtime_ns
+                    if indexed and known_hashes.get(path) == prepared.digest:
+                        db.touch(path, st.st_size, st.st_mtime_ns)
                         stats.unchanged += 1
                         continue
-                    if record:
+                    if indexed:
                         stats.changed += 1
                     else:
                         stats.added += 1
-                    fresh.append((prepared, st, clean and record is None))
+                        paths_changed = True
+                    fresh.append((prepared, st, clean and not indexed, indexed))
                 if fresh:
-                    dirty = True
-                    stats.chunks_embedded += self._index_batch(fresh, files, lexicon)
+                    stats.chunks_embedded += self._index_batch(fresh)
+                    updated.extend(p.path for p, *_rest in fresh)
+                db.commit()  # after the chunks are stored: a file in the database always has its chunks
                 if progress:
                     progress(min(start + FILES_PER_FLUSH, total), total)
-                self._save_manifest(files, graph)
 
-        if dirty or bm25_missing:
-            graph = self._resolve_graph(files)
-            self._save_manifest(files, graph)
-            _atomic_write(self.dir / "lexicon.json", json.dumps(lexicon, separators=(",", ":")))
-            lexical.LexicalIndex.build({p: t.split() for p, t in lexicon.items()}).save(self.dir / "bm25")
-        lex = lexical.LexicalIndex.load(self.dir / "bm25")
-        if lex is None:
-            lexicon = lexicon or self._load_lexicon()
-            lex = lexical.LexicalIndex.build({p: t.split() for p, t in lexicon.items()})
-        del lexicon
+        paths = db.paths()
+        if paths_changed or any(Path(p).name == "go.mod" for p in updated):
+            db.set_edges(self._resolve_graph(db.imports(), paths), replace_all=True)
+        elif updated:  # same files, new imports in some: only theirs resolve differently
+            graph = dict.fromkeys(updated, [])
+            graph.update(self._resolve_graph(db.imports(updated), paths))
+            db.set_edges(graph, replace_all=False)
+        db.commit()
 
-        stats.files = len(files)
-        stats.symbols = sum(len(r.symbols) for r in files.values())
+        stats.files = len(paths)
+        stats.symbols = db.count_symbols()
         stats.seconds = time.perf_counter() - started
         logger.info("indexed %s: %d files (%d added, %d changed, %d removed), %d chunks embedded in %.2fs",
                     self.repo, stats.files, stats.added, stats.changed, stats.removed, stats.chunks_embedded,
                     stats.seconds)
-        return RepoIndex(self.repo, files, graph, lex, self.chunks, self.embedder), stats
+        return RepoIndex(self.repo, Files(db, paths), db, self.chunks, self.embedder), stats
 
-    def _index_batch(self, batch: list[tuple[PreparedFile, os.stat_result, bool]], files: dict[str, FileRecord],
-                     lexicon: dict[str, str]) -> int:
-        """Store the prepared files' records, tokens and chunks; `new` files (third item) have nothing stored yet."""
+    def _index_batch(self, batch: list[tuple[PreparedFile, os.stat_result, bool, bool]]) -> int:
+        """Embed and store the prepared files' chunks, then their records. A `new` file (third item) has nothing
+        stored yet; an `indexed` one (fourth) has its previous chunk ids in the database."""
         texts: list[str] = []
         metas: list[dict] = []
         ids: list[str] = []
-        file_ids: list[tuple[str, list[str]]] = []
-        for prepared, st, new in batch:
+        check: list[str] = []  # ids that may be stored already
+        # with what to drop after the add: nothing (a new file), the previous version's ids, or (None) whatever the
+        # store holds under the path but the new ids (a file this index has not seen: a teammate's, an old run's)
+        entries: list[tuple[Entry, list[str] | None]] = []
+        for prepared, st, new, indexed in batch:
             path = prepared.path
             own = [store.chunk_id(path, prepared.digest, i, text) for i, (text, *_rest) in enumerate(prepared.chunks)]
             if not new:
-                file_ids.append((path, own))
+                check.extend(own)
             for cid, (text, start, end, symbol, kind) in zip(own, prepared.chunks):
                 ids.append(cid)
                 texts.append(text)
                 metas.append({"path": path, "start": start, "end": end, "symbol": symbol, "kind": kind})
-            files[path] = FileRecord(
+            record = FileRecord(
                 path=path, hash=prepared.digest, size=st.st_size, mtime_ns=st.st_mtime_ns,
                 language=prepared.language, parser=prepared.parser, tokens=prepared.tokens,
                 symbols=prepared.symbols, imports=prepared.imports, chunks=len(prepared.chunks))
-            lexicon[path] = prepared.lexicon
-        if file_ids:  # already in the store: an earlier run, or a teammate on a shared server
-            stored = self.chunks.existing(ids)
+            kept = set(own)
+            stale = [] if new else [c for c in self.db.chunk_ids(path) if c not in kept] if indexed else None
+            entries.append((Entry(record, own, prepared.terms, prepared.length), stale))
+        if check:  # already in the store: an earlier run, or a teammate on a shared server
+            stored = self.chunks.existing(check)
             todo = [k for k, cid in enumerate(ids) if cid not in stored]
             ids, texts, metas = [ids[k] for k in todo], [texts[k] for k in todo], [metas[k] for k in todo]
         keys = [EmbeddingCache.key(t) for t in texts]
@@ -249,40 +253,35 @@ class Indexer:
         for start in range(0, len(texts), STORE_BATCH):  # few large upserts: Chroma's cost is per call as well
             self.chunks.add(ids[start:start + STORE_BATCH], [known[k] for k in keys[start:start + STORE_BATCH]],
                             texts[start:start + STORE_BATCH], metas[start:start + STORE_BATCH])
-        for path, own in file_ids:  # after the add, so a file is never without chunks
-            self.chunks.delete_file(path, keep=own)
+        for entry, stale in entries:  # after the add, so a file is never without chunks
+            if stale is None:
+                self.chunks.delete_file(entry.record.path, keep=entry.chunk_ids)
+            elif stale:
+                self.chunks.delete_ids(stale)
+            self.db.put(entry)
         return len(missing)
 
-    def _resolve_graph(self, files: dict[str, FileRecord]) -> dict[str, list[str]]:
+    def _resolve_graph(self, imports: Iterable[tuple[str, str, list[list]]], paths: list[str]) -> dict[str, list[str]]:
+        """Resolve (path, language, raw imports) against the indexed paths."""
         go_mod = self.repo / "go.mod"
         module = go_module_path(go_mod.read_text(encoding="utf-8", errors="replace")) if go_mod.is_file() else None
-        resolver = ModuleResolver(files.keys(), go_module=module)
+        resolver = ModuleResolver(paths, go_module=module)
         graph: dict[str, list[str]] = {}
-        for path, record in files.items():
-            if not record.language or not record.imports:
-                continue
+        for path, language, raw in imports:
             targets: set[str] = set()
-            for module_name, names, level in record.imports:
+            for module_name, names, level in raw:
                 imp = Import(module=module_name, names=tuple(names), level=level)
                 try:
-                    targets.update(resolver.resolve(path, record.language, imp))
+                    targets.update(resolver.resolve(path, language, imp))
                 except Exception as exc:  # noqa: BLE001 - one odd import must not stop indexing
                     logger.debug("import %r in %s not resolved: %s", module_name, path, exc)
             targets.discard(path)
-            if targets:
-                graph[path] = sorted(targets)
+            graph[path] = sorted(targets)
         return graph
 
 
 def iter_symbols(index: RepoIndex) -> Iterator[tuple[str, str, str, int, int]]:
-    """(path, qualname, kind, start, end) for every definition in the index."""
-    for path, record in index.files.items():
-        for qualname, kind, start, end, _signature in record.symbols:
+    """(path, qualname, kind, start, end) for every definition in the index (reads every record)."""
+    for path in index.files:
+        for qualname, kind, start, end, _signature in index.files[path].symbols:
             yield path, qualname, kind, start, end
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

@@ -1,16 +1,11 @@
-"""Identifier-aware tokenization and the BM25 seam (bm25s) used for lexical file ranking."""
+"""Identifier-aware tokenization and the BM25 formula used for lexical file ranking (postings live in index_db)."""
 from __future__ import annotations
 
-import logging
+import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-
-import bm25s
-import numpy as np
-
-logger = logging.getLogger(__name__)
-logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets its own logger to DEBUG on import
 
 _WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
 _CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
@@ -50,50 +45,21 @@ def path_tokens(path: str) -> list[str]:
     return tokenize(path.replace("/", " ")) + stem_tokens * 2
 
 
-class LexicalIndex:
-    """BM25 over whole files (path + content tokens)."""
+# BM25 with Lucene's idf and term-frequency saturation (Kamphuis et al. 2020), as bm25s computes it by default.
+K1 = 1.5
+B = 0.75
 
-    def __init__(self, paths: list[str], retriever: bm25s.BM25 | None) -> None:
-        self.paths = paths
-        self._retriever = retriever
-        self._vocab: dict[str, int] = dict(getattr(retriever, "vocab_dict", {}) or {}) if retriever else {}
 
-    @classmethod
-    def build(cls, docs: dict[str, Sequence[str]]) -> LexicalIndex:
-        paths = sorted(docs)
-        if not paths:
-            return cls([], None)
-        retriever = bm25s.BM25()
-        retriever.index([list(docs[p]) or [""] for p in paths], show_progress=False)
-        return cls(paths, retriever)
+def term_counts(tokens: Sequence[str]) -> tuple[dict[str, int], int]:
+    """A document's term frequencies and its length; an empty document counts as one empty token, as in bm25s."""
+    if not tokens:
+        return {"": 1}, 1
+    return dict(Counter(tokens)), len(tokens)
 
-    def save(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
-        (directory / "paths.txt").write_text("\n".join(self.paths), encoding="utf-8")
-        if self._retriever is not None:
-            self._retriever.save(str(directory), show_progress=False)
 
-    @classmethod
-    def load(cls, directory: Path) -> LexicalIndex | None:
-        paths_file = directory / "paths.txt"
-        if not paths_file.is_file():
-            return None
-        paths = [p for p in paths_file.read_text(encoding="utf-8").split("\n") if p]
-        if not paths:
-            return cls([], None)
-        try:
-            retriever = bm25s.BM25.load(str(directory), show_progress=False)
-        except Exception as exc:  # noqa: BLE001 - a damaged cache is rebuilt by the indexer
-            logger.warning("could not load the BM25 index (%s); it will be rebuilt", exc)
-            return None
-        return cls(paths, retriever)
+def bm25_idf(doc_freq: int, n_docs: int) -> float:
+    return math.log(1 + (n_docs - doc_freq + 0.5) / (doc_freq + 0.5))
 
-    def scores(self, query_tokens: Sequence[str]) -> dict[str, float]:
-        if self._retriever is None:
-            return {}
-        known = [t for t in query_tokens if t in self._vocab]
-        if not known:
-            return {}
-        raw = np.asarray(self._retriever.get_scores(known))
-        nonzero = np.nonzero(raw > 0)[0]
-        return {self.paths[i]: float(raw[i]) for i in nonzero}
+
+def bm25_tf(tf: int, doc_len: int, avg_len: float) -> float:
+    return tf / (K1 * ((1 - B) + B * doc_len / avg_len) + tf)

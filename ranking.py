@@ -3,6 +3,7 @@ bonuses for what the task names outright (paths, modules, tracebacks) and one ho
 from __future__ import annotations
 
 import math
+import posixpath
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -99,7 +100,7 @@ def find_mentions(task: str, index: RepoIndex) -> Mentions:
     by_name: dict[str, list[str]] = defaultdict(list)
     by_module: dict[str, str] = {}
     for path in known:
-        by_name[Path(path).name].append(path)
+        by_name[posixpath.basename(path)].append(path)
         if path.endswith(".py"):
             module = path[:-3].replace("/", ".")
             module = module.removesuffix(".__init__")
@@ -135,8 +136,9 @@ def _stem_mentions(task: str, index: RepoIndex, identifiers: set[str]) -> dict[s
     named = {w for w in words if re.search(r"\d|_|[a-z][A-Z]", w) and len(w) >= 3} | identifiers
     by_stem: dict[str, list[str]] = defaultdict(list)
     for path in index.files:
-        if _kind(path) == "code" and not Path(path).stem.startswith("__"):  # `__init__` names no one file
-            by_stem[Path(path).stem].append(path)
+        stem = posixpath.splitext(posixpath.basename(path))[0]
+        if not stem.startswith("__") and _kind(path) == "code":  # `__init__` names no one file
+            by_stem[stem].append(path)
     matched = [w for w in named if w in by_stem]
     share = min(1.0, 2 / len(matched)) if matched else 0.0  # a task listing twenty rules names none of them
     scores: dict[str, float] = {}
@@ -168,14 +170,7 @@ def _symbol_scores(index: RepoIndex, identifiers: set[str]) -> dict[str, float]:
         return {}
     lowered = {i.lower() for i in identifiers}
     plain = {i for i in identifiers if i.isalpha() and i.islower()}
-    defined_in: dict[str, set[str]] = defaultdict(set)
-    for path, record in index.files.items():
-        for qualname, *_ in record.symbols:
-            name = qualname.rsplit(".", 1)[-1].lower()
-            if name in lowered:
-                defined_in[name].add(path)
-            if qualname.lower() in lowered:
-                defined_in[qualname.lower()].add(path)
+    defined_in = index.defining(lowered)
     scores: dict[str, float] = defaultdict(float)
     for name, paths in defined_in.items():
         weight = 1.0 / math.log2(1 + len(paths))
@@ -231,7 +226,7 @@ def rank(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | None
     kinds = {p: _kind(p) for p in index.files}
     about_tests = bool(_TEST_TASK_RE.search(task))
     lexical_kinds = {"code", "test"} if about_tests else {"code"}  # BM25 over code: prose and fixtures echo issues
-    bm25 = {p: s for p, s in index.lexicon.scores(lexical.tokenize(task)).items() if kinds.get(p) in lexical_kinds}
+    bm25 = {p: s for p, s in index.bm25(lexical.tokenize(task)).items() if kinds.get(p) in lexical_kinds}
     dense, hit_symbols = _dense_hits(index, task)
     signals = {"bm25": bm25, "symbols": _symbol_scores(index, mentions.identifiers), "dense": dense}
     fused: dict[str, float] = defaultdict(float)
@@ -267,9 +262,8 @@ def rank(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | None
 def _spread_over_imports(index: RepoIndex, fused: dict[str, float], reasons: dict[str, list[str]]) -> None:
     """One hop along the import graph from the strongest files, in both directions."""
     top = sorted(fused.items(), key=lambda kv: -kv[1])[:5]
-    reverse = index.reverse_graph()
     for position, (path, score) in enumerate(top):
-        neighbours = set(index.graph.get(path, [])) | set(reverse.get(path, []))
+        neighbours = index.neighbours(path)
         for other in neighbours:
             bonus = WEIGHTS["graph"] * score / (len(neighbours) ** 0.5 + position + 1)
             fused[other] += bonus

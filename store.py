@@ -260,6 +260,13 @@ class ChunkStore:
             if stale:
                 self._collection.delete(ids=stale)
 
+    def delete_ids(self, ids: Collection[str]) -> None:
+        """Drop these chunks (a file's previous version, known by id: no scan of the collection)."""
+        if ids:
+            with self._guard():
+                for start in range(0, len(ids), _GET_BATCH):
+                    self._collection.delete(ids=list(ids)[start:start + _GET_BATCH])
+
     def count(self) -> int:
         with self._guard():
             return self._collection.count()

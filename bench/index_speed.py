@@ -150,7 +150,7 @@ def build(repo: Path, index_path: Path, clock: Clock, stub: bool) -> indexer.Ind
         return len(texts)
 
     embedder = TimedEmbedder(embedder, clock, remember)
-    for method in ("add", "delete_file", "existing", "reset"):
+    for method in ("add", "delete_file", "delete_ids", "existing", "reset"):
         if hasattr(chunks, method):
             clock.wrap(chunks, method, "store")
     return indexer.Indexer(repo, index_path, embedder, chunks)

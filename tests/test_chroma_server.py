@@ -6,11 +6,13 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import chromadb
@@ -82,9 +84,17 @@ def _context(repo: Path, index: Path, server: tuple[str, int]) -> tuple[dict, in
     return json.loads(done.stdout), int(embedded[-1])
 
 
-def _manifest_chunks(index: Path) -> int:
-    (manifest,) = index.glob("repos/*/manifest.json")
-    return sum(rec["chunks"] for rec in json.loads(manifest.read_text())["files"].values())
+def _file_rows(index: Path) -> list[tuple]:
+    """The index database's file records (what a warm run must leave exactly as they are)."""
+    (db,) = index.glob("repos/*/index.sqlite")
+    with closing(sqlite3.connect(db)) as conn:
+        return conn.execute("SELECT * FROM files ORDER BY path").fetchall()
+
+
+def _indexed_chunks(index: Path) -> int:
+    (db,) = index.glob("repos/*/index.sqlite")
+    with closing(sqlite3.connect(db)) as conn:
+        return conn.execute("SELECT SUM(chunks) FROM files WHERE skipped = 0").fetchone()[0]
 
 
 def _with_origin(repo: Path, url: str) -> Path:
@@ -103,14 +113,14 @@ def test_cli_indexes_into_the_server_once(tmp_path: Path, chroma_server: tuple[s
     name = store.collection_name("git:example.com/team/calc", EMBEDDER)
     assert [c.name for c in _client(chroma_server).list_collections()] == [name]
     collection = _client(chroma_server).get_collection(name)
-    assert collection.count() == embedded == _manifest_chunks(index)
+    assert collection.count() == embedded == _indexed_chunks(index)
     assert {m["path"] for m in collection.get(include=["metadatas"])["metadatas"]} >= {"calc.py"}
 
-    manifest = next(index.glob("repos/*/manifest.json")).read_bytes()
+    records = _file_rows(index)
     again, embedded_again = _context(repo, index, chroma_server)
     assert embedded_again == 0
     assert again == first
-    assert next(index.glob("repos/*/manifest.json")).read_bytes() == manifest
+    assert _file_rows(index) == records
     assert collection.count() == embedded
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import embeddings
+import lexical
 import store
 from indexer import Indexer, list_repo_files
 from tests.repos import git_init, write_tree
@@ -139,3 +140,71 @@ def test_worker_processes_index_the_same_as_one_process(tmp_path: Path, embedder
     assert {p: (r.hash, r.symbols, r.imports, r.chunks) for p, r in serial.files.items()} == \
         {p: (r.hash, r.symbols, r.imports, r.chunks) for p, r in parallel.files.items()}
     assert serial.graph == parallel.graph
+
+
+def _snapshot(index) -> tuple:
+    """Everything retrieval reads from the index database."""
+    records = {p: (r.hash, r.symbols, r.imports, r.chunks) for p, r in index.files.items()}
+    queries = ["clamp the sum", "Calc add sub", "vat rate", "calculator readme"]
+    return records, index.graph, [index.bm25(lexical.tokenize(q)) for q in queries], \
+        index.defining({"clamp", "vat", "calc.add"})
+
+
+def test_an_updated_index_equals_one_built_from_scratch(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = write_tree(tmp_path / "repo", {**FILES, "pkg/tax.py": "from pkg.missing import rate\n"})
+    indexer = _indexer(repo, tmp_path / "index", embedder)
+    indexer.update()
+    calc = repo / "pkg" / "calc.py"
+    calc.write_text(calc.read_text().replace("from pkg.util import clamp", "from pkg.vat import clamp"))  # new import
+    (repo / "pkg" / "util.py").unlink()  # removed, and its importer's edge with it
+    write_tree(repo, {"pkg/vat.py": "def clamp(x):\n    return x\n\n\ndef vat(x):\n    return x * 0.2\n",
+                      "pkg/missing.py": "rate = 0.2\n"})  # added: pkg/tax.py's import now resolves
+    updated, stats = indexer.update()
+    assert (stats.added, stats.changed, stats.removed) == (2, 1, 1)
+    assert updated.graph["pkg/tax.py"] == ["pkg/missing.py"]
+    assert updated.graph["pkg/calc.py"] == ["pkg/vat.py"]
+
+    fresh, _ = _indexer(repo, tmp_path / "fresh-index", embedder).update()
+    assert _snapshot(updated) == _snapshot(fresh)
+    assert updated.chunks.count() == fresh.chunks.count()
+
+
+def test_a_changed_import_moves_only_that_files_edges(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = write_tree(tmp_path / "repo", FILES)
+    indexer = _indexer(repo, tmp_path / "index", embedder)
+    indexer.update()
+    test = repo / "tests" / "test_calc.py"
+    test.write_text("from pkg.util import clamp\n\n\ndef test_clamp():\n    assert clamp(200) == 100\n")
+    index, stats = indexer.update()
+    assert stats.changed == 1
+    assert index.graph == {"pkg/calc.py": ["pkg/util.py"], "tests/test_calc.py": ["pkg/util.py"]}
+    assert index.neighbours("pkg/util.py") == {"pkg/calc.py", "tests/test_calc.py"}
+
+
+def test_files_that_are_not_indexed_are_not_read_again(tmp_path: Path, embedder: embeddings.Embedder,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import file_prep
+
+    repo = write_tree(tmp_path / "repo", FILES)
+    (repo / "blob.py").write_bytes(b"\x00\x01binary")
+    indexer = _indexer(repo, tmp_path / "index", embedder)
+    indexer.update()
+    read: list[str] = []
+    real = file_prep.prepare_file
+    monkeypatch.setattr(file_prep, "prepare_file", lambda repo, path, *a: read.append(path) or real(repo, path, *a))
+    index, stats = indexer.update()
+    assert read == [] and "blob.py" not in index.files
+    (repo / "blob.py").write_text("def now_text():\n    return 1\n")
+    index, stats = indexer.update()
+    assert read == ["blob.py"] and stats.added == 1 and "blob.py" in index.files
+
+
+def test_an_index_of_the_old_json_format_is_rebuilt(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = write_tree(tmp_path / "repo", FILES)
+    old = _indexer(repo, tmp_path / "index", embedder).dir
+    for name in ("manifest.json", "lexicon.json", "bm25/paths.txt"):
+        (old / name).parent.mkdir(parents=True, exist_ok=True)
+        (old / name).write_text("{}")
+    index, stats = _indexer(repo, tmp_path / "index", embedder).update()
+    assert stats.added == len(FILES) and index.files["pkg/calc.py"].symbols
+    assert sorted(p.name for p in old.iterdir() if not p.name.startswith("index.sqlite")) == []
