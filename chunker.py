@@ -266,7 +266,7 @@ def skeleton(path: str, source: str, parsed: ParsedFile | None = None, keep: set
             visible[row] = True
     kept: list[tuple[int, int]] = []
     symbols = sorted(parsed.symbols, key=lambda s: (s.start_line, -s.end_line))
-    for sym in symbols:
+    for position, sym in enumerate(symbols):
         if any(a <= sym.start_line and sym.end_line <= b for a, b in kept):
             continue
         for row in range(sym.start_line, sym.end_line + 1):
@@ -277,9 +277,15 @@ def skeleton(path: str, source: str, parsed: ParsedFile | None = None, keep: set
             continue
         first, last = parsed.bodies.get((sym.qualname, sym.start_line), (0, -1))
         if sym.kind in _BLOCKISH:
-            children = [s for s in symbols if sym.start_line < s.start_line and s.end_line <= sym.end_line]
-            own = [r for r in range(first, last + 1) if not any(c.start_line <= r <= c.end_line for c in children)]
-            if len(own) <= 25:
+            covered = bytearray(last - first + 2 if last >= first else 1)  # rows of the body inside a child
+            for child in symbols[position + 1:]:  # sorted by start: the children come right after
+                if child.start_line > sym.end_line:
+                    break
+                if sym.start_line < child.start_line and child.end_line <= sym.end_line:
+                    lo, hi = max(child.start_line, first), min(child.end_line, last)
+                    if lo <= hi:
+                        covered[lo - first:hi - first + 1] = b"\x01" * (hi - lo + 1)
+            if (last - first + 1) - sum(covered) <= 25:  # own statements (fields) stay when few
                 continue
         for row in range(first, last + 1):
             visible[row] = False

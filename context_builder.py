@@ -7,7 +7,7 @@ from pathlib import Path
 import config
 import tokens
 from code_parser import parse_source, skeleton
-from indexer import RepoIndex
+from indexer import FileRecord, RepoIndex
 from ranking import Mentions, RankedFile, find_mentions, rank, traceback_frames
 
 __all__ = ["Context", "ContextFile", "Mentions", "RankedFile", "build_context", "find_mentions", "rank_files",
@@ -16,6 +16,7 @@ __all__ = ["Context", "ContextFile", "Mentions", "RankedFile", "build_context", 
 MIN_USEFUL_TOKENS = 120
 CORE_FILES = 6           # the top-ranked files that all get into the context in some form
 OUTLINE_MAX_TOKENS = 1500
+FULL_SLACK = 64         # a rendered file is its indexed text and a header; the seam may merge a token or two
 MAX_SHARE = 0.4          # of the budget, for any one core file but the first
 
 
@@ -109,25 +110,42 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
 def _forms(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex,
            room: int | None = None) -> list[ContextFile]:
     """The file whole, as a skeleton and as an outline, richest first, each only if cheaper than the one before.
-    When the whole file fits in room, the other forms are not built (no parse)."""
-    forms = [_form(path, _numbered(text) if numbered else text, "full")]
-    if room is not None and forms[0].tokens <= room:
-        return forms
+    With room (the later passes), only forms that can fit are built: none is parsed when the whole file fits, or
+    when even a skeleton's floor does not."""
+    record = index.files.get(path)
+    if room is not None and record and record.tokens > room + FULL_SLACK:  # its indexed size does not fit
+        forms: list[ContextFile] = []
+    else:
+        forms = [_form(path, _numbered(text) if numbered else text, "full")]
+        if room is not None and forms[0].tokens <= room:
+            return forms  # the richest form fits: nothing else is needed (no parse)
+    if room is not None and record and _skeleton_floor(record) > room:  # no skeleton fits either: do not parse
+        return []
     parsed = parse_source(path, text)
     if parsed.symbols:
         forms.append(_form(path, skeleton(path, text, parsed, keep=keep), "skeleton"))
-        record = index.files.get(path)
+    if parsed.symbols and room is None:  # an outline only holds a core file's seat (the first pass)
         heads = [f"{start:>5}  {sig or qual}" for qual, _kind, start, _end, sig in (record.symbols if record else [])]
         outline = _form(path, "\n".join(heads), "outline")
         while outline.tokens > OUTLINE_MAX_TOKENS and heads:
             heads = heads[: len(heads) * 3 // 4]
             outline = _form(path, "\n".join([*heads, "⋮"]), "outline")
         forms.append(outline)
+    if not forms:
+        return forms
     cheaper = [forms[0]]
     for form in forms[1:]:
         if form.tokens < cheaper[-1].tokens:
             cheaper.append(form)
     return cheaper
+
+
+def _skeleton_floor(record: FileRecord) -> int:
+    """Fewest tokens a skeleton of the file can have: it shows every definition's header lines."""
+    per_line: dict[int, int] = {}
+    for _qualname, _kind, start, _end, signature in record.symbols:
+        per_line[start] = max(per_line.get(start, 0), tokens.min_tokens(signature or ""))
+    return sum(per_line.values())
 
 
 def _form(path: str, text: str, mode: str) -> ContextFile:

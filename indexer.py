@@ -232,7 +232,7 @@ class Indexer:
             kept = set(own)
             stale = [] if new else [c for c in self.db.chunk_ids(path) if c not in kept] if indexed else None
             entries.append((Entry(record, own, prepared.terms, prepared.length), stale))
-        if check:  # already in the store: an earlier run, or a teammate on a shared server
+        if check and getattr(self.chunks, "shared", True):  # a teammate may have stored this very version
             stored = self.chunks.existing(check)
             todo = [k for k, cid in enumerate(ids) if cid not in stored]
             ids, texts, metas = [ids[k] for k in todo], [texts[k] for k in todo], [metas[k] for k in todo]

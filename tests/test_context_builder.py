@@ -169,3 +169,14 @@ def test_each_language_ranks_the_defining_file_first_and_follows_imports(tmp_pat
     ranked = _ranked(index, f"`{name}` returns the wrong price for discounted items")
     assert ranked[0] == defining
     assert importer in ranked[:3]
+
+
+@pytest.mark.parametrize("room", [50, 300, 1200, 5000, 100_000])
+def test_later_passes_build_only_forms_that_can_fit_and_pick_the_same_one(index: RepoIndex, room: int) -> None:
+    for path in index.files:
+        text = (index.repo / path).read_text()
+        every = context_builder._forms(path, text, set(), False, index)
+        pruned = context_builder._forms(path, text, set(), False, index, room)
+        best = next((f for f in every if f.mode != "outline" and f.tokens <= room), None)
+        assert next((f for f in pruned if f.tokens <= room), None) == best, (path, room)
+        assert all(f.mode != "outline" for f in pruned)

@@ -86,3 +86,21 @@ def test_the_estimate_over_counts_real_counts(text: str) -> None:
 
 def test_estimate_of_nothing_is_zero() -> None:
     assert tokens.estimate_tokens("") == 0
+
+
+@pytest.mark.parametrize("text", [
+    "def parse_HTTPResponse(self, raw: bytes) -> 'Response':",
+    "it's a dog's life, isn't it? they'll've", "naïve café — 東京 × Zürich", "x1y2z3 0xFFee 3.14e-10",
+    "    return {**a, 'k': [1, 2, 3]}  # comment", "", "___init___", "αβγ\n\n\tδ",
+])
+def test_min_tokens_is_a_floor_of_the_real_count(text: str) -> None:
+    assert tokens.min_tokens(text) <= tokens.count_tokens(text)
+
+
+def test_min_tokens_is_a_floor_on_every_source_file_here() -> None:
+    root = Path(__file__).resolve().parent.parent
+    for path in sorted(root.glob("*.py")) + sorted(root.glob("tests/*.py")):
+        text = path.read_text(encoding="utf-8")
+        for line in text.splitlines():
+            assert tokens.min_tokens(line) <= tokens.count_tokens(line), (path.name, line)
+        assert 0 < tokens.min_tokens(text) <= tokens.count_tokens(text)
