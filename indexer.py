@@ -131,24 +131,8 @@ class Indexer:
             self.chunks.reset()
         # a private store just emptied holds no chunk of a file new to the index: nothing stale to look up
         clean = fresh_index and not getattr(self.chunks, "shared", True)
-        current = list_repo_files(self.repo, exclude=[self.index_path, *(exclude or [])])
-        current_set = set(current)
         seen = db.stats()  # path -> (size, mtime_ns, skipped): a warm run reads nothing else
-        removed = [p for p in seen if p not in current_set]
-
-        candidates: list[tuple[str, os.stat_result, bool]] = []  # path, stat, indexed before
-        repo_text = str(self.repo)
-        for path in current:
-            try:
-                st = os.stat(os.path.join(repo_text, path))
-            except OSError:
-                continue
-            old = seen.get(path)
-            if old and old[0] == st.st_size and old[1] == st.st_mtime_ns:
-                stats.unchanged += 0 if old[2] else 1
-                continue
-            candidates.append((path, st, bool(old) and not old[2]))
-
+        candidates, removed = self._scan(seen, exclude or [], stats)
         for path in removed:
             if not seen[path][2]:
                 self.chunks.delete_ids(db.chunk_ids(path))
@@ -190,13 +174,7 @@ class Indexer:
                     progress(min(start + FILES_PER_FLUSH, total), total)
 
         paths = db.paths()
-        if paths_changed or any(Path(p).name == "go.mod" for p in updated):
-            db.set_edges(self._resolve_graph(db.imports(), paths), replace_all=True)
-        elif updated:  # same files, new imports in some: only theirs resolve differently
-            graph = dict.fromkeys(updated, [])
-            graph.update(self._resolve_graph(db.imports(updated), paths))
-            db.set_edges(graph, replace_all=False)
-        db.commit()
+        self._update_graph(paths, updated, paths_changed)
 
         stats.files = len(paths)
         stats.symbols = db.count_symbols()
@@ -205,6 +183,36 @@ class Indexer:
                     self.repo, stats.files, stats.added, stats.changed, stats.removed, stats.chunks_embedded,
                     stats.seconds)
         return RepoIndex(self.repo, Files(db, paths), db, self.chunks, self.embedder), stats
+
+    def _scan(self, seen: dict[str, tuple[int, int, bool]], exclude: list[Path],
+              stats: IndexStats) -> tuple[list[tuple[str, os.stat_result, bool]], list[str]]:
+        """The files whose stat changed since the last run (path, stat, indexed before) and the files gone."""
+        current = list_repo_files(self.repo, exclude=[self.index_path, *exclude])
+        current_set = set(current)
+        candidates: list[tuple[str, os.stat_result, bool]] = []
+        repo_text = str(self.repo)
+        for path in current:
+            try:
+                st = os.stat(os.path.join(repo_text, path))
+            except OSError:
+                continue
+            old = seen.get(path)
+            if old and old[0] == st.st_size and old[1] == st.st_mtime_ns:
+                if not old[2]:
+                    stats.unchanged += 1
+                continue
+            candidates.append((path, st, bool(old) and not old[2]))
+        return candidates, [p for p in seen if p not in current_set]
+
+    def _update_graph(self, paths: list[str], updated: list[str], paths_changed: bool) -> None:
+        """Resolve imports again: all of them when the set of paths (or go.mod) changed, else the updated files'."""
+        if paths_changed or any(Path(p).name == "go.mod" for p in updated):
+            self.db.set_edges(self._resolve_graph(self.db.imports(), paths), replace_all=True)
+        elif updated:
+            graph = dict.fromkeys(updated, [])
+            graph.update(self._resolve_graph(self.db.imports(updated), paths))
+            self.db.set_edges(graph, replace_all=False)
+        self.db.commit()
 
     def _index_batch(self, batch: list[tuple[PreparedFile, os.stat_result, bool, bool]]) -> int:
         """Embed and store the prepared files' chunks, then their records. A `new` file (third item) has nothing
