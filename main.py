@@ -58,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     r = p.add_argument_group("runs")
     r.add_argument("--log-dir", help="where run trajectories go (default: <index-path>/runs)")
     r.add_argument("--replay", metavar="FILE.jsonl", help="re-run a recorded trajectory's answers; no model calls")
-    r.add_argument("--recover", action="store_true", help="restore the repository from an interrupted run and exit")
+    r.add_argument("--recover", action="store_true",
+                   help="restore the repository from an interrupted run, stop its leftover test processes, and exit")
     r.add_argument("--no-stream", action="store_true", help="do not stream the model's answer to the terminal")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging and tracebacks")
     return p
@@ -67,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _setup_logging(verbose: bool) -> None:
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
-    for noisy in ("httpx", "httpcore", "openai", "chromadb", "urllib3", "bm25s"):
+    for noisy in ("httpx", "httpcore", "openai", "chromadb", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.INFO if verbose else logging.ERROR)
 
 
@@ -208,14 +209,23 @@ def _ask(settings: Settings, question: str, as_json: bool) -> int:
 
 def _recover(settings: Settings) -> int:
     from file_editor import FileEditor, RepoLock
+    from test_runner import reap_leftovers
 
     with RepoLock(settings.repo, settings.repo_state_dir):
+        stopped = reap_leftovers(_running_tests(settings))
         restored = FileEditor.recover(settings.repo, settings.repo_state_dir)
+    if stopped:
+        console.say(f"[Recovered: stopped {stopped} leftover test process(es) of an interrupted run]")
     if restored is None:
         console.say("[Recover: nothing to restore]")
     else:
         console.say(f"[Recovered: restored {len(restored)} file(s) from an interrupted run]")
     return EXIT_OK
+
+
+def _running_tests(settings: Settings) -> Path:
+    """Where a running test command is named, so that a later run can stop it if this one is killed."""
+    return settings.repo_state_dir / "running-tests"
 
 
 def _run(settings: Settings, args: argparse.Namespace) -> int:
@@ -225,7 +235,7 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
     from agent import Agent
     from file_editor import FileEditor, RepoLock
     from llm import ChatModel, OpenAIChat
-    from test_runner import TestRunner
+    from test_runner import TestRunner, reap_leftovers
     from trajectory import ReplayModel, Trajectory, read_answers
 
     TestRunner(settings.test_command, cwd=settings.repo, timeout=settings.test_timeout).check()
@@ -243,12 +253,16 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
                                 commit=args.commit, allow_dirty=args.allow_dirty, keep_branch=args.keep_branch,
                                 worktrees_dir=settings.state_path / "worktrees" / config.repo_id(settings.repo))
     with RepoLock(settings.repo, settings.repo_state_dir):
+        stopped = reap_leftovers(_running_tests(settings))
+        if stopped:
+            say(f"[Recovered: stopped {stopped} leftover test process(es) of an interrupted run]")
         restored = FileEditor.recover(settings.repo, settings.repo_state_dir)
         if restored is not None:
             say(f"[Recovered: restored {len(restored)} file(s) from an interrupted run]")
         work = dataclasses.replace(settings, repo=workflow.start())
         try:
-            runner = TestRunner(work.test_command, cwd=work.repo, timeout=work.test_timeout)
+            runner = TestRunner(work.test_command, cwd=work.repo, timeout=work.test_timeout,
+                                running_file=_running_tests(settings))
             editor = FileEditor(work.repo, state_dir=work.repo_state_dir, forbidden=[work.index_path])
             trajectory = Trajectory(work.runs_dir, work.task or "task")
             with console.index_progress(enabled=not args.json) as progress:

@@ -12,12 +12,14 @@ import shutil
 import signal
 import subprocess
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from test_parsers import TestFailure, parse_test_output, strip_ansi
 
-__all__ = ["TestCommandError", "TestFailure", "TestResult", "TestRunner", "parse_test_output", "truncate_output"]
+__all__ = ["TestCommandError", "TestFailure", "TestResult", "TestRunner", "parse_test_output", "reap_leftovers",
+           "truncate_output"]
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +31,7 @@ MAX_CAPTURE_BYTES = 16 * 1024 * 1024  # beyond this the middle of the output is 
 SHELL_OPERATORS = {"&&", "||", "|", ";", ">", ">>", "<", "2>&1"}
 SHELL_BUILTINS = {"cd", "export", "source", ".", "set", "env"}
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+RUN_TOKEN_VAR = "CODE_ASSISTANT_TEST_RUN"  # in the test command's environment, inherited by what it starts
 
 
 class TestCommandError(Exception):
@@ -89,7 +92,10 @@ class TestRunner:
 
     def __init__(self, command: str | list[str], cwd: Path, timeout: float = 120.0,
                  env: dict[str, str] | None = None, head_lines: int = 200, tail_lines: int = 400,
-                 kill_grace: float = KILL_GRACE_S) -> None:
+                 kill_grace: float = KILL_GRACE_S, running_file: Path | None = None) -> None:
+        """running_file, when given, names the run's processes while it lasts, so that `reap_leftovers` can stop
+        them if this process dies without cleaning up (kill -9)."""
+        self.running_file = running_file
         self.command = shlex.split(command) if isinstance(command, str) else list(command)
         self.cwd = Path(cwd)
         self.timeout = timeout
@@ -126,12 +132,20 @@ class TestRunner:
         self.check()
         logger.info("running %s in %s (timeout %gs)", shlex.join(self.command), self.cwd, self.timeout)
         start = time.monotonic()
+        token = uuid.uuid4().hex
+        if self.running_file:
+            _write_running(self.running_file, token)
         try:
-            proc = subprocess.Popen(self._argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-        except OSError as exc:
-            raise TestCommandError(f"cannot start {self._argv[0]}: {exc.strerror or exc}") from exc
-        captured, timed_out = self._collect(proc, start + self.timeout)
+            try:
+                proc = subprocess.Popen(self._argv, cwd=self.cwd, env={**self.env, RUN_TOKEN_VAR: token},
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+            except OSError as exc:
+                raise TestCommandError(f"cannot start {self._argv[0]}: {exc.strerror or exc}") from exc
+            captured, timed_out = self._collect(proc, start + self.timeout)
+        finally:
+            if self.running_file:
+                self.running_file.unlink(missing_ok=True)
         exit_code = None if timed_out else proc.returncode
         duration = time.monotonic() - start
         raw = strip_ansi(captured.decode("utf-8", errors="replace")).replace("\r\n", "\n")
@@ -220,3 +234,36 @@ def _kill_group(proc: subprocess.Popen[bytes], grace: float = KILL_GRACE_S) -> N
             proc.wait(timeout=grace)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+def _write_running(path: Path, token: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(token, encoding="ascii")
+    os.replace(tmp, path)
+
+
+def reap_leftovers(running_file: Path) -> int:
+    """Kill the processes of a test run whose runner died before cleaning up (kill -9 of the assistant): every
+    process that carries the run's token in its environment. Returns how many were killed (Linux: /proc)."""
+    try:
+        token = running_file.read_text(encoding="ascii").strip()
+    except OSError:
+        return 0
+    marker = f"{RUN_TOKEN_VAR}={token}".encode()
+    killed = 0
+    for entry in Path("/proc").glob("[0-9]*"):
+        pid = int(entry.name)
+        if pid == os.getpid():
+            continue
+        try:
+            if marker not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
+        except (OSError, ValueError):  # gone meanwhile, or not ours to read
+            continue
+    running_file.unlink(missing_ok=True)
+    if killed:
+        logger.warning("killed %d leftover process(es) of an interrupted test run", killed)
+    return killed

@@ -18,9 +18,10 @@ PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
 SLOW_SECOND_RUN = {
     "calc.py": "def add(a, b):\n    return a - b\n",
     "tests/test_calc.py": ("import os, time\nfrom calc import add\n\n\ndef test_add():\n"
-                           "    if os.path.exists('STARTED'):\n        time.sleep(120)\n"
+                           "    if os.path.exists('STARTED'):\n"
+                           "        open('SLEEPING', 'w').write(str(os.getpid()))\n        time.sleep(120)\n"
                            "    open('STARTED', 'w').close()\n    assert add(2, 3) == 5\n"),
-    "pytest.ini": "[pytest]\npythonpath = .\n", ".gitignore": "STARTED\n",
+    "pytest.ini": "[pytest]\npythonpath = .\n", ".gitignore": "STARTED\nSLEEPING\n",
 }
 FIX = answer(modify("calc.py", "    return a - b", "    return a + b"),
              {"file_path": "pkg/new_module.py", "action": "create", "content": "X = 1\n"})
@@ -41,6 +42,27 @@ def _wait_for_tests(proc: subprocess.Popen[str]) -> None:
     raise AssertionError("the run never reached its first test iteration")
 
 
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _sleeping_test(repo: Path) -> int:
+    """The pid of the killed run's test, still sleeping: the assistant died, its test command did not."""
+    deadline = time.monotonic() + 30
+    while not (repo / "SLEEPING").exists() or not (repo / "SLEEPING").read_text():
+        assert time.monotonic() < deadline, "the slow test never started"
+        time.sleep(0.1)
+    pid = int((repo / "SLEEPING").read_text())
+    (repo / "SLEEPING").unlink()
+    (repo / "STARTED").unlink()
+    assert _alive(pid)
+    return pid
+
+
 def test_kill_9_then_recover_restores_byte_for_byte(tmp_path: Path) -> None:
     repo = python_repo(tmp_path, SLOW_SECOND_RUN)
     before = {k: v for k, v in snapshot(repo).items() if k != "STARTED"}
@@ -51,11 +73,13 @@ def test_kill_9_then_recover_restores_byte_for_byte(tmp_path: Path) -> None:
         assert (repo / "pkg" / "new_module.py").exists()
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-    (repo / "STARTED").unlink()
+    orphan = _sleeping_test(repo)
     recovered = run_cli(["--repo", str(repo), "--recover"])
     assert recovered.returncode == 0, recovered.stderr
+    assert "[Recovered: stopped 1 leftover test process(es)" in recovered.stdout
     assert "[Recovered: restored 2 file(s)" in recovered.stdout
     assert snapshot(repo) == before
+    assert not _alive(orphan)
 
 
 def test_the_next_run_notices_an_unfinished_journal_and_restores_first(tmp_path: Path) -> None:
@@ -66,13 +90,15 @@ def test_the_next_run_notices_an_unfinished_journal_and_restores_first(tmp_path:
         time.sleep(1)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-    (repo / "STARTED").unlink()
+    orphan = _sleeping_test(repo)
     assert "return a + b" in (repo / "calc.py").read_text()
     passing = f"{sys.executable} -c pass"  # the killed run's slow test would sleep again; only recovery matters here
     with ScriptedServer(['{"changes": []}']) as server:
         proc2 = run_cli(["--repo", str(repo), "--task", "check", "--test-command", passing, "--max-iterations", "1"],
                         server_url=server.url)
-    assert proc2.stdout.startswith("[Recovered: restored 2 file(s)"), proc2.stdout + proc2.stderr
+    assert proc2.stdout.startswith("[Recovered: stopped 1 leftover test process(es)"), proc2.stdout + proc2.stderr
+    assert "[Recovered: restored 2 file(s)" in proc2.stdout
+    assert not _alive(orphan)
     assert "return a - b" in (repo / "calc.py").read_text()
     assert not (repo / "pkg").exists()
 

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from test_runner import TestCommandError, TestResult, TestRunner, _Capture, truncate_output
+from test_runner import RUN_TOKEN_VAR, TestCommandError, TestResult, TestRunner, _Capture, reap_leftovers, truncate_output
 
 FAST_PYTEST = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
@@ -225,3 +226,29 @@ def test_result_summary_values() -> None:
     assert base.summary() == "exit 1"
     assert TestResult(["x"], 0, True, False, "", 0.1, [], 3, 0, "pytest").summary() == "3 passed, 0 failed"
     assert TestResult(["x"], 2, False, False, "", 0.1, [], 0, 0, "pytest").summary() == "0 passed, 0 failed, exit 2"
+
+
+def test_a_run_names_itself_while_it_lasts_and_not_after(tmp_path: Path) -> None:
+    running = tmp_path / "state" / "running-tests"
+    script = (f"import os; print(os.environ['{RUN_TOKEN_VAR}'] == open({str(running)!r}).read())")
+    result = TestRunner([sys.executable, "-c", script], cwd=tmp_path, running_file=running).run()
+    assert result.output.strip() == "True"
+    assert not running.exists()
+
+
+def test_leftovers_of_a_dead_runner_are_killed_and_nothing_else(tmp_path: Path) -> None:
+    running = tmp_path / "running-tests"
+    running.write_text("feedface")
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    leftover = subprocess.Popen(sleep, env={**os.environ, RUN_TOKEN_VAR: "feedface"}, start_new_session=True)
+    bystander = subprocess.Popen(sleep, env={**os.environ, RUN_TOKEN_VAR: "another-run"}, start_new_session=True)
+    try:
+        time.sleep(0.2)  # both have exec'd: their environment is readable
+        assert reap_leftovers(running) == 1
+        assert leftover.wait(timeout=10) == -9
+        assert bystander.poll() is None
+        assert not running.exists()
+        assert reap_leftovers(running) == 0  # nothing recorded: nothing to do
+    finally:
+        bystander.kill()
+        leftover.kill()
