@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -222,9 +223,7 @@ class IndexDB:
         if not n_docs or not query_tokens:
             return {}
         avg_len = total / n_docs
-        weights: dict[str, int] = {}
-        for token in query_tokens:
-            weights[token] = weights.get(token, 0) + 1
+        weights = Counter(query_tokens)
         scores: dict[str, float] = {}
         term_ids = self._term_ids(list(weights))
         for term, term_id in term_ids.items():
