@@ -63,13 +63,13 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
     chosen: dict[str, ContextFile] = {}
     used = 0
 
-    def options(path: str, room: int | None = None) -> list[ContextFile]:
-        text = _read(index.repo / path)
-        if text is None:
-            return []
-        keep = hit_symbols.get(path, set()) | _symbols_named(index, path, mentions.identifiers) | _symbols_at(
+    def keep(path: str) -> set[str]:
+        return hit_symbols.get(path, set()) | _symbols_named(index, path, mentions.identifiers) | _symbols_at(
             index, path, [line for p, line in frames if p == path])
-        return _forms(path, text, keep, numbered, index, room)
+
+    def options(path: str) -> list[ContextFile]:
+        text = _read(index.repo / path)
+        return _forms(path, text, keep(path), numbered, index) if text is not None else []
 
     forms = {}
     for path in order[:CORE_FILES]:  # 1: a seat for each core file
@@ -90,10 +90,11 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
         if budget - used < MIN_USEFUL_TOKENS:
             log.append(f"stop: {budget - used} tokens left")
             break
-        fitting = [f for f in options(path, budget - used) if f.mode != "outline" and used + f.tokens <= budget]
-        if fitting:
-            chosen[path] = fitting[0]
-            used += fitting[0].tokens
+        text = _read(index.repo / path)
+        form = _fitting_form(path, text, keep(path), numbered, index, budget - used) if text is not None else None
+        if form:
+            chosen[path] = form
+            used += form.tokens
         else:
             log.append(f"skip {path}: no form fits in {budget - used} left")
     files = [chosen[p] for p in order if p in chosen]
@@ -107,37 +108,43 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
     return Context(ranking, files, used, budget, log)
 
 
-def _forms(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex,
-           room: int | None = None) -> list[ContextFile]:
-    """The file whole, as a skeleton and as an outline, richest first, each only if cheaper than the one before.
-    With room (the later passes), only forms that can fit are built: none is parsed when the whole file fits, or
-    when even a skeleton's floor does not."""
-    record = index.files.get(path)
-    if room is not None and record and record.tokens > room + FULL_SLACK:  # its indexed size does not fit
-        forms: list[ContextFile] = []
-    else:
-        forms = [_form(path, _numbered(text) if numbered else text, "full")]
-        if room is not None and forms[0].tokens <= room:
-            return forms  # the richest form fits: nothing else is needed (no parse)
-    if room is not None and record and _skeleton_floor(record) > room:  # no skeleton fits either: do not parse
-        return []
+def _forms(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex) -> list[ContextFile]:
+    """The file whole, as a skeleton and as an outline, richest first, each only if cheaper than the one before."""
+    forms = [_form(path, _numbered(text) if numbered else text, "full")]
     parsed = parse_source(path, text)
     if parsed.symbols:
         forms.append(_form(path, skeleton(path, text, parsed, keep=keep), "skeleton"))
-    if parsed.symbols and room is None:  # an outline only holds a core file's seat (the first pass)
+        record = index.files.get(path)
         heads = [f"{start:>5}  {sig or qual}" for qual, _kind, start, _end, sig in (record.symbols if record else [])]
         outline = _form(path, "\n".join(heads), "outline")
         while outline.tokens > OUTLINE_MAX_TOKENS and heads:
             heads = heads[: len(heads) * 3 // 4]
             outline = _form(path, "\n".join([*heads, "⋮"]), "outline")
         forms.append(outline)
-    if not forms:
-        return forms
     cheaper = [forms[0]]
     for form in forms[1:]:
         if form.tokens < cheaper[-1].tokens:
             cheaper.append(form)
     return cheaper
+
+
+def _fitting_form(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex,
+                  room: int) -> ContextFile | None:
+    """The first form of `_forms` other than the outline that fits in room, building no more than needed: the
+    file is not parsed when it fits whole, nor when even its skeleton's floor does not fit."""
+    record = index.files.get(path)
+    full = None
+    if not (record and record.tokens > room + FULL_SLACK):  # its indexed size alone rules the whole file out
+        full = _form(path, _numbered(text) if numbered else text, "full")
+        if full.tokens <= room:
+            return full
+    if record and _skeleton_floor(record) > room:
+        return None
+    parsed = parse_source(path, text)
+    if not parsed.symbols:
+        return None
+    form = _form(path, skeleton(path, text, parsed, keep=keep), "skeleton")
+    return form if form.tokens <= room and (full is None or form.tokens < full.tokens) else None
 
 
 def _skeleton_floor(record: FileRecord) -> int:
