@@ -20,6 +20,7 @@ import lexical
 logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 3
+LOCK_TIMEOUT_S = 60.0  # another process writing the same index (a second CLI run) is waited for this long
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
@@ -36,6 +37,10 @@ CREATE TABLE IF NOT EXISTS postings (term_id INTEGER NOT NULL, file_id INTEGER N
     PRIMARY KEY (term_id, file_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS postings_file ON postings (file_id);
 """
+
+
+class IndexDBError(RuntimeError):
+    """The index database cannot be used: busy beyond the timeout, or not writable."""
 
 
 @dataclass
@@ -66,10 +71,15 @@ class IndexDB:
     def __init__(self, path: Path, embedder_name: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(str(path), timeout=60, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        try:
+            self._db = self._open()
+        except sqlite3.OperationalError as exc:  # locked, or not writable: nothing to repair here
+            raise IndexDBError(f"index database {path} cannot be opened: {exc}") from exc
+        except sqlite3.DatabaseError as exc:  # not a database, or damaged: it is a cache, so start afresh
+            logger.warning("index database %s is unreadable (%s); rebuilding the index", path, exc)
+            for suffix in ("", "-wal", "-shm"):
+                path.with_name(path.name + suffix).unlink(missing_ok=True)
+            self._db = self._open()
         wanted = {"version": str(SCHEMA_VERSION), "embedder": embedder_name}
         stored = dict(self._db.execute("SELECT key, value FROM meta"))
         if stored != wanted:
@@ -78,6 +88,18 @@ class IndexDB:
             self.clear()
             self._db.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", wanted.items())
             self._db.commit()
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(str(self.path), timeout=LOCK_TIMEOUT_S, check_same_thread=False)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+            db.execute("SELECT COUNT(*) FROM files").fetchone()
+        except sqlite3.DatabaseError:
+            db.close()
+            raise
+        return db
 
     def close(self) -> None:
         self._db.close()

@@ -113,13 +113,14 @@ def main(argv: list[str] | None = None) -> int:
 def _report_error(exc: Exception, verbose: bool) -> int:
     from embeddings import EmbeddingError
     from file_editor import RepoLockedError
+    from index_db import IndexDBError
     from llm import ModelError
     from store import StoreError
     from test_runner import TestCommandError
 
     if verbose:
         logging.getLogger(__name__).exception("failed")
-    if isinstance(exc, (ConfigError, TestCommandError, RepoLockedError, EmbeddingError, StoreError)):
+    if isinstance(exc, (ConfigError, TestCommandError, RepoLockedError, EmbeddingError, StoreError, IndexDBError)):
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if isinstance(exc, ModelError):

@@ -1,8 +1,11 @@
 """Every user-facing failure: one line on stderr, exit status 2, the repository exactly as it was."""
 from __future__ import annotations
 
+import sqlite3
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.repos import python_repo, run_cli, snapshot
 from tests.scripted_server import ScriptedServer
@@ -69,3 +72,28 @@ def test_recover_with_nothing_to_do(tmp_path: Path) -> None:
     proc = run_cli(["--repo", str(repo), "--recover"])
     assert proc.returncode == 0, proc.stderr
     assert "nothing to restore" in proc.stdout
+
+
+def test_an_index_database_held_by_another_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    import config
+    import index_db
+    import main
+
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    path = tmp_path / "index" / "repos" / config.repo_id(repo.resolve()) / "index.sqlite"
+    index_db.IndexDB(path, "any").close()
+    holder = sqlite3.connect(path)
+    holder.execute("PRAGMA journal_mode=DELETE")
+    holder.execute("BEGIN EXCLUSIVE")  # another run in the middle of writing the index
+    monkeypatch.setattr(index_db, "LOCK_TIMEOUT_S", 0.1)
+    try:
+        code = main.main(["--repo", str(repo), "--task", "x", "--context-only", "--index-path",
+                          str(tmp_path / "index")])
+    finally:
+        holder.rollback()
+        holder.close()
+    assert code == 2
+    assert "index database" in _one_line_error(capsys.readouterr().err)
+    assert snapshot(repo) == before

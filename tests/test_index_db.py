@@ -94,3 +94,34 @@ def test_another_embedder_or_format_starts_afresh(db: IndexDB, tmp_path: Path) -
     db.close()
     assert IndexDB(tmp_path / "index.sqlite", "embedder-a").paths() == sorted(DOCS)
     assert IndexDB(tmp_path / "index.sqlite", "embedder-b").is_empty()
+
+
+def test_a_damaged_database_is_rebuilt_from_scratch(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite"
+    path.write_bytes(b"not a database, " * 512)
+    db = IndexDB(path, "embedder-a")
+    assert db.is_empty()
+    db.put(_entry("a.py", "x = 1\n"))
+    db.commit()
+    assert db.paths() == ["a.py"]
+
+
+def test_a_database_busy_beyond_the_timeout_is_a_clear_error(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    import index_db
+
+    path = tmp_path / "index.sqlite"
+    IndexDB(path, "embedder-a").close()
+    holder = sqlite3.connect(path)
+    holder.execute("PRAGMA journal_mode=DELETE")
+    holder.execute("BEGIN EXCLUSIVE")
+    monkeypatch.setattr(index_db, "LOCK_TIMEOUT_S", 0.1)
+    try:
+        with pytest.raises(index_db.IndexDBError, match="cannot be opened: database is locked"):
+            IndexDB(path, "embedder-a")
+        assert path.stat().st_size > 0  # left alone: nothing is deleted for being busy
+    finally:
+        holder.rollback()
+        holder.close()
