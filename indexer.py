@@ -260,7 +260,7 @@ class Indexer:
         known.update(fresh)
         for start in range(0, len(texts), STORE_BATCH):  # few large upserts: Chroma's cost is per call as well
             self.chunks.add(ids[start:start + STORE_BATCH], [known[k] for k in keys[start:start + STORE_BATCH]],
-                            texts[start:start + STORE_BATCH], metas[start:start + STORE_BATCH])
+                            metas[start:start + STORE_BATCH])
         for entry, stale in entries:  # after the add, so a file is never without chunks
             if stale is None:
                 self.chunks.delete_file(entry.record.path, keep=entry.chunk_ids)

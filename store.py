@@ -42,7 +42,6 @@ class ChunkHit:
     symbol: str
     kind: str
     score: float  # cosine similarity, higher is better
-    text: str
 
 
 # ----- names and identities ---------------------------------------------------------------------------------------
@@ -236,11 +235,12 @@ class ChunkStore:
             self._collection = self._open()
         return True
 
-    def add(self, ids: list[str], vectors: list[list[float]], texts: list[str], metas: list[dict]) -> None:
+    def add(self, ids: list[str], vectors: list[list[float]], metas: list[dict]) -> None:
+        """Store vectors with their location (path, lines, symbol). The chunk's text is not stored: it is in the
+        repository already, and Chroma's full-text index over documents would cost ~40% more per write."""
         if ids:
             with self._guard():
-                self._collection.upsert(ids=ids, embeddings=vectors,  # type: ignore[arg-type]
-                                        documents=texts, metadatas=metas)  # type: ignore[arg-type]
+                self._collection.upsert(ids=ids, embeddings=vectors, metadatas=metas)  # type: ignore[arg-type]
 
     def existing(self, ids: list[str]) -> set[str]:
         """Which of ids are already stored (chunks someone indexed before: no need to embed them again)."""
@@ -277,13 +277,12 @@ class ChunkStore:
             return []
         with self._guard():
             result = self._collection.query(query_embeddings=[vector],  # type: ignore[arg-type]
-                                            n_results=min(n, total), include=["metadatas", "distances", "documents"])
+                                            n_results=min(n, total), include=["metadatas", "distances"])
         hits: list[ChunkHit] = []
         metas = (result.get("metadatas") or [[]])[0]
         distances = (result.get("distances") or [[]])[0]
-        documents = (result.get("documents") or [[]])[0]
-        for meta, distance, doc in zip(metas, distances, documents):
+        for meta, distance in zip(metas, distances):
             hits.append(ChunkHit(path=str(meta["path"]), start=int(meta["start"]), end=int(meta["end"]),
                                  symbol=str(meta.get("symbol") or ""), kind=str(meta.get("kind") or ""),
-                                 score=1.0 - float(distance), text=doc or ""))
+                                 score=1.0 - float(distance)))
         return hits

@@ -37,7 +37,7 @@ class NullStore:
     def reset(self) -> bool:
         return True
 
-    def add(self, ids: list[str], vectors: list[list[float]], texts: list[str], metas: list[dict]) -> None:
+    def add(self, ids: list[str], vectors: list[list[float]], metas: list[dict]) -> None:
         pass
 
     def existing(self, ids: list[str]) -> set[str]:

@@ -152,14 +152,14 @@ def test_embedded_store_content_addressed_ids_keep_and_reset(tmp_path: Path) -> 
     other = [store.chunk_id("b.py", "3" * 64, 0, "b")]
     assert len(set(old + new + other)) == 4 and store.chunk_id("a.py", "1" * 64, 0, "changed") != old[0]
     meta = {"start": 1, "end": 2, "symbol": "f", "kind": "function"}
-    chunks.add(old, [_vec(0.1), _vec(0.2)], ["old0", "old1"], [{"path": "a.py", **meta}] * 2)
-    chunks.add(other, [_vec(0.9)], ["b"], [{"path": "b.py", **meta}])
+    chunks.add(old, [_vec(0.1), _vec(0.2)], [{"path": "a.py", **meta}] * 2)
+    chunks.add(other, [_vec(0.9)], [{"path": "b.py", **meta, "symbol": "g"}])
     assert chunks.existing(old + new + other) == set(old + other)
-    chunks.add(new, [_vec(0.3)], ["new0"], [{"path": "a.py", **meta}])
+    chunks.add(new, [_vec(0.3)], [{"path": "a.py", **meta, "start": 7}])
     chunks.delete_file("a.py", keep=new)  # the file's new version stays, its old chunks go
     assert chunks.existing(old + new + other) == set(new + other)
     hits = chunks.query(_vec(0.3), 5)
-    assert [h.text for h in hits][0] == "new0" and {h.path for h in hits} == {"a.py", "b.py"}
+    assert (hits[0].path, hits[0].start) == ("a.py", 7) and {h.path for h in hits} == {"a.py", "b.py"}
     chunks.delete_file("b.py")
     assert chunks.count() == 1
     assert chunks.reset() is True and chunks.count() == 0
