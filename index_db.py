@@ -106,7 +106,7 @@ class IndexDB:
 
     def clear(self) -> None:
         for table in ("meta", "files", "symbols", "edges", "terms", "postings"):
-            self._db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
+            self._db.execute(f"DELETE FROM {table}")  # fixed table names
         self._db.commit()
 
     def commit(self) -> None:
@@ -118,7 +118,8 @@ class IndexDB:
 
     def stats(self) -> dict[str, tuple[int, int, bool]]:
         """path -> (size, mtime_ns, skipped) for every file seen, indexed or not."""
-        return {p: (s, m, bool(k)) for p, s, m, k in self._db.execute("SELECT path, size, mtime_ns, skipped FROM files")}
+        rows = self._db.execute("SELECT path, size, mtime_ns, skipped FROM files")
+        return {path: (size, mtime, bool(skipped)) for path, size, mtime, skipped in rows}
 
     def paths(self) -> list[str]:
         return [p for (p,) in self._db.execute("SELECT path FROM files WHERE skipped = 0 ORDER BY path")]
@@ -148,7 +149,8 @@ class IndexDB:
 
     def imports(self, paths: Iterable[str] | None = None) -> Iterator[tuple[str, str, list[list]]]:
         """(path, language, imports) of the indexed files that import something (of paths, when given)."""
-        query = "SELECT path, language, imports FROM files WHERE skipped = 0 AND imports != '[]' AND language IS NOT NULL"
+        query = ("SELECT path, language, imports FROM files "
+                 "WHERE skipped = 0 AND imports != '[]' AND language IS NOT NULL")
         if paths is None:
             for path, language, imports in self._db.execute(query).fetchall():
                 yield path, language, json.loads(imports)
@@ -165,8 +167,9 @@ class IndexDB:
         """Insert or replace one file's record, symbol names and postings."""
         r = entry.record
         self._db.execute(
-            "INSERT INTO files (path, size, mtime_ns, skipped, hash, language, parser, tokens, chunks, length, n_symbols,"
-            " symbols, imports, chunk_ids) VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (path) DO UPDATE SET"
+            "INSERT INTO files (path, size, mtime_ns, skipped, hash, language, parser, tokens, chunks, length,"
+            " n_symbols, symbols, imports, chunk_ids) VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (path) DO UPDATE SET"
             " size = excluded.size, mtime_ns = excluded.mtime_ns, skipped = 0, hash = excluded.hash,"
             " language = excluded.language, parser = excluded.parser, tokens = excluded.tokens,"
             " chunks = excluded.chunks, length = excluded.length, n_symbols = excluded.n_symbols,"
@@ -191,7 +194,8 @@ class IndexDB:
     def skip(self, path: str, size: int, mtime_ns: int) -> None:
         """Remember a file that is not indexed, dropping whatever was indexed of it before."""
         self.remove([path])
-        self._db.execute("INSERT INTO files (path, size, mtime_ns, skipped) VALUES (?, ?, ?, 1)", (path, size, mtime_ns))
+        self._db.execute("INSERT INTO files (path, size, mtime_ns, skipped) VALUES (?, ?, ?, 1)",
+                         (path, size, mtime_ns))
 
     def remove(self, paths: Iterable[str]) -> None:
         for path in paths:

@@ -122,7 +122,8 @@ class Indexer:
         self.cache = EmbeddingCache(index_path / "embedding-cache" / f"{slug}.sqlite", embedder.dimension)
 
     # ----- the update --------------------------------------------------------------------------------------
-    def update(self, progress: Progress | None = None, exclude: list[Path] | None = None) -> tuple[RepoIndex, IndexStats]:
+    def update(self, progress: Progress | None = None,
+               exclude: list[Path] | None = None) -> tuple[RepoIndex, IndexStats]:
         started = time.perf_counter()
         stats = IndexStats()
         db = self.db
@@ -209,7 +210,7 @@ class Indexer:
         if paths_changed or any(Path(p).name == "go.mod" for p in updated):
             self.db.set_edges(self._resolve_graph(self.db.imports(), paths), replace_all=True)
         elif updated:
-            graph = dict.fromkeys(updated, [])
+            graph: dict[str, list[str]] = {path: [] for path in updated}
             graph.update(self._resolve_graph(self.db.imports(updated), paths))
             self.db.set_edges(graph, replace_all=False)
         self.db.commit()

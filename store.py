@@ -220,15 +220,15 @@ class ChunkStore:
     def reset(self) -> bool:
         """Drop every chunk of a private (embedded) collection; True when something was dropped.
 
-        A shared collection is left alone: this machine's manifest being empty says nothing about what teammates
-        indexed. Ids are content-addressed, so re-indexing overwrites the same ids and `delete_file(path, keep=...)`
-        drops only the stale chunks of each file it re-indexes.
+        A shared collection is left alone: this machine's index database being empty says nothing about what
+        teammates indexed. Ids are content-addressed, so re-indexing overwrites the same ids, and the stale chunks of
+        a re-indexed file are dropped by id (`delete_ids`) or by path (`delete_file(path, keep=...)`).
         """
         with self._guard():
             if self._collection.count() == 0:
                 return False
             if self.shared:
-                logger.info("shared collection %s on %s kept (%d chunks): not reset from an empty local manifest",
+                logger.info("shared collection %s on %s kept (%d chunks): not reset from an empty local index",
                             self.name, self.where, self._collection.count())
                 return False
             self._client.delete_collection(self.name)

@@ -59,8 +59,9 @@ def _rss_mb() -> float:
 
 
 def child(repo: Path, index_path: Path, store_kind: str) -> dict:
-    import embeddings
     import index_speed
+
+    import embeddings
     import indexer
     import store
 
