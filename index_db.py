@@ -125,23 +125,15 @@ class IndexDB:
         return [p for (p,) in self._db.execute("SELECT path FROM files WHERE skipped = 0 ORDER BY path")]
 
     def hashes(self, paths: Sequence[str]) -> dict[str, str]:
-        found: dict[str, str] = {}
-        for part in _parts(paths):
-            found.update(self._db.execute(
-                f"SELECT path, hash FROM files WHERE skipped = 0 AND path IN ({_marks(part)})", part))
-        return found
+        return dict(self._rows_in("SELECT path, hash FROM files WHERE skipped = 0 AND path IN ({})", paths))
 
     # ----- records ---------------------------------------------------------------------------------------------
     def records(self, paths: Sequence[str]) -> dict[str, FileRecord]:
-        found: dict[str, FileRecord] = {}
-        for part in _parts(paths):
-            rows = self._db.execute(
-                "SELECT path, hash, size, mtime_ns, language, parser, tokens, symbols, imports, chunks FROM files "
-                f"WHERE skipped = 0 AND path IN ({_marks(part)})", part)
-            for path, digest, size, mtime, language, parser, tokens, symbols, imports, chunks in rows:
-                found[path] = FileRecord(path, digest, size, mtime, language, parser, tokens,
-                                         json.loads(symbols), json.loads(imports), chunks)
-        return found
+        rows = self._rows_in("SELECT path, hash, size, mtime_ns, language, parser, tokens, symbols, imports, chunks "
+                             "FROM files WHERE skipped = 0 AND path IN ({})", paths)
+        return {path: FileRecord(path, digest, size, mtime, language, parser, tokens, json.loads(symbols),
+                                 json.loads(imports), chunks)
+                for path, digest, size, mtime, language, parser, tokens, symbols, imports, chunks in rows}
 
     def chunk_ids(self, path: str) -> list[str]:
         row = self._db.execute("SELECT chunk_ids FROM files WHERE path = ? AND skipped = 0", (path,)).fetchone()
@@ -152,12 +144,11 @@ class IndexDB:
         query = ("SELECT path, language, imports FROM files "
                  "WHERE skipped = 0 AND imports != '[]' AND language IS NOT NULL")
         if paths is None:
-            for path, language, imports in self._db.execute(query).fetchall():
-                yield path, language, json.loads(imports)
-            return
-        for part in _parts(list(paths)):
-            for path, language, imports in self._db.execute(f"{query} AND path IN ({_marks(part)})", part).fetchall():
-                yield path, language, json.loads(imports)
+            rows = self._db.execute(query).fetchall()
+        else:
+            rows = self._rows_in(query + " AND path IN ({})", paths)
+        for path, language, imports in rows:
+            yield path, language, json.loads(imports)
 
     def count_symbols(self) -> int:
         return self._db.execute("SELECT COALESCE(SUM(n_symbols), 0) FROM files WHERE skipped = 0").fetchone()[0]
@@ -183,7 +174,7 @@ class IndexDB:
         names = {n for qualname, *_ in r.symbols for n in (qualname.lower(), qualname.rsplit(".", 1)[-1].lower())}
         self._db.executemany("INSERT INTO symbols (name, file_id) VALUES (?, ?)", [(n, file_id) for n in names])
         self._db.executemany("INSERT OR IGNORE INTO terms (term) VALUES (?)", [(t,) for t in entry.terms])
-        term_ids = self._term_ids(list(entry.terms))
+        term_ids = self._term_ids(entry.terms)
         self._db.executemany("INSERT INTO postings (term_id, file_id, tf) VALUES (?, ?, ?)",
                              [(term_ids[t], file_id, tf) for t, tf in entry.terms.items()])
 
@@ -236,11 +227,9 @@ class IndexDB:
         """Lowercased name -> files defining it (as a last segment `add` or a qualified name `calc.add`)."""
         wanted = sorted({n.lower() for n in names})
         found: dict[str, set[str]] = {}
-        for part in _parts(wanted):
-            for name, path in self._db.execute(
-                    f"SELECT name, path FROM symbols JOIN files ON files.id = symbols.file_id "
-                    f"WHERE name IN ({_marks(part)})", part):
-                found.setdefault(name, set()).add(path)
+        for name, path in self._rows_in("SELECT name, path FROM symbols JOIN files ON files.id = symbols.file_id "
+                                        "WHERE name IN ({})", wanted):
+            found.setdefault(name, set()).add(path)
         return found
 
     def bm25(self, query_tokens: Sequence[str]) -> dict[str, float]:
@@ -251,7 +240,7 @@ class IndexDB:
         avg_len = total / n_docs
         weights = Counter(query_tokens)
         scores: dict[str, float] = {}
-        term_ids = self._term_ids(list(weights))
+        term_ids = self._term_ids(weights)
         for term, term_id in term_ids.items():
             rows = self._db.execute("SELECT files.path, postings.tf, files.length FROM postings JOIN files "
                                     "ON files.id = postings.file_id WHERE postings.term_id = ?", (term_id,)).fetchall()
@@ -268,16 +257,19 @@ class IndexDB:
         return row[0] if row else None
 
     def _ids_of(self, paths: Iterable[str]) -> dict[str, int]:
-        found: dict[str, int] = {}
-        for part in _parts(list(paths)):
-            found.update(self._db.execute(f"SELECT path, id FROM files WHERE path IN ({_marks(part)})", part))
-        return found
+        return dict(self._rows_in("SELECT path, id FROM files WHERE path IN ({})", paths))
 
-    def _term_ids(self, terms: list[str]) -> dict[str, int]:
-        found: dict[str, int] = {}
-        for part in _parts(terms):
-            found.update(self._db.execute(f"SELECT term, id FROM terms WHERE term IN ({_marks(part)})", part))
-        return found
+    def _term_ids(self, terms: Iterable[str]) -> dict[str, int]:
+        return dict(self._rows_in("SELECT term, id FROM terms WHERE term IN ({})", terms))
+
+    def _rows_in(self, sql: str, items: Iterable[str], size: int = 500) -> list[tuple]:
+        """Rows of sql, whose `{}` is an IN list, for every item (in parts: SQLite caps the number of parameters)."""
+        items = list(items)
+        rows: list[tuple] = []
+        for start in range(0, len(items), size):
+            part = items[start:start + size]
+            rows.extend(self._db.execute(sql.format(",".join("?" * len(part))), part))
+        return rows
 
     def _drop_rows(self, file_id: int | None, edges: bool) -> None:
         if file_id is None:
@@ -286,12 +278,3 @@ class IndexDB:
         self._db.execute("DELETE FROM postings WHERE file_id = ?", (file_id,))
         if edges:
             self._db.execute("DELETE FROM edges WHERE src = ? OR dst = ?", (file_id, file_id))
-
-
-def _parts(items: Sequence[str], size: int = 500) -> Iterator[list[str]]:
-    for start in range(0, len(items), size):
-        yield list(items[start:start + size])
-
-
-def _marks(part: Sequence[str]) -> str:
-    return ",".join("?" * len(part))
