@@ -3,7 +3,8 @@
 For each hunk of recent commits touching .py/.js/.go files: the file before the commit, search = old lines plus
 context, replace = new lines plus context, expected = the file with that hunk alone applied. Each case is drifted the
 way models drift (indentation lost / shifted / tabs<->spaces, trailing spaces, intraline spacing, final newline lost,
-CRLF file) and negatives are added (a mutated line; the region duplicated). Every case goes through
+CRLF file, the search starting and/or stopping mid-line) and negatives are added (a mutated line; the region
+duplicated; a mid-line search that the duplicate makes ambiguous). Every case goes through
 `FileEditor(repo_path=...).apply_edit(EditOperation(...))` on a temp repo. Prints a markdown table.
 
     python bench/edits.py /path/to/repo.git [more repos] --commits 300 --max-cases 1000
@@ -191,7 +192,29 @@ DRIFTS: dict[str, Callable[[Lines, Lines], tuple[Lines, Lines] | None]] = {
     "none": lambda s, r: (s, r), "indent_lost": indent_lost, "indent_shift4": indent_shift4,
     "tabs_spaces": tabs_spaces, "trailing_ws": trailing_ws, "intraline": intraline,
     "final_newline_lost": lambda s, r: (s, r), "crlf_file": lambda s, r: (s, r), "elision": elision, "combo": combo,
+    "partial_line": lambda s, r: (s, r),  # text-level: the cuts are made in main() by partial_line()
+    "partial_indent_lost": lambda s, r: indent_lost(s, r),
 }
+
+
+_TOKEN_START_RE = re.compile(r"\w+|[^\w\s]")
+
+
+def partial_line(s: Lines, r: Lines) -> tuple[str, str] | None:
+    """The search (and the replacement's same context lines) starting after the first line's first token and
+    stopping before the last line's last token, as models quote partial lines; text, not lines: it may end mid-line."""
+    if len(s) < 2 or len(r) < 2 or s[0] != r[0] or s[-1] != r[-1] or not s[0].strip() or not s[-1].strip():
+        return None
+    first = [m.start() for m in _TOKEN_START_RE.finditer(s[0])]
+    last = [m.start() for m in _TOKEN_START_RE.finditer(s[-1])]
+    cut_head = first[1] if len(first) >= 2 else len(_ws(s[0]))
+    cut_tail = len(s[-1][: last[-1]].rstrip()) if len(last) >= 2 else len(s[-1])
+    if cut_head == 0 and cut_tail == len(s[-1]):
+        return None
+    search = [s[0][cut_head:], *s[1:-1], s[-1][:cut_tail]]
+    replace = [r[0][cut_head:], *r[1:-1], r[-1][:cut_tail]]
+    end = "" if cut_tail < len(s[-1]) else "\n"
+    return "\n".join(search) + end, "\n".join(replace) + end
 
 
 def mutate(h: Hunk, rng: random.Random) -> Lines | None:
@@ -271,6 +294,11 @@ def main(argv: list[str] | None = None) -> int:
                 before, want = h.before, expected
                 if kind == "crlf_file":
                     before, want = before.replace("\n", "\r\n"), want.replace("\n", "\r\n")
+                if kind.startswith("partial_"):
+                    texts = partial_line(*pair)
+                    if texts is None or (kind == "partial_line" and before.count(texts[0]) != 1):
+                        continue  # not cuttable, or the cut made it ambiguous (a negative case below)
+                    search, replace = texts
                 started = time.perf_counter()
                 ok, got, strategy = run_case(repo, path, before, search, replace)
                 timings.append(time.perf_counter() - started)
@@ -290,17 +318,18 @@ def main(argv: list[str] | None = None) -> int:
                          "neg_duplicate": (h.before + "\n".join(h.old) + "\n", h.old),
                          "neg_duplicate_indent_lost": (h.before + "\n".join(h.old) + "\n",
                                                        (indent_lost(h.old, h.new) or (None,))[0])}
+            cut = partial_line(h.old, h.new)
+            duplicated = h.before + "\n".join(h.old) + "\n"
             for kind, (before, search_lines) in negatives.items():
                 if search_lines is None:
                     continue
                 ok, got, strategy = run_case(repo, path, before, _text(search_lines), _text(h.new))
-                tally = tallies[kind]
-                tally.cases += 1
-                if ok or got != before:
-                    tally.wrong += 1
-                    failures.append(f"WRONG {kind} {h.origin} ({strategy})")
-                else:
-                    tally.refused += 1
+                _tally_negative(tallies[kind], failures, kind, h, ok, got, before, strategy)
+            if cut is not None:  # the mid-line search on a file holding the region twice (or already ambiguous)
+                before = duplicated if h.before.count(cut[0]) == 1 else h.before
+                ok, got, strategy = run_case(repo, path, before, cut[0], cut[1])
+                _tally_negative(tallies["neg_partial_ambiguous"], failures, "neg_partial_ambiguous", h, ok, got,
+                                before, strategy)
             if (n + 1) % 200 == 0:
                 print(f"{n + 1}/{len(hunks)} hunks", file=sys.stderr)
     print(report(tallies, strategies, timings, [_name(r) for r in args.repos], len(hunks)))
@@ -311,6 +340,16 @@ def main(argv: list[str] | None = None) -> int:
     rate = sum(t.exact for t in drifted) / max(1, sum(t.cases for t in drifted))
     wrong = sum(t.wrong for t in tallies.values())
     return 0 if rate >= 0.98 and wrong == 0 and positives else 1
+
+
+def _tally_negative(tally: Tally, failures: list[str], kind: str, h: Hunk, ok: bool, got: str, before: str,
+                    strategy: str | None) -> None:
+    tally.cases += 1
+    if ok or got != before:
+        tally.wrong += 1
+        failures.append(f"WRONG {kind} {h.origin} ({strategy})")
+    else:
+        tally.refused += 1
 
 
 def _name(repo: Path) -> str:

@@ -210,3 +210,20 @@ def test_go_module_with_go_test(tmp_path: Path) -> None:
                        server_url=server.url, extra_env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "TestAdd" in server.chat_requests[0]["messages"][-1]["content"]
+
+
+def test_a_second_answer_quoting_a_partial_line_is_applied_and_goes_green(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    wrong = modify("calc.py", "def add(a, b):\n    return a - b", "def add(a, b):\n    return a * b")
+    partial = modify("calc.py", "return a * b\n\n\ndef multiply", "return a + b\n\n\ndef multiply")  # starts and
+    with ScriptedServer([answer(wrong), answer(partial)]) as server:                         # stops mid-line
+        proc = _run(repo, server, "--log-dir", str(tmp_path / "runs"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[Tests passed on iteration 2]" in proc.stdout
+    from tests.repos import CALC_PY
+    assert (repo / "calc.py").read_text() == CALC_PY.replace("return a - b", "return a + b")
+    records = [json.loads(line) for log in (tmp_path / "runs").glob("*.jsonl") for line in log.read_text().splitlines()]
+    assert [r["kind"] for r in records] == ["plan", "fix", "final"]
+    assert records[0]["files"] == ["calc.py"] and records[0]["tests_failed"] == ["tests/test_calc.py::test_add"]
+    assert records[1]["edits_failed"] == 0 and records[1]["test_exit_code"] == 0
+    assert "def multiply" in records[1]["answer"]
