@@ -1,7 +1,8 @@
 """Packaging: pyproject.toml lists every module, and the installed `code-assistant` script works outside the tree.
 
-The install test is slow-ish (~20 s): a venv with --system-site-packages (so no dependency is downloaded), then
-`pip install --no-deps --no-build-isolation` of a copy of the sources. Select it alone with `-k installed`.
+The install test is slow-ish (~20 s): a wheel built with this environment's setuptools (declared in requirements.txt),
+installed into a venv that sees this environment's packages through a .pth file and nothing of the machine's. Select it
+alone with `-k installed`.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tomllib
 import venv
 from pathlib import Path
@@ -53,25 +55,41 @@ def _clean_env(home: Path) -> dict[str, str]:
     return env
 
 
+def _isolated_venv(env_dir: Path) -> Path:
+    """A venv that sees no machine site-packages: only its own, then (through a .pth) the running environment's,
+    so dependencies are not downloaded again but the project itself comes from what is installed into it."""
+    venv.EnvBuilder(system_site_packages=False, with_pip=False, symlinks=True).create(env_dir)
+    python = env_dir / "bin" / "python"
+    own = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    outer = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    (Path(own) / "outer_env.pth").write_text("\n".join(sorted(outer)) + "\n", encoding="utf-8")
+    return python
+
+
 def test_installed_console_script_runs_outside_the_tree(tmp_path: Path) -> None:
-    """Slow (~20 s): builds and installs the package into a throwaway venv."""
+    """Slow (~20 s): builds a wheel with this environment's setuptools and installs it into a throwaway venv."""
     src = tmp_path / "src"
     src.mkdir()
     for name in ["pyproject.toml", "README.md", *(p.name for p in ROOT.glob("*.py"))]:
         shutil.copy2(ROOT / name, src / name)
-    env_dir = tmp_path / "venv"
-    venv.EnvBuilder(system_site_packages=True, with_pip=False, symlinks=True).create(env_dir)
     env = _clean_env(tmp_path / "home")
     work = tmp_path / "elsewhere"
     work.mkdir()
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                            "-w", str(tmp_path / "dist"), str(src)],
+                           capture_output=True, text=True, env=env, cwd=work, timeout=180)
+    assert built.returncode == 0, built.stdout + built.stderr
+    wheel = next((tmp_path / "dist").glob("*.whl"))
+    env_dir = tmp_path / "venv"
+    python = _isolated_venv(env_dir)
     # pip from the outer interpreter, aimed at the venv: with_pip=True would run ensurepip (slow)
-    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(env_dir / "bin" / "python"), "install",
-                              "-q", "--no-deps", "--no-build-isolation", str(src)],
-                             capture_output=True, text=True, env=env, cwd=work, timeout=180)
+    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
+                              str(wheel)], capture_output=True, text=True, env=env, cwd=work, timeout=180)
     assert install.returncode == 0, install.stdout + install.stderr
 
     script = env_dir / "bin" / "code-assistant"
-    where = subprocess.run([str(env_dir / "bin" / "python"), "-c", "import main, store; print(main.__file__)"],
+    where = subprocess.run([str(python), "-c", "import main, store; print(main.__file__)"],
                            capture_output=True, text=True, env=env, cwd=work, timeout=60)
     assert where.returncode == 0, where.stderr
     assert str(env_dir) in where.stdout  # the installed copy, not the source tree
