@@ -9,7 +9,7 @@ are rewritten, and files that are no longer in the tree are deleted.
 A manifest (path -> blob id, mode) is kept next to the working directory, never inside it:
 `<dest parent>/.<dest name>.manifest.json`.
 
-    python bench/checkout.py /work/.mirror/pylint-dev+astroid/repo <commit> /tmp/swebench/astroid
+    python -m bench.checkout /work/.mirror/pylint-dev+astroid/repo <commit> /tmp/swebench/astroid
 """
 
 from __future__ import annotations

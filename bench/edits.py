@@ -7,7 +7,7 @@ CRLF file, the search starting and/or stopping mid-line) and negatives are added
 duplicated; a mid-line search that the duplicate makes ambiguous). Every case goes through
 `FileEditor(repo_path=...).apply_edit(EditOperation(...))` on a temp repo. Prints a markdown table.
 
-    python bench/edits.py /path/to/repo.git [more repos] --commits 300 --max-cases 1000
+    python -m bench.edits /path/to/repo.git [more repos] --commits 300 --max-cases 1000
 """
 from __future__ import annotations
 
@@ -26,9 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from file_editor import EditOperation, FileEditor  # noqa: E402
+from code_assistant.edit.editor import FileEditor
+from code_assistant.edit.operations import EditOperation
 
 logger = logging.getLogger(__name__)
 EXTENSIONS = (".py", ".js", ".go")

@@ -1,6 +1,6 @@
 """Measure LocalMiniLM throughput on ~200 realistic code chunks of 150-250 model tokens.
 
-Run from /work/main:  python bench/embed_speed.py [--chunks 200] [--batch-size 32] [--threads 1]
+Run from /work/main:  python -m bench.embed_speed [--chunks 200] [--batch-size 32] [--threads 1]
 
 Chunks are consecutive lines of the Python standard library's own sources (always installed), cut where the
 running MiniLM token count reaches 150-250, so the numbers are reproducible on any machine.
@@ -14,11 +14,9 @@ import sysconfig
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from embeddings import LocalMiniLM, _load_tokenizer, _load_weights  # noqa: E402
+from code_assistant.index.embeddings import LocalMiniLM, _load_tokenizer, _load_weights
 
 logger = logging.getLogger(__name__)
 STDLIB_FILES = ("json/decoder.py", "argparse.py", "textwrap.py", "shlex.py", "difflib.py", "heapq.py", "pathlib.py",

@@ -1,7 +1,7 @@
 """Does indexing memory grow with the repository? Peak RSS of a cold index at several repository sizes.
 
 Run from /work/main:
-    python bench/index_memory.py /path/to/big/repo --sizes 1000,4000,10000 [--store null|chroma]
+    python -m bench.index_memory /path/to/big/repo --sizes 1000,4000,10000 [--store null|chroma]
 
 For each size N the first N indexable files of the repository (in path order) are copied to a temporary directory
 and indexed cold, in a fresh child process, with `index_speed.HashingEmbedder` (the real tokenizer, no model
@@ -24,8 +24,6 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
 
 class NullStore:
@@ -59,11 +57,11 @@ def _rss_mb() -> float:
 
 
 def child(repo: Path, index_path: Path, store_kind: str) -> dict:
-    import index_speed
+    from bench import index_speed
 
-    import embeddings
-    import indexer
-    import store
+    from code_assistant.index import embeddings
+    from code_assistant.index import indexer
+    from code_assistant.index import store
 
     embedder = index_speed.HashingEmbedder(embeddings.make_embedder("local"))
     embedder.count_tokens("warm up the tokenizer")
@@ -80,7 +78,7 @@ def child(repo: Path, index_path: Path, store_kind: str) -> dict:
 
 
 def subset(source: Path, n: int, dest: Path) -> None:
-    import repo_files
+    from code_assistant.index import repo_files
 
     for rel in repo_files.list_repo_files(source)[:n]:
         target = dest / rel
@@ -106,9 +104,9 @@ def main() -> int:
             repo = Path(tmp) / "repo"
             subset(args.repo.resolve(), n, repo)
             print(f"[index_memory] {n} files ...", file=sys.stderr, flush=True)
-            done = subprocess.run([sys.executable, __file__, "--store", args.store, "--child", str(repo),
-                                   str(Path(tmp) / "index")], capture_output=True, text=True, check=False,
-                                  env={**os.environ, "PYTHONWARNINGS": "ignore"})
+            done = subprocess.run([sys.executable, "-m", "bench.index_memory", "--store", args.store, "--child",
+                                   str(repo), str(Path(tmp) / "index")], capture_output=True, text=True, check=False,
+                                  cwd=ROOT, env={**os.environ, "PYTHONWARNINGS": "ignore"})
             if done.returncode != 0:
                 print(done.stderr[-3000:], file=sys.stderr)
                 return 1

@@ -1,8 +1,8 @@
 """How fast is indexing, really? Cold, warm, one-file-touched re-index, and --context-only latency, in-process.
 
 Run from /work/main:
-    python bench/index_speed.py /path/to/repo [--index-path DIR] [--queries 10] [--cli-runs 3] [--keep]
-    python bench/index_speed.py /path/to/big/repo --stub-embedder     # a 10k+ file repository in minutes
+    python -m bench.index_speed /path/to/repo [--index-path DIR] [--queries 10] [--cli-runs 3] [--keep]
+    python -m bench.index_speed /path/to/big/repo --stub-embedder     # a 10k+ file repository in minutes
 
 With --stub-embedder the index is built with `HashingEmbedder` (defined here): vectors from a hash of the text, token
 counts from the real model's tokenizer (so chunk boundaries and counts match the real model). It isolates the
@@ -41,12 +41,11 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-import context_builder  # noqa: E402
-import embeddings  # noqa: E402
-import indexer  # noqa: E402
-import store  # noqa: E402
+from code_assistant.retrieve.context import build_context
+from code_assistant.index import embeddings
+from code_assistant.index import indexer
+from code_assistant.index import store
 
 logger = logging.getLogger("index_speed")
 TOUCH_LINE = "\n# index_speed: touched\n"
@@ -269,7 +268,7 @@ def run(source: Path, index_path: Path, queries: int, cli_runs: int, work: Path,
         if stub:  # the task is embedded by the real model, as the CLI would; only the stored vectors are stubs
             index = dataclasses.replace(index, embedder=real_model)
         mid = time.perf_counter()
-        context_builder.build_context(index, task)
+        build_context(index, task)
         end = time.perf_counter()
         build_times.append(end - mid)
         e2e_times.append(end - start)

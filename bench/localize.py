@@ -7,7 +7,7 @@ place), then two retrievers rank files for the problem statement:
   list, optionally "context_files");
 * a BM25 baseline over whole non-test Python files (path + content, identifier-aware tokens; bench/bm25_baseline.py).
 
-    python bench/localize.py --data /work/shared/bench/swebench_lite_dev.json --mirrors /work/.mirror \
+    python -m bench.localize --data /work/shared/bench/swebench_lite_dev.json --mirrors /work/.mirror \
         --work /tmp/swebench --out results.json [--baseline-only] [--only ID ...]
 
 Prints a markdown report to stdout; progress goes to stderr.
@@ -29,9 +29,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bm25_baseline import bm25_rank, is_test_path, read_text, source_files  # noqa: E402
-from checkout import CheckoutError, materialize  # noqa: E402
+from bench.bm25_baseline import bm25_rank, is_test_path, read_text, source_files
+from bench.checkout import CheckoutError, materialize
 
 log = logging.getLogger("localize")
 
@@ -58,19 +57,11 @@ def rank_of(gold: str, files: list[str]) -> int | None:
 # ------------------------------------------------------------------------------------------------------ budget
 
 
-def load_token_counter(project: Path) -> tuple[Callable[[str], int], str]:
-    """The project's tokens.count_tokens when importable, else len(text) // 4."""
-    sys.path.insert(0, str(project))
-    try:
-        from tokens import count_tokens  # type: ignore[import-not-found]
+def load_token_counter() -> tuple[Callable[[str], int], str]:
+    """The project's token counter (tiktoken's cl100k_base, offline)."""
+    from code_assistant.tokens import count_tokens
 
-        count_tokens("probe")
-        return count_tokens, "tokens.count_tokens"
-    except Exception as exc:  # noqa: BLE001 - any failure means: fall back
-        log.info("project token counter unavailable (%s); using len//4", exc)
-        return (lambda text: len(text) // 4), "len(text)//4"
-    finally:
-        sys.path.remove(str(project))
+    return count_tokens, "code_assistant.tokens.count_tokens"
 
 
 def fit_budget(files: list[str], repo: Path, budget: int, count: Callable[[str], int]) -> list[str]:
@@ -361,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in {repo_name(i["repo"]) for i in instances}:
             shutil.rmtree(args.work / name, ignore_errors=True)
             (args.work / f".{name}.manifest.json").unlink(missing_ok=True)
-    count, counter_name = load_token_counter(DEFAULT_MAIN.parent)
+    count, counter_name = load_token_counter()
     results: dict = {"version": RESULTS_VERSION, "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
                      "budget": args.budget, "token_counter": counter_name, "baseline_only": args.baseline_only,
                      "bm25_ext": args.bm25_ext,

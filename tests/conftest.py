@@ -1,14 +1,9 @@
 """Shared fixtures: every test runs with its own HOME/cache and no real API keys."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 _MODEL_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "EMBEDDING_BACKEND", "EMBEDDING_MODEL",
               "CODE_ASSISTANT_INDEX_PATH", "CODE_ASSISTANT_STATE_PATH", "CHROMA_HOST", "CHROMA_PORT",

@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
-import config
-import embeddings
-import store
-from agent import Agent, RunResult
-from file_editor import FileEditor
-from indexer import Indexer
-from llm import OpenAIChat
-from test_runner import TestRunner
+from code_assistant.settings import load_settings
+from code_assistant.index import embeddings
+from code_assistant.index import store
+from code_assistant.agent import Agent, RunResult
+from code_assistant.edit.editor import FileEditor
+from code_assistant.index.indexer import Indexer
+from code_assistant.model.chat import OpenAIChat
+from code_assistant.verify.runner import TestRunner
 from tests.repos import TEST_CALC_PY, answer, create, modify, python_repo, snapshot
 from tests.scripted_server import ScriptedServer
-from trajectory import ReplayModel, Trajectory, read_answers
+from code_assistant.model.trajectory import ReplayModel, Trajectory, read_answers
 
 PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
 FIX_ADD = modify("calc.py", "def add(a, b):\n    return a - b", "def add(a, b):\n    return a + b")
@@ -34,7 +34,7 @@ def embedder() -> embeddings.Embedder:
 def run_agent(repo: Path, script: list, embedder: embeddings.Embedder, *, task: str = "fix add",
               model: object | None = None, review: object = None, **overrides: object) -> tuple[RunResult, ScriptedServer,
                                                                                                    list[str]]:
-    settings = config.load_settings(repo, task=task, test_command=PYTEST, **overrides)
+    settings = load_settings(repo, task=task, test_command=PYTEST, **overrides)
     lines: list[str] = []
     with ScriptedServer(script) as server:
         chat = model or OpenAIChat("gpt-4o", api_key="k", base_url=server.url, sleep=lambda s: None)

@@ -19,7 +19,7 @@ import chromadb
 import pytest
 from chromadb.config import Settings as ChromaSettings
 
-import store
+from code_assistant.index import store
 from repos import CALC_PY, git_init, python_repo, run_cli, write_tree
 
 EMBEDDER = "local:all-MiniLM-L6-v2"

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import textwrap
 
-from chunker import Chunk, chunk_file
-from code_parser import parse_source
+from code_assistant.parse.chunker import Chunk, chunk_file
+from code_assistant.parse.code_parser import parse_source
 
 
 def covered(source: str, chunks: list[Chunk]) -> None:

@@ -76,20 +76,20 @@ def test_recover_with_nothing_to_do(tmp_path: Path) -> None:
 
 def test_an_index_database_held_by_another_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    import config
-    import index_db
-    import main
+    from code_assistant.settings import repo_id
+    from code_assistant.index import index_db
+    from code_assistant import cli
 
     repo = python_repo(tmp_path)
     before = snapshot(repo)
-    path = tmp_path / "index" / "repos" / config.repo_id(repo.resolve()) / "index.sqlite"
+    path = tmp_path / "index" / "repos" / repo_id(repo.resolve()) / "index.sqlite"
     index_db.IndexDB(path, "any").close()
     holder = sqlite3.connect(path)
     holder.execute("PRAGMA journal_mode=DELETE")
     holder.execute("BEGIN EXCLUSIVE")  # another run in the middle of writing the index
     monkeypatch.setattr(index_db, "LOCK_TIMEOUT_S", 0.1)
     try:
-        code = main.main(["--repo", str(repo), "--task", "x", "--context-only", "--index-path",
+        code = cli.main(["--repo", str(repo), "--task", "x", "--context-only", "--index-path",
                           str(tmp_path / "index")])
     finally:
         holder.rollback()

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import textwrap
 
-from code_parser import Import, find_symbols, parse_source, skeleton, syntax_problem
+from code_assistant.parse.chunker import skeleton
+from code_assistant.parse.code_parser import Import, find_symbols, parse_source, syntax_problem
 
 PY = textwrap.dedent('''\
     import os

@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
-import context_builder
-import embeddings
-import store
-import tokens
-from indexer import Indexer, RepoIndex
+from code_assistant.retrieve import context as context_module
+from code_assistant.retrieve.context import build_context
+from code_assistant.retrieve.ranking import rank
+from code_assistant.index import embeddings
+from code_assistant.index import store
+from code_assistant import tokens
+from code_assistant.index.indexer import Indexer, RepoIndex
 from tests.repos import write_tree
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,7 +51,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> RepoIndex:
 
 
 def _ranked(index: RepoIndex, task: str) -> list[str]:
-    return [r.path for r in context_builder.rank_files(index, task)]
+    return [r.path for r in rank(index, task)[0]]
 
 
 def test_traceback_frame_ranks_its_file_first(index: RepoIndex) -> None:
@@ -77,17 +79,17 @@ def test_docs_rank_below_the_code_they_describe(index: RepoIndex) -> None:
 
 
 def test_import_graph_neighbour_is_in_the_ranking_and_the_context(index: RepoIndex) -> None:
-    ranking = context_builder.rank_files(index, "`price_of` returns the wrong amount")
+    ranking = rank(index, "`price_of` returns the wrong amount")[0]
     assert ranking[0].path == "shop/pricing.py"
     discounts = next(r for r in ranking if r.path == "shop/discounts.py")
     assert any("imports/imported by shop/pricing.py" in reason for reason in discounts.reasons)
-    context = context_builder.build_context(index, "`price_of` returns the wrong amount", 3000)
+    context = build_context(index, "`price_of` returns the wrong amount", 3000)
     assert {"shop/pricing.py", "shop/discounts.py"} <= set(context.paths)
 
 
 def test_big_file_becomes_a_skeleton_keeping_the_named_definition_and_budget_holds(index: RepoIndex) -> None:
     assert index.files["shop/big.py"].tokens > 3000
-    context = context_builder.build_context(index, "Warehouse.restock ignores the `restock` count", 3000)
+    context = build_context(index, "Warehouse.restock ignores the `restock` count", 3000)
     big = next(f for f in context.files if f.path == "shop/big.py")
     assert big.mode in ("skeleton", "outline")
     assert big.mode == "outline" or "return n" in big.text
@@ -98,7 +100,7 @@ def test_big_file_becomes_a_skeleton_keeping_the_named_definition_and_budget_hol
 
 @pytest.mark.parametrize("budget", [300, 800, 2000, 12000])
 def test_context_never_exceeds_the_budget(index: RepoIndex, budget: int) -> None:
-    context = context_builder.build_context(index, "ShoppingCart total with discount codes", budget)
+    context = build_context(index, "ShoppingCart total with discount codes", budget)
     assert context.tokens <= budget
     assert sum(f.tokens for f in context.files) == context.tokens
 
@@ -175,6 +177,6 @@ def test_each_language_ranks_the_defining_file_first_and_follows_imports(tmp_pat
 def test_later_passes_build_only_forms_that_can_fit_and_pick_the_same_one(index: RepoIndex, room: int) -> None:
     for path in index.files:
         text = (index.repo / path).read_text()
-        every = context_builder._forms(path, text, set(), False, index)
+        every = context_module._forms(path, text, set(), False, index)
         best = next((f for f in every if f.mode != "outline" and f.tokens <= room), None)
-        assert context_builder._fitting_form(path, text, set(), False, index, room) == best, (path, room)
+        assert context_module._fitting_form(path, text, set(), False, index, room) == best, (path, room)

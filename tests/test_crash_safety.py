@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-import config
-from file_editor import RepoLock
+from code_assistant.settings import load_settings
+from code_assistant.edit.journal import RepoLock
 from tests.repos import ROOT, answer, modify, python_repo, run_cli, snapshot
 from tests.scripted_server import ScriptedServer
 
@@ -106,7 +106,7 @@ def test_the_next_run_notices_an_unfinished_journal_and_restores_first(tmp_path:
 def test_a_second_run_on_the_same_repository_is_refused(tmp_path: Path) -> None:
     repo = python_repo(tmp_path)
     before = snapshot(repo)
-    settings = config.load_settings(repo)
+    settings = load_settings(repo)
     with RepoLock(repo, settings.repo_state_dir), ScriptedServer([answer()]) as server:
         proc = run_cli(["--repo", str(repo), "--task", "x", "--test-command", PYTEST], server_url=server.url)
     assert proc.returncode == 2

@@ -5,7 +5,7 @@ import importlib.util
 
 import pytest
 
-from edit_matching import apply_search_replace, apply_symbol_edit, split_lines
+from code_assistant.edit.matching import apply_search_replace, apply_symbol_edit, split_lines
 
 SRC = '''import os
 

@@ -16,8 +16,8 @@ import numpy as np
 import openai
 import pytest
 
-import embeddings
-from embeddings import EmbeddingError, LocalMiniLM, OpenAIEmbedder, make_embedder
+from code_assistant.index import embeddings
+from code_assistant.index.embeddings import EmbeddingError, LocalMiniLM, OpenAIEmbedder, make_embedder
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "minilm_reference.json").read_text(encoding="utf-8"))
 SAMPLES: list[dict[str, Any]] = FIXTURE["samples"]

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from file_editor import (EditOperation, FileEditor, PathError, RepoLock, RepoLockedError, resolve_repo_path)
+from code_assistant.edit.editor import FileEditor
+from code_assistant.edit.journal import RepoLock, RepoLockedError
+from code_assistant.edit.operations import EditOperation, PathError, resolve_repo_path
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -176,7 +178,7 @@ def test_finish_drops_backups_and_marks_the_journal_done(repo: Path, state: Path
 CHILD = """
 import os, signal, sys
 sys.path.insert(0, {root!r})
-from file_editor import EditOperation, FileEditor
+from file_editor import EditOperation, FileEditor  # the root entrance, as a user's script would
 editor = FileEditor({repo!r}, state_dir={state!r})
 editor.apply_edit(EditOperation("pkg/app.py", "return 1", "return 2"))
 editor.apply_edit(EditOperation("made/here/new.py", action="create", content="x = 1\\n"))
@@ -204,7 +206,7 @@ def test_lock_held_by_another_process_is_refused(repo: Path, state: Path) -> Non
     holder = textwrap.dedent(f"""
         import sys, time
         sys.path.insert(0, {str(ROOT)!r})
-        from file_editor import RepoLock
+        from code_assistant.edit.journal import RepoLock
         with RepoLock({str(repo)!r}, {str(state)!r}):
             print("locked", flush=True)
             time.sleep(30)

@@ -1,7 +1,7 @@
 """Guardrails on test edits, from realistic before/after pairs: weakening is named, honest test work passes."""
 from __future__ import annotations
 
-from guardrails import changed_line_count, check_test_weakening, is_test_path
+from code_assistant.edit.guardrails import changed_line_count, check_test_weakening
 
 PYTEST = '''import pytest
 
@@ -69,13 +69,6 @@ def test_changed_line_count_counts_added_and_removed() -> None:
     assert changed_line_count("a\nb\nc\n", "a\nB\nc\nd\n") == 3
     assert changed_line_count("same\n", "same\n") == 0
 
-
-def test_is_test_path_recognises_common_layouts() -> None:
-    for path in ["tests/test_cart.py", "pkg/cart_test.go", "src/cart.test.js", "web/__tests__/cart.js",
-                 "test_cart.py", "src/CartTest.java"]:
-        assert is_test_path(path), path
-    for path in ["src/cart.py", "cart.go", "src/contest.py", "latest.js"]:
-        assert not is_test_path(path), path
 
 
 def test_non_test_files_and_new_test_files_are_not_checked() -> None:

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from code_parser import Import, parse_source
-from import_graph import ModuleResolver, go_module_path, is_test_file, test_counterparts
+from code_assistant.parse.code_parser import Import, parse_source
+from code_assistant.index.import_graph import ModuleResolver, go_module_path
 
 
 def make_repo(root: Path, files: dict[str, str]) -> list[str]:
@@ -101,33 +101,3 @@ def test_rust_crate_paths_and_mod_declarations(tmp_path: Path) -> None:
     assert resolve_all(resolver, tmp_path, "src/parser.rs", "rust") == ["src/net/mod.rs", "src/util.rs"]
     assert resolve_all(resolver, tmp_path, "src/net/mod.rs", "rust") == ["src/net/http.rs"]
     assert resolve_all(resolver, tmp_path, "src/util.rs", "rust") == ["src/util/helpers.rs"]
-
-
-def test_is_test_file() -> None:
-    tests = ["tests/test_calc.py", "pkg/calc_test.py", "tests/unit/helpers.py", "web/a.test.ts", "web/b.spec.js",
-             "web/__tests__/c.js", "calc/calc_test.go", "src/test/java/com/acme/CalcTest.java", "CalcTests.java",
-             "tests/integration.rs", "spec/greeter_spec.rb"]
-    sources = ["pkg/calc.py", "web/a.ts", "calc/calc.go", "src/main/java/com/acme/Calc.java", "src/lib.rs",
-               "testing_utils.py", "contest.py"]
-    assert [p for p in tests if not is_test_file(p)] == []
-    assert [p for p in sources if is_test_file(p)] == []
-
-
-def test_counterparts_every_language() -> None:
-    files = {
-        "pkg/calc.py", "tests/test_calc.py", "tests/unit/calc_test.py", "other/calc.go",
-        "web/src/button.tsx", "web/src/button.test.tsx", "web/src/__tests__/button.js", "web/src/menu.spec.js",
-        "web/src/menu.js", "calc/calc.go", "calc/calc_test.go",
-        "src/main/java/com/acme/Calc.java", "src/test/java/com/acme/CalcTest.java",
-        "src/test/java/com/acme/CalcTests.java", "src/parser.rs", "tests/parser.rs",
-    }
-    assert test_counterparts("pkg/calc.py", files) == ["tests/test_calc.py", "tests/unit/calc_test.py"]
-    assert test_counterparts("tests/test_calc.py", files) == ["pkg/calc.py"]
-    assert test_counterparts("web/src/button.tsx", files) == ["web/src/button.test.tsx", "web/src/__tests__/button.js"]
-    assert test_counterparts("web/src/menu.spec.js", files) == ["web/src/menu.js"]
-    assert test_counterparts("calc/calc.go", files) == ["calc/calc_test.go"]
-    assert test_counterparts("calc/calc_test.go", files) == ["calc/calc.go", "other/calc.go"]
-    assert test_counterparts("src/main/java/com/acme/Calc.java", files) == [
-        "src/test/java/com/acme/CalcTest.java", "src/test/java/com/acme/CalcTests.java"]
-    assert test_counterparts("src/parser.rs", files) == ["tests/parser.rs"]
-    assert test_counterparts("README.md", files) == []

@@ -6,8 +6,8 @@ from pathlib import Path
 import bm25s
 import pytest
 
-import lexical
-from index_db import Entry, FileRecord, IndexDB
+from code_assistant.index import lexical
+from code_assistant.index.index_db import Entry, FileRecord, IndexDB
 
 DOCS = {
     "shop/cart.py": "class Cart:\n    def add_item(self, item):\n        self.items.append(item)\n",
@@ -110,7 +110,7 @@ def test_a_database_busy_beyond_the_timeout_is_a_clear_error(tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     import sqlite3
 
-    import index_db
+    from code_assistant.index import index_db
 
     path = tmp_path / "index.sqlite"
     IndexDB(path, "embedder-a").close()

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-import embeddings
-import lexical
-import store
-from indexer import Indexer, list_repo_files
+from code_assistant.index import embeddings
+from code_assistant.index import lexical
+from code_assistant.index import store
+from code_assistant.index.indexer import Indexer, list_repo_files
 from tests.repos import git_init, write_tree
 
 FILES = {
@@ -130,7 +130,7 @@ def test_two_repositories_never_share_a_collection(tmp_path: Path, embedder: emb
 
 def test_worker_processes_index_the_same_as_one_process(tmp_path: Path, embedder: embeddings.Embedder,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    import file_prep
+    from code_assistant.index import file_prep
 
     files = {**FILES, **{f"pkg/mod{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(6)}}
     serial_repo = write_tree(tmp_path / "serial", files)
@@ -185,7 +185,7 @@ def test_a_changed_import_moves_only_that_files_edges(tmp_path: Path, embedder: 
 
 def test_files_that_are_not_indexed_are_not_read_again(tmp_path: Path, embedder: embeddings.Embedder,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    import file_prep
+    from code_assistant.index import file_prep
 
     repo = write_tree(tmp_path / "repo", FILES)
     (repo / "blob.py").write_bytes(b"\x00\x01binary")

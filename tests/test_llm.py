@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm import ModelError, OpenAIChat
+from code_assistant.model.chat import ModelError, OpenAIChat
 from tests.scripted_server import ScriptedServer
 
 NO_SLEEP: list[float] = []

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from file_editor import EditOperation, EditResult, FileEditor
+from code_assistant.edit.editor import FileEditor
+from code_assistant.edit.operations import EditOperation, EditResult
 
 CALC = "def add(a, b):\n    return a * b\n\n\ndef mul(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a - b\n"

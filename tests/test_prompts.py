@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 
-import prompts
+from code_assistant.model import prompts
 
 # version -> sha256 of the text. When you change a prompt, bump its version and update this table.
 KNOWN = {

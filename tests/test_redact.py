@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from redact import looks_like_secret_file, redact
+from code_assistant.redact import looks_like_secret_file, redact
 
 OPENAI_KEY = "sk-" + "proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z_AbCdEf7g"
 OPENAI_LEGACY = "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8s9T0u1V2w3X4"
@@ -136,7 +136,7 @@ def test_pathological_input_takes_linear_time(text: str) -> None:
 
 
 def test_redaction_is_logged_without_the_secret(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="redact"):
+    with caplog.at_level(logging.INFO, logger="code_assistant.redact"):
         redact(f"key={OPENAI_KEY}")
     assert "openai-key=1" in caplog.text and OPENAI_KEY not in caplog.text
 

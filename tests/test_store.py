@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import store
-from store import StoreError, normalize_remote_url, repo_identity, server_config
+from code_assistant.index import store
+from code_assistant.index.store import StoreError, normalize_remote_url, repo_identity, server_config
 
 
 @pytest.fixture(autouse=True)

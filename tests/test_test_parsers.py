@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from test_parsers import detect_runner, parse_test_output, repo_path, trim_message
+from code_assistant.verify.outputs import detect_runner, parse_test_output, repo_path, trim_message
 
 FIXTURES = Path(__file__).parent / "fixtures" / "runner_outputs"
 # cargo is a rustup proxy that finds its toolchain through HOME; the autouse fixture swaps HOME per test

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from test_runner import RUN_TOKEN_VAR, TestCommandError, TestResult, TestRunner, _Capture, reap_leftovers, truncate_output
+from code_assistant.verify.runner import RUN_TOKEN_VAR, TestCommandError, TestResult, TestRunner, _Capture, reap_leftovers, truncate_output
 
 FAST_PYTEST = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 

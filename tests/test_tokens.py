@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import tiktoken
 
-import tokens
+from code_assistant import tokens
 
 
 @pytest.fixture(autouse=True)
@@ -70,7 +70,7 @@ def test_no_encoding_falls_back_to_an_estimate_and_warns_once(monkeypatch: pytes
         raise ValueError(f"Unknown encoding {name}")
 
     monkeypatch.setattr(tiktoken, "get_encoding", unavailable)
-    with caplog.at_level(logging.WARNING, logger="tokens"):
+    with caplog.at_level(logging.WARNING, logger="code_assistant.tokens"):
         assert tokens.get_encoding() is None
         counts = [tokens.count_tokens(text) for text in ("hello world", "def f():\n    pass\n")]
     assert counts == [tokens.estimate_tokens("hello world"), tokens.estimate_tokens("def f():\n    pass\n")]

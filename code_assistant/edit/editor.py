@@ -1,0 +1,263 @@
+"""The disk side of editing: safe paths, journaled backups outside the repository, atomic writes, rollback, recovery.
+
+Every model path goes through `resolve_repo_path`. Before the first write of a file in a run, the original is copied
+into the state dir and a JSON-lines journal entry is fsync'ed; only then is the file written (temp file + os.replace).
+`rollback` and `recover` replay the journal backwards and restore byte for byte; the journal, atomic writes and the
+repository lock live in `journal.py` and are re-exported here.
+"""
+from __future__ import annotations
+
+import codecs
+import difflib
+import logging
+import os
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+from code_assistant.edit.matching import apply_search_replace, apply_symbol_edit
+from code_assistant.edit.operations import ACTIONS, EditOperation, EditResult, PathError, resolve_repo_path
+from code_assistant.edit.journal import (
+    JOURNAL_VERSION,
+    TMP_MARK,
+    Journal,
+    RepoLock,
+    RepoLockedError,
+    atomic_write,
+    default_state_dir,
+    fsync_dir,
+    inside,
+    replay,
+)
+
+logger = logging.getLogger(__name__)
+__all__ = ["ACTIONS", "JOURNAL_VERSION", "TMP_MARK", "EditOperation", "EditResult", "FileEditor", "Journal",
+           "PathError", "RepoLock", "RepoLockedError", "atomic_write", "default_state_dir", "resolve_repo_path"]
+
+def _read_text(data: bytes) -> tuple[str, bool]:
+    bom = data.startswith(codecs.BOM_UTF8)
+    return data[len(codecs.BOM_UTF8) if bom else 0:].decode("utf-8", errors="surrogateescape"), bom
+
+
+def _encode(text: str, bom: bool) -> bytes:
+    return (codecs.BOM_UTF8 if bom else b"") + text.encode("utf-8", errors="surrogateescape")
+
+
+def _syntax_problem(path: Path, source: str) -> str | None:
+    try:
+        from code_assistant.parse import code_parser
+    except ImportError:
+        return None
+    try:
+        problem = code_parser.syntax_problem(str(path), source)
+    except Exception:  # a parser failure must never stop an edit
+        logger.debug("syntax check failed for %s", path, exc_info=True)
+        return None
+    return f"line {problem.line}: {problem.message}" if problem else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _and_list(numbers: list[int]) -> str:
+    names = [str(n) for n in numbers]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+class FileEditor:
+    """Applies model edits to one repository, journaling originals so the run can be rolled back byte for byte."""
+
+    def __init__(self, repo_path: str | Path, state_dir: str | Path | None = None,
+                 forbidden: Iterable[Path] = ()) -> None:
+        self.repo = Path(repo_path).resolve()
+        self.state_dir = Path(state_dir).resolve() if state_dir else default_state_dir(self.repo)
+        if inside(self.state_dir, self.repo):
+            raise PathError(f"state dir {self.state_dir} is inside the repository; backups must live outside it")
+        self.forbidden = [Path(f).resolve() for f in forbidden] + [self.state_dir]
+        self._journal: Journal | None = None
+        self._touched: dict[str, dict[str, object]] = {}  # rel path -> its first journal entry
+
+    # ---- public API -------------------------------------------------------------------------------------------
+    def apply_edit(self, op: EditOperation) -> EditResult:
+        try:
+            path = resolve_repo_path(self.repo, op.file_path, self.forbidden)
+        except PathError as exc:
+            return EditResult(False, op.file_path, op.action, str(exc))
+        rel = path.relative_to(self.repo).as_posix()
+        if op.action == "delete" and (self.repo / op.file_path.strip()).is_symlink():
+            return EditResult(False, op.file_path, op.action, f"{op.file_path} is a symlink; deleting links is refused")
+        try:
+            return self._apply(op, path, rel)
+        except PathError as exc:
+            return EditResult(False, rel, op.action, str(exc))
+        except OSError as exc:
+            logger.warning("edit of %s failed: %s", rel, exc)
+            return EditResult(False, rel, op.action, f"could not write {rel}: {exc.strerror or exc}")
+
+    def apply_edits(self, ops: list[EditOperation]) -> list[EditResult]:
+        results: list[EditResult] = []
+        for op in ops:
+            result = self.apply_edit(op)
+            applied = [i + 1 for i, r in enumerate(results) if r.ok]
+            if not result.ok:
+                result.message = f"edit {len(results) + 1} failed: {result.message}"
+                if applied:
+                    word = "edit" if len(applied) == 1 else "edits"
+                    result.message += f"\n{word.capitalize()} {_and_list(applied)} already applied; do not resend them."
+            results.append(result)
+        return results
+
+    def rollback(self) -> list[str]:
+        if self._journal is None:
+            return []
+        touched = replay(self.repo, self._journal)
+        self._journal.close("rolled_back")
+        self._journal, self._touched = None, {}
+        logger.info("rolled back %d file(s)", len(touched))
+        return touched
+
+    def finish(self) -> None:
+        if self._journal is not None:
+            self._journal.close("finished")
+        self._journal, self._touched = None, {}
+
+    @property
+    def modified_files(self) -> list[str]:
+        return list(self._touched)
+
+    def diff(self) -> str:
+        chunks: list[str] = []
+        for rel, entry in self._touched.items():
+            before = b"" if entry["op"] == "created" else self._backup_bytes(entry)
+            current = self.repo / rel
+            after = current.read_bytes() if current.is_file() else b""
+            if before == after:
+                continue
+            old_name = "/dev/null" if entry["op"] == "created" else f"a/{rel}"
+            new_name = f"b/{rel}" if current.is_file() else "/dev/null"
+            chunks.append(_unified(_read_text(before)[0], _read_text(after)[0], old_name, new_name))
+        return "".join(chunks)
+
+    @staticmethod
+    def recover(repo_path: str | Path, state_dir: str | Path | None = None) -> list[str] | None:
+        root = Path(repo_path).resolve()
+        runs = (Path(state_dir) if state_dir else default_state_dir(root)) / "runs"
+        restored: list[str] = []
+        found = False
+        for run_dir in sorted(runs.iterdir(), reverse=True) if runs.is_dir() else []:
+            journal = Journal(run_dir)
+            if not journal.path.is_file():
+                continue
+            entries = journal.entries()
+            if any(e.get("op") == "done" for e in entries):
+                shutil.rmtree(run_dir, ignore_errors=True)  # a finished run: nothing to restore, tidy it away
+                continue
+            pid = int(entries[0].get("pid", 0)) if entries else 0  # type: ignore[call-overload]
+            if pid and pid != os.getpid() and _alive(pid):
+                logger.warning("run %s belongs to live process %d; not recovering it", run_dir, pid)
+                continue
+            found = True
+            logger.warning("recovering an unfinished run from %s", run_dir)
+            restored += replay(root, journal)
+            journal.close("recovered")
+        return list(dict.fromkeys(restored)) if found else None
+
+    # ---- internals --------------------------------------------------------------------------------------------
+    def _apply(self, op: EditOperation, path: Path, rel: str) -> EditResult:
+        action = op.action
+        if action not in ACTIONS:
+            return EditResult(False, rel, action, f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
+        exists = path.exists()
+        if exists and not path.is_file():
+            return EditResult(False, rel, action, f"{rel} is a directory, not a file")
+        if action == "delete":
+            if not exists:
+                return EditResult(False, rel, action, f"cannot delete {rel}: it does not exist")
+            self._remember(path, rel)
+            path.unlink()
+            fsync_dir(path.parent)
+            return EditResult(True, rel, action, f"deleted {rel}")
+        if action == "create" or (action == "modify" and not exists and not op.search.strip()):
+            if exists and not op.overwrite:
+                return EditResult(False, rel, action, f"{rel} already exists. To change it, send a search/replace "
+                                                      "edit; to replace it entirely, create with overwrite=true.")
+            new_text = op.content if op.content is not None else op.replace
+            old = path.read_bytes() if exists else None
+            return self._write(path, rel, action, old, new_text, "exact")
+        if not exists:
+            return EditResult(False, rel, action, f"{rel} does not exist. Check the path, or use action 'create' "
+                                                  "with the full content to make a new file.")
+        old = path.read_bytes()
+        if b"\x00" in old[:8192]:
+            return EditResult(False, rel, action, f"{rel} looks binary; it cannot be edited with text edits")
+        text, _ = _read_text(old)
+        if action == "modify":
+            outcome = apply_search_replace(text, op.search, op.replace)
+        elif not op.symbol:
+            return EditResult(False, rel, action, f"{action} needs 'symbol' (the qualified name, e.g. Class.method)")
+        else:
+            try:
+                outcome = apply_symbol_edit(rel, text, op.symbol, op.content or op.replace, action)
+            except ImportError:
+                return EditResult(False, rel, action, "symbol edits are unavailable; use a search/replace edit")
+        if not outcome.ok:
+            return EditResult(False, rel, action, f"{rel}: {outcome.message}")
+        return self._write(path, rel, action, old, outcome.content, outcome.strategy)
+
+    def _write(self, path: Path, rel: str, action: str, old: bytes | None, new_text: str,
+               strategy: str | None) -> EditResult:
+        old_text, bom = _read_text(old) if old is not None else ("", False)
+        new = _encode(new_text, bom)
+        if old is not None and new == old:
+            return EditResult(True, rel, action, f"{rel}: the edit changed nothing", strategy)
+        broke = None
+        if old is not None and _syntax_problem(path, old_text) is None:
+            broke = _syntax_problem(path, new_text)
+        elif old is None:
+            broke = _syntax_problem(path, new_text)
+        self._remember(path, rel)
+        mode = path.stat().st_mode & 0o7777 if path.exists() else None
+        atomic_write(path, new, mode)
+        message = f"{'created' if old is None else 'edited'} {rel}" + (f" ({strategy} match)" if old else "")
+        if broke:
+            message += f"; the file no longer parses: {broke}"
+        return EditResult(True, rel, action, message, strategy, broke)
+
+    def _remember(self, path: Path, rel: str) -> None:
+        """Journal the original of a file before its first write in this run (creating missing parent dirs)."""
+        if rel in self._touched:
+            if not path.parent.is_dir():
+                path.parent.mkdir(parents=True, exist_ok=True)
+            return
+        if self._journal is None:
+            self._journal = Journal.start(self.state_dir, self.repo)
+        entry: dict[str, object]
+        if path.exists():
+            backup = self._journal.backup(path, len(self._touched))
+            entry = {"op": "modified", "path": rel, "backup": str(backup.relative_to(self._journal.run_dir)),
+                     "mode": path.stat().st_mode & 0o7777}
+        else:
+            missing = [p for p in reversed(path.parents) if inside(p, self.repo) and not p.exists()]
+            entry = {"op": "created", "path": rel, "dirs": [p.relative_to(self.repo).as_posix() for p in missing]}
+        self._journal.append(entry)
+        self._touched[rel] = entry
+        for dir_ in entry.get("dirs", []):  # type: ignore[union-attr]
+            (self.repo / str(dir_)).mkdir(exist_ok=True)
+            resolve_repo_path(self.repo, rel, self.forbidden)  # a dir swapped for a symlink meanwhile is refused
+
+    def _backup_bytes(self, entry: dict[str, object]) -> bytes:
+        assert self._journal is not None
+        return (self._journal.run_dir / str(entry["backup"])).read_bytes()
+
+
+def _unified(old: str, new: str, old_name: str, new_name: str) -> str:
+    lines = list(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                      old_name, new_name))
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)

@@ -1,0 +1,126 @@
+"""Pure checks on a proposed change: how big it is, and whether it weakens the tests instead of fixing the code."""
+from __future__ import annotations
+
+import ast
+import difflib
+import logging
+import re
+
+from code_assistant.languages import is_test_file
+
+logger = logging.getLogger(__name__)
+
+# Assertion calls across pytest/unittest, jest/node, go, rust, java.
+_ASSERT_RE = re.compile(
+    r"\bassert\b(?!\s*(True|1)\s*$)|\bself\.assert\w+\s*\(|\bself\.fail\s*\(|\bexpect\s*\(|\bassert\.\w+\s*\(|"
+    r"\bt\.(Error|Errorf|Fatal|Fatalf|Fail|FailNow)\s*\(|\b(require|assert)\.\w+\s*\(t\b|\bassert(_eq|_ne)?!\s*\(|"
+    r"\bpytest\.raises\s*\(|\bassert(Equals?|That|True|False|Null|NotNull|Throws)\s*\(", re.MULTILINE)
+# Assertions that pin a value, and the ones that only check truthiness: swapping the first for the second loosens.
+_STRONG_RE = re.compile(r"\bassert(Equal|Equals|Is|IsNone|In|Raises|AlmostEqual|CountEqual|DictEqual|ListEqual|"
+                        r"Regex|StrictEqual|DeepStrictEqual|DeepEqual|Throws)\b|\.(toBe|toEqual|toStrictEqual|"
+                        r"toThrow|toHaveBeenCalledWith|toMatchObject|toHaveLength)\(|\bassert\.(equal|strictEqual|"
+                        r"deepEqual|deepStrictEqual|throws)\(|\b(assert|require)\.(Equal|EqualValues|Error|ErrorIs)\(|"
+                        r"\bassert\b[^\n]*(==|\bis\b|\bin\b)|\bassert_eq!")
+_WEAK_RE = re.compile(r"\bassert(True|False|IsNotNone|IsNotNull|NotNull)\b|\.(toBeTruthy|toBeFalsy|toBeDefined|"
+                      r"toBeUndefined|not\.toBeNull)\(|\bassert\.ok\(|\bassert\(\s*\w+\s*\)|\b(assert|require)\."
+                      r"(True|False|NotNil)\(")
+_TRIVIAL_RE = re.compile(r"^\s*(assert\s+(True|1|not\s+False)\b|self\.assertTrue\(\s*(True|1)\s*\)|"
+                         r"expect\(\s*(true|1)\s*\)\.(toBe\(\s*(true|1)\s*\)|toBeTruthy\(\))|assert\.ok\(\s*true\s*\)|"
+                         r"assert!\(\s*true\s*\))", re.MULTILINE)
+_SKIP_RE = re.compile(r"@pytest\.mark\.(skip|skipif|xfail)\b|\bpytest\.(skip|xfail)\s*\(|@unittest\.(skip\w*|"
+                      r"expectedFailure)\b|\bself\.skipTest\s*\(|\b(it|test|describe)\.(skip|todo)\s*\(|"
+                      r"\bx(it|test|describe)\s*\(|\bt\.Skip(f|Now)?\s*\(|#\[ignore\]|@(Disabled|Ignore)\b|"
+                      r"\bunittest\.SkipTest\b")
+_TEST_NAME_RE = re.compile(r"^\s*(?:async\s+)?def\s+(test\w*)|^func\s+(Test\w+)\s*\(|"
+                           r"\b(?:it|test)\s*\(\s*(['\"`])(.+?)\3", re.MULTILINE)
+_COMMENT_LINE_RE = re.compile(r"^\s*(#(?!\[)|//).*$", re.MULTILINE)
+_FLIPS = (("==", "!="), ("!=", "=="), ("assertEqual", "assertNotEqual"), ("assertIn", "assertNotIn"),
+          ("assertIs", "assertIsNot"), (".toBe(", ".not.toBe("), (".toEqual(", ".not.toEqual("),
+          ("assert.equal(", "assert.notEqual("), ("assert.strictEqual(", "assert.notStrictEqual("),
+          (" is ", " is not "), (" in ", " not in "), ("assertTrue", "assertFalse"), ("assertFalse", "assertTrue"))
+
+
+def changed_line_count(old: str, new: str) -> int:
+    """Added plus removed lines, as a unified diff would count them."""
+    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+    return sum((i2 - i1) + (j2 - j1) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal")
+
+
+def _code(text: str) -> str:
+    return _COMMENT_LINE_RE.sub("", text)
+
+
+def _count(pattern: re.Pattern[str], text: str) -> int:
+    return len(pattern.findall(_code(text)))
+
+
+def _test_names(text: str) -> list[str]:
+    return [m.group(1) or m.group(2) or m.group(4) for m in _TEST_NAME_RE.finditer(_code(text))]
+
+
+def _flipped(old: str, new: str) -> list[str]:
+    """Assertion/comparison lines the edit turned into their negation."""
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    removed = {line.strip() for line in old_lines} - {line.strip() for line in new_lines}
+    added = {line.strip() for line in new_lines} - {line.strip() for line in old_lines}
+    flips = []
+    for line in sorted(removed):
+        if line.startswith(("#", "//")):
+            continue
+        for a, b in _FLIPS:
+            if a in line and line.replace(a, b, 1) in added:
+                flips.append(line)
+                break
+    return flips
+
+
+def _trivial_python_tests(text: str) -> set[str]:
+    """Names of Python test functions whose body is only pass / ... / return / assert True (plus a docstring)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return set()
+    trivial = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+            body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+            if all(isinstance(s, (ast.Pass, ast.Return)) and getattr(s, "value", None) is None
+                   or isinstance(s, ast.Assert) and isinstance(s.test, ast.Constant) and s.test.value
+                   for s in body):
+                trivial.add(node.name)
+    return trivial
+
+
+def check_test_weakening(path: str, old: str | None, new: str | None) -> str | None:
+    """A reason written for the model when an edit of a test file removes or loosens checks; None when it is fine."""
+    if not is_test_file(path) or old is None:
+        return None
+    if new is None:
+        return (f"the edit deletes the test file {path}. Tests may not be deleted to make the suite pass; fix the "
+                "code under test instead.")
+    reasons: list[str] = []
+    old_names, new_names = _test_names(old), _test_names(new)
+    if len(new_names) < len(old_names):
+        gone = [n for n in old_names if n not in new_names] or old_names[len(new_names):]
+        reasons.append(f"removes test(s) {', '.join(gone[:5])}")
+    old_asserts, new_asserts = _count(_ASSERT_RE, old), _count(_ASSERT_RE, new)
+    if new_asserts < old_asserts:
+        reasons.append(f"removes assertions ({old_asserts} before, {new_asserts} after)")
+    if _count(_STRONG_RE, new) < _count(_STRONG_RE, old) and _count(_WEAK_RE, new) > _count(_WEAK_RE, old):
+        reasons.append("replaces exact assertions (equality/identity/raises) with truthiness checks")
+    if _count(_TRIVIAL_RE, new) > _count(_TRIVIAL_RE, old):
+        reasons.append("adds an assertion that is always true")
+    if _count(_SKIP_RE, new) > _count(_SKIP_RE, old):
+        reasons.append("marks tests as skipped / expected to fail")
+    flips = _flipped(old, new)
+    if flips:
+        reasons.append(f"negates a check ({flips[0]!r})")
+    emptied = _trivial_python_tests(new) - _trivial_python_tests(old)
+    emptied &= set(old_names)
+    if emptied:
+        reasons.append(f"rewrites {', '.join(sorted(emptied))} to a body that always passes")
+    if not reasons:
+        return None
+    logger.info("test weakening in %s: %s", path, "; ".join(reasons))
+    return (f"the edit to {path} weakens the tests: {'; '.join(reasons)}. Change the code under test so the "
+            "existing tests pass; edit a test only to add checks, or when it is provably wrong (say why).")

@@ -1,0 +1,112 @@
+"""Apply a batch of edits to a scratch copy first: the diff, its size and its test changes, before any real write."""
+from __future__ import annotations
+
+import difflib
+import logging
+import shutil
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from code_assistant.edit.editor import FileEditor
+from code_assistant.edit.operations import EditOperation, EditResult, PathError, resolve_repo_path
+from code_assistant.edit.guardrails import changed_line_count, check_test_weakening
+from code_assistant.languages import is_test_file
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class FileChange:
+    path: str
+    before: str | None  # None: the file is created
+    after: str | None   # None: the file is deleted
+
+
+@dataclass
+class Preview:
+    results: list[EditResult]
+    changes: list[FileChange] = field(default_factory=list)
+
+    @property
+    def changed_lines(self) -> int:
+        return sum(changed_line_count(c.before or "", c.after or "") for c in self.changes)
+
+    @property
+    def files(self) -> list[str]:
+        return [c.path for c in self.changes]
+
+    def diff(self) -> str:
+        parts: list[str] = []
+        for change in self.changes:
+            old_name = f"a/{change.path}" if change.before is not None else "/dev/null"
+            new_name = f"b/{change.path}" if change.after is not None else "/dev/null"
+            parts.extend(difflib.unified_diff((change.before or "").splitlines(keepends=True),
+                                              (change.after or "").splitlines(keepends=True), old_name, new_name))
+        return "".join(line if line.endswith("\n") else line + "\n" for line in parts)
+
+
+def preview_edits(repo: Path, ops: list[EditOperation], forbidden: Iterable[Path] = ()) -> Preview:
+    """Run the edits through a FileEditor on a scratch copy of the files they name; the repository is untouched."""
+    repo = repo.resolve()
+    forbidden = list(forbidden)
+    with tempfile.TemporaryDirectory(prefix="ca-preview-") as scratch_name:
+        scratch = Path(scratch_name) / "repo"
+        scratch.mkdir()
+        originals: dict[str, str | None] = {}
+        for op in ops:
+            try:
+                real = resolve_repo_path(repo, op.file_path, forbidden)
+            except PathError:
+                continue  # the scratch editor refuses it again, with the same message
+            rel = real.relative_to(repo).as_posix()
+            if rel in originals:
+                continue
+            originals[rel] = None
+            if real.is_file():
+                target = scratch / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(real, target)
+                originals[rel] = real.read_text(encoding="utf-8", errors="surrogateescape")
+            elif real.parent.is_dir():
+                (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
+        editor = FileEditor(scratch, state_dir=Path(scratch_name) / "state")
+        results = editor.apply_edits(ops)
+        changes: list[FileChange] = []
+        for rel, before in originals.items():
+            path = scratch / rel
+            after = path.read_text(encoding="utf-8", errors="surrogateescape") if path.is_file() else None
+            if after != before:
+                changes.append(FileChange(rel, before, after))
+        editor.finish()
+    return Preview(results, changes)
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_changed_lines: int = 80   # for a fix
+    max_plan_lines: int = 400     # for the first plan
+    max_files: int = 10
+    allow_test_edits: bool = False
+
+
+def refusals(preview: Preview, limits: Limits, *, is_plan: bool) -> tuple[list[str], dict[str, str]]:
+    """Why not to write: (reasons that refuse the whole batch, {test file: why its edits are refused})."""
+    reasons: list[str] = []
+    limit = limits.max_plan_lines if is_plan else limits.max_changed_lines
+    if preview.changed_lines > limit:
+        reasons.append(f"the change touches {preview.changed_lines} lines, over the limit of {limit} "
+                       f"for {'a plan' if is_plan else 'a fix'}; send a smaller, focused change")
+    if len(preview.changes) > limits.max_files:
+        reasons.append(f"the change touches {len(preview.changes)} files, over the limit of {limits.max_files}; "
+                       "change fewer files")
+    weakened: dict[str, str] = {}
+    if not limits.allow_test_edits:
+        for change in preview.changes:
+            reason = check_test_weakening(change.path, change.before, change.after) if is_test_file(change.path) \
+                else None
+            if reason:
+                logger.info("refused edit of %s: %s", change.path, reason)
+                weakened[change.path] = reason
+    return reasons, weakened

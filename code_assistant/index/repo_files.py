@@ -1,0 +1,91 @@
+"""Which files of a repository are indexed: git ls-files or a .gitignore-aware walk, minus what must not be."""
+
+import logging
+import os
+import subprocess
+from pathlib import Path
+
+import pathspec
+
+from code_assistant import languages
+
+logger = logging.getLogger(__name__)
+
+def _git_files(repo: Path) -> list[str] | None:
+    if not (repo / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=repo, capture_output=True,
+                             timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+def _walk_files(repo: Path) -> list[str]:
+    """Files below repo, honouring .gitignore files (root and nested) when git is not available."""
+    found: list[str] = []
+    specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+    for dirpath, dirnames, filenames in os.walk(repo):
+        rel_dir = os.path.relpath(dirpath, repo).replace(os.sep, "/")
+        rel_dir = "" if rel_dir == "." else rel_dir
+        if ".gitignore" in filenames:
+            lines = (Path(dirpath) / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
+            specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
+
+        def ignored(rel: str, is_dir: bool) -> bool:
+            for base, spec in specs:
+                if base and not rel.startswith(base + "/"):
+                    continue
+                sub = rel[len(base) + 1:] if base else rel
+                if spec.match_file(sub + ("/" if is_dir else "")):
+                    return True
+            return False
+
+        dirnames[:] = sorted(d for d in dirnames if d not in languages.IGNORED_DIRS
+                             and not ignored(f"{rel_dir}/{d}" if rel_dir else d, True))
+        for name in sorted(filenames):
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            if not ignored(rel, False):
+                found.append(rel)
+    return found
+
+
+def list_repo_files(repo: Path, exclude: list[Path] | None = None) -> list[str]:
+    """Indexable repo-relative paths: known languages, not ignored, vendored, minified, secret or too big."""
+    candidates = _git_files(repo)
+    if candidates is None:
+        candidates = _walk_files(repo)
+    root = repo.resolve()
+    excluded = [str(p.resolve()) for p in (exclude or [])]
+    # git and os.walk list no path through a symlinked directory and symlinked files are skipped below, so a listed
+    # file's real path is root/rel: an exclusion is a prefix test on strings, not a resolve() per file
+    root_text = str(root)
+    result: list[str] = []
+    for rel in candidates:
+        parts = rel.split("/")
+        if any(part in languages.IGNORED_DIRS for part in parts[:-1]):
+            continue
+        if languages.language_for(rel) is None or languages.MINIFIED_RE.search(rel) or languages.is_secret_path(rel):
+            continue
+        absolute = os.path.join(root_text, rel)
+        if os.path.islink(absolute):  # may point outside the repository, or at a file indexed anyway
+            continue
+        if excluded and any(absolute == e or absolute.startswith(e + os.sep) for e in excluded):
+            continue
+        result.append(rel)
+    return sorted(set(result))
+
+
+def read_text(path: Path) -> str | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if len(data) > languages.MAX_FILE_BYTES or b"\0" in data[:8192]:
+        return None
+    text = data.decode("utf-8", errors="replace")
+    head = text[:600]
+    if any(marker in head for marker in languages.GENERATED_MARKERS):
+        return None
+    return text

@@ -1,0 +1,120 @@
+"""The run log: one JSON object per step in runs/<timestamp>-<slug>.jsonl, plus replaying a recorded run.
+
+Schema (format 1), one object per line:
+  format: 1                      kind: "plan" | "fix" | "final"
+  step: int (0 = plan)           prompt_version: str | null      model: str
+  answer: str | null (redacted)  answers: [str] (every answer of the step, redacted)
+  prompt_tokens, completion_tokens: int      cost_usd: float | null
+  files: [str]                   patch_lines: int                edits_failed: int
+  test_exit_code: int | null     tests_failed: [str]             tests_passed: int | null
+  timed_out: bool                duration_s: float               stop_reason: str | null (set on "final")
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from code_assistant import redact
+from code_assistant.model.chat import ChatResponse, Message, ModelError, Usage
+
+logger = logging.getLogger(__name__)
+
+FORMAT = 1
+# USD per million tokens (input, output). Unknown models: tokens only.
+PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o": (2.50, 10.00), "gpt-4o-mini": (0.15, 0.60), "gpt-4.1": (2.00, 8.00), "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40), "o3-mini": (1.10, 4.40), "o4-mini": (1.10, 4.40), "o3": (2.00, 8.00),
+    "gpt-5": (1.25, 10.00), "gpt-5-mini": (0.25, 2.00),
+}
+
+
+def estimate_cost(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    key = model.split("/")[-1]
+    prices = PRICES.get(key) or next((v for k, v in sorted(PRICES.items(), key=lambda kv: -len(kv[0]))
+                                      if key.startswith(k + "-")), None)
+    if prices is None:
+        return None
+    return round((prompt_tokens * prices[0] + completion_tokens * prices[1]) / 1_000_000, 6)
+
+
+@dataclass
+class Step:
+    kind: str
+    step: int
+    model: str
+    prompt_version: str | None = None
+    answer: str | None = None
+    answers: list[str] = field(default_factory=list)  # every answer of this step (a re-ask makes two)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    files: list[str] = field(default_factory=list)
+    patch_lines: int = 0
+    edits_failed: int = 0
+    test_exit_code: int | None = None
+    tests_failed: list[str] = field(default_factory=list)
+    tests_passed: int | None = None
+    timed_out: bool = False
+    duration_s: float = 0.0
+    stop_reason: str | None = None
+    format: int = FORMAT
+
+
+def _slug(task: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", task.lower()).strip("-")[:40] or "task"
+
+
+class Trajectory:
+    def __init__(self, log_dir: Path, task: str) -> None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        self.path = log_dir / f"{stamp}-{_slug(task)}.jsonl"
+        counter = 1
+        while self.path.exists():
+            counter += 1
+            self.path = log_dir / f"{stamp}-{_slug(task)}-{counter}.jsonl"
+
+    def append(self, step: Step) -> None:
+        record = asdict(step)
+        if record["answer"]:
+            record["answer"] = redact.redact(record["answer"])[0]
+        record["answers"] = [redact.redact(a)[0] for a in record["answers"]]
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+
+
+def read_answers(path: Path) -> list[str]:
+    """The model answers recorded in a trajectory, in order."""
+    answers: list[str] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        if record.get("format") != FORMAT:
+            raise ValueError(f"{path}: unsupported trajectory format {record.get('format')!r}")
+        answers.extend(record.get("answers") or ([record["answer"]] if record.get("answer") is not None else []))
+    return answers
+
+
+@dataclass
+class ReplayModel:
+    """A ChatModel that answers with a recorded run's answers: no network, same edits."""
+
+    answers: list[str]
+    name: str = "replay"
+    usage: Usage = field(default_factory=Usage)
+
+    def complete(self, messages: list[Message], on_token: Callable[[str], None] | None = None) -> ChatResponse:
+        if not self.answers:
+            raise ModelError("the recorded run has no more model answers to replay")
+        text = self.answers.pop(0)
+        if on_token:
+            on_token(text)
+        response = ChatResponse(text)
+        self.usage.add(response)
+        return response

@@ -1,0 +1,1 @@
+"""Parse: source text → definitions, imports, references and chunks (tree-sitter per language, regex fallback)."""

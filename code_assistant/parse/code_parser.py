@@ -1,0 +1,406 @@
+"""Definitions, imports, references and syntax checks for source files.
+
+Tree-sitter does the work for python, javascript, typescript, tsx, go, rust and java (one Query per language, run
+once per file); every other language, and a file tree-sitter cannot make sense of, goes through line regexes
+(`regex_parser.py`). The dataclasses live in `code_model.py` and are re-exported here; chunking (which uses this
+parser) lives in `chunker.py`.
+"""
+from __future__ import annotations
+
+import ast
+import importlib
+import logging
+import threading
+from dataclasses import dataclass
+from functools import cache
+
+from tree_sitter import Language, Node, Parser, Query, QueryCursor
+
+from code_assistant.parse.code_model import CLASSLIKE, Import, ParsedFile, Symbol, SyntaxProblem, one_line
+from code_assistant.languages import language_for
+from code_assistant.parse.regex_parser import regex_imports, regex_references, regex_symbols
+
+logger = logging.getLogger(__name__)
+__all__ = ["Import", "ParsedFile", "Symbol", "SyntaxProblem", "find_symbols", "parse_source", "syntax_problem"]
+
+
+@dataclass(frozen=True)
+class _Spec:
+    module: str
+    function: str
+    defs: dict[str, str]  # node type -> kind
+    query: str  # captures: @def, @imp, @call (JS require/import()), @mod (Rust `mod x;`), @ref
+
+
+_COMMENTS = {"comment", "line_comment", "block_comment"}
+_JS_DEFS = {
+    "function_declaration": "function", "generator_function_declaration": "function", "class_declaration": "class",
+    "method_definition": "method", "variable_declarator": "function", "field_definition": "method",
+}
+_JS_QUERY = """
+[(function_declaration) (generator_function_declaration) (class_declaration) (method_definition)] @def
+(variable_declarator value: [(arrow_function) (function_expression)]) @def
+[(import_statement) (export_statement source: (_))] @imp
+(call_expression function: [(identifier) (import)] arguments: (arguments . (string))) @call
+"""
+_TS_DEFS = {**_JS_DEFS, "abstract_class_declaration": "class", "interface_declaration": "interface",
+            "type_alias_declaration": "type", "enum_declaration": "enum", "function_signature": "function",
+            "abstract_method_signature": "method", "public_field_definition": "method"}
+_TS_QUERY = _JS_QUERY.replace("(method_definition)]", "(method_definition) (abstract_class_declaration) "
+                              "(interface_declaration) (type_alias_declaration) (enum_declaration) "
+                              "(function_signature) (abstract_method_signature)]") + """
+(public_field_definition value: [(arrow_function) (function_expression)]) @def
+[(identifier) (property_identifier) (type_identifier) (shorthand_property_identifier)] @ref
+"""
+_SPECS: dict[str, _Spec] = {
+    "python": _Spec("tree_sitter_python", "language", {
+        "function_definition": "function", "class_definition": "class"}, """
+[(function_definition) (class_definition)] @def
+[(import_statement) (import_from_statement)] @imp
+(identifier) @ref
+"""),
+    "javascript": _Spec("tree_sitter_javascript", "language", _JS_DEFS, _JS_QUERY + """
+(field_definition value: [(arrow_function) (function_expression)]) @def
+[(identifier) (property_identifier) (shorthand_property_identifier)] @ref
+"""),
+    "typescript": _Spec("tree_sitter_typescript", "language_typescript", _TS_DEFS, _TS_QUERY),
+    "tsx": _Spec("tree_sitter_typescript", "language_tsx", _TS_DEFS, _TS_QUERY),
+    "go": _Spec("tree_sitter_go", "language", {
+        "function_declaration": "function", "method_declaration": "method", "type_spec": "type"}, """
+[(function_declaration) (method_declaration) (type_spec)] @def
+(import_spec) @imp
+[(identifier) (field_identifier) (type_identifier)] @ref
+"""),
+    "rust": _Spec("tree_sitter_rust", "language", {
+        "function_item": "function", "function_signature_item": "function", "struct_item": "struct",
+        "enum_item": "enum", "union_item": "struct", "trait_item": "trait", "type_item": "type",
+        "impl_item": "impl", "mod_item": "module"}, """
+[(function_item) (function_signature_item) (struct_item) (enum_item) (union_item) (trait_item) (type_item)
+ (impl_item) (mod_item body: (_))] @def
+(use_declaration) @imp
+(mod_item !body) @mod
+[(identifier) (field_identifier) (type_identifier)] @ref
+"""),
+    "java": _Spec("tree_sitter_java", "language", {
+        "class_declaration": "class", "interface_declaration": "interface", "enum_declaration": "enum",
+        "record_declaration": "class", "annotation_type_declaration": "interface", "method_declaration": "method",
+        "constructor_declaration": "method"}, """
+[(class_declaration) (interface_declaration) (enum_declaration) (record_declaration) (annotation_type_declaration)
+ (method_declaration) (constructor_declaration)] @def
+(import_declaration) @imp
+[(identifier) (type_identifier)] @ref
+"""),
+}
+_IGNORED_REFS = {"self", "cls", "this", "super", "_"}
+_local = threading.local()
+
+
+@cache
+def _grammar(language: str) -> tuple[Language, Query] | None:
+    spec = _SPECS.get(language)
+    if spec is None:
+        return None
+    try:
+        lang = Language(getattr(importlib.import_module(spec.module), spec.function)())
+        return lang, Query(lang, spec.query)
+    except Exception as exc:  # a missing or incompatible grammar degrades to the regex parser
+        logger.warning("tree-sitter grammar for %s unavailable: %s", language, exc)
+        return None
+
+
+def _parse_tree(language: str, source: bytes) -> tuple[Node, Query] | None:
+    """Parse with a per-thread Parser (Parser objects are not thread-safe); Language and Query are shared."""
+    grammar = _grammar(language)
+    if grammar is None:
+        return None
+    parsers: dict[str, Parser] = _local.__dict__.setdefault("parsers", {})
+    parser = parsers.get(language)
+    if parser is None:
+        parser = parsers[language] = Parser(grammar[0])
+    return parser.parse(source).root_node, grammar[1]
+
+
+def _text(node: Node | None) -> str:
+    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
+
+
+def _type_name(node: Node | None) -> str:
+    """The bare type name in a Go receiver or Rust impl type: `*Calc[T]` -> Calc, `Vec<T>` -> Vec."""
+    while node is not None and node.type not in ("type_identifier", "identifier"):
+        inner = node.child_by_field_name("type") or next(
+            (c for c in node.named_children if c.type not in ("type_arguments", "mutable_specifier")), None)
+        if inner is None and node.type == "parameter_list":
+            inner = node.named_children[0] if node.named_children else None
+        node = inner
+    return _text(node)
+
+
+def _outer(node: Node, language: str) -> Node:
+    """The node whose lines a definition covers: decorators, `export`, `const x =`, a one-spec Go `type`."""
+    parent = node.parent
+    if parent is None:
+        return node
+    if parent.type == "decorated_definition" or (
+            node.type == "type_spec" and parent.type == "type_declaration" and parent.named_child_count == 1):
+        return parent
+    if node.type == "variable_declarator" and parent.type in ("lexical_declaration", "variable_declaration"):
+        node, parent = parent, parent.parent
+    if parent is not None and parent.type == "export_statement":
+        return parent
+    return node
+
+
+def _attached_start(node: Node, language: str) -> int:
+    """First row of the comments / Rust attributes directly above the node (no blank line in between)."""
+    row = node.start_point.row
+    prev = node.prev_named_sibling
+    while prev is not None and (prev.type in _COMMENTS or prev.type == "attribute_item"):
+        end_row = prev.end_point.row - (1 if prev.end_point.column == 0 else 0)
+        if not row - 1 <= end_row < row:
+            break
+        row = prev.start_point.row
+        prev = prev.prev_named_sibling
+    return row
+
+
+def _body(node: Node) -> Node | None:
+    if node.type == "variable_declarator" or node.type.endswith("field_definition"):
+        value = node.child_by_field_name("value")
+        return value.child_by_field_name("body") if value is not None else None
+    if node.type == "type_spec":
+        typ = node.child_by_field_name("type")
+        if typ is None or typ.type not in ("struct_type", "interface_type"):
+            return None
+        return next((c for c in typ.children if c.type in ("field_declaration_list", "{")), None)
+    return node.child_by_field_name("body")
+
+
+def _definition(node: Node, spec: _Spec, language: str) -> tuple[str, str, Node, Node | None, str] | None:
+    """(name, kind, outer node, body node, receiver type) of a definition node."""
+    kind = spec.defs[node.type]
+    receiver = ""
+    if node.type == "impl_item":
+        name = _type_name(node.child_by_field_name("type"))
+    else:
+        name = _text(node.child_by_field_name("name"))
+    if node.type == "type_spec":
+        typ = node.child_by_field_name("type")
+        kind = {"struct_type": "struct", "interface_type": "interface"}.get(typ.type if typ else "", "type")
+    elif node.type == "method_declaration" and language == "go":
+        receiver = _type_name(node.child_by_field_name("receiver"))
+    if not name:
+        return None
+    return name, kind, _outer(node, language), _body(node), receiver
+
+
+def _ts_symbols(nodes: list[Node], spec: _Spec, language: str, src: bytes,
+                bodies: dict[tuple[str, int], tuple[int, int]]) -> tuple[list[Symbol], set[int]]:
+    symbols: list[Symbol] = []
+    name_starts: set[int] = set()
+    stack: list[tuple[int, str, str]] = []  # (end byte, qualname, kind) of open definitions
+    for node in sorted(nodes, key=lambda n: (n.start_byte, -n.end_byte)):
+        found = _definition(node, spec, language)
+        if found is None:
+            continue
+        name, kind, outer, body, receiver = found
+        while stack and stack[-1][0] <= node.start_byte:
+            stack.pop()
+        parent = receiver or (stack[-1][1] if stack else None)
+        parent_kind = "struct" if receiver else (stack[-1][2] if stack else "")
+        if kind == "function" and parent_kind in CLASSLIKE:
+            kind = "method"
+        qualname = f"{parent}.{name}" if parent else name
+        stack.append((node.end_byte, qualname, kind))
+        name_node = node.child_by_field_name("name")
+        if name_node is not None:
+            name_starts.add(name_node.start_byte)
+        if kind == "impl":  # methods are "Type.method"; the block itself is "impl Type" / "impl Trait for Type"
+            trait = _type_name(node.child_by_field_name("trait"))
+            qualname, parent = (f"impl {trait} for {name}" if trait else f"impl {name}"), None
+        start_line = _attached_start(outer, language) + 1
+        head_start = outer.start_byte if outer.type != "decorated_definition" else node.start_byte
+        if body is not None:
+            colon = next((c for c in node.children if c.type == ":"), None) if language == "python" else None
+            head_end = colon.end_byte if colon is not None else body.start_byte
+            signature = one_line(src[head_start:head_end].decode("utf-8", "replace"))
+            if colon is not None:  # 1-based lines strictly after the header / inside the braces
+                first, last = colon.end_point.row + 2, body.end_point.row + 1
+            elif src[body.start_byte:body.start_byte + 1] == b"{":
+                first, last = body.start_point.row + 2, body.end_point.row
+            else:
+                first, last = 1, 0
+            if first <= last:
+                bodies[(qualname, start_line)] = (first, last)
+        else:
+            signature = one_line(src[head_start:outer.end_byte].decode("utf-8", "replace").split("\n")[0])
+        symbols.append(Symbol(name, qualname, kind, start_line, outer.end_point.row + 1,
+                              signature.rstrip(";").rstrip(), parent))
+    return symbols, name_starts
+
+
+def _ts_imports(language: str, nodes: list[Node], calls: list[Node], mods: list[Node]) -> list[Import]:
+    imports: list[Import] = []
+    for node in nodes:
+        line = node.start_point.row + 1
+        if language == "python":
+            imports.extend(_python_import(node, line))
+        elif language in ("javascript", "typescript", "tsx"):
+            source = _text(node.child_by_field_name("source")).strip("'\"`")
+            names = [_text(c.child_by_field_name("alias") or c.child_by_field_name("name")) or _text(c)
+                     for c in _descendants(node, ("identifier", "import_specifier", "export_specifier",
+                                                  "namespace_import"), stop=("string",))
+                     if c.type != "identifier" or c.parent.type == "import_clause"]
+            imports.append(Import(source, tuple(n for n in names if n), 0, line))
+        elif language == "go":
+            alias = node.child_by_field_name("name")
+            imports.append(Import(_text(node.child_by_field_name("path")).strip('"`'),
+                                  (_text(alias),) if alias is not None else (), 0, line))
+        elif language == "java":
+            target = next((c for c in node.named_children if c.type in ("scoped_identifier", "identifier")), None)
+            dotted = _text(target)
+            if any(c.type == "asterisk" for c in node.children):
+                imports.append(Import(dotted, ("*",), 0, line))
+            elif any(c.type == "static" for c in node.children) and "." in dotted:
+                owner, _, member = dotted.rpartition(".")
+                imports.append(Import(owner, (member,), 0, line))
+            else:
+                imports.append(Import(dotted, (), 0, line))
+        elif language == "rust":
+            imports.extend(_rust_use(node.child_by_field_name("argument"), "", line))
+    for node in calls:
+        function = node.child_by_field_name("function")
+        if function is not None and (function.type == "import" or _text(function) == "require"):
+            args = node.child_by_field_name("arguments")
+            if args is not None and args.named_child_count:
+                imports.append(Import(_text(args.named_children[0]).strip("'\"`"), (), 0, node.start_point.row + 1))
+    for node in mods:
+        imports.append(Import(f"self::{_text(node.child_by_field_name('name'))}", (), 0, node.start_point.row + 1))
+    return sorted(imports, key=lambda i: i.line)
+
+
+def _descendants(node: Node, types: tuple[str, ...], stop: tuple[str, ...]) -> list[Node]:
+    found, todo = [], list(reversed(node.children))
+    while todo:
+        child = todo.pop()
+        if child.type in stop:
+            continue
+        if child.type in types:
+            found.append(child)
+            if child.type != "identifier":
+                continue
+        todo.extend(reversed(child.children))
+    return found
+
+
+def _python_import(node: Node, line: int) -> list[Import]:
+    def dotted(n: Node) -> str:
+        return _text(n.child_by_field_name("name") if n.type == "aliased_import" else n)
+
+    if node.type == "import_statement":
+        return [Import(dotted(n), (), 0, line) for n in node.children_by_field_name("name")]
+    module = node.child_by_field_name("module_name")
+    level, text = 0, _text(module)
+    if module is not None and module.type == "relative_import":
+        prefix = next((c for c in module.children if c.type == "import_prefix"), None)
+        level = len(_text(prefix))
+        text = text[level:]
+    names = tuple(dotted(n) for n in node.children_by_field_name("name"))
+    if any(c.type == "wildcard_import" for c in node.children):
+        names = ("*",)
+    return [Import(text, names, level, line)]
+
+
+def _rust_use(node: Node | None, prefix: str, line: int) -> list[Import]:
+    if node is None:
+        return []
+    join = (lambda a, b: f"{a}::{b}" if a and b else a or b)
+    if node.type == "use_as_clause":
+        return _rust_use(node.child_by_field_name("path"), prefix, line)
+    if node.type == "use_wildcard":
+        inner = next((c for c in node.named_children), None)
+        return [Import(join(prefix, _text(inner)), ("*",), 0, line)]
+    if node.type == "scoped_use_list":
+        base = join(prefix, _text(node.child_by_field_name("path")))
+        items = node.child_by_field_name("list")
+        simple = [c for c in (items.named_children if items else []) if c.type in ("identifier", "self")]
+        nested = [c for c in (items.named_children if items else []) if c.type not in ("identifier", "self")]
+        out = [Import(base, tuple(_text(c) for c in simple), 0, line)] if simple or not nested else []
+        for child in nested:
+            out.extend(_rust_use(child, base, line))
+        return out
+    if node.type == "use_list":
+        return [imp for child in node.named_children for imp in _rust_use(child, prefix, line)]
+    full = join(prefix, _text(node))
+    if "::" in full:
+        owner, _, name = full.rpartition("::")
+        return [Import(owner, (name,), 0, line)]
+    return [Import(full, (), 0, line)]
+
+
+def parse_source(path: str, source: str) -> ParsedFile:
+    """Definitions, imports and references of one file; never raises on bad input."""
+    language = language_for(path)
+    if language == "typescript" and path.endswith(".tsx"):
+        language = "tsx"
+    src = source.encode("utf-8", "replace")
+    parsed = _parse_tree(language, src) if language else None
+    if parsed is None:
+        symbols, bodies = regex_symbols(language, source)
+        return ParsedFile(path, language, symbols, regex_imports(language, source), regex_references(language, source),
+                          "regex" if symbols or language in _REGEX_LANGUAGES else "none", None, bodies)
+    root, query = parsed
+    captures = QueryCursor(query).captures(root)
+    bodies: dict[tuple[str, int], tuple[int, int]] = {}
+    spec = _SPECS[language]
+    symbols, name_starts = _ts_symbols(captures.get("def", []), spec, language, src, bodies)
+    imports = _ts_imports(language, captures.get("imp", []), captures.get("call", []), captures.get("mod", []))
+    raw = {n.text for n in captures.get("ref", []) if n.start_byte not in name_starts}
+    references = {r.decode("utf-8", "replace") for r in raw if r} - _IGNORED_REFS
+    result = ParsedFile(path, language, symbols, imports, references, "tree-sitter", None, bodies)
+    if root.has_error:
+        result.error = syntax_problem(path, source)
+        fallback, fallback_bodies = regex_symbols(language, source)
+        if len(fallback) > len(symbols):  # the error swallowed definitions tree-sitter would have found
+            result.symbols, result.bodies, result.parser = fallback, fallback_bodies, "regex"
+            if language == "python":
+                result.imports = regex_imports(language, source)
+    return result
+
+
+_REGEX_LANGUAGES = {"c", "cpp", "csharp", "ruby", "php", "kotlin", "swift", "scala", "shell"}
+
+
+def syntax_problem(path: str, source: str) -> SyntaxProblem | None:
+    """The first syntax error, or None when the file parses or its language has no checker."""
+    language = language_for(path)
+    if language == "python":
+        try:
+            compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        except SyntaxError as exc:
+            return SyntaxProblem(exc.lineno or 1, exc.msg)
+        except ValueError as exc:  # null bytes
+            return SyntaxProblem(1, str(exc))
+        return None
+    if language == "typescript" and path.endswith(".tsx"):
+        language = "tsx"
+    parsed = _parse_tree(language, source.encode("utf-8", "replace")) if language else None
+    if parsed is None or not parsed[0].has_error:
+        return None
+    node: Node | None = parsed[0]
+    while node is not None and not (node.is_error or node.is_missing):
+        node = next((c for c in node.children if c.has_error or c.is_missing or c.is_error), None)
+    if node is None:
+        return None
+    if node.is_missing:
+        return SyntaxProblem(node.start_point.row + 1, f"missing {node.type!r}")
+    snippet = _text(node).split("\n")[0][:40]
+    return SyntaxProblem(node.start_point.row + 1, f"syntax error near {snippet!r}")
+
+
+def find_symbols(parsed: ParsedFile, qualname: str) -> list[Symbol]:
+    """Definitions with exactly this qualname; else those whose bare name or qualname tail matches, if unique."""
+    exact = [s for s in parsed.symbols if s.qualname == qualname]
+    if exact:
+        return exact
+    tail = [s for s in parsed.symbols if s.name == qualname or s.qualname.endswith("." + qualname)]
+    return tail if len({s.qualname for s in tail}) == 1 else []

@@ -1,0 +1,186 @@
+"""Rank the repository's files for a task (ranking.py) and fit the best of them into a token budget."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from code_assistant import languages
+from code_assistant import tokens
+from code_assistant.parse.chunker import skeleton
+from code_assistant.parse.code_parser import parse_source
+from code_assistant.index.indexer import FileRecord, RepoIndex
+from code_assistant.retrieve.ranking import Mentions, RankedFile, find_mentions, rank, traceback_frames
+
+__all__ = ["Context", "ContextFile", "Mentions", "RankedFile", "build_context", "find_mentions", "traceback_frames"]
+
+MIN_USEFUL_TOKENS = 120
+CORE_FILES = 6           # the top-ranked files that all get into the context in some form
+OUTLINE_MAX_TOKENS = 1500
+FULL_SLACK = 64         # a rendered file is its indexed text and a header; the seam may merge a token or two
+MAX_SHARE = 0.4          # of the budget, for any one core file but the first
+
+
+@dataclass
+class ContextFile:
+    path: str
+    mode: str  # "full" | "skeleton" | "outline"
+    text: str
+    tokens: int
+
+
+@dataclass
+class Context:
+    ranking: list[RankedFile]
+    files: list[ContextFile]
+    tokens: int
+    budget: int
+    budget_log: list[str]
+
+    @property
+    def paths(self) -> list[str]:
+        return [f.path for f in self.files]
+
+    def render(self) -> str:
+        return "\n\n".join(f.text for f in self.files)
+
+
+def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_text: str = "",
+                  must_include: list[str] | None = None, numbered: bool = False) -> Context:
+    """The ranked files in the budget: first a seat for each of the top CORE_FILES in its cheapest form (an
+    outline of its definitions), then in rank order each upgraded to a skeleton keeping the relevant definitions,
+    then to the whole file, where that still fits; then further files while room is left."""
+    frames = traceback_frames(extra_text, index.repo, set(index.files)) if extra_text else []
+    ranking, hit_symbols, mentions, frames = rank(index, task + ("\n" + extra_text if extra_text else ""), frames, 50)
+    order = list(dict.fromkeys([*(must_include or []), *(r.path for r in ranking), *(f for f, _ in frames)]))
+    order = [p for p in order if not languages.is_secret_path(p)]
+    log = [f"budget {budget} tokens"]
+    chosen: dict[str, ContextFile] = {}
+    used = 0
+
+    def keep(path: str) -> set[str]:
+        return hit_symbols.get(path, set()) | _symbols_named(index, path, mentions.identifiers) | _symbols_at(
+            index, path, [line for p, line in frames if p == path])
+
+    def options(path: str) -> list[ContextFile]:
+        text = _read(index.repo / path)
+        return _forms(path, text, keep(path), numbered, index) if text is not None else []
+
+    forms = {}
+    for path in order[:CORE_FILES]:  # 1: a seat for each core file
+        forms[path] = options(path)
+        cheapest = forms[path][-1] if forms[path] else None
+        if cheapest and used + cheapest.tokens <= budget:
+            chosen[path] = cheapest
+            used += cheapest.tokens
+    for mode in ("skeleton", "full"):  # 2: upgrades in rank order, every core file to a skeleton before any whole
+        for position, path in enumerate(list(chosen)):
+            form = next((f for f in forms[path] if f.mode == mode), None)
+            extra = form.tokens - chosen[path].tokens if form else 0
+            share = 1.0 if position == 0 else MAX_SHARE
+            if form and extra > 0 and used + extra <= budget and form.tokens <= share * budget:
+                chosen[path] = form
+                used += extra
+    for path in order[CORE_FILES:]:  # 3: more files while room is left
+        if budget - used < MIN_USEFUL_TOKENS:
+            log.append(f"stop: {budget - used} tokens left")
+            break
+        text = _read(index.repo / path)
+        form = _fitting_form(path, text, keep(path), numbered, index, budget - used) if text is not None else None
+        if form:
+            chosen[path] = form
+            used += form.tokens
+        else:
+            log.append(f"skip {path}: no form fits in {budget - used} left")
+    files = [chosen[p] for p in order if p in chosen]
+    running = 0
+    for f in files:
+        running += f.tokens
+        log.append(f"+ {f.path} ({f.mode}, {f.tokens} tokens) -> {running}/{budget}")
+    for path in order[:CORE_FILES]:
+        if path not in chosen:
+            log.append(f"skip {path}: even its outline does not fit")
+    return Context(ranking, files, used, budget, log)
+
+
+def _forms(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex) -> list[ContextFile]:
+    """The file whole, as a skeleton and as an outline, richest first, each only if cheaper than the one before."""
+    forms = [_form(path, _numbered(text) if numbered else text, "full")]
+    parsed = parse_source(path, text)
+    if parsed.symbols:
+        forms.append(_form(path, skeleton(path, text, parsed, keep=keep), "skeleton"))
+        record = index.files.get(path)
+        heads = [f"{start:>5}  {sig or qual}" for qual, _kind, start, _end, sig in (record.symbols if record else [])]
+        outline = _form(path, "\n".join(heads), "outline")
+        while outline.tokens > OUTLINE_MAX_TOKENS and heads:
+            heads = heads[: len(heads) * 3 // 4]
+            outline = _form(path, "\n".join([*heads, "⋮"]), "outline")
+        forms.append(outline)
+    cheaper = [forms[0]]
+    for form in forms[1:]:
+        if form.tokens < cheaper[-1].tokens:
+            cheaper.append(form)
+    return cheaper
+
+
+def _fitting_form(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex,
+                  room: int) -> ContextFile | None:
+    """The first form of `_forms` other than the outline that fits in room, building no more than needed: the
+    file is not parsed when it fits whole, nor when even its skeleton's floor does not fit."""
+    record = index.files.get(path)
+    full = None
+    if not (record and record.tokens > room + FULL_SLACK):  # its indexed size alone rules the whole file out
+        full = _form(path, _numbered(text) if numbered else text, "full")
+        if full.tokens <= room:
+            return full
+    if record and _skeleton_floor(record) > room:
+        return None
+    parsed = parse_source(path, text)
+    if not parsed.symbols:
+        return None
+    form = _form(path, skeleton(path, text, parsed, keep=keep), "skeleton")
+    return form if form.tokens <= room and (full is None or form.tokens < full.tokens) else None
+
+
+def _skeleton_floor(record: FileRecord) -> int:
+    """Fewest tokens a skeleton of the file can have: it shows every definition's header lines."""
+    per_line: dict[int, int] = {}
+    for _qualname, _kind, start, _end, signature in record.symbols:
+        per_line[start] = max(per_line.get(start, 0), tokens.min_tokens(signature or ""))
+    return sum(per_line.values())
+
+
+def _form(path: str, text: str, mode: str) -> ContextFile:
+    piece = _render_file(path, text, mode)
+    return ContextFile(path, mode, piece, tokens.count_tokens(piece))
+
+
+def _symbols_named(index: RepoIndex, path: str, identifiers: set[str]) -> set[str]:
+    record = index.files.get(path)
+    if not record or not identifiers:
+        return set()
+    lowered = {i.lower() for i in identifiers}
+    return {q for q, *_ in record.symbols if q.rsplit(".", 1)[-1].lower() in lowered}
+
+
+def _symbols_at(index: RepoIndex, path: str, lines: list[int]) -> set[str]:
+    record = index.files.get(path)
+    if not record or not lines:
+        return set()
+    return {q for q, _kind, start, end, _sig in record.symbols for line in lines if start <= line <= end}
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _numbered(text: str) -> str:
+    return "\n".join(f"{i:>5}  {line}" for i, line in enumerate(text.splitlines(), start=1))
+
+
+def _render_file(path: str, text: str, mode: str) -> str:
+    fence = "````" if "```" in text else "```"
+    label = path if mode == "full" else f"{path} ({mode})"
+    return f"### {label}\n{fence}\n{text.rstrip()}\n{fence}"

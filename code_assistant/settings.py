@@ -1,0 +1,115 @@
+"""Settings: the command line, then the environment, then .env files, into one typed object."""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dotenv import dotenv_values
+
+from code_assistant.errors import ConfigError
+
+DEFAULT_MODEL = "gpt-4o"
+DEFAULT_TEST_COMMAND = "pytest"
+
+
+def cache_home() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "code-assistant"
+
+
+def repo_id(repo: Path) -> str:
+    """Stable identity of a repository on this machine: its resolved path, hashed."""
+    return hashlib.sha256(str(repo.resolve()).encode()).hexdigest()[:16]
+
+
+@dataclass
+class Settings:
+    """Everything a run needs, resolved from the CLI, then the environment, then the repository's .env."""
+
+    repo: Path
+    task: str | None = None
+    test_command: str = DEFAULT_TEST_COMMAND
+    index_path: Path = field(default_factory=lambda: cache_home() / "index")
+    state_path: Path = field(default_factory=lambda: cache_home() / "state")
+    max_iterations: int = 3
+    test_timeout: float = 120.0
+    model: str = DEFAULT_MODEL
+    api_key: str | None = None
+    base_url: str | None = None
+    embedding_backend: str = "local"  # "local" (MiniLM shipped in a pip package) or "openai" (/embeddings endpoint)
+    embedding_model: str = "text-embedding-3-small"
+    context_tokens: int = 12000
+    request_timeout: float = 120.0
+    max_retries: int = 3
+    max_changed_lines: int = 80     # a fix over this many changed lines is refused before anything is written
+    max_plan_lines: int = 400       # likewise for the first plan
+    max_files: int = 10             # likewise for the number of files one answer touches
+    allow_test_edits: bool = False  # without it, edits that weaken tests are refused
+    max_cost: float | None = None   # dollars, from the price table; unknown models are capped by max_tokens only
+    max_tokens: int | None = None   # prompt + completion tokens over the run
+    log_dir: Path | None = None     # trajectories; default <index_path>/runs
+    review: bool = False
+    dry_run: bool = False
+    stream: bool = False
+    verbose: bool = False
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.log_dir or self.index_path / "runs"
+
+    @property
+    def repo_state_dir(self) -> Path:
+        """Backups, the journal and the lock of one repository: outside the repository tree."""
+        return self.state_path / repo_id(self.repo)
+
+
+def _env_lookup(repo: Path | None) -> dict[str, str]:
+    """Environment first, then the repository's .env, then the current directory's .env."""
+    merged: dict[str, str] = {}
+    for env_file in [Path.cwd() / ".env", *([repo / ".env"] if repo else [])]:
+        if env_file.is_file():
+            merged.update({k: v for k, v in dotenv_values(env_file).items() if v is not None})
+    merged.update(os.environ)
+    return merged
+
+
+def load_settings(repo: str | Path, **cli: object) -> Settings:
+    """Build Settings: CLI values (non-None) win over the environment, which wins over .env files."""
+    repo_path = Path(repo).expanduser()
+    if not repo_path.exists():
+        raise ConfigError(f"repository not found: {repo_path}")
+    if not repo_path.is_dir():
+        raise ConfigError(f"repository is not a directory: {repo_path}")
+    repo_path = repo_path.resolve()
+    env = _env_lookup(repo_path)
+    settings = Settings(repo=repo_path)
+    settings.api_key = env.get("OPENAI_API_KEY") or None
+    settings.base_url = env.get("OPENAI_BASE_URL") or None
+    settings.model = env.get("OPENAI_MODEL") or DEFAULT_MODEL
+    settings.embedding_backend = env.get("EMBEDDING_BACKEND", settings.embedding_backend)
+    settings.embedding_model = env.get("EMBEDDING_MODEL", settings.embedding_model)
+    if env.get("CODE_ASSISTANT_INDEX_PATH"):
+        settings.index_path = Path(env["CODE_ASSISTANT_INDEX_PATH"]).expanduser()
+    if env.get("CODE_ASSISTANT_STATE_PATH"):
+        settings.state_path = Path(env["CODE_ASSISTANT_STATE_PATH"]).expanduser()
+    for key, value in cli.items():
+        if value is None:
+            continue
+        if not hasattr(settings, key):
+            raise ConfigError(f"unknown setting: {key}")
+        current = getattr(settings, key)
+        if isinstance(current, Path) or key in ("index_path", "state_path", "log_dir"):
+            value = Path(str(value)).expanduser().resolve()
+        setattr(settings, key, value)
+    if settings.embedding_backend not in ("local", "openai"):
+        raise ConfigError(f"EMBEDDING_BACKEND must be 'local' or 'openai', not {settings.embedding_backend!r}")
+    if settings.max_iterations < 1:
+        raise ConfigError("--max-iterations must be at least 1")
+    if settings.test_timeout <= 0:
+        raise ConfigError("--test-timeout must be positive")
+    for name in ("max_changed_lines", "max_plan_lines", "max_files", "context_tokens"):
+        if getattr(settings, name) < 1:
+            raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
+    return settings

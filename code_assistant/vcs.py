@@ -1,0 +1,186 @@
+"""The git seam: branches, worktrees, dirty files and commits for the --branch/--worktree/--commit workflow."""
+from __future__ import annotations
+
+import logging
+import re
+import subprocess
+import time
+from pathlib import Path
+
+from code_assistant.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+
+class GitError(ConfigError):
+    """A git step failed or the repository is not in a state the requested workflow allows."""
+
+
+def _git(repo: Path, *args: str, check: bool = True) -> str:
+    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, timeout=120)
+    if check and proc.returncode != 0:
+        detail = (proc.stderr or proc.stdout).strip().splitlines()
+        raise GitError(f"git {' '.join(args[:2])} failed: {detail[-1] if detail else f'exit {proc.returncode}'}")
+    return proc.stdout
+
+
+def is_git_repo(path: Path) -> bool:
+    proc = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=path, capture_output=True, text=True)
+    return proc.returncode == 0 and proc.stdout.strip() == "true"
+
+
+def toplevel(repo: Path) -> Path:
+    return Path(_git(repo, "rev-parse", "--show-toplevel").strip())
+
+
+def current_branch(repo: Path) -> str:
+    return _git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip()
+
+
+def dirty_files(repo: Path) -> set[str]:
+    """Paths (relative to repo) with staged, unstaged or untracked changes."""
+    out = _git(repo, "status", "--porcelain", "-z", "--untracked-files=all", "--", ".")
+    prefix = repo.resolve().relative_to(toplevel(repo).resolve()).as_posix()
+    paths: set[str] = set()
+    entries = out.split("\0")
+    i = 0
+    while i < len(entries):
+        entry = entries[i]
+        if len(entry) > 3:
+            path = entry[3:]
+            if entry[0] in "RC":  # a rename carries its source as the next entry
+                i += 1
+            if prefix not in ("", "."):
+                path = path[len(prefix) + 1:] if path.startswith(prefix + "/") else path
+            paths.add(path)
+        i += 1
+    return paths
+
+
+def default_branch_name(task: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", task.lower()).strip("-")[:40] or "task"
+    return f"assistant/{slug}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def branch_exists(repo: Path, name: str) -> bool:
+    return _git(repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{name}", check=False).strip() != ""
+
+
+def create_branch(repo: Path, name: str) -> None:
+    if branch_exists(repo, name):
+        raise GitError(f"branch {name} already exists; choose another name with --branch NAME")
+    _git(repo, "switch", "-c", name)
+
+
+def switch(repo: Path, name: str) -> None:
+    _git(repo, "switch", name)
+
+
+def delete_branch(repo: Path, name: str) -> None:
+    _git(repo, "branch", "-D", name)
+
+
+def add_worktree(repo: Path, path: Path, branch: str) -> Path:
+    if branch_exists(repo, branch):
+        raise GitError(f"branch {branch} already exists; choose another name with --branch NAME")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _git(repo, "worktree", "add", "-b", branch, str(path), "HEAD")
+    return path
+
+
+def remove_worktree(repo: Path, path: Path) -> None:
+    _git(repo, "worktree", "remove", "--force", str(path))
+
+
+def commit_paths(repo: Path, paths: list[str], message: str) -> str:
+    """Commit exactly these paths (created, modified or deleted) and nothing else that may be staged."""
+    if not paths:
+        raise GitError("nothing to commit")
+    _git(repo, "add", "-A", "--", *paths)
+    identity = [] if _has_identity(repo) else ["-c", "user.name=code-assistant", "-c",
+                                               "user.email=code-assistant@localhost"]
+    _git(repo, *identity, "commit", "--no-verify", "-q", "-m", message, "--only", "--", *paths)
+    return _git(repo, "rev-parse", "--short", "HEAD").strip()
+
+
+def _has_identity(repo: Path) -> bool:
+    return bool(_git(repo, "config", "user.email", check=False).strip())
+
+
+def commit_message(task: str, iterations: int, files: list[str]) -> str:
+    title = task.strip().splitlines()[0][:68] if task.strip() else "change"
+    body = "\n".join(f"- {f}" for f in files)
+    return f"code-assistant: {title}\n\nTask: {task.strip()}\nTests passed on iteration {iterations}.\n\nFiles:\n{body}\n"
+
+
+class Workflow:
+    """--branch / --worktree / --commit around one run. Without those flags it does nothing (backups only)."""
+
+    def __init__(self, repo: Path, task: str, *, branch: str | None, worktree: bool, commit: bool,
+                 allow_dirty: bool, keep_branch: bool, worktrees_dir: Path) -> None:
+        self.repo, self.task = repo, task
+        self.branch = branch if branch else (default_branch_name(task) if branch is not None or worktree else None)
+        self.worktree, self.commit, self.allow_dirty, self.keep_branch = worktree, commit, allow_dirty, keep_branch
+        self.worktrees_dir = worktrees_dir
+        self.work_repo = repo
+        self.original_branch: str | None = None
+        self.dirty_at_start: set[str] = set()
+        self.created_branch = False
+
+    @property
+    def active(self) -> bool:
+        return self.branch is not None or self.commit
+
+    def start(self) -> Path:
+        """Prepare the branch or worktree; returns the directory the run works in."""
+        if not self.active:
+            return self.repo
+        if not is_git_repo(self.repo):
+            raise GitError(f"--branch, --worktree and --commit need a git repository; {self.repo} is not one")
+        if self.worktree and self.branch:
+            path = self.worktrees_dir / re.sub(r"[^A-Za-z0-9._-]+", "-", self.branch)
+            self.work_repo = add_worktree(self.repo, path, self.branch)
+            self.created_branch = True
+        elif self.branch:
+            self.original_branch = current_branch(self.repo)
+            create_branch(self.repo, self.branch)
+            self.created_branch = True
+        self.dirty_at_start = dirty_files(self.work_repo)
+        return self.work_repo
+
+    def guard(self, files: list[str]) -> None:
+        """Before any write: with --commit, the files the answer touches must not hold the user's pending work."""
+        if not self.commit or self.allow_dirty:
+            return
+        dirty = sorted(set(files) & self.dirty_at_start)
+        if dirty:
+            raise GitError(f"{', '.join(dirty)} ha{'s' if len(dirty) == 1 else 've'} uncommitted changes and "
+                           "--commit is on; commit or stash them first, or pass --allow-dirty")
+
+    def finish(self, success: bool, files: list[str], iterations: int) -> list[str]:
+        """Commit on success, clean up on failure; returns progress lines for the user."""
+        lines: list[str] = []
+        if not self.active:
+            return lines
+        if success and self.commit and files:
+            own = [f for f in files if f not in self.dirty_at_start]
+            skipped = [f for f in files if f in self.dirty_at_start]
+            if own:
+                sha = commit_paths(self.work_repo, own, commit_message(self.task, iterations, own))
+                where = self.branch or current_branch(self.work_repo)
+                lines.append(f"[Committed {sha} on {where}: {len(own)} file(s)]")
+            if skipped:
+                lines.append(f"[Not committed (they held your pending changes): {', '.join(skipped)}]")
+            if self.worktree and not skipped:
+                remove_worktree(self.repo, self.work_repo)
+                lines.append(f"[Worktree removed; the commit is on branch {self.branch}]")
+        elif success and self.worktree:
+            lines.append(f"[Changes are in the worktree {self.work_repo} on branch {self.branch}]")
+        elif not success and self.created_branch and not self.keep_branch:
+            if self.worktree:
+                remove_worktree(self.repo, self.work_repo)
+            elif self.original_branch:
+                switch(self.repo, self.original_branch)
+            delete_branch(self.repo, str(self.branch))
+            lines.append(f"[Branch {self.branch} removed]")
+        return lines

@@ -1,0 +1,169 @@
+"""Parsers for compiled-language test runners: go test and cargo test."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from code_assistant.verify.outputs_common import MAX_FRAMES, TestFailure, dedent, finish
+
+# ---------------------------------------------------------------- go test
+
+_GO_RUN = re.compile(r"^=== (RUN|CONT|NAME)\s+(\S+)")
+_GO_RESULT = re.compile(r"^\s*--- (FAIL|PASS|SKIP): (\S+) \(")
+_GO_PKG = re.compile(r"^(ok|FAIL)\s+(\S+)(?:\s+(.*))?$")
+_GO_BUILD_HEAD = re.compile(r"^# (\S+)")
+_GO_DIAG = re.compile(r"^(\S+\.go):(\d+)(?::\d+)?: (.+)$")
+_GO_LOG = re.compile(r"^\s+(\S+\.go):(\d+): ")
+_GO_TRACE = re.compile(r"^\t(\S+\.go):(\d+)")
+
+
+def _go_module(repo: Path | None) -> str | None:
+    try:
+        text = (repo / "go.mod").read_text(encoding="utf-8") if repo else ""
+    except OSError:
+        return None
+    match = re.search(r"^module\s+(\S+)", text, re.M)
+    return match.group(1).strip('"') if match else None
+
+
+def _go_file(base: str, pkg: str | None, module: str | None) -> str:
+    """Go prints only the file's base name in t.Errorf lines; place it in its package directory."""
+    if "/" in base or not pkg or not module or not (pkg == module or pkg.startswith(module + "/")):
+        return base
+    rel_dir = pkg[len(module):].strip("/")
+    return f"{rel_dir}/{base}" if rel_dir else base
+
+
+def parse_go(output: str, repo: Path | None) -> tuple[list[TestFailure], int | None, int | None]:
+    module = _go_module(repo)
+    failures: list[TestFailure] = []
+    logs: dict[str, list[str]] = {}
+    failed: list[str] = []
+    build: dict[str, list[str]] = {}
+    build_pkg: str | None = None
+    current: str | None = None
+    panic: list[str] = []
+    trace: list[tuple[str, int]] = []
+    passed, verbose = 0, False
+
+    def flush(pkg: str | None, rest: str) -> None:
+        nonlocal current, panic, trace
+        if "[build failed]" in rest or "[setup failed]" in rest:
+            diags = build.get(pkg or "") or (list(build.values())[-1] if build else [rest])
+            locations = [(m.group(1), int(m.group(2))) for line in diags if (m := _GO_DIAG.match(line))]
+            failure = finish(TestFailure(pkg or "build", "error", message="\n".join(diags)), locations[:MAX_FRAMES],
+                             repo)
+            if failure.frames:  # compiler order: point at the first error
+                failure.file, failure.line = failure.frames[0]
+            failures.append(failure)
+        for name in failed:
+            body = logs.get(name, [])
+            if not body and not (panic and name == failed[-1]) and any(n.startswith(name + "/") for n in failed):
+                continue  # a parent that failed only because a subtest did
+            message = dedent(body)
+            raw: list[tuple[str, int]] = []
+            if (loc := next((m for line in body if (m := _GO_LOG.match(line))), None)) is not None:
+                raw.append((_go_file(loc.group(1), pkg, module), int(loc.group(2))))
+            if panic and name == failed[-1]:
+                message = "\n".join([message, *panic]).strip()
+                raw = list(reversed(trace)) or raw
+            test_id = f"{pkg}.{name}" if pkg else name
+            failures.append(finish(TestFailure(test_id, message=message), raw, repo))
+        failed.clear()
+        logs.clear()
+        current, panic, trace = None, [], []
+
+    for line in output.splitlines():
+        if head := _GO_BUILD_HEAD.match(line):
+            build_pkg = head.group(1)
+            build.setdefault(build_pkg, [])
+            continue
+        if build_pkg and (_GO_DIAG.match(line) or line.startswith("\t")):
+            build[build_pkg].append(line)
+            continue
+        build_pkg = None
+        if pkg_line := _GO_PKG.match(line):
+            flush(pkg_line.group(2), pkg_line.group(3) or "")
+        elif panic:
+            if frame := _GO_TRACE.match(line):
+                trace.append((frame.group(1), int(frame.group(2))))
+        elif line.startswith("panic: "):
+            panic.append(line)
+            if not failed:
+                failed.append("panic")
+        elif run := _GO_RUN.match(line):
+            verbose, current = True, run.group(2)
+        elif result := _GO_RESULT.match(line):
+            current = result.group(2)
+            if result.group(1) == "FAIL":
+                failed.append(current)
+            passed += result.group(1) == "PASS"
+        elif current and line[:1] in (" ", "\t"):
+            logs.setdefault(current, []).append(line)
+    if failed or panic:
+        flush(None, "")
+    return failures, (passed if verbose else None), len(failures)
+
+
+# ---------------------------------------------------------------- cargo test
+
+_CARGO_SECTION = re.compile(r"^---- (\S+) stdout ----$")
+_CARGO_SECTION_END = re.compile(r"^---- |^failures:$|^successes:$|^test result: ")
+_CARGO_PANIC = re.compile(r"^thread '.*?'(?: \(\d+\))? panicked at (?:'(.*)', )?(\S+?):(\d+):\d+:?$")
+_CARGO_BT = re.compile(r"^\s+at (\S+?):(\d+)(?::\d+)?$")
+_CARGO_FAILED = re.compile(r"^test (\S+) \.\.\. FAILED$")
+_CARGO_RESULT = re.compile(r"^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed")
+_RUST_ERROR = re.compile(r"^error(?:\[E\d+\])?: (.+)$")
+_RUST_LOC = re.compile(r"^\s*--> (\S+?):(\d+):\d+$")
+
+
+def _cargo_section(name: str, body: list[str], repo: Path | None) -> TestFailure:
+    panic_at = next((n for n, line in enumerate(body) if _CARGO_PANIC.match(line)), None)
+    if panic_at is None:
+        return finish(TestFailure(name, message="\n".join(body)), [], repo)
+    panic = _CARGO_PANIC.match(body[panic_at])
+    assert panic is not None
+    message_lines = [panic.group(1)] if panic.group(1) is not None else []
+    for line in body[panic_at + 1:]:
+        if line.startswith(("stack backtrace:", "note: ")):
+            break
+        message_lines.append(line)
+    raw = [(m.group(1), int(m.group(2))) for line in body[panic_at:] if (m := _CARGO_BT.match(line))]
+    raw = [*reversed(raw), (panic.group(2), int(panic.group(3)))]
+    return finish(TestFailure(name, message="\n".join(message_lines)), raw, repo)
+
+
+def parse_cargo(output: str, repo: Path | None) -> tuple[list[TestFailure], int | None, int | None]:
+    lines = output.splitlines()
+    failures: list[TestFailure] = []
+    diagnostics: list[str] = []
+    raw_build: list[tuple[str, int]] = []
+    crate = "build"
+    for n, line in enumerate(lines):
+        if section := _CARGO_SECTION.match(line):
+            body: list[str] = []
+            for following in lines[n + 1:]:
+                if _CARGO_SECTION_END.match(following):
+                    break
+                body.append(following)
+            failures.append(_cargo_section(section.group(1), body, repo))
+        elif compile_failed := re.match(r"^error: could not compile `([^`]+)`", line):
+            crate = compile_failed.group(1)
+        elif (error := _RUST_ERROR.match(line)) and not error.group(1).startswith(("test failed", "build failed")):
+            loc = next((m for m in map(_RUST_LOC.match, lines[n + 1:n + 4]) if m), None)
+            if loc is not None:
+                diagnostics.append(f"{line}\n  --> {loc.group(1)}:{loc.group(2)}")
+                raw_build.append((loc.group(1), int(loc.group(2))))
+    known = {failure.test_id for failure in failures}
+    for line in lines:  # tests reported FAILED without a captured-output section
+        if (failed := _CARGO_FAILED.match(line)) and failed.group(1) not in known:
+            known.add(failed.group(1))
+            failures.append(TestFailure(failed.group(1)))
+    if diagnostics:
+        failure = finish(TestFailure(crate, "error", message="\n".join(diagnostics)), raw_build[:MAX_FRAMES], repo)
+        failure.file, failure.line = failure.frames[0] if failure.frames else (None, None)
+        failures.append(failure)
+    results = [tuple(map(int, m.groups())) for line in lines if (m := _CARGO_RESULT.match(line))]
+    if not results:
+        return failures, None, (len(failures) or None)
+    return failures, sum(r[0] for r in results), sum(r[1] for r in results) + bool(diagnostics)

@@ -1,0 +1,270 @@
+"""Run the user's test command in its own process group; timeouts and failures come back as data."""
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import os
+import re
+import selectors
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from code_assistant.errors import AssistantError
+from code_assistant.verify.outputs import TestFailure, parse_test_output, strip_ansi
+
+__all__ = ["TestCommandError", "TestFailure", "TestResult", "TestRunner", "parse_test_output", "reap_leftovers",
+           "truncate_output"]
+
+logger = logging.getLogger(__name__)
+
+# PYTHONUNBUFFERED keeps a Python child's output when it is killed on timeout
+DEFAULT_ENV = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "CI": "1", "NO_COLOR": "1", "FORCE_COLOR": "0"}
+KILL_GRACE_S = 2.0  # between SIGTERM and SIGKILL
+DRAIN_GRACE_S = 1.0  # how long to keep reading after the command exited while a grandchild holds the pipe
+MAX_CAPTURE_BYTES = 16 * 1024 * 1024  # beyond this the middle of the output is dropped while reading
+SHELL_OPERATORS = {"&&", "||", "|", ";", ">", ">>", "<", "2>&1"}
+SHELL_BUILTINS = {"cd", "export", "source", ".", "set", "env"}
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+RUN_TOKEN_VAR = "CODE_ASSISTANT_TEST_RUN"  # in the test command's environment, inherited by what it starts
+
+
+class TestCommandError(AssistantError):
+    """The test command cannot start (executable not found or not executable)."""
+    __test__ = False
+
+
+@dataclass
+class TestResult:
+    """One run of the test command."""
+    __test__ = False
+
+    command: list[str]
+    exit_code: int | None  # None when it timed out
+    passed: bool  # exit_code == 0 and not timed_out
+    timed_out: bool
+    output: str  # combined stdout+stderr, head and tail kept when long
+    duration_s: float
+    failures: list[TestFailure] = field(default_factory=list)
+    passed_count: int | None = None
+    failed_count: int | None = None
+    runner: str = "unknown"
+    timeout_s: float | None = None
+
+    @property
+    def failed_ids(self) -> list[str]:
+        return [failure.test_id for failure in self.failures]
+
+    def summary(self) -> str:
+        """One line: '3 passed, 1 failed', 'timed out after 5s', 'exit 2'."""
+        if self.timed_out:
+            return f"timed out after {self.timeout_s if self.timeout_s is not None else self.duration_s:g}s"
+        parts = []
+        if self.passed_count is not None:
+            parts.append(f"{self.passed_count} passed")
+        failed = self.failed_count if self.failed_count is not None else (len(self.failures) or None)
+        if failed is not None:
+            parts.append(f"{failed} failed")
+        if not parts:
+            return "passed (exit 0)" if self.passed else f"exit {self.exit_code}"
+        if not self.passed and not failed:
+            parts.append(f"exit {self.exit_code}")
+        return ", ".join(parts)
+
+
+def truncate_output(text: str, head_lines: int = 200, tail_lines: int = 400, max_line_chars: int = 2000) -> str:
+    """Keep the first head_lines and last tail_lines lines, with a marker saying how many were left out."""
+    lines = [line if len(line) <= max_line_chars else line[:max_line_chars] + " […]" for line in text.splitlines()]
+    if len(lines) > head_lines + tail_lines:
+        omitted = len(lines) - head_lines - tail_lines
+        lines = [*lines[:head_lines], f"[… {omitted} lines omitted …]", *lines[len(lines) - tail_lines:]]
+    return "\n".join(lines) + ("\n" if text.endswith("\n") and lines else "")
+
+
+class TestRunner:
+    """Runs one test command in cwd, kills its whole process group on timeout and parses the result."""
+    __test__ = False
+
+    def __init__(self, command: str | list[str], cwd: Path, timeout: float = 120.0,
+                 env: dict[str, str] | None = None, head_lines: int = 200, tail_lines: int = 400,
+                 kill_grace: float = KILL_GRACE_S, running_file: Path | None = None) -> None:
+        """running_file, when given, names the run's processes while it lasts, so that `reap_leftovers` can stop
+        them if this process dies without cleaning up (kill -9)."""
+        self.running_file = running_file
+        self.command = shlex.split(command) if isinstance(command, str) else list(command)
+        self.cwd = Path(cwd)
+        self.timeout = timeout
+        self.env = {**os.environ, **DEFAULT_ENV, **(env or {})}
+        self._argv = list(self.command)
+        if isinstance(command, str) and SHELL_OPERATORS.intersection(self.command):
+            self._argv = ["/bin/sh", "-c", command]  # "cd web && npm test" needs a shell
+        else:
+            while self._argv and _ASSIGNMENT.match(self._argv[0]):  # "FOO=1 pytest": move FOO into the env
+                name, value = self._argv.pop(0).split("=", 1)
+                self.env[name] = value
+        self.head_lines = head_lines
+        self.tail_lines = tail_lines
+        self.kill_grace = kill_grace
+
+    def check(self) -> None:
+        """Raise TestCommandError if the executable cannot be found or run; nothing is started."""
+        words = [word for word in self.command if not _ASSIGNMENT.match(word)]
+        if not words:
+            raise TestCommandError("the test command is empty")
+        exe = words[0]
+        if exe in SHELL_BUILTINS and self._argv[0] == "/bin/sh":
+            return
+        if os.sep in exe or (os.altsep and os.altsep in exe):
+            path = Path(exe) if Path(exe).is_absolute() else self.cwd / exe
+            if not path.is_file():
+                raise TestCommandError(f"test command not found: {exe} (looked in {self.cwd})")
+            if not os.access(path, os.X_OK):
+                raise TestCommandError(f"test command is not executable: {exe}")
+        elif shutil.which(exe, path=self.env.get("PATH", os.defpath)) is None:
+            raise TestCommandError(f"test command not found on PATH: {exe}")
+
+    def run(self) -> TestResult:
+        self.check()
+        logger.info("running %s in %s (timeout %gs)", shlex.join(self.command), self.cwd, self.timeout)
+        start = time.monotonic()
+        token = uuid.uuid4().hex
+        if self.running_file:
+            _write_running(self.running_file, token)
+        try:
+            try:
+                proc = subprocess.Popen(self._argv, cwd=self.cwd, env={**self.env, RUN_TOKEN_VAR: token},
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+            except OSError as exc:
+                raise TestCommandError(f"cannot start {self._argv[0]}: {exc.strerror or exc}") from exc
+            captured, timed_out = self._collect(proc, start + self.timeout)
+        finally:
+            if self.running_file:
+                self.running_file.unlink(missing_ok=True)
+        exit_code = None if timed_out else proc.returncode
+        duration = time.monotonic() - start
+        raw = strip_ansi(captured.decode("utf-8", errors="replace")).replace("\r\n", "\n")
+        runner, failures, passed_count, failed_count = parse_test_output(raw, self.command, self.cwd)
+        output = truncate_output(raw, self.head_lines, self.tail_lines)
+        if timed_out:
+            output += f"{'' if output.endswith(chr(10)) or not output else chr(10)}timed out after {self.timeout:g}s\n"
+        result = TestResult(self.command, exit_code, exit_code == 0 and not timed_out, timed_out, output, duration,
+                            failures, passed_count, failed_count, runner, self.timeout)
+        logger.info("test run finished in %.1fs: %s", duration, result.summary())
+        return result
+
+    def _collect(self, proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, bool]:
+        """Read output until EOF, the deadline (then kill the group) or shortly after the command exits."""
+        assert proc.stdout is not None
+        chunks = _Capture()
+        timed_out = False
+        exited_at: float | None = None
+        with selectors.DefaultSelector() as selector:
+            selector.register(proc.stdout, selectors.EVENT_READ)
+            while True:
+                now = time.monotonic()
+                if exited_at is None and proc.poll() is not None:
+                    exited_at = now
+                if exited_at is None and now >= deadline:
+                    timed_out = True
+                    logger.warning("test command timed out after %gs; killing its process group", self.timeout)
+                    _kill_group(proc, self.kill_grace)
+                    exited_at = time.monotonic()
+                if exited_at is not None and time.monotonic() - exited_at > DRAIN_GRACE_S:
+                    logger.info("a child process still holds the output pipe; killing the process group")
+                    _kill_group(proc, grace=0.0)
+                    break
+                wait = min(0.1, max(deadline - now, 0.0)) if exited_at is None else 0.1
+                if selector.select(timeout=wait):
+                    data = os.read(proc.stdout.fileno(), 65536)
+                    if not data:
+                        break
+                    chunks.add(data)
+        proc.stdout.close()
+        if proc.poll() is None:  # the command closed its output but is still running
+            try:
+                proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(proc, self.kill_grace)
+                proc.wait()
+        _kill_group(proc, grace=0.0)  # leftovers (e.g. daemons a test started) must not outlive the run
+        return chunks.value(), timed_out
+
+
+class _Capture:
+    """Output bytes in memory: the first and last MAX_CAPTURE_BYTES / 2, the middle dropped when a run floods."""
+
+    def __init__(self, limit: int = MAX_CAPTURE_BYTES) -> None:
+        self.half = limit // 2
+        self.head: list[bytes] = []
+        self.tail: collections.deque[bytes] = collections.deque()
+        self.head_size = self.tail_size = self.dropped = 0
+
+    def add(self, data: bytes) -> None:
+        if self.head_size < self.half:
+            self.head.append(data)
+            self.head_size += len(data)
+            return
+        self.tail.append(data)
+        self.tail_size += len(data)
+        while self.tail_size > self.half and len(self.tail) > 1:
+            self.dropped += len(old := self.tail.popleft())
+            self.tail_size -= len(old)
+
+    def value(self) -> bytes:
+        marker = f"\n[… {self.dropped} bytes omitted …]\n".encode() if self.dropped else b""
+        return b"".join(self.head) + marker + b"".join(self.tail)
+
+
+def _kill_group(proc: subprocess.Popen[bytes], grace: float = KILL_GRACE_S) -> None:
+    """SIGTERM the whole process group, wait up to grace for the leader, then SIGKILL whatever is left."""
+    pgid = proc.pid  # start_new_session=True made the child the leader of its own group
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return
+    if grace > 0:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _write_running(path: Path, token: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(token, encoding="ascii")
+    os.replace(tmp, path)
+
+
+def reap_leftovers(running_file: Path) -> int:
+    """Kill the processes of a test run whose runner died before cleaning up (kill -9 of the assistant): every
+    process that carries the run's token in its environment. Returns how many were killed (Linux: /proc)."""
+    try:
+        token = running_file.read_text(encoding="ascii").strip()
+    except OSError:
+        return 0
+    marker = f"{RUN_TOKEN_VAR}={token}".encode()
+    killed = 0
+    for entry in Path("/proc").glob("[0-9]*"):
+        pid = int(entry.name)
+        if pid == os.getpid():
+            continue
+        try:
+            if marker not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
+        except (OSError, ValueError):  # gone meanwhile, or not ours to read
+            continue
+    running_file.unlink(missing_ok=True)
+    if killed:
+        logger.warning("killed %d leftover process(es) of an interrupted test run", killed)
+    return killed
