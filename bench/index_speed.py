@@ -180,7 +180,7 @@ def pick_touch_file(index: indexer.RepoIndex) -> str:
 
 
 def symbol_queries(index: indexer.RepoIndex, n: int) -> list[str]:
-    names = sorted({q.rsplit(".", 1)[-1] for _p, q, kind, _s, _e in indexer.iter_symbols(index)
+    names = sorted({q.rsplit(".", 1)[-1] for _p, q, kind, _s, _e in _symbols(index)
                     if kind in ("function", "method", "class") and not q.rsplit(".", 1)[-1].startswith("_")})
     random.Random(7).shuffle(names)
     templates = ("fix the bug in {} when the input is empty", "why does {} raise an exception?",
@@ -325,6 +325,12 @@ def run(source: Path, index_path: Path, queries: int, cli_runs: int, work: Path,
         f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs.",
     ]
     return "\n".join(line for line in lines if line is not None) + "\n"
+
+
+def _symbols(index: indexer.RepoIndex):  # noqa: ANN202 - (path, qualname, kind, start, end) rows
+    for path in index.files:
+        for qualname, kind, start, end, _signature in index.files[path].symbols:
+            yield path, qualname, kind, start, end
 
 
 def main() -> int:

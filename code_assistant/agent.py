@@ -8,18 +8,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from code_assistant.retrieve.context import Context, build_context
-from code_assistant.model import prompts
-from code_assistant.settings import Settings
-from code_assistant.feedback import edit_feedback, failure_signature, failure_text
 from code_assistant.edit.editor import FileEditor
 from code_assistant.edit.operations import EditOperation, EditResult, PathError, resolve_repo_path
-from code_assistant.index.indexer import Indexer, RepoIndex
-from code_assistant.model.chat import ChatModel, Message, ModelError
 from code_assistant.edit.plan import PlanParseError, parse_plan
 from code_assistant.edit.preview import Limits, preview_edits, refusals
+from code_assistant.feedback import edit_feedback, failure_signature, failure_text
+from code_assistant.index.indexer import Indexer, RepoIndex
+from code_assistant.model import prompts
+from code_assistant.model.chat import ChatModel, Message, ModelError
+from code_assistant.model.prices import estimate_cost
+from code_assistant.model.trajectory import Step, Trajectory
+from code_assistant.retrieve.context import Context, build_context
+from code_assistant.settings import Settings
 from code_assistant.verify.runner import TestResult, TestRunner
-from code_assistant.model.trajectory import Step, Trajectory, estimate_cost
 
 logger = logging.getLogger(__name__)
 

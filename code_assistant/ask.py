@@ -4,10 +4,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from code_assistant.retrieve.context import Context, build_context
-from code_assistant.model import prompts
 from code_assistant.index.indexer import RepoIndex
+from code_assistant.model import prompts
 from code_assistant.model.chat import ChatModel, ChatResponse
+from code_assistant.retrieve.context import Context, build_context
 
 logger = logging.getLogger(__name__)
 

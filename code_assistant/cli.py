@@ -18,6 +18,12 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def _default(name: str) -> str:
+    """A setting's default, for the help text: defined once, in Settings."""
+    value = Settings.__dataclass_fields__[name].default
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog=Path(sys.argv[0]).name, description="Index a repository, plan edits with a chat model, test, fix, "
                 "and roll back byte for byte when the tests do not go green.")
@@ -25,17 +31,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", help="what to do, in plain words")
     p.add_argument("--test-command", help=f"test command, split like a shell (default: {DEFAULT_TEST_COMMAND})")
     p.add_argument("--index-path", help="where the index lives (default: ~/.cache/code-assistant/index)")
-    p.add_argument("--max-iterations", type=int, help="test/fix rounds before rolling back (default 3)")
-    p.add_argument("--test-timeout", type=float, help="seconds before a test run is killed (default 120)")
+    p.add_argument("--max-iterations", type=int,
+                   help=f"test/fix rounds before rolling back (default {_default('max_iterations')})")
+    p.add_argument("--test-timeout", type=float,
+                   help=f"seconds before a test run is killed (default {_default('test_timeout')})")
     p.add_argument("--model", help="chat model (default: $OPENAI_MODEL, then gpt-4o)")
-    p.add_argument("--context-tokens", type=int, help="token budget of the context (default 12000)")
+    p.add_argument("--context-tokens", type=int,
+                   help=f"token budget of the context (default {_default('context_tokens')})")
     p.add_argument("--context-only", action="store_true", help="index and show the context for --task; no model call")
     p.add_argument("--ask", metavar="QUESTION", help="answer a question about the repository; never edits")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     g = p.add_argument_group("guardrails")
-    g.add_argument("--max-changed-lines", type=int, help="refuse a fix changing more lines (default 80)")
-    g.add_argument("--max-plan-lines", type=int, help="refuse a plan changing more lines (default 400)")
-    g.add_argument("--max-files", type=int, help="refuse an answer touching more files (default 10)")
+    g.add_argument("--max-changed-lines", type=int,
+                   help=f"refuse a fix changing more lines (default {_default('max_changed_lines')})")
+    g.add_argument("--max-plan-lines", type=int,
+                   help=f"refuse a plan changing more lines (default {_default('max_plan_lines')})")
+    g.add_argument("--max-files", type=int,
+                   help=f"refuse an answer touching more files (default {_default('max_files')})")
     g.add_argument("--allow-test-edits", action="store_true", default=None, help="let the model change tests")
     g.add_argument("--max-cost", type=float, help="stop when the estimated cost passes this many dollars")
     g.add_argument("--max-tokens", type=int, help="stop when the run has used this many tokens")
@@ -115,9 +127,7 @@ def _report_error(exc: Exception, verbose: bool) -> int:
 
 
 def _build_indexer(settings: Settings):  # noqa: ANN202 - indexer.Indexer; imports stay lazy so errors are fast
-    from code_assistant.index import embeddings
-    from code_assistant.index import indexer
-    from code_assistant.index import store
+    from code_assistant.index import embeddings, indexer, store
 
     client = _chat_client(settings) if settings.embedding_backend == "openai" else None
     embedder = embeddings.make_embedder(settings.embedding_backend, model=settings.embedding_model, client=client)
@@ -220,8 +230,8 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
     from code_assistant.edit.editor import FileEditor
     from code_assistant.edit.journal import RepoLock
     from code_assistant.model.chat import ChatModel, OpenAIChat
-    from code_assistant.verify.runner import TestRunner, reap_leftovers
     from code_assistant.model.trajectory import ReplayModel, Trajectory, read_answers
+    from code_assistant.verify.runner import TestRunner, reap_leftovers
 
     TestRunner(settings.test_command, cwd=settings.repo, timeout=settings.test_timeout).check()
     model: ChatModel

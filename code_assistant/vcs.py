@@ -1,4 +1,4 @@
-"""The git seam: branches, worktrees, dirty files and commits for the --branch/--worktree/--commit workflow."""
+"""The git seam: the one place git is run (`git`, `try_git`), and the --branch/--worktree/--commit workflow."""
 from __future__ import annotations
 
 import logging
@@ -16,30 +16,47 @@ class GitError(ConfigError):
     """A git step failed or the repository is not in a state the requested workflow allows."""
 
 
-def _git(repo: Path, *args: str, check: bool = True) -> str:
-    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, timeout=120)
+def _run(repo: Path, args: tuple[str, ...], timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, encoding="utf-8",
+                          errors="surrogateescape", timeout=timeout)
+
+
+def git(repo: Path, *args: str, check: bool = True, timeout: float = 120) -> str:
+    """git's stdout; a failing command (or no git at all) is a GitError naming the step, unless check=False."""
+    try:
+        proc = _run(repo, args, timeout)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise GitError(f"git {' '.join(args[:2])} could not run: {exc}") from exc
     if check and proc.returncode != 0:
         detail = (proc.stderr or proc.stdout).strip().splitlines()
         raise GitError(f"git {' '.join(args[:2])} failed: {detail[-1] if detail else f'exit {proc.returncode}'}")
     return proc.stdout
 
 
+def try_git(repo: Path, *args: str, timeout: float = 60) -> str | None:
+    """git's stdout, or None when git is missing, fails or times out: for lookups that have a fallback."""
+    try:
+        proc = _run(repo, args, timeout)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
 def is_git_repo(path: Path) -> bool:
-    proc = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=path, capture_output=True, text=True)
-    return proc.returncode == 0 and proc.stdout.strip() == "true"
+    return (try_git(path, "rev-parse", "--is-inside-work-tree") or "").strip() == "true"
 
 
 def toplevel(repo: Path) -> Path:
-    return Path(_git(repo, "rev-parse", "--show-toplevel").strip())
+    return Path(git(repo, "rev-parse", "--show-toplevel").strip())
 
 
 def current_branch(repo: Path) -> str:
-    return _git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    return git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip()
 
 
 def dirty_files(repo: Path) -> set[str]:
     """Paths (relative to repo) with staged, unstaged or untracked changes."""
-    out = _git(repo, "status", "--porcelain", "-z", "--untracked-files=all", "--", ".")
+    out = git(repo, "status", "--porcelain", "-z", "--untracked-files=all", "--", ".")
     prefix = repo.resolve().relative_to(toplevel(repo).resolve()).as_posix()
     paths: set[str] = set()
     entries = out.split("\0")
@@ -63,48 +80,48 @@ def default_branch_name(task: str) -> str:
 
 
 def branch_exists(repo: Path, name: str) -> bool:
-    return _git(repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{name}", check=False).strip() != ""
+    return git(repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{name}", check=False).strip() != ""
 
 
 def create_branch(repo: Path, name: str) -> None:
     if branch_exists(repo, name):
         raise GitError(f"branch {name} already exists; choose another name with --branch NAME")
-    _git(repo, "switch", "-c", name)
+    git(repo, "switch", "-c", name)
 
 
 def switch(repo: Path, name: str) -> None:
-    _git(repo, "switch", name)
+    git(repo, "switch", name)
 
 
 def delete_branch(repo: Path, name: str) -> None:
-    _git(repo, "branch", "-D", name)
+    git(repo, "branch", "-D", name)
 
 
 def add_worktree(repo: Path, path: Path, branch: str) -> Path:
     if branch_exists(repo, branch):
         raise GitError(f"branch {branch} already exists; choose another name with --branch NAME")
     path.parent.mkdir(parents=True, exist_ok=True)
-    _git(repo, "worktree", "add", "-b", branch, str(path), "HEAD")
+    git(repo, "worktree", "add", "-b", branch, str(path), "HEAD")
     return path
 
 
 def remove_worktree(repo: Path, path: Path) -> None:
-    _git(repo, "worktree", "remove", "--force", str(path))
+    git(repo, "worktree", "remove", "--force", str(path))
 
 
 def commit_paths(repo: Path, paths: list[str], message: str) -> str:
     """Commit exactly these paths (created, modified or deleted) and nothing else that may be staged."""
     if not paths:
         raise GitError("nothing to commit")
-    _git(repo, "add", "-A", "--", *paths)
+    git(repo, "add", "-A", "--", *paths)
     identity = [] if _has_identity(repo) else ["-c", "user.name=code-assistant", "-c",
                                                "user.email=code-assistant@localhost"]
-    _git(repo, *identity, "commit", "--no-verify", "-q", "-m", message, "--only", "--", *paths)
-    return _git(repo, "rev-parse", "--short", "HEAD").strip()
+    git(repo, *identity, "commit", "--no-verify", "-q", "-m", message, "--only", "--", *paths)
+    return git(repo, "rev-parse", "--short", "HEAD").strip()
 
 
 def _has_identity(repo: Path) -> bool:
-    return bool(_git(repo, "config", "user.email", check=False).strip())
+    return bool(git(repo, "config", "user.email", check=False).strip())
 
 
 def commit_message(task: str, iterations: int, files: list[str]) -> str:

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import textwrap
 
 from code_assistant.parse.chunker import Chunk, chunk_file
 from code_assistant.parse.code_parser import parse_source

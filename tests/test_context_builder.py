@@ -51,7 +51,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> RepoIndex:
 
 
 def _ranked(index: RepoIndex, task: str) -> list[str]:
-    return [r.path for r in rank(index, task)[0]]
+    return [r.path for r in rank(index, task).files]
 
 
 def test_traceback_frame_ranks_its_file_first(index: RepoIndex) -> None:
@@ -79,7 +79,7 @@ def test_docs_rank_below_the_code_they_describe(index: RepoIndex) -> None:
 
 
 def test_import_graph_neighbour_is_in_the_ranking_and_the_context(index: RepoIndex) -> None:
-    ranking = rank(index, "`price_of` returns the wrong amount")[0]
+    ranking = rank(index, "`price_of` returns the wrong amount").files
     assert ranking[0].path == "shop/pricing.py"
     discounts = next(r for r in ranking if r.path == "shop/discounts.py")
     assert any("imports/imported by shop/pricing.py" in reason for reason in discounts.reasons)

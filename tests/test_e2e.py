@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.repos import (ROOT, TEST_CALC_PY, answer, create, git_init, modify, progress_lines, python_repo,
+from tests.repos import (ROOT, answer, create, git_init, modify, progress_lines, python_repo,
                          run_cli, snapshot, write_tree)
 from tests.scripted_server import ScriptedServer
 

@@ -5,7 +5,9 @@ import importlib.util
 
 import pytest
 
-from code_assistant.edit.matching import apply_search_replace, apply_symbol_edit, split_lines
+from code_assistant.edit.lines import split_lines
+from code_assistant.edit.matching import apply_search_replace
+from code_assistant.edit.symbol_edit import apply_symbol_edit
 
 SRC = '''import os
 

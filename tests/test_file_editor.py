@@ -247,3 +247,16 @@ def test_recover_leaves_a_live_run_alone(repo: Path, state: Path) -> None:
         proc.wait()
     assert FileEditor.recover(repo, state) is not None
     assert (repo / "pkg" / "app.py").read_text() == "def main():\n    return 1\n"
+
+
+def test_the_preview_diff_and_the_final_diff_are_one_text(repo: Path, state: Path) -> None:
+    from code_assistant.edit.preview import preview_edits
+
+    ops = [EditOperation("nonl.txt", "beta", "gamma"), EditOperation("made/new.py", action="create", content="x = 1\n"),
+           EditOperation("run.sh", action="delete")]
+    previewed = preview_edits(repo, ops).diff()
+    editor = FileEditor(repo, state_dir=state)
+    assert all(editor.apply_edits(ops))
+    assert editor.diff() == previewed
+    assert "-beta\n\\ No newline at end of file\n+gamma\n\\ No newline at end of file\n" in previewed
+    assert "--- /dev/null\n+++ b/made/new.py" in previewed and "--- a/run.sh\n+++ /dev/null" in previewed

@@ -8,15 +8,13 @@ repository lock live in `journal.py` and are re-exported here.
 from __future__ import annotations
 
 import codecs
-import difflib
 import logging
 import os
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from code_assistant.edit.matching import apply_search_replace, apply_symbol_edit
-from code_assistant.edit.operations import ACTIONS, EditOperation, EditResult, PathError, resolve_repo_path
+from code_assistant.edit.diff import unified_diff
 from code_assistant.edit.journal import (
     JOURNAL_VERSION,
     TMP_MARK,
@@ -29,6 +27,10 @@ from code_assistant.edit.journal import (
     inside,
     replay,
 )
+from code_assistant.edit.matching import apply_search_replace
+from code_assistant.edit.symbol_edit import apply_symbol_edit
+from code_assistant.edit.operations import ACTIONS, EditOperation, EditResult, PathError, resolve_repo_path
+from code_assistant.parse import code_parser
 
 logger = logging.getLogger(__name__)
 __all__ = ["ACTIONS", "JOURNAL_VERSION", "TMP_MARK", "EditOperation", "EditResult", "FileEditor", "Journal",
@@ -44,10 +46,6 @@ def _encode(text: str, bom: bool) -> bytes:
 
 
 def _syntax_problem(path: Path, source: str) -> str | None:
-    try:
-        from code_assistant.parse import code_parser
-    except ImportError:
-        return None
     try:
         problem = code_parser.syntax_problem(str(path), source)
     except Exception:  # a parser failure must never stop an edit
@@ -135,14 +133,13 @@ class FileEditor:
     def diff(self) -> str:
         chunks: list[str] = []
         for rel, entry in self._touched.items():
-            before = b"" if entry["op"] == "created" else self._backup_bytes(entry)
+            before = None if entry["op"] == "created" else self._backup_bytes(entry)
             current = self.repo / rel
-            after = current.read_bytes() if current.is_file() else b""
+            after = current.read_bytes() if current.is_file() else None
             if before == after:
                 continue
-            old_name = "/dev/null" if entry["op"] == "created" else f"a/{rel}"
-            new_name = f"b/{rel}" if current.is_file() else "/dev/null"
-            chunks.append(_unified(_read_text(before)[0], _read_text(after)[0], old_name, new_name))
+            chunks.append(unified_diff(None if before is None else _read_text(before)[0],
+                                       None if after is None else _read_text(after)[0], rel))
         return "".join(chunks)
 
     @staticmethod
@@ -203,10 +200,7 @@ class FileEditor:
         elif not op.symbol:
             return EditResult(False, rel, action, f"{action} needs 'symbol' (the qualified name, e.g. Class.method)")
         else:
-            try:
-                outcome = apply_symbol_edit(rel, text, op.symbol, op.content or op.replace, action)
-            except ImportError:
-                return EditResult(False, rel, action, "symbol edits are unavailable; use a search/replace edit")
+            outcome = apply_symbol_edit(rel, text, op.symbol, op.content or op.replace, action)
         if not outcome.ok:
             return EditResult(False, rel, action, f"{rel}: {outcome.message}")
         return self._write(path, rel, action, old, outcome.content, outcome.strategy)
@@ -256,8 +250,3 @@ class FileEditor:
         assert self._journal is not None
         return (self._journal.run_dir / str(entry["backup"])).read_bytes()
 
-
-def _unified(old: str, new: str, old_name: str, new_name: str) -> str:
-    lines = list(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                      old_name, new_name))
-    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)

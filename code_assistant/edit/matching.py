@@ -12,36 +12,20 @@ from __future__ import annotations
 
 import difflib
 import logging
-import os
 import re
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import NamedTuple
+
+from code_assistant.edit.lines import (MatchOutcome, Transform, dominant_newline, identity, indent_transform, leading,
+                                       model_lines, splice, split_lines)
+from code_assistant.edit.mismatch import closest_lines
 
 logger = logging.getLogger(__name__)
 
-Transform = Callable[[str], str]
 FUZZY_THRESHOLD = 0.95
-MAX_SNIPPET_LINES = 12
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 _WORD_RE = re.compile(r"\w+")
-_PREFIX_MARKS = ("@", "#", "//", "/*", "*", "#[")
 _ELISION_RE = re.compile(r"^\s*(\.\.\.|…|(#|//|/\*)\s*(\.\.\.|…).*)\s*$")
-
-
-@dataclass
-class MatchOutcome:
-    """New content and the strategy that produced it, or a refusal whose message is written for the model."""
-
-    ok: bool
-    content: str = ""
-    strategy: str | None = None
-    message: str = ""
-    line: int | None = None  # 1-based first line of the matched region
-
-    def __bool__(self) -> bool:
-        return self.ok
 
 
 class _Hit(NamedTuple):
@@ -57,94 +41,12 @@ class _Hit(NamedTuple):
     tail: str | None = None
 
 
-def _identity(line: str) -> str:
-    return line
-
-
-def dominant_newline(content: str) -> str:
-    crlf = content.count("\r\n")
-    return "\r\n" if crlf and crlf >= content.count("\n") - crlf else "\n"
-
-
-def split_lines(text: str) -> tuple[list[str], list[str]]:
-    """Bodies and line endings ("\\r\\n", "\\n" or "" for a last line without one); joins back byte for byte."""
-    bodies: list[str] = []
-    eols: list[str] = []
-    parts = text.split("\n")
-    for i, part in enumerate(parts):
-        if i == len(parts) - 1:
-            if part:
-                bodies.append(part)
-                eols.append("")
-        elif part.endswith("\r"):
-            bodies.append(part[:-1])
-            eols.append("\r\n")
-        else:
-            bodies.append(part)
-            eols.append("\n")
-    return bodies, eols
-
-
-def _model_lines(text: str) -> list[str]:
-    text = text.replace("\r\n", "\n")
-    if not text:
-        return []
-    lines = text.split("\n")
-    return lines[:-1] if text.endswith("\n") else lines
-
-
-def _leading(line: str) -> str:
-    return line[: len(line) - len(line.lstrip())]
-
-
-def _retab(ws: str, tab_size: int, to_tabs: bool) -> str:
-    spaces = len(ws.expandtabs(tab_size))
-    return "\t" * (spaces // tab_size) + " " * (spaces % tab_size) if to_tabs else " " * spaces
-
-
-def _shift(pairs: list[tuple[str, str]]) -> Transform | None:
-    """A uniform indentation shift that turns every search indent into the file indent, as a replace-line transform."""
-    if all(f == s for f, s in pairs):
-        return _identity
-    if all(f.endswith(s) for f, s in pairs):
-        added = {f[: len(f) - len(s)] for f, s in pairs}
-        if len(added) == 1:
-            prefix = added.pop()
-            return lambda r: prefix + r if r.strip() else r
-    if all(s.endswith(f) for f, s in pairs):
-        removed = {s[: len(s) - len(f)] for f, s in pairs}
-        if len(removed) == 1:
-            prefix = removed.pop()
-            return lambda r: (r[len(prefix):] if r.startswith(prefix) else r.lstrip()) if r.strip() else r
-    return None
-
-
-def _indent_transform(window: list[str], search: list[str]) -> Transform | None:
-    pairs = [(_leading(f), _leading(s)) for f, s in zip(window, search) if f.strip() and s.strip()]
-    found = _shift(pairs)
-    if found is not None:
-        return found
-    file_tabs = any("\t" in f for f, _ in pairs)
-    search_tabs = any("\t" in s for _, s in pairs)
-    if file_tabs == search_tabs:
-        return None
-    for tab_size in (4, 8, 2):
-        converted = [(f, _retab(s, tab_size, file_tabs)) for f, s in pairs]
-        shift = _shift(converted)
-        if shift is not None:
-            def transform(r: str, size: int = tab_size, inner: Transform = shift) -> str:
-                ws = _leading(r)
-                return inner(_retab(ws, size, file_tabs) + r[len(ws):]) if r.strip() else r
-            return transform
-    return None
-
-
 def _tokens(line: str) -> tuple[str, ...]:
     return tuple(_TOKEN_RE.findall(line))
 
 
 _KEYS: dict[str, Callable[[str], object]] = {
-    "exact": _identity,
+    "exact": identity,
     "whitespace": str.rstrip,
     "indent": str.strip,
     "intraline": _tokens,
@@ -164,9 +66,9 @@ def _find(bodies: list[str], search: list[str], strategy: str, lo: int = 0, hi: 
         if have[i] != want[0] or have[i: i + m] != want:
             continue
         start = lo + i
-        transform: Transform | None = _identity
+        transform: Transform | None = identity
         if strategy in ("indent", "intraline"):
-            transform = _indent_transform(bodies[start: start + m], search)
+            transform = indent_transform(bodies[start: start + m], search)
         if transform is not None:
             hits.append(_Hit(start, transform))
     return hits
@@ -189,7 +91,7 @@ def _fuzzy_find(bodies: list[str], search: list[str]) -> list[_Hit]:
             continue  # a different name or number is a different line, not a typo
         if difflib.SequenceMatcher(None, "\n".join(window), want_text, autojunk=False).ratio() < FUZZY_THRESHOLD:
             continue
-        transform = _indent_transform(bodies[i: i + m], search)
+        transform = indent_transform(bodies[i: i + m], search)
         if transform is not None:
             hits.append(_Hit(i, transform))
     return hits
@@ -212,7 +114,7 @@ def _head_before(file_line: str, search_line: str, strategy: str) -> str | None:
 def _tail_after(file_line: str, search_line: str, strategy: str) -> str | None:
     """The file's text after `search_line` when the file line starts with it (a search stopping mid-line)."""
     core = _core(search_line, strategy)
-    lead = _leading(file_line) if strategy == "indent" else ""
+    lead = leading(file_line) if strategy == "indent" else ""
     if not core.strip() or not file_line.startswith(lead + core) or len(file_line) == len(lead + core):
         return None
     return file_line[len(lead + core):]
@@ -232,17 +134,17 @@ def _find_partial(bodies: list[str], search: list[str], strategy: str) -> list[_
         if [key(b) for b in window[1:-1]] != inner:
             continue
         head = None if key(window[0]) == first else _head_before(window[0], search[0], strategy)
-        if strategy == "indent" and key(window[0]) == first and not _leading(search[0]) and _leading(window[0]):
-            head = _leading(window[0])  # quoted from after the indentation: that line says nothing about the shift
+        if strategy == "indent" and key(window[0]) == first and not leading(search[0]) and leading(window[0]):
+            head = leading(window[0])  # quoted from after the indentation: that line says nothing about the shift
         tail = None if key(window[-1]) == last else _tail_after(window[-1], search[-1], strategy)
         if (head is None and key(window[0]) != first) or (tail is None and key(window[-1]) != last):
             continue
         if head is None and tail is None:
             continue  # a whole-line match: the plain strategies own it
-        transform: Transform | None = _identity
+        transform: Transform | None = identity
         if strategy == "indent":
             whole = range(1 if head is not None else 0, m - 1 if tail is not None else m)
-            transform = _indent_transform([window[j] for j in whole], [search[j] for j in whole])
+            transform = indent_transform([window[j] for j in whole], [search[j] for j in whole])
         if transform is not None:
             hits.append(_Hit(i, transform, head, tail))
     return hits
@@ -256,7 +158,7 @@ def _render(window: list[str], window_eols: list[str], search: list[str], replac
     if head is not None or tail is not None:
         search, replace, placed = _complete(window, search, replace, transform, strategy, head, tail)
     exact_tail = all(w[len(w.rstrip()):] == s[len(s.rstrip()):] for w, s in zip(window, search))
-    key = _identity if exact_tail else str.rstrip  # trailing blanks the model got wrong are noise, else intended
+    key = identity if exact_tail else str.rstrip  # trailing blanks the model got wrong are noise, else intended
     matcher = difflib.SequenceMatcher(None, [key(s) for s in search], [key(r) for r in replace], autojunk=False)
     out: list[tuple[str, str]] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -284,7 +186,7 @@ def _complete(window: list[str], search: list[str], replace: list[str], transfor
     if head is not None:
         first = replace[0]
         if strategy == "indent":
-            lead = _leading(model_first)
+            lead = leading(model_first)
             first = first[len(lead):] if first.startswith(lead) else first.lstrip()
         replace[0] = head + first
         placed.add(0)
@@ -298,105 +200,6 @@ def _complete(window: list[str], search: list[str], replace: list[str], transfor
         replace[-1] = last + tail
         placed.add(len(replace) - 1)
     return search, replace, placed
-
-
-def _splice(bodies: list[str], eols: list[str], start: int, end: int, new: list[tuple[str, str]]) -> str:
-    eols = list(eols)
-    last_eol = eols[end - 1] if end > start else newline_of(eols)
-    if new:
-        new[-1] = (new[-1][0], last_eol)
-    elif last_eol == "" and start > 0:
-        eols[start - 1] = ""  # the deleted block ended the file without a newline: keep it that way
-    lines = [b + e for b, e in zip(bodies[:start], eols[:start])]
-    lines += [b + e for b, e in new]
-    lines += [b + e for b, e in zip(bodies[end:], eols[end:])]
-    return "".join(lines)
-
-
-def newline_of(eols: list[str]) -> str:
-    return "\r\n" if eols.count("\r\n") > eols.count("\n") else "\n"
-
-
-def _numbered(bodies: list[str], start: int, end: int) -> str:
-    end = min(end, start + MAX_SNIPPET_LINES, len(bodies))
-    return "\n".join(f"{i + 1:>5} | {bodies[i]}" for i in range(start, end))
-
-
-def closest_lines(bodies: list[str], search: list[str]) -> str:
-    """The file region most like the search text, with line numbers, and the first line that differs."""
-    if not bodies or not search:
-        return ""
-    want = [s.strip() for s in search]
-    m = min(len(search), len(bodies))
-    where: dict[str, list[int]] = {}
-    for j, w in enumerate(want):
-        if w:
-            where.setdefault(w, []).append(j)
-    votes: Counter[int] = Counter()
-    for i, b in enumerate(bodies):
-        for j in where.get(b.strip(), ()):
-            votes[max(0, min(len(bodies) - m, i - j))] += 1
-    if not votes:  # no line in common: anchor on lines like the first non-blank search line
-        first = next((j for j, w in enumerate(want) if w), 0)
-        stripped = [b.strip() for b in bodies]
-        for close in difflib.get_close_matches(want[first], stripped, n=3, cutoff=0.4):
-            votes[max(0, min(len(bodies) - m, stripped.index(close) - first))] += 1
-    text = "\n".join(want)
-    best, best_score = 0, -1.0
-    for i, _ in votes.most_common(5):
-        score = difflib.SequenceMatcher(None, "\n".join(b.strip() for b in bodies[i: i + m]), text).ratio()
-        if score > best_score:
-            best, best_score = i, score
-    detail = _first_difference(bodies[best: best + m], search[:m], best)
-    return f"{detail}Closest lines in the file (lines {best + 1}-{best + m}):\n{_numbered(bodies, best, best + m)}"
-
-
-def _first_difference(window: list[str], search: list[str], start: int) -> str:
-    """Why the search does not match this window, naming the line and the difference (never 'X differs from X')."""
-    last = len(search) - 1
-    for j, (have, want) in enumerate(zip(window, search)):
-        h, w = have.strip(), want.strip()
-        if h == w or (last and w and ((j == 0 and h.endswith(w)) or (j == last and h.startswith(w)))):
-            continue  # same text, or a cut that matching accepts at the ends of the search
-        return f"Line {j + 1} of your search text differs from file line {start + j + 1}: {describe_difference(want, have)}\n"
-    shifts = Counter(len(_leading(f).expandtabs(4)) - len(_leading(s).expandtabs(4))
-                     for f, s in zip(window, search) if f.strip() and s.strip())
-    usual = shifts.most_common(1)[0][0] if shifts else 0
-    for j, (have, want) in enumerate(zip(window, search)):
-        if have.strip() and want.strip() and len(_leading(have).expandtabs(4)) - len(_leading(want).expandtabs(4)) != usual:
-            return (f"The text matches but the indentation does not shift by the same amount on every line. Line "
-                    f"{j + 1} of your search text (file line {start + j + 1}): {describe_difference(want, have)} "
-                    "Copy each line's indentation from the file.\n")
-    for j, (have, want) in enumerate(zip(window, search)):
-        if have != want:
-            return f"Line {j + 1} of your search text differs from file line {start + j + 1}: {describe_difference(want, have)}\n"
-    return ""
-
-
-def describe_difference(yours: str, file_line: str) -> str:
-    """One sentence naming how a search line differs from a file line, with repr() where whitespace is the cause."""
-    mine, theirs = yours.strip(), file_line.strip()
-    if mine == theirs:
-        lead_y, lead_f = _leading(yours), _leading(file_line)
-        if lead_y != lead_f:
-            if ("\t" in lead_y) != ("\t" in lead_f):
-                return f"it is indented with {lead_y!r} where the file has {lead_f!r} (tabs against spaces)."
-            if lead_f.startswith(lead_y):
-                return f"it is missing {len(lead_f) - len(lead_y)} leading spaces (the file has {lead_f!r})."
-            if lead_y.startswith(lead_f):
-                return f"it has {len(lead_y) - len(lead_f)} leading spaces too many (the file has {lead_f!r})."
-            return f"it is indented with {lead_y!r} where the file has {lead_f!r}."
-        trail_y, trail_f = yours[len(yours.rstrip()):], file_line[len(file_line.rstrip()):]
-        return f"it ends with the whitespace {trail_y!r} where the file has {trail_f!r}."
-    if mine and theirs.startswith(mine):
-        return f"your line is cut before {theirs[len(mine):]!r} (the file's line is {file_line!r})."
-    if mine and theirs.endswith(mine):
-        return f"your line starts in the middle of the file's line, after {theirs[: len(theirs) - len(mine)]!r}."
-    at = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b), min(len(mine), len(theirs)))
-    if "".join(mine.split()) == "".join(theirs.split()):
-        return f"the spacing inside the line differs: yours {yours!r}, the file's {file_line!r}."
-    return (f"yours {yours!r}, the file's {file_line!r} (they part at character {at + 1}: "
-            f"{mine[at:at + 12]!r} against {theirs[at:at + 12]!r}).")
 
 
 def _ambiguous(starts: list[int]) -> MatchOutcome:
@@ -429,7 +232,7 @@ def _elision(bodies: list[str], eols: list[str], search: list[str], replace: lis
         end = start + len(s_seg)
         new.extend(_render(bodies[start:end], eols[start:end], s_seg, r_seg, transform, "elision", newline))
         pos = end
-    return MatchOutcome(True, _splice(bodies, eols, first, pos, new), "elision", line=first + 1)
+    return MatchOutcome(True, splice(bodies, eols, first, pos, new), "elision", line=first + 1)
 
 
 def _seg_hits(bodies: list[str], seg: list[str], lo: int) -> list[_Hit]:
@@ -455,8 +258,8 @@ def _chain(bodies: list[str], segs: list[list[str]], first: _Hit
 def apply_search_replace(content: str, search: str, replace: str) -> MatchOutcome:
     """Apply one search/replace block to `content`; refuse (with a reason for the model) rather than guess."""
     newline = dominant_newline(content)
-    search_lines = _model_lines(search)
-    replace_lines = _model_lines(replace)
+    search_lines = model_lines(search)
+    replace_lines = model_lines(replace)
     if not search.strip():
         if content.strip():
             return MatchOutcome(False, message="empty search text on a file that is not empty. Give search text "
@@ -529,55 +332,4 @@ def _apply_hit(bodies: list[str], eols: list[str], hit: _Hit, search: list[str],
     new = _render(bodies[start:end], eols[start:end], search, replace, hit.transform, strategy, newline, hit.head,
                   hit.tail)
     logger.debug("search matched at line %d by %s", start + 1, strategy)
-    return MatchOutcome(True, _splice(bodies, eols, start, end, new), strategy, line=start + 1)
-
-
-def _reindent(code: str, indent: str) -> list[str]:
-    """The code's lines moved from their common indentation to `indent`; blank lines keep their whitespace."""
-    lines = code.replace("\r\n", "\n").split("\n")
-    while lines and not lines[0].strip():
-        lines.pop(0)
-    while lines and not lines[-1].strip():
-        lines.pop()
-    common = os.path.commonprefix([_leading(line) for line in lines if line.strip()])
-    return [indent + line[len(common):] if line.strip() else line for line in lines]
-
-
-def apply_symbol_edit(path: str, content: str, qualname: str, new_code: str, mode: str) -> MatchOutcome:
-    """replace_symbol / insert_after_symbol: locate one definition with code_parser and splice `new_code` there."""
-    from code_assistant.parse import code_parser  # lazy: the parser pulls in tree-sitter grammars
-
-    if mode not in ("replace_symbol", "insert_after_symbol"):
-        return MatchOutcome(False, message=f"unknown symbol action {mode!r}")
-    if not new_code.strip():
-        return MatchOutcome(False, message=f"{mode} needs the new definition in 'content'.")
-    parsed = code_parser.parse_source(path, content)
-    found = code_parser.find_symbols(parsed, qualname)
-    if len(found) != 1:
-        if found:
-            where = ", ".join(f"{s.qualname} ({s.kind}) at lines {s.start_line}-{s.end_line}" for s in found)
-            return MatchOutcome(False, message=f"symbol {qualname!r} is defined {len(found)} times: {where}. "
-                                               "Use a search/replace edit with surrounding lines instead.")
-        names = [s.qualname for s in parsed.symbols]
-        close = difflib.get_close_matches(qualname, names, n=5, cutoff=0.5)
-        close += [n for n in names if n.split(".")[-1] == qualname.split(".")[-1] and n not in close]
-        hint = f" Did you mean: {', '.join(close[:5])}?" if close else f" Symbols in the file: {', '.join(names[:20])}."
-        return MatchOutcome(False, message=f"symbol {qualname!r} not found in {path}.{hint}")
-    symbol = found[0]
-    bodies, eols = split_lines(content)
-    newline = dominant_newline(content)
-    first, end = symbol.start_line - 1, min(symbol.end_line, len(bodies))
-    start = first
-    while start < end - 1 and (not bodies[start].strip() or bodies[start].lstrip().startswith(_PREFIX_MARKS)):
-        start += 1  # the parser counts decorators and attached comments in; find the definition line itself
-    indent = _leading(bodies[start])
-    new_lines = _reindent(new_code, indent)
-    if mode == "replace_symbol":
-        if new_lines[0].lstrip().startswith(_PREFIX_MARKS):
-            start = first  # the new code brings its own decorators / comments
-        new = [(line, newline) for line in new_lines]
-        return MatchOutcome(True, _splice(bodies, eols, start, end, new), "symbol", line=start + 1)
-    gap = 2 if not indent and path.endswith((".py", ".pyi")) else 1
-    new = [("", newline)] * gap + [(line, newline) for line in new_lines]
-    after = [(bodies[end - 1], eols[end - 1] or newline)]
-    return MatchOutcome(True, _splice(bodies, eols, end - 1, end, after + new), "symbol", line=end + 1)
+    return MatchOutcome(True, splice(bodies, eols, start, end, new), strategy, line=start + 1)

@@ -1,7 +1,6 @@
 """Apply a batch of edits to a scratch copy first: the diff, its size and its test changes, before any real write."""
 from __future__ import annotations
 
-import difflib
 import logging
 import shutil
 import tempfile
@@ -9,9 +8,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from code_assistant.edit.diff import unified_diff
 from code_assistant.edit.editor import FileEditor
-from code_assistant.edit.operations import EditOperation, EditResult, PathError, resolve_repo_path
 from code_assistant.edit.guardrails import changed_line_count, check_test_weakening
+from code_assistant.edit.operations import EditOperation, EditResult, PathError, resolve_repo_path
 from code_assistant.languages import is_test_file
 
 logger = logging.getLogger(__name__)
@@ -38,13 +38,7 @@ class Preview:
         return [c.path for c in self.changes]
 
     def diff(self) -> str:
-        parts: list[str] = []
-        for change in self.changes:
-            old_name = f"a/{change.path}" if change.before is not None else "/dev/null"
-            new_name = f"b/{change.path}" if change.after is not None else "/dev/null"
-            parts.extend(difflib.unified_diff((change.before or "").splitlines(keepends=True),
-                                              (change.after or "").splitlines(keepends=True), old_name, new_name))
-        return "".join(line if line.endswith("\n") else line + "\n" for line in parts)
+        return "".join(unified_diff(c.before, c.after, c.path) for c in self.changes)
 
 
 def preview_edits(repo: Path, ops: list[EditOperation], forbidden: Iterable[Path] = ()) -> Preview:
@@ -85,10 +79,12 @@ def preview_edits(repo: Path, ops: list[EditOperation], forbidden: Iterable[Path
 
 @dataclass(frozen=True)
 class Limits:
-    max_changed_lines: int = 80   # for a fix
-    max_plan_lines: int = 400     # for the first plan
-    max_files: int = 10
-    allow_test_edits: bool = False
+    """The guardrails of one run (their defaults are the settings' defaults)."""
+
+    max_changed_lines: int  # for a fix
+    max_plan_lines: int     # for the first plan
+    max_files: int
+    allow_test_edits: bool
 
 
 def refusals(preview: Preview, limits: Limits, *, is_plan: bool) -> tuple[list[str], dict[str, str]]:

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from code_assistant import tokens
 from code_assistant.errors import AssistantError
 from code_assistant.index import minilm
-from code_assistant import tokens
 
 if TYPE_CHECKING:
     import openai

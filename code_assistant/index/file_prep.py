@@ -9,21 +9,29 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Self
+from typing import NamedTuple, Self
 
-from code_assistant import languages
+from code_assistant import languages, redact, tokens
 from code_assistant.index import lexical
-from code_assistant import redact
-from code_assistant import tokens
+from code_assistant.index.embeddings import Embedder
+from code_assistant.index.index_db import ImportRow, SymbolRow
 from code_assistant.parse.chunker import chunk_file
 from code_assistant.parse.code_parser import parse_source
-from code_assistant.index.embeddings import Embedder
+from code_assistant.index.repo_files import read_text
 
 logger = logging.getLogger(__name__)
 
-from code_assistant.index.repo_files import read_text
-
 PARALLEL_MIN_FILES = 400  # below this, starting worker processes costs more than it saves
+
+
+class ChunkRow(NamedTuple):
+    """A chunk on its way to the embedder and the vector store."""
+
+    text: str
+    start: int
+    end: int
+    symbol: str
+    kind: str
 
 
 @dataclass
@@ -35,9 +43,9 @@ class PreparedFile:
     language: str | None
     parser: str
     tokens: int
-    symbols: list[list]
-    imports: list[list]
-    chunks: list[tuple[str, int, int, str, str]]  # text, start line, end line, symbol, kind
+    symbols: list[SymbolRow]
+    imports: list[ImportRow]
+    chunks: list[ChunkRow]
     terms: dict[str, int]  # BM25 term frequencies (identifier-aware tokens of the path and the text)
     length: int  # BM25 document length
 
@@ -59,9 +67,9 @@ def prepare_file(repo: Path, path: str, known_hash: str | None, embedder: Embedd
     terms, length = lexical.term_counts(lexical.path_tokens(path) + lexical.tokenize(text))
     return PreparedFile(
         path=path, digest=digest, language=parsed.language, parser=parsed.parser, tokens=tokens.count_tokens(text),
-        symbols=[[s.qualname, s.kind, s.start_line, s.end_line, s.signature] for s in parsed.symbols],
-        imports=[[i.module, list(i.names), i.level] for i in parsed.imports],
-        chunks=[(c.text, c.start_line, c.end_line, c.symbol or "", c.kind) for c in chunk_list],
+        symbols=[SymbolRow(s.qualname, s.kind, s.start_line, s.end_line, s.signature) for s in parsed.symbols],
+        imports=[ImportRow(i.module, list(i.names), i.level) for i in parsed.imports],
+        chunks=[ChunkRow(c.text, c.start_line, c.end_line, c.symbol or "", c.kind) for c in chunk_list],
         terms=terms, length=length)
 
 

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from code_assistant.errors import AssistantError
 from code_assistant.index import lexical
@@ -44,6 +45,24 @@ class IndexDBError(AssistantError):
     """The index database cannot be used: busy beyond the timeout, or not writable."""
 
 
+class SymbolRow(NamedTuple):
+    """A definition as the index keeps it (a JSON list in the database)."""
+
+    qualname: str
+    kind: str
+    start: int
+    end: int
+    signature: str
+
+
+class ImportRow(NamedTuple):
+    """An import statement as the index keeps it: resolved against the repository's paths when the graph is built."""
+
+    module: str
+    names: list[str]
+    level: int
+
+
 @dataclass
 class FileRecord:
     path: str
@@ -53,8 +72,8 @@ class FileRecord:
     language: str | None
     parser: str
     tokens: int
-    symbols: list[list] = field(default_factory=list)  # [qualname, kind, start, end, signature]
-    imports: list[list] = field(default_factory=list)  # [module, [names], level]
+    symbols: list[SymbolRow] = field(default_factory=list)
+    imports: list[ImportRow] = field(default_factory=list)
     chunks: int = 0
 
 
@@ -132,15 +151,16 @@ class IndexDB:
     def records(self, paths: Sequence[str]) -> dict[str, FileRecord]:
         rows = self._rows_in("SELECT path, hash, size, mtime_ns, language, parser, tokens, symbols, imports, chunks "
                              "FROM files WHERE skipped = 0 AND path IN ({})", paths)
-        return {path: FileRecord(path, digest, size, mtime, language, parser, tokens, json.loads(symbols),
-                                 json.loads(imports), chunks)
+        return {path: FileRecord(path, digest, size, mtime, language, parser, tokens,
+                                 [SymbolRow(*s) for s in json.loads(symbols)],
+                                 [ImportRow(*i) for i in json.loads(imports)], chunks)
                 for path, digest, size, mtime, language, parser, tokens, symbols, imports, chunks in rows}
 
     def chunk_ids(self, path: str) -> list[str]:
         row = self._db.execute("SELECT chunk_ids FROM files WHERE path = ? AND skipped = 0", (path,)).fetchone()
         return json.loads(row[0]) if row and row[0] else []
 
-    def imports(self, paths: Iterable[str] | None = None) -> Iterator[tuple[str, str, list[list]]]:
+    def imports(self, paths: Iterable[str] | None = None) -> Iterator[tuple[str, str, list[ImportRow]]]:
         """(path, language, imports) of the indexed files that import something (of paths, when given)."""
         query = ("SELECT path, language, imports FROM files "
                  "WHERE skipped = 0 AND imports != '[]' AND language IS NOT NULL")
@@ -149,7 +169,7 @@ class IndexDB:
         else:
             rows = self._rows_in(query + " AND path IN ({})", paths)
         for path, language, imports in rows:
-            yield path, language, json.loads(imports)
+            yield path, language, [ImportRow(*i) for i in json.loads(imports)]
 
     def count_symbols(self) -> int:
         return self._db.execute("SELECT COALESCE(SUM(n_symbols), 0) FROM files WHERE skipped = 0").fetchone()[0]

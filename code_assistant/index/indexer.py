@@ -14,16 +14,17 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
-from code_assistant.settings import repo_id
 from code_assistant.index import store
-from code_assistant.parse.code_parser import Import
 from code_assistant.index.embedding_cache import EmbeddingCache
 from code_assistant.index.embeddings import Embedder
 from code_assistant.index.file_prep import PreparedFile, Preparer
 from code_assistant.index.import_graph import ModuleResolver, go_module_path
 from code_assistant.index.index_db import Entry, FileRecord, IndexDB
 from code_assistant.index.repo_files import list_repo_files
+from code_assistant.parse.code_parser import Import
+from code_assistant.settings import repo_id
 
 logger = logging.getLogger(__name__)
 
@@ -103,6 +104,23 @@ class RepoIndex:
         return self.db.defining(names)
 
 
+class Candidate(NamedTuple):
+    """A file whose stat changed since the last run."""
+
+    path: str
+    stat: os.stat_result
+    indexed: bool  # it has a record from an earlier run
+
+
+class Fresh(NamedTuple):
+    """A new version of a file, prepared, on its way into the store and the database."""
+
+    prepared: PreparedFile
+    stat: os.stat_result
+    new: bool  # nothing of it can be stored yet (a private store just emptied): no stale lookup needed
+    indexed: bool  # its previous version's chunk ids are in the database
+
+
 class Indexer:
     def __init__(self, repo: Path, index_path: Path, embedder: Embedder, chunk_store: store.ChunkStore) -> None:
         self.repo = repo.resolve()
@@ -147,7 +165,7 @@ class Indexer:
         with Preparer(self.repo, self.embedder, total) as preparer:
             for start in range(0, total, FILES_PER_FLUSH):
                 batch = candidates[start:start + FILES_PER_FLUSH]
-                fresh: list[tuple[PreparedFile, os.stat_result, bool, bool]] = []
+                fresh: list[Fresh] = []
                 jobs = [(p, known_hashes.get(p)) for p, _st, _indexed in batch]
                 for (path, st, indexed), prepared in zip(batch, preparer.map(jobs)):
                     if prepared is None:  # unreadable, binary, generated or holding a secret
@@ -166,10 +184,10 @@ class Indexer:
                     else:
                         stats.added += 1
                         paths_changed = True
-                    fresh.append((prepared, st, clean and not indexed, indexed))
+                    fresh.append(Fresh(prepared, st, clean and not indexed, indexed))
                 if fresh:
                     stats.chunks_embedded += self._index_batch(fresh)
-                    updated.extend(p.path for p, *_rest in fresh)
+                    updated.extend(f.prepared.path for f in fresh)
                 db.commit()  # after the chunks are stored: a file in the database always has its chunks
                 if progress:
                     progress(min(start + FILES_PER_FLUSH, total), total)
@@ -186,11 +204,11 @@ class Indexer:
         return RepoIndex(self.repo, Files(db, paths), db, self.chunks, self.embedder), stats
 
     def _scan(self, seen: dict[str, tuple[int, int, bool]], exclude: list[Path],
-              stats: IndexStats) -> tuple[list[tuple[str, os.stat_result, bool]], list[str]]:
-        """The files whose stat changed since the last run (path, stat, indexed before) and the files gone."""
+              stats: IndexStats) -> tuple[list[Candidate], list[str]]:
+        """The files whose stat changed since the last run and the files gone."""
         current = list_repo_files(self.repo, exclude=[self.index_path, *exclude])
         current_set = set(current)
-        candidates: list[tuple[str, os.stat_result, bool]] = []
+        candidates: list[Candidate] = []
         repo_text = str(self.repo)
         for path in current:
             try:
@@ -202,7 +220,7 @@ class Indexer:
                 if not old[2]:
                     stats.unchanged += 1
                 continue
-            candidates.append((path, st, bool(old) and not old[2]))
+            candidates.append(Candidate(path, st, bool(old) and not old[2]))
         return candidates, [p for p in seen if p not in current_set]
 
     def _update_graph(self, paths: list[str], updated: list[str], paths_changed: bool) -> None:
@@ -215,9 +233,8 @@ class Indexer:
             self.db.set_edges(graph, replace_all=False)
         self.db.commit()
 
-    def _index_batch(self, batch: list[tuple[PreparedFile, os.stat_result, bool, bool]]) -> int:
-        """Embed and store the prepared files' chunks, then their records. A `new` file (third item) has nothing
-        stored yet; an `indexed` one (fourth) has its previous chunk ids in the database."""
+    def _index_batch(self, batch: list[Fresh]) -> int:
+        """Embed and store the prepared files' chunks, then their records."""
         texts: list[str] = []
         metas: list[dict] = []
         ids: list[str] = []
@@ -288,9 +305,3 @@ class Indexer:
             graph[path] = sorted(targets)
         return graph
 
-
-def iter_symbols(index: RepoIndex) -> Iterator[tuple[str, str, str, int, int]]:
-    """(path, qualname, kind, start, end) for every definition in the index (reads every record)."""
-    for path in index.files:
-        for qualname, kind, start, end, _signature in index.files[path].symbols:
-            yield path, qualname, kind, start, end

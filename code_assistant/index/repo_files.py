@@ -2,24 +2,20 @@
 
 import logging
 import os
-import subprocess
 from pathlib import Path
 
 import pathspec
 
 from code_assistant import languages
+from code_assistant.vcs import try_git
 
 logger = logging.getLogger(__name__)
 
 def _git_files(repo: Path) -> list[str] | None:
     if not (repo / ".git").exists():
         return None
-    try:
-        out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=repo, capture_output=True,
-                             timeout=60, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+    out = try_git(repo, "ls-files", "-co", "--exclude-standard", "-z")
+    return None if out is None else [p for p in out.split("\0") if p]
 
 
 def _walk_files(repo: Path) -> list[str]:

@@ -13,7 +13,6 @@ import hashlib
 import logging
 import os
 import re
-import subprocess
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from chromadb.config import Settings as ChromaSettings
 from chromadb.errors import AuthorizationError, ChromaAuthError
 
 from code_assistant.errors import AssistantError
+from code_assistant.vcs import try_git
 
 logger = logging.getLogger(__name__)
 
@@ -86,11 +86,8 @@ def normalize_remote_url(url: str) -> str:
 
 
 def _git(repo: Path, *args: str) -> str | None:
-    try:
-        done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
+    out = try_git(repo, *args, timeout=10)
+    return None if out is None else out.strip()
 
 
 def repo_identity(repo: Path) -> str:

@@ -10,8 +10,8 @@ from typing import Protocol
 
 import openai
 
-from code_assistant.errors import EXIT_FAILED, AssistantError
 from code_assistant import redact
+from code_assistant.errors import EXIT_FAILED, AssistantError
 
 logger = logging.getLogger(__name__)
 

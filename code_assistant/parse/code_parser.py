@@ -16,8 +16,8 @@ from functools import cache
 
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
-from code_assistant.parse.code_model import CLASSLIKE, Import, ParsedFile, Symbol, SyntaxProblem, one_line
 from code_assistant.languages import language_for
+from code_assistant.parse.code_model import CLASSLIKE, Import, ParsedFile, Symbol, SyntaxProblem, one_line
 from code_assistant.parse.regex_parser import regex_imports, regex_references, regex_symbols
 
 logger = logging.getLogger(__name__)

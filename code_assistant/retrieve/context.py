@@ -4,11 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from code_assistant import languages
-from code_assistant import tokens
+from code_assistant import languages, tokens
+from code_assistant.index.indexer import FileRecord, RepoIndex
 from code_assistant.parse.chunker import skeleton
 from code_assistant.parse.code_parser import parse_source
-from code_assistant.index.indexer import FileRecord, RepoIndex
 from code_assistant.retrieve.ranking import Mentions, RankedFile, find_mentions, rank, traceback_frames
 
 __all__ = ["Context", "ContextFile", "Mentions", "RankedFile", "build_context", "find_mentions", "traceback_frames"]
@@ -50,7 +49,8 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
     outline of its definitions), then in rank order each upgraded to a skeleton keeping the relevant definitions,
     then to the whole file, where that still fits; then further files while room is left."""
     frames = traceback_frames(extra_text, index.repo, set(index.files)) if extra_text else []
-    ranking, hit_symbols, mentions, frames = rank(index, task + ("\n" + extra_text if extra_text else ""), frames, 50)
+    ranked = rank(index, task + ("\n" + extra_text if extra_text else ""), frames, 50)
+    ranking, hit_symbols, mentions, frames = ranked.files, ranked.hit_symbols, ranked.mentions, ranked.frames
     order = list(dict.fromkeys([*(must_include or []), *(r.path for r in ranking), *(f for f, _ in frames)]))
     order = [p for p in order if not languages.is_secret_path(p)]
     log = [f"budget {budget} tokens"]

@@ -225,9 +225,19 @@ def _task_windows(task: str, max_tokens: int, count) -> list[str]:
     return windows[:4] or [task]
 
 
+@dataclass
+class Ranking:
+    """The ranked files and what the context needs to know about why they rank."""
+
+    files: list[RankedFile]
+    hit_symbols: dict[str, set[str]]  # per file, the definitions dense retrieval hit
+    mentions: Mentions  # what the task names
+    frames: list[tuple[str, int]]  # traceback frames (path, line) in the task and in the extra frames
+
+
 def rank(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | None = None,
-         limit: int = 50) -> tuple[list[RankedFile], dict[str, set[str]], Mentions, list[tuple[str, int]]]:
-    """The ranking, the definitions dense retrieval hit per file, what the task names, and traceback frames."""
+         limit: int = 50) -> Ranking:
+    """Fuse lexical, dense, symbol, mention, traceback and import-graph signals into one file ranking."""
     mentions = find_mentions(task, index)
     frames = [f for f in (extra_frames or []) if f[0] in index.files] + mentions.traceback
     kinds = _Kinds()
@@ -269,7 +279,7 @@ def rank(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | None
             fused[path] *= penalties[kinds[path]]
     ranked = [RankedFile(p, s, reasons.get(p, [])) for p, s in fused.items() if p in index.files]
     ranked.sort(key=lambda r: (-r.score, r.path))
-    return ranked[:limit], hit_symbols, mentions, frames
+    return Ranking(ranked[:limit], hit_symbols, mentions, frames)
 
 
 def _spread_over_imports(index: RepoIndex, fused: dict[str, float], reasons: dict[str, list[str]]) -> None:
