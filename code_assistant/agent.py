@@ -105,8 +105,8 @@ class Agent:
             index = self.index()
             baseline = self.runner.run()
             self.say(f"[Baseline: {baseline.summary()}]")
-            context = build_context(index, task, self.settings.context_tokens,
-                                                    extra_text=failure_text(baseline))
+            context = build_context(index, task, self.settings.context_tokens, extra_text=failure_text(baseline),
+                                    embed_budget=self.settings.query_embed_budget)
             self.say(f"[Context: {len(context.files)} relevant files selected]")
             self.say("[Planning changes...]")
             ops = self.ask(self.plan_messages(task, baseline, context), prompts.PLAN.version)
@@ -327,8 +327,8 @@ class Agent:
         manifests = [m for m in MANIFESTS if _import_error(result) and (Path(self.settings.repo) / m).is_file()]
         involved = [p for p in dict.fromkeys([*self.editor.modified_files, *frames, *manifests]) if p in index.files
                     or (Path(self.settings.repo) / p).is_file()]
-        context = build_context(index, task, self.settings.context_tokens // 2,
-                                                extra_text=failures, must_include=involved)
+        context = build_context(index, task, self.settings.context_tokens // 2, extra_text=failures,
+                                must_include=involved, embed_budget=self.settings.query_embed_budget)
         user = prompts.FIX.render(
             iteration=self.iteration, max_iterations=self.settings.max_iterations, summary=result.summary(),
             failures=failures or "(no structured failures; see the output)",

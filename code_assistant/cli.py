@@ -39,6 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context-tokens", type=int,
                    help=f"token budget of the context (default {_default('context_tokens')})")
     p.add_argument("--context-only", action="store_true", help="index and show the context for --task; no model call")
+    p.add_argument("--index-all", action="store_true",
+                   help="embed every file now (same as `code-assistant index`); resumable, Ctrl-C keeps finished "
+                   "batches. Without it a query embeds only what its top candidates lack")
+    p.add_argument("--embed-budget", type=int, metavar="N",
+                   help="chunks one query may have the model embed (default: 200 local, 2000 openai; "
+                   "0: only what is already embedded)")
     p.add_argument("--ask", metavar="QUESTION", help="answer a question about the repository; never edits")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     g = p.add_argument_group("guardrails")
@@ -84,6 +90,8 @@ def _raise_interrupt(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["index"]:  # `code-assistant index --repo PATH`: the whole repository, embedded
+        argv = [*argv[1:], "--index-all"]
     verbose = "-v" in argv or "--verbose" in argv
     try:
         args = build_parser().parse_args(argv)
@@ -95,9 +103,11 @@ def main(argv: list[str] | None = None) -> int:
             max_plan_lines=args.max_plan_lines, max_files=args.max_files, allow_test_edits=args.allow_test_edits,
             max_cost=args.max_cost, max_tokens=args.max_tokens, log_dir=args.log_dir, review=args.review,
             dry_run=args.dry_run, stream=sys.stdout.isatty() and not args.no_stream and not args.json,
-            verbose=args.verbose)
+            verbose=args.verbose, embed_budget=args.embed_budget)
         if args.recover:
             return _recover(settings)
+        if args.index_all:
+            return _index_all(settings, args.json)
         if args.ask:
             return _ask(settings, args.ask, args.json)
         if not settings.task or not settings.task.strip():
@@ -166,10 +176,11 @@ def _context_only(settings: Settings, as_json: bool) -> int:
     from code_assistant.retrieve.context import build_context
 
     index, _ = _index(settings, quiet=as_json)
-    context = build_context(index, settings.task or "", settings.context_tokens)
+    context = build_context(index, settings.task or "", settings.context_tokens,
+                            embed_budget=settings.query_embed_budget)
     if as_json:
         print(json.dumps({"files": [r.path for r in context.ranking], "tokens": context.tokens,
-                          "context_files": context.paths}))
+                          "context_files": context.paths, "chunks_embedded": context.embedded}))
         return EXIT_OK
     console.say(f"[Context: {len(context.files)} relevant files selected]")
     for f in context.files:
@@ -181,6 +192,34 @@ def _context_only(settings: Settings, as_json: bool) -> int:
     return EXIT_OK
 
 
+def _index_all(settings: Settings, as_json: bool) -> int:
+    """Index, then embed every file that lacks vectors, with a progress bar; an interrupt keeps finished batches."""
+    index, _ = _index(settings, quiet=as_json)
+    from code_assistant.index.vectors import FillReport
+
+    missing = index.vectors.missing()
+    if not as_json:
+        console.say(f"[Embedding: {len(missing)} of {len(index.files)} files lack vectors]")
+    report, interrupted = FillReport(), False
+    with console.embed_progress(len(missing)) as progress:
+        try:
+            index.vectors.fill(missing, budget=None, progress=progress, report=report)
+        except KeyboardInterrupt:
+            interrupted = True  # every finished batch is stored: the next run continues from there
+    done, total = index.db.vector_counts()
+    if as_json:
+        print(json.dumps({"files": total, "files_embedded": done, "chunks": report.chunks,
+                          "chunks_embedded": report.embedded, "chunks_reused": report.reused,
+                          "chunks_stored": index.chunks.count(), "seconds": round(report.seconds, 2),
+                          "interrupted": interrupted}))
+    else:
+        rate = report.embedded / report.seconds if report.seconds else 0.0
+        console.say(f"[{'Interrupted' if interrupted else 'Embedded'}: {report.embedded} chunks embedded "
+                    f"({report.reused} reused) in {report.seconds:.1f} s, {rate:.1f} chunks/s; {done} of {total} "
+                    f"files complete{'; run it again to continue' if interrupted else ''}]")
+    return EXIT_INTERRUPTED if interrupted else EXIT_OK
+
+
 def _ask(settings: Settings, question: str, as_json: bool) -> int:
     from code_assistant import ask
     from code_assistant.model.chat import OpenAIChat
@@ -189,7 +228,8 @@ def _ask(settings: Settings, question: str, as_json: bool) -> int:
                        timeout=settings.request_timeout, max_retries=settings.max_retries)
     index, _ = _index(settings, quiet=as_json)
     response, context = ask.answer_question(index, model, question, settings.context_tokens,
-                                            on_token=console.stream if settings.stream else None)
+                                            on_token=console.stream if settings.stream else None,
+                                            embed_budget=settings.query_embed_budget)
     if as_json:
         print(json.dumps({"answer": response.text, "files": context.paths,
                           "tokens": {"prompt": response.prompt_tokens, "completion": response.completion_tokens}}))

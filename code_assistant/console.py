@@ -7,7 +7,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
 from rich.syntax import Syntax
 
 _out = Console(highlight=False, soft_wrap=True)
@@ -82,6 +83,48 @@ class _IndexProgress:
 @contextmanager
 def index_progress(enabled: bool = True) -> Iterator[_IndexProgress]:
     progress = _IndexProgress(enabled)
+    try:
+        yield progress
+    finally:
+        progress.close()
+
+
+class _EmbedProgress:
+    """Files, chunks, rate and ETA of a full embedding run: a bar on a terminal, else a line per written batch
+    (on stderr, so that --json keeps stdout to itself)."""
+
+    def __init__(self, files: int, enabled: bool) -> None:
+        self.files, self.enabled = files, enabled
+        self._bar: Progress | None = None
+        self._task: Any = None
+        self._last_files = 0
+
+    def __call__(self, report: Any) -> None:
+        if not self.enabled:
+            return
+        if _out.is_terminal:
+            if self._bar is None:
+                self._bar = Progress(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(),
+                                     TextColumn("files, {task.fields[chunks]} chunks, {task.fields[rate]}/s"),
+                                     TimeElapsedColumn(), TimeRemainingColumn(), console=_out, transient=True)
+                self._bar.start()
+                self._task = self._bar.add_task("embed", total=self.files, chunks=0, rate="0.0")
+            rate = report.embedded / max(self._bar.tasks[0].elapsed or 1e-9, 1e-9)
+            self._bar.update(self._task, completed=report.files, chunks=report.embedded, rate=f"{rate:.1f}")
+        elif report.files > self._last_files:  # a batch was written
+            self._last_files = report.files
+            _err.print(f"[Embedding: {report.files}/{self.files} files, {report.embedded} chunks embedded, "
+                       f"{report.reused} reused]", markup=False)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+@contextmanager
+def embed_progress(files: int, enabled: bool = True) -> Iterator[_EmbedProgress]:
+    progress = _EmbedProgress(files, enabled)
     try:
         yield progress
     finally:

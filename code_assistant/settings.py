@@ -12,6 +12,9 @@ from code_assistant.errors import ConfigError
 
 DEFAULT_MODEL = "gpt-4o"
 DEFAULT_TEST_COMMAND = "pytest"
+# Chunks a query may have the model embed (its top candidates' missing vectors): a few seconds of the local model on
+# two cores; an embeddings API is fast enough for ten times as many.
+EMBED_BUDGETS = {"local": 200, "openai": 2000}
 
 
 def cache_home() -> Path:
@@ -40,6 +43,7 @@ class Settings:
     base_url: str | None = None
     embedding_backend: str = "local"  # "local" (MiniLM shipped in a pip package) or "openai" (/embeddings endpoint)
     embedding_model: str = "text-embedding-3-small"
+    embed_budget: int | None = None  # chunks a query may embed; None: EMBED_BUDGETS of the backend
     context_tokens: int = 12000
     request_timeout: float = 120.0
     max_retries: int = 3
@@ -54,6 +58,10 @@ class Settings:
     dry_run: bool = False
     stream: bool = False
     verbose: bool = False
+
+    @property
+    def query_embed_budget(self) -> int:
+        return EMBED_BUDGETS[self.embedding_backend] if self.embed_budget is None else self.embed_budget
 
     @property
     def runs_dir(self) -> Path:
@@ -90,6 +98,12 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
     settings.model = env.get("OPENAI_MODEL") or DEFAULT_MODEL
     settings.embedding_backend = env.get("EMBEDDING_BACKEND", settings.embedding_backend)
     settings.embedding_model = env.get("EMBEDDING_MODEL", settings.embedding_model)
+    if env.get("CODE_ASSISTANT_EMBED_BUDGET"):
+        try:
+            settings.embed_budget = int(env["CODE_ASSISTANT_EMBED_BUDGET"])
+        except ValueError:
+            raise ConfigError(f"CODE_ASSISTANT_EMBED_BUDGET must be a whole number, not "
+                              f"{env['CODE_ASSISTANT_EMBED_BUDGET']!r}") from None
     if env.get("CODE_ASSISTANT_INDEX_PATH"):
         settings.index_path = Path(env["CODE_ASSISTANT_INDEX_PATH"]).expanduser()
     if env.get("CODE_ASSISTANT_STATE_PATH"):
@@ -109,6 +123,8 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
         raise ConfigError("--max-iterations must be at least 1")
     if settings.test_timeout <= 0:
         raise ConfigError("--test-timeout must be positive")
+    if settings.embed_budget is not None and settings.embed_budget < 0:
+        raise ConfigError("--embed-budget must be 0 or more")
     for name in ("max_changed_lines", "max_plan_lines", "max_files", "context_tokens"):
         if getattr(settings, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")

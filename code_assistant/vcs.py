@@ -127,7 +127,8 @@ def _has_identity(repo: Path) -> bool:
 def commit_message(task: str, iterations: int, files: list[str]) -> str:
     title = task.strip().splitlines()[0][:68] if task.strip() else "change"
     body = "\n".join(f"- {f}" for f in files)
-    return f"code-assistant: {title}\n\nTask: {task.strip()}\nTests passed on iteration {iterations}.\n\nFiles:\n{body}\n"
+    return (f"code-assistant: {title}\n\nTask: {task.strip()}\nTests passed on iteration {iterations}.\n\n"
+            f"Files:\n{body}\n")
 
 
 class Workflow:

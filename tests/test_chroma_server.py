@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import socket
 import sqlite3
@@ -75,13 +74,19 @@ def _env(server: tuple[str, int]) -> dict[str, str]:
 
 
 def _context(repo: Path, index: Path, server: tuple[str, int]) -> tuple[dict, int]:
-    """One `--context-only --json -v` run: the JSON answer and the number of chunks it embedded."""
-    done = run_cli(["--repo", str(repo), "--task", TASK, "--context-only", "--json", "-v", "--index-path", str(index)],
+    """One `--context-only --json` run: the JSON answer and the number of chunks the model embedded for it."""
+    done = run_cli(["--repo", str(repo), "--task", TASK, "--context-only", "--json", "--index-path", str(index)],
                    extra_env=_env(server))
     assert done.returncode == 0, done.stderr[-3000:]
-    embedded = re.findall(r"(\d+) chunks embedded", done.stderr)
-    assert embedded, "the indexer's summary line is missing from the -v log:\n" + done.stderr[-2000:]
-    return json.loads(done.stdout), int(embedded[-1])
+    answer = json.loads(done.stdout)
+    return answer, answer.pop("chunks_embedded")
+
+
+def _index_all(repo: Path, index: Path, server: tuple[str, int]) -> dict:
+    """`code-assistant index --json`: every file embedded."""
+    done = run_cli(["index", "--repo", str(repo), "--json", "--index-path", str(index)], extra_env=_env(server))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
 
 
 def _file_rows(index: Path) -> list[tuple]:
@@ -156,7 +161,7 @@ def _clone_pair(tmp_path: Path) -> tuple[Path, Path]:
 def test_a_second_machine_does_not_wipe_the_shared_collection(tmp_path: Path,
                                                               chroma_server: tuple[str, int]) -> None:
     alice, bob = _clone_pair(tmp_path)
-    _context(alice, tmp_path / "alice-index", chroma_server)
+    _index_all(alice, tmp_path / "alice-index", chroma_server)
     collection = _client(chroma_server).get_collection(store.collection_name("git:github.com/team/calc", EMBEDDER))
     before = collection.count()
     _context(bob, tmp_path / "bob-index", chroma_server)  # an empty manifest: the indexer asks for a reset
@@ -169,9 +174,12 @@ def test_a_second_machine_reuses_chunks_already_on_the_server(tmp_path: Path,
                                                               chroma_server: tuple[str, int]) -> None:
     """Needs the indexer to skip chunk ids the store already has (ChunkStore.existing): see store.py."""
     alice, bob = _clone_pair(tmp_path)
-    _context(alice, tmp_path / "alice-index", chroma_server)
+    alice_run = _index_all(alice, tmp_path / "alice-index", chroma_server)
+    assert alice_run["chunks_embedded"] > 0 and alice_run["files_embedded"] == alice_run["files"]
     _, embedded = _context(bob, tmp_path / "bob-index", chroma_server)
     assert embedded == 0
+    bob_run = _index_all(bob, tmp_path / "bob-index", chroma_server)
+    assert bob_run["chunks_embedded"] == 0 and bob_run["files_embedded"] == bob_run["files"]
 
 
 def test_unreachable_chroma_host_is_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ def _entry(path: str, text: str, symbols: list[list] | None = None, imports: lis
     tokens = lexical.path_tokens(path) + lexical.tokenize(text)
     terms, length = lexical.term_counts(tokens)
     record = FileRecord(path, f"hash-{path}", len(text), 1, "python", "tree-sitter", 10, symbols or [], imports or [])
-    return Entry(record, [f"{path}#0"], terms, length)
+    return Entry(record, terms, length)
 
 
 @pytest.fixture

@@ -32,51 +32,95 @@ def _indexer(repo: Path, index_path: Path, embedder: embeddings.Embedder) -> Ind
     return Indexer(repo, index_path, embedder, store.ChunkStore(client, store.collection_name(str(repo), embedder.name)))
 
 
-def test_index_records_symbols_imports_and_graph(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+def test_index_records_symbols_imports_and_graph_without_the_model(tmp_path: Path,
+                                                                   embedder: embeddings.Embedder) -> None:
     repo = write_tree(tmp_path / "repo", FILES)
     index, stats = _indexer(repo, tmp_path / "index", embedder).update()
     assert stats.files == 5 and stats.added == 5
     assert ["Calc", "Calc.add", "Calc.sub"] == [s[0] for s in index.files["pkg/calc.py"].symbols]
     assert index.graph["pkg/calc.py"] == ["pkg/util.py"]
     assert "pkg/calc.py" in index.graph["tests/test_calc.py"]
-    assert index.chunks.count() >= 4
+    assert index.chunks.count() == 0, "a cold index builds everything but the vectors"
+    assert index.vectors.missing() == sorted(FILES)
 
 
-def test_unchanged_repository_embeds_nothing_and_one_change_embeds_only_its_chunk(
-        tmp_path: Path, embedder: embeddings.Embedder) -> None:
+def test_filling_stores_each_chunk_once_and_a_second_fill_does_nothing(tmp_path: Path,
+                                                                       embedder: embeddings.Embedder) -> None:
     repo = write_tree(tmp_path / "repo", FILES)
-    first, _ = _indexer(repo, tmp_path / "index", embedder).update()
+    index, _ = _indexer(repo, tmp_path / "index", embedder).update()
+    first = index.vectors.fill()
+    assert first.embedded == index.chunks.count() >= 4 and first.files == len(FILES)
+    assert index.vectors.missing() == [] and index.db.vector_counts() == (len(FILES), len(FILES))
+    again = index.vectors.fill()
+    assert (again.embedded, again.reused, again.files_asked) == (0, 0, 0)
+
+
+def _big_function(name: str, lines: int = 40) -> str:
+    """A definition large enough to be a chunk of its own."""
+    body = "".join(f"    {name}_step_{k} = compute_{k}(x, {k}) + offset_{k}\n" for k in range(lines))
+    return f"def {name}(x):\n{body}    return x\n\n\n"
+
+
+def test_a_budget_caps_model_work_and_the_next_fill_continues(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    files = {f"pkg/mod{i}.py": "".join(_big_function(f"f{i}_{j}") for j in range(3)) for i in range(3)}
+    repo = write_tree(tmp_path / "repo", files)
+    index, _ = _indexer(repo, tmp_path / "index", embedder).update()
+    part = index.vectors.fill(sorted(files), budget=4)
+    assert part.embedded == 4 and part.exhausted
+    assert index.chunks.count() == 4, "what was computed is stored, even a file's first chunks"
+    assert index.vectors.missing()[-2:] == ["pkg/mod1.py", "pkg/mod2.py"], "files in the order asked"
+    rest = index.vectors.fill(sorted(files))
+    assert rest.embedded + part.embedded == index.chunks.count() == rest.chunks >= 9
+    assert not rest.exhausted and index.vectors.missing() == []
+
+
+def test_a_changed_file_drops_its_vectors_and_refills_only_changed_chunks(tmp_path: Path,
+                                                                          embedder: embeddings.Embedder) -> None:
+    calc_py = FILES["pkg/calc.py"] + "\n\n" + _big_function("tally") + _big_function("audit")
+    repo = write_tree(tmp_path / "repo", {**FILES, "pkg/calc.py": calc_py})
+    indexer = _indexer(repo, tmp_path / "index", embedder)
+    first, _ = indexer.update()
+    first.vectors.fill()
     old_ids = set(first.db.chunk_ids("pkg/calc.py"))
-    _, again = _indexer(repo, tmp_path / "index", embedder).update()
-    assert (again.added, again.changed, again.removed, again.chunks_embedded) == (0, 0, 0, 0)
+    _, again = indexer.update()
+    assert (again.added, again.changed, again.removed) == (0, 0, 0)
 
     calc = repo / "pkg" / "calc.py"
     calc.write_text(calc.read_text().replace("return clamp(a - b)", "return clamp(a - b - 0)"))
-    index, changed = _indexer(repo, tmp_path / "index", embedder).update()
-    assert changed.changed == 1
-    assert 1 <= changed.chunks_embedded < index.files["pkg/calc.py"].chunks + 1
+    index, changed = indexer.update()
+    assert changed.changed == 1 and index.vectors.missing() == ["pkg/calc.py"]
+    assert index.chunks.existing(list(old_ids)) == set(), "the old version's vectors are gone at once"
+    refill = index.vectors.fill()
+    assert 1 <= refill.embedded < index.files["pkg/calc.py"].chunks, "unchanged chunk texts come from the cache"
     new_ids = index.db.chunk_ids("pkg/calc.py")
-    assert index.chunks.existing(new_ids) == set(new_ids)  # the new version's chunks are stored
-    assert index.chunks.existing(list(old_ids - set(new_ids))) == set()  # and the old version's are gone
+    assert index.chunks.existing(new_ids) == set(new_ids)
 
 
 def test_deleted_files_leave_the_index(tmp_path: Path, embedder: embeddings.Embedder) -> None:
     repo = write_tree(tmp_path / "repo", FILES)
-    _indexer(repo, tmp_path / "index", embedder).update()
+    _indexer(repo, tmp_path / "index", embedder).update()[0].vectors.fill()
     (repo / "pkg" / "util.py").unlink()
     index, stats = _indexer(repo, tmp_path / "index", embedder).update()
     assert stats.removed == 1 and "pkg/util.py" not in index.files
     hits = index.chunks.query(embedder.embed(["def clamp"])[0], 50)
-    assert all(h.path != "pkg/util.py" for h in hits)
+    assert hits and all(h.path != "pkg/util.py" for h in hits)
 
 
 def test_touched_but_identical_file_is_not_reparsed(tmp_path: Path, embedder: embeddings.Embedder) -> None:
     repo = write_tree(tmp_path / "repo", FILES)
-    _indexer(repo, tmp_path / "index", embedder).update()
+    _indexer(repo, tmp_path / "index", embedder).update()[0].vectors.fill()
     util = repo / "pkg" / "util.py"
     util.write_text(util.read_text())  # new mtime, same bytes
-    _, stats = _indexer(repo, tmp_path / "index", embedder).update()
-    assert (stats.changed, stats.chunks_embedded) == (0, 0)
+    index, stats = _indexer(repo, tmp_path / "index", embedder).update()
+    assert stats.changed == 0 and index.vectors.missing() == []
+
+
+def test_a_file_changed_after_the_update_is_not_embedded_stale(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = write_tree(tmp_path / "repo", FILES)
+    index, _ = _indexer(repo, tmp_path / "index", embedder).update()
+    (repo / "pkg" / "util.py").write_text("def clamp(x):\n    return x\n")  # the update has not seen this version
+    index.vectors.fill()
+    assert index.vectors.missing() == ["pkg/util.py"] and index.db.chunk_ids("pkg/util.py") == []
 
 
 def test_secrets_vendored_binary_and_ignored_files_are_skipped(tmp_path: Path) -> None:
@@ -124,6 +168,8 @@ def test_two_repositories_never_share_a_collection(tmp_path: Path, embedder: emb
     two = write_tree(tmp_path / "two", {"other.py": "def unrelated():\n    return 42\n"})
     index_one, _ = _indexer(one, tmp_path / "index", embedder).update()
     index_two, _ = _indexer(two, tmp_path / "index", embedder).update()
+    index_one.vectors.fill()
+    index_two.vectors.fill()
     assert index_one.chunks.name != index_two.chunks.name
     assert {h.path for h in index_two.chunks.query(embedder.embed(["Calc add"])[0], 20)} == {"other.py"}
 
@@ -168,7 +214,9 @@ def test_an_updated_index_equals_one_built_from_scratch(tmp_path: Path, embedder
 
     fresh, _ = _indexer(repo, tmp_path / "fresh-index", embedder).update()
     assert _snapshot(updated) == _snapshot(fresh)
+    assert updated.vectors.fill().chunks == fresh.vectors.fill().chunks
     assert updated.chunks.count() == fresh.chunks.count()
+    assert _snapshot(updated) == _snapshot(fresh)
 
 
 def test_a_changed_import_moves_only_that_files_edges(tmp_path: Path, embedder: embeddings.Embedder) -> None:

@@ -75,7 +75,8 @@ def test_a_cut_first_line_with_trailing_space_drift_is_matched_tolerantly(tmp_pa
 
 def test_a_cut_last_line_with_lost_indentation_is_re_indented(tmp_path: Path) -> None:
     content = "class C:\n    def f(self):\n        x = 1\n        return x + 1\n"
-    result, after = apply(tmp_path, content, "def f(self):\n    x = 1\n    return x", "def f(self):\n    x = 2\n    return x")
+    result, after = apply(tmp_path, content, "def f(self):\n    x = 1\n    return x",
+                          "def f(self):\n    x = 2\n    return x")
     assert result.ok and result.strategy == "indent_partial", result.message
     assert after == content.replace("x = 1", "x = 2")
 
@@ -135,7 +136,8 @@ def test_blank_lines_keep_their_whitespace_when_indentation_is_removed(tmp_path:
 
 def test_blank_lines_keep_their_whitespace_under_trailing_space_tolerance(tmp_path: Path) -> None:
     content = "def f():\n    return 1\n"
-    result, after = apply(tmp_path, content, "def f():  \n    return 1\n", "def f():  \n    x = 1\n    \n    return x\n")
+    result, after = apply(tmp_path, content, "def f():  \n    return 1\n",
+                          "def f():  \n    x = 1\n    \n    return x\n")
     assert result.ok and result.strategy == "whitespace"
     assert after == "def f():\n    x = 1\n    \n    return x\n"
 

@@ -51,19 +51,27 @@ def _first_difference(window: list[str], search: list[str], start: int) -> str:
         h, w = have.strip(), want.strip()
         if h == w or (last and w and ((j == 0 and h.endswith(w)) or (j == last and h.startswith(w)))):
             continue  # same text, or a cut that matching accepts at the ends of the search
-        return f"Line {j + 1} of your search text differs from file line {start + j + 1}: {describe_difference(want, have)}\n"
-    shifts = Counter(len(leading(f).expandtabs(4)) - len(leading(s).expandtabs(4))
-                     for f, s in zip(window, search) if f.strip() and s.strip())
+        return _differs(j, start, want, have)
+    shifts = Counter(_width(f) - _width(s) for f, s in zip(window, search) if f.strip() and s.strip())
     usual = shifts.most_common(1)[0][0] if shifts else 0
     for j, (have, want) in enumerate(zip(window, search)):
-        if have.strip() and want.strip() and len(leading(have).expandtabs(4)) - len(leading(want).expandtabs(4)) != usual:
+        if have.strip() and want.strip() and _width(have) - _width(want) != usual:
             return (f"The text matches but the indentation does not shift by the same amount on every line. Line "
                     f"{j + 1} of your search text (file line {start + j + 1}): {describe_difference(want, have)} "
                     "Copy each line's indentation from the file.\n")
     for j, (have, want) in enumerate(zip(window, search)):
         if have != want:
-            return f"Line {j + 1} of your search text differs from file line {start + j + 1}: {describe_difference(want, have)}\n"
+            return _differs(j, start, want, have)
     return ""
+
+
+def _width(line: str) -> int:
+    return len(leading(line).expandtabs(4))
+
+
+def _differs(j: int, start: int, want: str, have: str) -> str:
+    return (f"Line {j + 1} of your search text differs from file line {start + j + 1}: "
+            f"{describe_difference(want, have)}\n")
 
 
 def describe_difference(yours: str, file_line: str) -> str:

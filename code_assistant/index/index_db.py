@@ -21,14 +21,15 @@ from code_assistant.index import lexical
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4  # 4: vectors are filled on demand (chunk_ids = the stored ones, vectors = complete)
 LOCK_TIMEOUT_S = 60.0  # another process writing the same index (a second CLI run) is waited for this long
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
     id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
     skipped INTEGER NOT NULL DEFAULT 0, hash TEXT, language TEXT, parser TEXT, tokens INTEGER, chunks INTEGER,
-    length INTEGER, n_symbols INTEGER NOT NULL DEFAULT 0, symbols TEXT, imports TEXT, chunk_ids TEXT);
+    length INTEGER, n_symbols INTEGER NOT NULL DEFAULT 0, symbols TEXT, imports TEXT, chunk_ids TEXT,
+    vectors INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS symbols (name TEXT NOT NULL, file_id INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS symbols_name ON symbols (name);
 CREATE INDEX IF NOT EXISTS symbols_file ON symbols (file_id);
@@ -74,15 +75,14 @@ class FileRecord:
     tokens: int
     symbols: list[SymbolRow] = field(default_factory=list)
     imports: list[ImportRow] = field(default_factory=list)
-    chunks: int = 0
+    chunks: int = 0  # chunks of this version, once it has been chunked for embedding (0 before)
 
 
 @dataclass
 class Entry:
-    """One indexed file version as the indexer hands it over: its record, chunk ids and BM25 terms."""
+    """One indexed file version as the indexer hands it over: its record and BM25 terms (no vectors yet)."""
 
     record: FileRecord
-    chunk_ids: list[str]
     terms: dict[str, int]
     length: int
 
@@ -160,6 +160,27 @@ class IndexDB:
         row = self._db.execute("SELECT chunk_ids FROM files WHERE path = ? AND skipped = 0", (path,)).fetchone()
         return json.loads(row[0]) if row and row[0] else []
 
+    # ----- vectors, filled on demand ---------------------------------------------------------------------------
+    def set_vectors(self, path: str, chunk_ids: list[str], chunks: int, complete: bool) -> None:
+        """The chunks of the current version that have a vector in the store; complete when all of them do."""
+        self._db.execute("UPDATE files SET chunk_ids = ?, chunks = ?, vectors = ? WHERE path = ? AND skipped = 0",
+                         (json.dumps(chunk_ids), chunks, int(complete), path))
+
+    def without_vectors(self, paths: Sequence[str] | None = None) -> list[str]:
+        """Of paths (all indexed files when None), those whose chunks are not all in the store yet, in that order."""
+        if paths is None:
+            return [p for (p,) in self._db.execute("SELECT path FROM files WHERE skipped = 0 AND vectors = 0 "
+                                                    "ORDER BY path")]
+        missing = {p for (p,) in self._rows_in("SELECT path FROM files WHERE skipped = 0 AND vectors = 0 "
+                                                "AND path IN ({})", paths)}
+        return [p for p in paths if p in missing]
+
+    def vector_counts(self) -> tuple[int, int]:
+        """(files whose vectors are complete, indexed files)."""
+        done, total = self._db.execute("SELECT COALESCE(SUM(vectors), 0), COUNT(*) FROM files "
+                                       "WHERE skipped = 0").fetchone()
+        return done, total
+
     def imports(self, paths: Iterable[str] | None = None) -> Iterator[tuple[str, str, list[ImportRow]]]:
         """(path, language, imports) of the indexed files that import something (of paths, when given)."""
         query = ("SELECT path, language, imports FROM files "
@@ -180,16 +201,15 @@ class IndexDB:
         r = entry.record
         self._db.execute(
             "INSERT INTO files (path, size, mtime_ns, skipped, hash, language, parser, tokens, chunks, length,"
-            " n_symbols, symbols, imports, chunk_ids) VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " n_symbols, symbols, imports, chunk_ids, vectors) VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, '[]', 0)"
             " ON CONFLICT (path) DO UPDATE SET"
             " size = excluded.size, mtime_ns = excluded.mtime_ns, skipped = 0, hash = excluded.hash,"
             " language = excluded.language, parser = excluded.parser, tokens = excluded.tokens,"
             " chunks = excluded.chunks, length = excluded.length, n_symbols = excluded.n_symbols,"
             " symbols = excluded.symbols,"
-            " imports = excluded.imports, chunk_ids = excluded.chunk_ids",
+            " imports = excluded.imports, chunk_ids = '[]', vectors = 0",
             (r.path, r.size, r.mtime_ns, r.hash, r.language, r.parser, r.tokens, r.chunks, entry.length, len(r.symbols),
-             json.dumps(r.symbols, separators=(",", ":")), json.dumps(r.imports, separators=(",", ":")),
-             json.dumps(entry.chunk_ids)))
+             json.dumps(r.symbols, separators=(",", ":")), json.dumps(r.imports, separators=(",", ":"))))
         file_id = self._file_id(r.path)
         self._drop_rows(file_id, edges=False)
         names = {n for qualname, *_ in r.symbols for n in (qualname.lower(), qualname.rsplit(".", 1)[-1].lower())}

@@ -1,9 +1,10 @@
-"""Walk, hash, parse, chunk and embed a repository into ChromaDB, incrementally by content hash.
+"""Walk, hash, parse and tokenize a repository into its index, incrementally by content hash; no model on this path.
 
 Per repository the index keeps (under the index directory, never inside the repository unless asked):
-- a Chroma collection of chunk embeddings (one per repository and embedder);
-- `repos/<id>/index.sqlite` (`index_db`): per file its hash, stat, language, symbols, raw imports, chunk ids and
-  BM25 postings, and the resolved import edges, all keyed by file so that an update writes only what changed.
+- `repos/<id>/index.sqlite` (`index_db`): per file its hash, stat, language, symbols, raw imports and BM25 postings,
+  the resolved import edges, and which of its chunks have vectors, all keyed by file so that an update writes only
+  what changed;
+- a Chroma collection of chunk vectors (one per repository and embedder), filled on demand by `vectors.py`.
 """
 from __future__ import annotations
 
@@ -21,17 +22,15 @@ from code_assistant.index.embedding_cache import EmbeddingCache
 from code_assistant.index.embeddings import Embedder
 from code_assistant.index.file_prep import PreparedFile, Preparer
 from code_assistant.index.import_graph import ModuleResolver, go_module_path
-from code_assistant.index.index_db import Entry, FileRecord, IndexDB
+from code_assistant.index.index_db import Entry, FileRecord, ImportRow, IndexDB
 from code_assistant.index.repo_files import list_repo_files
+from code_assistant.index.vectors import Vectors
 from code_assistant.parse.code_parser import Import
 from code_assistant.settings import repo_id
 
 logger = logging.getLogger(__name__)
 
-EMBED_BATCH = 64
-FILES_PER_FLUSH = 200
-STORE_BATCH = 512
-CACHE_FLUSH = 1024
+FILES_PER_FLUSH = 500
 Progress = Callable[[int, int], None]
 _OLD_FILES = ("manifest.json", "lexicon.json")  # the JSON index of format 2, replaced by index.sqlite
 
@@ -44,7 +43,6 @@ class IndexStats:
     changed: int = 0
     removed: int = 0
     unchanged: int = 0
-    chunks_embedded: int = 0
     seconds: float = 0.0
 
 
@@ -86,6 +84,7 @@ class RepoIndex:
     db: IndexDB
     chunks: store.ChunkStore
     embedder: Embedder
+    vectors: Vectors
 
     @property
     def graph(self) -> dict[str, list[str]]:
@@ -110,15 +109,6 @@ class Candidate(NamedTuple):
     path: str
     stat: os.stat_result
     indexed: bool  # it has a record from an earlier run
-
-
-class Fresh(NamedTuple):
-    """A new version of a file, prepared, on its way into the store and the database."""
-
-    prepared: PreparedFile
-    stat: os.stat_result
-    new: bool  # nothing of it can be stored yet (a private store just emptied): no stale lookup needed
-    indexed: bool  # its previous version's chunk ids are in the database
 
 
 class Indexer:
@@ -149,7 +139,7 @@ class Indexer:
         if fresh_index:
             self.chunks.reset()
         # a private store just emptied holds no chunk of a file new to the index: nothing stale to look up
-        clean = fresh_index and not getattr(self.chunks, "shared", True)
+        clean = fresh_index and not self.chunks.shared
         seen = db.stats()  # path -> (size, mtime_ns, skipped): a warm run reads nothing else
         candidates, removed = self._scan(seen, exclude or [], stats)
         for path in removed:
@@ -162,11 +152,10 @@ class Indexer:
         updated: list[str] = []
         known_hashes = db.hashes([p for p, _st, indexed in candidates if indexed])
         total = len(candidates)
-        with Preparer(self.repo, self.embedder, total) as preparer:
+        with Preparer(self.repo, total) as preparer:
             for start in range(0, total, FILES_PER_FLUSH):
                 batch = candidates[start:start + FILES_PER_FLUSH]
-                fresh: list[Fresh] = []
-                jobs = [(p, known_hashes.get(p)) for p, _st, _indexed in batch]
+                jobs = [(c.path, known_hashes.get(c.path)) for c in batch]
                 for (path, st, indexed), prepared in zip(batch, preparer.map(jobs)):
                     if prepared is None:  # unreadable, binary, generated or holding a secret
                         if indexed:
@@ -181,14 +170,15 @@ class Indexer:
                         continue
                     if indexed:
                         stats.changed += 1
+                        self.chunks.delete_ids(db.chunk_ids(path))  # the previous version's vectors
                     else:
                         stats.added += 1
                         paths_changed = True
-                    fresh.append(Fresh(prepared, st, clean and not indexed, indexed))
-                if fresh:
-                    stats.chunks_embedded += self._index_batch(fresh)
-                    updated.extend(f.prepared.path for f in fresh)
-                db.commit()  # after the chunks are stored: a file in the database always has its chunks
+                        if not clean and not self.chunks.shared:  # vectors left by an older index of this repo
+                            self.chunks.delete_file(path)
+                    db.put(self._entry(prepared, st))
+                    updated.append(path)
+                db.commit()
                 if progress:
                     progress(min(start + FILES_PER_FLUSH, total), total)
 
@@ -198,10 +188,10 @@ class Indexer:
         stats.files = len(paths)
         stats.symbols = db.count_symbols()
         stats.seconds = time.perf_counter() - started
-        logger.info("indexed %s: %d files (%d added, %d changed, %d removed), %d chunks embedded in %.2fs",
-                    self.repo, stats.files, stats.added, stats.changed, stats.removed, stats.chunks_embedded,
-                    stats.seconds)
-        return RepoIndex(self.repo, Files(db, paths), db, self.chunks, self.embedder), stats
+        logger.info("indexed %s: %d files (%d added, %d changed, %d removed) in %.2fs", self.repo, stats.files,
+                    stats.added, stats.changed, stats.removed, stats.seconds)
+        vectors = Vectors(self.repo, db, self.cache, self.chunks, self.embedder)
+        return RepoIndex(self.repo, Files(db, paths), db, self.chunks, self.embedder, vectors), stats
 
     def _scan(self, seen: dict[str, tuple[int, int, bool]], exclude: list[Path],
               stats: IndexStats) -> tuple[list[Candidate], list[str]]:
@@ -233,61 +223,15 @@ class Indexer:
             self.db.set_edges(graph, replace_all=False)
         self.db.commit()
 
-    def _index_batch(self, batch: list[Fresh]) -> int:
-        """Embed and store the prepared files' chunks, then their records."""
-        texts: list[str] = []
-        metas: list[dict] = []
-        ids: list[str] = []
-        check: list[str] = []  # ids that may be stored already
-        # with what to drop after the add: nothing (a new file), the previous version's ids, or (None) whatever the
-        # store holds under the path but the new ids (a file this index has not seen: a teammate's, an old run's)
-        entries: list[tuple[Entry, list[str] | None]] = []
-        for prepared, st, new, indexed in batch:
-            path = prepared.path
-            own = [store.chunk_id(path, prepared.digest, i, text) for i, (text, *_rest) in enumerate(prepared.chunks)]
-            if not new:
-                check.extend(own)
-            for cid, (text, start, end, symbol, kind) in zip(own, prepared.chunks):
-                ids.append(cid)
-                texts.append(text)
-                metas.append({"path": path, "start": start, "end": end, "symbol": symbol, "kind": kind})
-            record = FileRecord(
-                path=path, hash=prepared.digest, size=st.st_size, mtime_ns=st.st_mtime_ns,
-                language=prepared.language, parser=prepared.parser, tokens=prepared.tokens,
-                symbols=prepared.symbols, imports=prepared.imports, chunks=len(prepared.chunks))
-            kept = set(own)
-            stale = [] if new else [c for c in self.db.chunk_ids(path) if c not in kept] if indexed else None
-            entries.append((Entry(record, own, prepared.terms, prepared.length), stale))
-        if check and getattr(self.chunks, "shared", True):  # a teammate may have stored this very version
-            stored = self.chunks.existing(check)
-            todo = [k for k, cid in enumerate(ids) if cid not in stored]
-            ids, texts, metas = [ids[k] for k in todo], [texts[k] for k in todo], [metas[k] for k in todo]
-        keys = [EmbeddingCache.key(t) for t in texts]
-        known = self.cache.get_many(sorted(set(keys)))
-        missing = list(dict.fromkeys(k for k in keys if k not in known))
-        text_of = dict(zip(keys, texts))
-        fresh: dict[str, list[float]] = {}
-        for start in range(0, len(missing), EMBED_BATCH):
-            part = missing[start:start + EMBED_BATCH]
-            fresh.update(zip(part, self.embedder.embed([text_of[k] for k in part])))
-            if len(fresh) >= CACHE_FLUSH:  # one commit per many vectors, yet never more than CACHE_FLUSH in memory
-                self.cache.put_many(fresh)
-                known.update(fresh)
-                fresh = {}
-        self.cache.put_many(fresh)
-        known.update(fresh)
-        for start in range(0, len(texts), STORE_BATCH):  # few large upserts: Chroma's cost is per call as well
-            self.chunks.add(ids[start:start + STORE_BATCH], [known[k] for k in keys[start:start + STORE_BATCH]],
-                            metas[start:start + STORE_BATCH])
-        for entry, stale in entries:  # after the add, so a file is never without chunks
-            if stale is None:
-                self.chunks.delete_file(entry.record.path, keep=entry.chunk_ids)
-            elif stale:
-                self.chunks.delete_ids(stale)
-            self.db.put(entry)
-        return len(missing)
+    @staticmethod
+    def _entry(prepared: PreparedFile, st: os.stat_result) -> Entry:
+        record = FileRecord(path=prepared.path, hash=prepared.digest, size=st.st_size, mtime_ns=st.st_mtime_ns,
+                            language=prepared.language, parser=prepared.parser, tokens=prepared.tokens,
+                            symbols=prepared.symbols, imports=prepared.imports)
+        return Entry(record, prepared.terms, prepared.length)
 
-    def _resolve_graph(self, imports: Iterable[tuple[str, str, list[list]]], paths: list[str]) -> dict[str, list[str]]:
+    def _resolve_graph(self, imports: Iterable[tuple[str, str, list[ImportRow]]],
+                       paths: list[str]) -> dict[str, list[str]]:
         """Resolve (path, language, raw imports) against the indexed paths."""
         go_mod = self.repo / "go.mod"
         module = go_module_path(go_mod.read_text(encoding="utf-8", errors="replace")) if go_mod.is_file() else None

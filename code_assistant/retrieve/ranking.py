@@ -1,5 +1,8 @@
 """Rank a repository's files for a task: reciprocal-rank fusion of lexical, dense and symbol signals, plus
-bonuses for what the task names outright (paths, modules, tracebacks) and one hop over the import graph."""
+bonuses for what the task names outright (paths, modules, tracebacks) and one hop over the import graph.
+
+The fast signals rank first; the dense one is added after the top candidates' missing vectors are made (within a
+budget), so a query pays for the model only where it can change the answer."""
 from __future__ import annotations
 
 import math
@@ -10,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from code_assistant import languages
+from code_assistant.settings import EMBED_BUDGETS
 from code_assistant.index import lexical
 from code_assistant.index.indexer import RepoIndex
 
@@ -25,13 +29,15 @@ TEST_PENALTY = 0.35      # tests (and their fixtures) rank lower unless the task
 AUX_PENALTY = 0.5        # docs, examples, benchmarks, CI config, setup scripts
 NON_CODE_PENALTY = 0.4   # yaml, markdown, data files: rarely what a fix changes
 DENSE_CHUNKS = 80
+DENSE_CANDIDATES = 15     # the fast ranking's top files whose missing vectors a query may embed
 PLAIN_WORD_WEIGHT = 0.4  # a definition matching a plain lowercase word from the task, e.g. `fix`
 
 _TRACE_RES = (
     re.compile(r'File "([^"]+)", line (\d+)'),
     re.compile(r"(?:^|[\s(\[])((?:[\w.\-]+/)*[\w.\-]+\.(?:py|js|jsx|ts|tsx|go|rs|java|rb|php|c|cc|cpp|h)):(\d+)"),
 )
-_PATHLIKE_RE = re.compile(r"[\w.\-/]+\.(?:py|pyi|js|jsx|mjs|ts|tsx|go|rs|java|rb|php|c|cc|cpp|h|hpp|md|toml|json|ya?ml)\b")
+_PATHLIKE_RE = re.compile(
+    r"[\w.\-/]+\.(?:py|pyi|js|jsx|mjs|ts|tsx|go|rs|java|rb|php|c|cc|cpp|h|hpp|md|toml|json|ya?ml)\b")
 _DOTTED_RE = re.compile(r"\b[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+\b")
 _IDENT_RE = re.compile(r"`([^`\n]{2,80})`|\b([A-Za-z_]\w*[a-z]\w*)\b")
 _WORD_RE = re.compile(r"\b[A-Za-z_][\w]*\b")
@@ -190,6 +196,8 @@ def _symbol_scores(index: RepoIndex, identifiers: set[str]) -> dict[str, float]:
 
 def _dense_hits(index: RepoIndex, task: str) -> tuple[dict[str, float], dict[str, set[str]]]:
     """Per file, its best chunk similarity plus a little for its next best two; and the definitions hit."""
+    if index.chunks.count() == 0:
+        return {}, {}  # nothing embedded yet: not even the task needs the model
     windows = _task_windows(task, index.embedder.max_tokens, index.embedder.count_tokens)
     per_file: dict[str, list[float]] = defaultdict(list)
     symbols: dict[str, set[str]] = defaultdict(set)
@@ -233,11 +241,14 @@ class Ranking:
     hit_symbols: dict[str, set[str]]  # per file, the definitions dense retrieval hit
     mentions: Mentions  # what the task names
     frames: list[tuple[str, int]]  # traceback frames (path, line) in the task and in the extra frames
+    embedded: int = 0  # chunks the model embedded for this query (the lazy dense signal's cost)
 
 
 def rank(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | None = None,
-         limit: int = 50) -> Ranking:
-    """Fuse lexical, dense, symbol, mention, traceback and import-graph signals into one file ranking."""
+         limit: int = 50, embed_budget: int | None = EMBED_BUDGETS["local"]) -> Ranking:
+    """Fuse lexical, symbol, mention, traceback and import-graph signals into one file ranking; then embed what the
+    top DENSE_CANDIDATES files still lack (at most `embed_budget` chunks of model work; None: no limit) and fuse the
+    dense signal too. A budget of 0 uses whatever vectors the index already has and embeds nothing."""
     mentions = find_mentions(task, index)
     frames = [f for f in (extra_frames or []) if f[0] in index.files] + mentions.traceback
     kinds = _Kinds()
@@ -250,8 +261,21 @@ def rank(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | None
             bm25[path] = raw_bm25[path]
             if len(bm25) == SIGNAL_DEPTH:
                 break
+    signals = {"bm25": bm25, "symbols": _symbol_scores(index, mentions.identifiers)}
+    fast = _fuse(index, task, signals, mentions, frames, kinds, about_tests)
+    embedded = 0
+    if embed_budget != 0:
+        candidates = [r.path for r in fast if kinds[r.path] in lexical_kinds][:DENSE_CANDIDATES]
+        embedded = index.vectors.fill(candidates, embed_budget).embedded
     dense, hit_symbols = _dense_hits(index, task)
-    signals = {"bm25": bm25, "symbols": _symbol_scores(index, mentions.identifiers), "dense": dense}
+    if not dense:
+        return Ranking(fast[:limit], hit_symbols, mentions, frames, embedded)
+    fused = _fuse(index, task, {**signals, "dense": dense}, mentions, frames, kinds, about_tests)
+    return Ranking(fused[:limit], hit_symbols, mentions, frames, embedded)
+
+
+def _fuse(index: RepoIndex, task: str, signals: dict[str, dict[str, float]], mentions: Mentions,
+          frames: list[tuple[str, int]], kinds: _Kinds, about_tests: bool) -> list[RankedFile]:
     fused: dict[str, float] = defaultdict(float)
     reasons: dict[str, list[str]] = defaultdict(list)
     for name, scores in signals.items():
@@ -279,7 +303,7 @@ def rank(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | None
             fused[path] *= penalties[kinds[path]]
     ranked = [RankedFile(p, s, reasons.get(p, [])) for p, s in fused.items() if p in index.files]
     ranked.sort(key=lambda r: (-r.score, r.path))
-    return Ranking(ranked[:limit], hit_symbols, mentions, frames)
+    return ranked
 
 
 def _spread_over_imports(index: RepoIndex, fused: dict[str, float], reasons: dict[str, list[str]]) -> None:

@@ -1,0 +1,165 @@
+"""The dense half of the index, filled on demand.
+
+A cold index has no vectors: files, symbols, imports, BM25 postings and the graph are enough to rank. Vectors are
+made where they change an answer — the chunks of a query's top candidates, within a budget of model work — or for
+every file with `code-assistant index`. Either way a file is chunked from its current text, each chunk's vector comes
+from the embedding cache (by text hash, shared by every repository) or else from the model, and goes into the
+repository's Chroma collection as it is made. The index database records which chunks of each file version are
+stored, so nothing is embedded or stored twice and an interrupted fill continues where it stopped.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from code_assistant import languages
+from code_assistant.index import store
+from code_assistant.index.embedding_cache import EmbeddingCache
+from code_assistant.index.embeddings import Embedder
+from code_assistant.index.file_prep import file_digest
+from code_assistant.index.index_db import IndexDB
+from code_assistant.index.repo_files import read_text
+from code_assistant.parse.chunker import Chunk, chunk_file
+from code_assistant.parse.code_parser import parse_source
+
+logger = logging.getLogger(__name__)
+
+EMBED_BATCH = 64  # texts per model call
+STORE_BATCH = 64  # vectors per Chroma write and commit: what an interrupt can lose (its vectors stay cached)
+FILES_PER_COMMIT = 16
+
+
+@dataclass
+class FillReport:
+    """What one fill did: `embedded` counts model work (the budget), `reused` vectors found in the cache or store."""
+
+    files: int = 0  # files whose vectors are complete after this fill
+    files_asked: int = 0  # files that had missing vectors when the fill began
+    chunks: int = 0  # chunks of the files looked at
+    embedded: int = 0
+    reused: int = 0
+    exhausted: bool = False  # the budget ran out before every asked file was complete
+    seconds: float = 0.0
+
+
+FillProgress = Callable[[FillReport], None]
+
+
+@dataclass
+class _Pending:
+    """Vectors made but not yet written, and the file states to record once they are."""
+
+    ids: list[str] = field(default_factory=list)
+    vectors: list[list[float]] = field(default_factory=list)
+    metas: list[dict] = field(default_factory=list)
+    states: list[tuple[str, list[str], int, bool]] = field(default_factory=list)  # path, stored ids, chunks, complete
+
+
+class Vectors:
+    """Fills the vector store for chosen files (or all), never doing the same work twice."""
+
+    def __init__(self, repo: Path, db: IndexDB, cache: EmbeddingCache, chunks: store.ChunkStore,
+                 embedder: Embedder) -> None:
+        self.repo, self.db, self.cache, self.store, self.embedder = repo, db, cache, chunks, embedder
+
+    def missing(self, paths: Sequence[str] | None = None) -> list[str]:
+        """Of paths (every indexed file when None), the ones whose vectors are not complete."""
+        return self.db.without_vectors(paths)
+
+    def fill(self, paths: Sequence[str] | None = None, budget: int | None = None,
+             progress: FillProgress | None = None, report: FillReport | None = None) -> FillReport:
+        """Embed and store the missing chunks of paths, in order, until at most `budget` chunks were computed by the
+        model (None: no limit). Every finished batch is written at once, so an interrupt loses at most the one in
+        flight; pass `report` to keep the count when one comes."""
+        started = time.perf_counter()
+        report = report if report is not None else FillReport()
+        todo = self.missing(paths)
+        report.files_asked = len(todo)
+        pending = _Pending()
+        try:
+            for path in todo:
+                if budget is not None and report.embedded >= budget:
+                    report.exhausted = True
+                    break
+                self._fill_file(path, budget, report, pending, progress)
+                if len(pending.ids) >= STORE_BATCH or len(pending.states) >= FILES_PER_COMMIT:
+                    self._flush(pending, report, progress)
+        finally:
+            self._flush(pending, report, progress)
+            report.seconds = time.perf_counter() - started
+        if budget is not None and report.files < report.files_asked:
+            report.exhausted = True
+        logger.info("vectors: %d of %d files complete, %d chunks embedded, %d reused in %.2fs", report.files,
+                    report.files_asked, report.embedded, report.reused, report.seconds)
+        return report
+
+    def _fill_file(self, path: str, budget: int | None, report: FillReport, pending: _Pending,
+                   progress: FillProgress | None) -> None:
+        made = self._chunks(path)
+        if made is None:
+            return  # changed since the last update, or unreadable: the next update re-indexes it
+        ids, chunks = made
+        report.chunks += len(ids)
+        stored = set(self.db.chunk_ids(path)) & set(ids)
+        need = [k for k, cid in enumerate(ids) if cid not in stored]
+        if need and self.store.shared:  # a teammate may have stored this very version
+            found = self.store.existing([ids[k] for k in need])
+            stored |= found
+            report.reused += len(found)
+            need = [k for k in need if ids[k] not in found]
+        keys = {k: EmbeddingCache.key(chunks[k].text) for k in need}
+        known = self.cache.get_many(sorted(set(keys.values())))
+        report.reused += sum(1 for k in need if keys[k] in known)
+        missing = [key for key in dict.fromkeys(keys[k] for k in need) if key not in known]
+        if budget is not None:
+            missing = missing[:max(0, budget - report.embedded)]
+        text_of = {keys[k]: chunks[k].text for k in need}
+        for start in range(0, len(missing), EMBED_BATCH):
+            part = missing[start:start + EMBED_BATCH]
+            made_now = dict(zip(part, self.embedder.embed([text_of[key] for key in part])))
+            self.cache.put_many(made_now)  # before anything else: an interrupt keeps the work
+            known.update(made_now)
+            report.embedded += len(part)
+            if progress:
+                progress(report)
+        for k in need:
+            if keys[k] in known:
+                pending.ids.append(ids[k])
+                pending.vectors.append(known[keys[k]])
+                chunk = chunks[k]
+                pending.metas.append({"path": path, "start": chunk.start_line, "end": chunk.end_line,
+                                      "symbol": chunk.symbol or "", "kind": chunk.kind})
+                stored.add(ids[k])
+        complete = len(stored) == len(ids)
+        pending.states.append((path, [cid for cid in ids if cid in stored], len(ids), complete))
+
+    def _chunks(self, path: str) -> tuple[list[str], list[Chunk]] | None:
+        """The current version's chunk ids and chunks, if the file is still the version the index knows."""
+        record = self.db.records([path]).get(path)
+        text = read_text(self.repo / path)
+        if record is None or text is None or file_digest(text) != record.hash:
+            return None
+        if languages.language_for(path) not in languages.EMBEDDED_LANGUAGES:
+            return [], []  # ranked by BM25 and by name only (see languages.EMBEDDED_LANGUAGES)
+        # the model adds [CLS] and [SEP] to what count_tokens counts
+        chunks = chunk_file(path, text, parse_source(path, text), max_tokens=self.embedder.max_tokens - 2,
+                            count_tokens=self.embedder.count_tokens)
+        return [store.chunk_id(path, record.hash, i, c.text) for i, c in enumerate(chunks)], chunks
+
+    def _flush(self, pending: _Pending, report: FillReport, progress: FillProgress | None) -> None:
+        """Write the pending vectors, then record the files' states: the database never claims an unstored chunk."""
+        if not pending.states:
+            return
+        for start in range(0, len(pending.ids), STORE_BATCH):
+            self.store.add(pending.ids[start:start + STORE_BATCH], pending.vectors[start:start + STORE_BATCH],
+                           pending.metas[start:start + STORE_BATCH])
+        for path, stored, total, complete in pending.states:
+            self.db.set_vectors(path, stored, total, complete)
+            report.files += complete
+        self.db.commit()
+        pending.ids.clear(), pending.vectors.clear(), pending.metas.clear(), pending.states.clear()
+        if progress:
+            progress(report)
