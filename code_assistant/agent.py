@@ -175,10 +175,13 @@ class Agent:
                 try:
                     return parse_plan(response.text)
                 except PlanParseError as exc:
+                    error = str(exc) if not response.cut_off else (
+                        f"it was cut off at the limit for an answer ({response.completion_tokens} tokens), so its "
+                        f"JSON is incomplete; send fewer or shorter changes")
                     if attempt == 1:
-                        raise PlanParseError(f"the model's answer could not be parsed twice: {exc}") from exc
-                    logger.warning("unparsable answer (%s); asking again", exc)
-                    unfitted = [*self.messages, {"role": "user", "content": prompts.REASK.render(error=str(exc))}]
+                        raise PlanParseError(f"the model's answer could not be parsed twice: {error}") from exc
+                    logger.warning("unparsable answer (%s); asking again", error)
+                    unfitted = [*self.messages, {"role": "user", "content": prompts.REASK.render(error=error)}]
                     self.messages = self.requests.fitted(unfitted)
                     rebuild = functools.partial(self.requests.fitted, unfitted)  # the re-ask, fitted again
             raise AssertionError("unreachable")

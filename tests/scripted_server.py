@@ -18,6 +18,7 @@ What real local servers do, on request:
   model's maximum context length is N tokens ..."); with `overflow_stream="empty"`, a streamed one instead gets an
   empty stream, as llama-cpp-python's server does.
 - `stream_usage=False`: streams carry no usage chunk (llama-cpp-python).
+- always: an answer longer than the request's max_tokens stops there, with finish_reason "length".
 - `info`: JSON answers for other paths (GET /props, GET /v1/models, POST /api/show, ...); any other path is a 404.
 None of these consume a step of the script.
 """
@@ -46,6 +47,15 @@ def fake_embedding(text: str, dim: int = 64) -> list[float]:
 
 def prompt_tokens(body: dict[str, Any]) -> int:
     return sum(tokens.count_tokens(str(m.get("content", ""))) + TEMPLATE_TOKENS for m in body.get("messages", []))
+
+
+def _cut(answer: str, max_tokens: int | None) -> tuple[str, str]:
+    """An answer longer than max_tokens stops there, as a model's does: (text, finish_reason)."""
+    encoding = tokens.get_encoding()
+    if not max_tokens or encoding is None:
+        return answer, "stop"
+    ids = encoding.encode(answer, disallowed_special=())
+    return (encoding.decode(ids[:max_tokens]), "length") if len(ids) > max_tokens else (answer, "stop")
 
 
 def _form(body: dict[str, Any]) -> str | None:
@@ -124,16 +134,17 @@ class ScriptedServer:
                 if isinstance(step, dict):
                     step = step["answer"]
                 answer = step(body) if callable(step) else str(step)
+                answer, finish = _cut(answer, body.get("max_tokens"))
                 usage = {"prompt_tokens": prompt, "completion_tokens": tokens.count_tokens(answer)}
                 usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
                 with server.lock:
                     server.usages.append(usage)
                 if body.get("stream"):
-                    return self._stream(body, answer, usage, gap, stall)
+                    return self._stream(body, answer, usage, gap, stall, finish)
                 return self._json(200, {
                     "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
                     "model": body.get("model", "test"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
+                    "choices": [{"index": 0, "finish_reason": finish,
                                  "message": {"role": "assistant", "content": answer}}],
                     "usage": usage})
 
@@ -155,7 +166,7 @@ class ScriptedServer:
                 self.end_headers()
 
             def _stream(self, body: dict[str, Any], answer: str, usage: dict[str, int], gap: float,
-                        stall: float) -> None:
+                        stall: float, finish: str) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
@@ -168,6 +179,10 @@ class ScriptedServer:
                         self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                         self.wfile.flush()
                         time.sleep(stall if n == 0 and stall else gap)
+                    end = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
+                           "model": body.get("model", "test"),
+                           "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+                    self.wfile.write(f"data: {json.dumps(end)}\n\n".encode())
                     if server.stream_usage:
                         final = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
                                  "model": body.get("model", "test"), "choices": [], "usage": usage}

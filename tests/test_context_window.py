@@ -198,3 +198,14 @@ def test_a_window_too_small_for_any_request_is_one_line_naming_the_setting(tmp_p
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "--context-window" in lines[0] and "600 tokens" in lines[0], proc.stderr
     assert server.chat_requests == [] and snapshot(repo) == before
+
+
+def test_an_answer_cut_at_the_windows_reserve_is_asked_again_saying_so(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    long_plan = answer(*[modify("calc.py", f"# line {i} " + "x" * 60, "y") for i in range(20)])  # over 256 tokens
+    with ScriptedServer([long_plan, answer(FIX_ADD)]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--context-window", "2048"],
+                       server_url=server.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    reask = server.chat_requests[1]["messages"][-1]["content"]
+    assert "cut off at the limit for an answer (256 tokens)" in reask and "fewer or shorter changes" in reask

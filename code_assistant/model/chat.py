@@ -49,6 +49,7 @@ class ChatResponse:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     estimated: bool = False  # the server sent no counts (a stream without usage): counted here
+    cut_off: bool = False    # the answer stopped at max_tokens (finish_reason "length")
 
 
 @dataclass
@@ -213,10 +214,11 @@ class OpenAIChat:
         if not completion.choices:
             raise ModelError("the model server returned no choices")
         text = completion.choices[0].message.content or ""
+        cut_off = completion.choices[0].finish_reason == "length"
         usage = completion.usage
         if usage is None:
-            return ChatResponse(text, estimated=True)
-        return ChatResponse(text, usage.prompt_tokens, usage.completion_tokens)
+            return ChatResponse(text, estimated=True, cut_off=cut_off)
+        return ChatResponse(text, usage.prompt_tokens, usage.completion_tokens, cut_off=cut_off)
 
     def _stream(self, request: dict[str, Any], on_token: Callable[[str], None]) -> ChatResponse | None:
         """The answer token by token; None when the server closed the stream without a single event (llama-cpp-python
@@ -225,10 +227,12 @@ class OpenAIChat:
         parts: list[str] = []
         usage = None
         events = 0
+        cut_off = False
         for chunk in stream:
             events += 1
             usage = chunk.usage or usage
             for choice in chunk.choices:
+                cut_off = cut_off or choice.finish_reason == "length"
                 piece = (choice.delta.content if choice.delta else None) or ""
                 if piece:
                     parts.append(piece)
@@ -237,8 +241,8 @@ class OpenAIChat:
             logger.warning("the model server closed the stream without an answer; asking once without streaming")
             return None
         if usage is None:
-            return ChatResponse("".join(parts), estimated=True)
-        return ChatResponse("".join(parts), usage.prompt_tokens, usage.completion_tokens)
+            return ChatResponse("".join(parts), estimated=True, cut_off=cut_off)
+        return ChatResponse("".join(parts), usage.prompt_tokens, usage.completion_tokens, cut_off=cut_off)
 
 
 def redact_messages(messages: list[Message]) -> list[Message]:
