@@ -59,7 +59,7 @@ def test_a_run_keeps_every_request_within_the_window_and_stops_cleanly(llama: Ll
     before = _restore(repo)
     with RecordingProxy(llama.url) as proxy:
         proc = run_cli(["--repo", str(repo), "--task", TASK, "--test-command", PYTEST, "--json", "--max-iterations",
-                        "2", "--model", "smollm2", "--index-path", str(index_dir), "--log-dir", str(tmp_path / "runs")],
+                        "1", "--model", "smollm2", "--index-path", str(index_dir), "--log-dir", str(tmp_path / "runs")],
                        server_url=proxy.url, extra_env={"OPENAI_CONTEXT_WINDOW": str(WINDOW)}, timeout=600)
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr

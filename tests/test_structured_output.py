@@ -92,11 +92,3 @@ def test_no_structured_output_sends_no_response_format(tmp_path: Path) -> None:
                         "--no-structured-output"], server_url=server.url)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert _forms(server) == [None]
-
-
-def test_ask_sends_no_schema(tmp_path: Path) -> None:
-    repo = python_repo(tmp_path)
-    with ScriptedServer(["add() subtracts: calc.py:5"]) as server:
-        proc = run_cli(["--repo", str(repo), "--ask", "why does add fail?", "--json"], server_url=server.url)
-    assert proc.returncode == 0, proc.stderr
-    assert _forms(server) == [None] and json.loads(proc.stdout)["answer"].startswith("add()")
