@@ -105,13 +105,14 @@ def _median(values: list[float | None]) -> str:
 
 
 def report(runs: list[Run], prompt: dict[str, Any], temperature: float) -> str:
-    lines = [f"Plan request for `{prompt['repo']}` ({prompt['task']!r}): {prompt['server_prompt_tokens']} prompt "
-             f"tokens by the server's count ({prompt['counted_tokens']} counted here, context "
-             f"{prompt['context_tokens']}), window {prompt['window']}, answer reserve {prompt['reserve']}: "
-             f"{prompt['server_prompt_tokens'] + prompt['reserve']} of {prompt['window']} tokens.", "",
-             f"Temperature {temperature}, {prompt['model']}.", "",
-             "| mode | runs | plan parses | with ≥1 change | first token, cold (s) | first token, warm, median (s) "
-             "| tokens/s, median | answer tokens, median |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    header = (f"Plan request for `{prompt['repo']}` ({prompt['task']!r}): {prompt['server_prompt_tokens']} prompt "
+              f"tokens by the server's count ({prompt['counted_tokens']} counted here, context "
+              f"{prompt['context_tokens']}), window {prompt['window']}, answer reserve {prompt['reserve']}: "
+              f"{prompt['server_prompt_tokens'] + prompt['reserve']} of {prompt['window']} tokens.")
+    columns = ("| mode | runs | plan parses | with ≥1 change | first token, cold (s) | first token, warm, median (s) "
+               "| tokens/s, median | answer tokens, median |")
+    lines = [header, "", f"Temperature {temperature}, {prompt['model']}.", "", columns,
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for mode in dict.fromkeys(r.mode for r in runs):
         rows = [r for r in runs if r.mode == mode]
         parsed = sum(r.parsed for r in rows)

@@ -105,7 +105,7 @@ def test_ask_learns_the_window_from_the_refusal_and_streams_to_the_terminal(llam
             proc = subprocess.run([sys.executable, str(ROOT / "main.py"), "--repo", str(repo), "--ask",
                                    "Why does add() return the wrong sum?", "--model", "smollm2", "--index-path",
                                    str(index_dir)], stdout=process_side, stderr=subprocess.PIPE,
-                                  stdin=subprocess.DEVNULL, env=env, timeout=600, text=True)
+                                  stdin=subprocess.DEVNULL, env=env, timeout=600, text=True, check=False)
         finally:
             os.close(process_side)
         terminal = _drain(terminal_side)
