@@ -167,7 +167,8 @@ def test_cli_learns_the_window_from_the_refusal_and_sends_nothing_over_it(tmp_pa
                         "--model", "local-model"], server_url=server.url)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "context window 8192 tokens, from the default" in proc.stdout
-    assert "[Context window: 2048 tokens, from the server's refusal; asking again with a smaller request]" in proc.stdout
+    learned = "[Context window: 2048 tokens, from the server's refusal; asking again with a smaller request]"
+    assert learned in proc.stdout
     first, second = server.chat_requests
     assert len(str(first)) > len(str(second)), "the request was built again, smaller"
     assert server.usages[0]["prompt_tokens"] + second["max_tokens"] <= 2048

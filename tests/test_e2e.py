@@ -236,6 +236,7 @@ def test_a_stalled_server_is_asked_once_more_then_one_line_and_a_rollback(tmp_pa
         proc = _run(repo, server, "--request-timeout", "1")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert lines[-1].startswith("error: the model server sent nothing for 1 s, twice") and "--request-timeout" in lines[-1]
+    assert lines[-1].startswith("error: the model server sent nothing for 1 s, twice")
+    assert "--request-timeout" in lines[-1]
     assert "Traceback" not in proc.stderr and len(server.chat_requests) == 2
     assert snapshot(repo) == before
