@@ -27,8 +27,8 @@ TASK = "Fix add() so the tests pass"
 
 
 @pytest.fixture(scope="session")
-def llama() -> Iterator[LlamaServer]:
-    with LlamaServer(n_ctx=WINDOW) as server:
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    with LlamaServer(n_ctx=WINDOW, log=tmp_path_factory.mktemp("llama") / "server.log") as server:
         yield server
 
 
