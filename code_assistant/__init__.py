@@ -4,10 +4,12 @@ chat model, apply them with backups, run the real tests, fix or roll back byte f
 The pipeline, one folder per stage, imports pointing down only (checked by import-linter, see pyproject.toml):
 
     cli, console              the command line: arguments, printing, exit codes
-    agent, ask, feedback      the loop and its stop reasons; questions; what failures go back to the model
+    agent, ask                the loop and its stop reasons; questions
+    messages                  the requests, sized to the model's context window
+    feedback                  what failures go back to the model
     retrieve/  edit/  verify/  model/
                               ranking + context; edits, matching, journal, guardrails; the test command and its
-                              output; the chat seam, prompts, trajectory, prices
+                              output; the chat seam, prompts, trajectory, prices, context windows, structured output
     index/                    repository files, the SQLite index, lexical, import graph, embeddings, vector store
     parse/                    tree-sitter and regex parsers, the code model, chunking
     settings, languages, errors, vcs, tokens, redact

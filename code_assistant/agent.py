@@ -1,24 +1,23 @@
 """The loop: index → baseline → context → plan → apply → test → (fix → apply → test)* → finish or roll back."""
 from __future__ import annotations
 
+import functools
 import logging
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from code_assistant.edit.editor import FileEditor
 from code_assistant.edit.operations import EditOperation, EditResult, PathError, resolve_repo_path
 from code_assistant.edit.plan import PlanParseError, parse_plan
 from code_assistant.edit.preview import Limits, preview_edits, refusals
-from code_assistant.feedback import edit_feedback, failure_signature, failure_text
+from code_assistant.feedback import edit_feedback, failure_signature
 from code_assistant.index.indexer import Indexer, RepoIndex
+from code_assistant.messages import Requests
 from code_assistant.model import prompts
-from code_assistant.model.chat import ChatModel, Message, ModelError
+from code_assistant.model.chat import ChatModel, ChatResponse, ContextOverflow, Message, ModelError
 from code_assistant.model.prices import estimate_cost
 from code_assistant.model.trajectory import Step, Trajectory
-from code_assistant.retrieve.context import Context, build_context
 from code_assistant.settings import Settings
 from code_assistant.verify.runner import TestResult, TestRunner
 
@@ -26,15 +25,7 @@ logger = logging.getLogger(__name__)
 
 Say = Callable[[str], None]
 Review = Callable[[str], tuple[str, str]]  # diff -> ("y" | "n" | "q", reason)
-MANIFESTS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "package.json", "go.mod", "Cargo.toml")
-_IMPORT_ERROR_RE = re.compile(r"ImportError|ModuleNotFoundError|Cannot find module|ERR_MODULE_NOT_FOUND|"
-                              r"no required module provides|cannot find package|unresolved import")
-
-
-def _import_error(result: TestResult) -> bool:
-    """A failure to import brings the dependency manifest into the fix request."""
-    return any(_IMPORT_ERROR_RE.search(f.message) for f in result.failures) or bool(
-        _IMPORT_ERROR_RE.search(result.output[-4000:]))
+Build = Callable[[], list[Message]]  # builds a request again, after the server named a smaller window
 
 
 class Stop:
@@ -92,6 +83,7 @@ class Agent:
         self.index_progress, self.pre_write = index_progress, pre_write
         self.limits = Limits(settings.max_changed_lines, settings.max_plan_lines, settings.max_files,
                              settings.allow_test_edits)
+        self.requests = Requests(settings, model.window)
         self.messages: list[Message] = []
         self.answers: list[str] = []
         self.iteration = 0
@@ -105,11 +97,10 @@ class Agent:
             index = self.index()
             baseline = self.runner.run()
             self.say(f"[Baseline: {baseline.summary()}]")
-            context = build_context(index, task, self.settings.context_tokens, extra_text=failure_text(baseline),
-                                    embed_budget=self.settings.query_embed_budget)
+            messages, context = self.requests.plan(index, task, baseline)
             self.say(f"[Context: {len(context.files)} relevant files selected]")
             self.say("[Planning changes...]")
-            ops = self.ask(self.plan_messages(task, baseline, context), prompts.PLAN.version)
+            ops = self.ask(messages, lambda: self.requests.plan(index, task, baseline)[0], prompts.PLAN.version)
             self.say(f"[Plan: {len({op.file_path for op in ops})} file(s) to change]")
             if self.settings.dry_run:
                 outcome = self.dry_run(ops)
@@ -133,7 +124,7 @@ class Agent:
                 if previous == signature and applied.wrote:
                     raise StopRun(Stop.NO_PROGRESS, "the same tests failed the same way after the last fix")
                 previous = signature
-                ops = self.ask(self.fix_messages(index, task, result, applied), prompts.FIX.version)
+                ops = self.ask(*self.fix_request(index, task, result, applied), prompts.FIX.version)
                 if not ops:
                     raise StopRun(Stop.NO_CHANGES, "the model proposed no further changes")
                 if self.answers[-1] in self.answers[:-1]:
@@ -162,7 +153,7 @@ class Agent:
         self.say(f"[Indexed: {stats.files} files, {stats.symbols} symbols]")
         return index
 
-    def ask(self, messages: list[Message], prompt_version: str) -> list[EditOperation]:
+    def ask(self, messages: list[Message], rebuild: Build, prompt_version: str) -> list[EditOperation]:
         """One chat call; an unusable answer is sent back once with the parse error."""
         kind = "plan" if prompt_version == prompts.PLAN.version else "fix"
         if self.step.answers and self.step.test_exit_code is None:  # a syntax repair joins the step it repairs
@@ -173,7 +164,7 @@ class Agent:
         try:
             for attempt in range(2):
                 before = (self.model.usage.prompt_tokens, self.model.usage.completion_tokens)
-                response = self.model.complete(self.messages, on_token=self.on_token)
+                response = self.complete(rebuild)
                 self.step.prompt_tokens += self.model.usage.prompt_tokens - before[0]
                 self.step.completion_tokens += self.model.usage.completion_tokens - before[1]
                 self.step.answers.append(response.text)
@@ -184,21 +175,38 @@ class Agent:
                 try:
                     return parse_plan(response.text)
                 except PlanParseError as exc:
+                    error = str(exc) if not response.cut_off else (
+                        f"it was cut off at the limit for an answer ({response.completion_tokens} tokens), so its "
+                        f"JSON is incomplete; send fewer or shorter changes")
                     if attempt == 1:
-                        raise PlanParseError(f"the model's answer could not be parsed twice: {exc}") from exc
-                    logger.warning("unparsable answer (%s); asking again", exc)
-                    self.messages.append({"role": "user", "content": prompts.REASK.render(error=str(exc))})
+                        raise PlanParseError(f"the model's answer could not be parsed twice: {error}") from exc
+                    logger.warning("unparsable answer (%s); asking again", error)
+                    unfitted = [*self.messages, {"role": "user", "content": prompts.REASK.render(error=error)}]
+                    self.messages = self.requests.fitted(unfitted)
+                    rebuild = functools.partial(self.requests.fitted, unfitted)  # the re-ask, fitted again
             raise AssertionError("unreachable")
         finally:
             self.step.duration_s = round(time.perf_counter() - started, 3)
-            self.step.cost_usd = estimate_cost(self.model.name, self.step.prompt_tokens, self.step.completion_tokens)
+            self.step.cost_usd = estimate_cost(self.model.name, self.step.prompt_tokens, self.step.completion_tokens,
+                                               self.settings.base_url)
+
+    def complete(self, rebuild: Build) -> ChatResponse:
+        """The model's answer to self.messages; a server that names a smaller window is asked once more, with the
+        request built again to fit it."""
+        try:
+            return self.model.complete(self.messages, on_token=self.on_token)
+        except ContextOverflow:
+            self.say(f"[Context window: {self.model.window.tokens} tokens, from the server's refusal; asking again "
+                     f"with a smaller request]")
+            self.messages = rebuild()
+            return self.model.complete(self.messages, on_token=self.on_token)
 
     def check_budget(self) -> None:
         usage = self.model.usage
         if self.settings.max_tokens and usage.total_tokens > self.settings.max_tokens:
             raise StopRun(Stop.COST_CAP, f"{usage.total_tokens} tokens used, over --max-tokens "
                                          f"{self.settings.max_tokens}")
-        cost = estimate_cost(self.model.name, usage.prompt_tokens, usage.completion_tokens)
+        cost = estimate_cost(self.model.name, usage.prompt_tokens, usage.completion_tokens, self.settings.base_url)
         if self.settings.max_cost is not None and cost is not None and cost > self.settings.max_cost:
             raise StopRun(Stop.COST_CAP, f"${cost:.4f} spent, over --max-cost ${self.settings.max_cost}")
 
@@ -244,7 +252,9 @@ class Agent:
             return applied
         self.say(f"[Syntax error in {', '.join(r.file_path for r in broken)}: asking for a fix before testing]")
         request = prompts.SYNTAX.render(feedback=edit_feedback(applied.results, applied.refused))
-        ops = self.ask([*self.messages, {"role": "user", "content": request}], prompts.SYNTAX.version)
+        history = self.messages
+        ops = self.ask(self.requests.follow_up(history, request), lambda: self.requests.follow_up(history, request),
+                       prompts.SYNTAX.version)
         repaired = self.apply(ops, is_plan=False)
         return Applied([*applied.results, *repaired.results], [*applied.refused, *repaired.refused],
                        applied.patch_lines + repaired.patch_lines, repaired.whole_batch_refused)
@@ -303,35 +313,23 @@ class Agent:
 
     def _usage(self) -> dict[str, int]:
         u = self.model.usage
-        return {"calls": u.calls, "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens}
+        counts = {"calls": u.calls, "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens}
+        return {**counts, "estimated": True} if u.estimated else counts
 
     def _cost(self) -> float | None:
-        return estimate_cost(self.model.name, self.model.usage.prompt_tokens, self.model.usage.completion_tokens)
+        return estimate_cost(self.model.name, self.model.usage.prompt_tokens, self.model.usage.completion_tokens,
+                             self.settings.base_url)
 
     def _log_path(self) -> str | None:
         return str(self.trajectory.path) if self.trajectory else None
 
-    # ----- prompts ----------------------------------------------------------------------------------------
-    def plan_messages(self, task: str, baseline: TestResult, context: Context) -> list[Message]:
-        failures = failure_text(baseline)
-        user = prompts.PLAN.render(
-            task=task, test_command=self.settings.test_command, baseline=baseline.summary(),
-            baseline_failures=f"# Failing tests before any change\n{failures}\n\n" if failures else "",
-            context=context.render() or "(no files indexed)")
-        logger.info("prompts %s + %s", prompts.SYSTEM.version, prompts.PLAN.version)
-        return [{"role": "system", "content": prompts.SYSTEM.text}, {"role": "user", "content": user}]
+    # ----- requests ---------------------------------------------------------------------------------------
+    def fix_request(self, index: RepoIndex, task: str, result: TestResult, applied: Applied) -> tuple[list[Message],
+                                                                                                        Build]:
+        """The fix request (the conversation so far, the failures, the files involved) and how to build it again."""
+        history = self.messages
 
-    def fix_messages(self, index: RepoIndex, task: str, result: TestResult, applied: Applied) -> list[Message]:
-        failures = failure_text(result)
-        frames = [p for f in result.failures for p in ([f.file] if f.file else []) + [x for x, _ in f.frames]]
-        manifests = [m for m in MANIFESTS if _import_error(result) and (Path(self.settings.repo) / m).is_file()]
-        involved = [p for p in dict.fromkeys([*self.editor.modified_files, *frames, *manifests]) if p in index.files
-                    or (Path(self.settings.repo) / p).is_file()]
-        context = build_context(index, task, self.settings.context_tokens // 2, extra_text=failures,
-                                must_include=involved, embed_budget=self.settings.query_embed_budget)
-        user = prompts.FIX.render(
-            iteration=self.iteration, max_iterations=self.settings.max_iterations, summary=result.summary(),
-            failures=failures or "(no structured failures; see the output)",
-            edit_feedback=edit_feedback(applied.results, applied.refused), files=context.render())
-        logger.info("prompt %s", prompts.FIX.version)
-        return [*self.messages, {"role": "user", "content": user}]
+        def build() -> list[Message]:
+            return self.requests.fix(index, task, result, edit_feedback(applied.results, applied.refused), history,
+                                     self.editor.modified_files, self.iteration)
+        return build(), build

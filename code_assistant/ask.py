@@ -5,19 +5,24 @@ import logging
 from collections.abc import Callable
 
 from code_assistant.index.indexer import RepoIndex
-from code_assistant.model import prompts
-from code_assistant.model.chat import ChatModel, ChatResponse
-from code_assistant.retrieve.context import Context, build_context
-from code_assistant.settings import EMBED_BUDGETS
+from code_assistant.messages import Requests
+from code_assistant.model.chat import ChatModel, ChatResponse, ContextOverflow
+from code_assistant.retrieve.context import Context
+from code_assistant.settings import Settings
 
 logger = logging.getLogger(__name__)
 
 
-def answer_question(index: RepoIndex, model: ChatModel, question: str, budget: int,
-                    on_token: Callable[[str], None] | None = None, embed_budget: int | None = EMBED_BUDGETS["local"]
-                    ) -> tuple[ChatResponse, Context]:
-    context = build_context(index, question, budget, numbered=True, embed_budget=embed_budget)
-    text = prompts.ASK.render(question=question, context=context.render() or "(no files indexed)")
-    logger.info("prompt %s with %d files", prompts.ASK.version, len(context.files))
-    response = model.complete([{"role": "user", "content": text}], on_token=on_token)
+def answer_question(index: RepoIndex, model: ChatModel, question: str, settings: Settings,
+                    on_token: Callable[[str], None] | None = None) -> tuple[ChatResponse, Context]:
+    """The answer and the context it was given; a server that names a smaller window is asked once more, with the
+    context built again to fit it."""
+    requests = Requests(settings, model.window)
+    messages, context = requests.question(index, question)
+    try:
+        response = model.complete(messages, on_token=on_token)
+    except ContextOverflow as exc:
+        logger.warning("%s; asking again with a smaller context", exc)
+        messages, context = requests.question(index, question)
+        response = model.complete(messages, on_token=on_token)
     return response, context

@@ -38,6 +38,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="chat model (default: $OPENAI_MODEL, then gpt-4o)")
     p.add_argument("--context-tokens", type=int,
                    help=f"token budget of the context (default {_default('context_tokens')})")
+    p.add_argument("--context-window", type=int, metavar="N", help="the model's context window in tokens (default: "
+                   "$OPENAI_CONTEXT_WINDOW, else what the server reports, else known models, else 8192)")
+    p.add_argument("--request-timeout", type=float, metavar="S", help="seconds without a byte from the model "
+                   "server (between two streamed tokens) before it is asked once more "
+                   f"(default {_default('request_timeout')})")
+    p.add_argument("--no-structured-output", action="store_true",
+                   help="do not send the plan's JSON schema as response_format")
     p.add_argument("--context-only", action="store_true", help="index and show the context for --task; no model call")
     p.add_argument("--index-all", action="store_true",
                    help="embed every file now (same as `code-assistant index`); resumable, Ctrl-C keeps finished "
@@ -99,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
         settings = load_settings(
             args.repo, task=args.task, test_command=args.test_command, index_path=args.index_path,
             max_iterations=args.max_iterations, test_timeout=args.test_timeout, model=args.model,
-            context_tokens=args.context_tokens, max_changed_lines=args.max_changed_lines,
+            context_tokens=args.context_tokens, context_window=args.context_window,
+            request_timeout=args.request_timeout, structured_output=False if args.no_structured_output else None,
+            max_changed_lines=args.max_changed_lines,
             max_plan_lines=args.max_plan_lines, max_files=args.max_files, allow_test_edits=args.allow_test_edits,
             max_cost=args.max_cost, max_tokens=args.max_tokens, log_dir=args.log_dir, review=args.review,
             dry_run=args.dry_run, stream=sys.stdout.isatty() and not args.no_stream and not args.json,
@@ -150,6 +159,18 @@ def _chat_client(settings: Settings):  # noqa: ANN202 - openai.OpenAI
     import openai
 
     return openai.OpenAI(api_key=_api_key(settings), base_url=settings.base_url)
+
+
+def _chat_model(settings: Settings, schema: dict | None):  # noqa: ANN202 - model.chat.OpenAIChat
+    """The chat seam with the model's context window: the setting, else the server's report, else known, else 8192."""
+    from code_assistant.model.chat import OpenAIChat
+    from code_assistant.model.servers import resolve_window
+
+    api_key = _api_key(settings)
+    window = resolve_window(settings.context_window, settings.base_url, settings.model, api_key if settings.api_key
+                            else None, load_timeout=settings.request_timeout)
+    return OpenAIChat(settings.model, api_key=api_key, base_url=settings.base_url, timeout=settings.request_timeout,
+                      max_retries=settings.max_retries, window=window, schema=schema)
 
 
 def _api_key(settings: Settings) -> str:
@@ -222,14 +243,11 @@ def _index_all(settings: Settings, as_json: bool) -> int:
 
 def _ask(settings: Settings, question: str, as_json: bool) -> int:
     from code_assistant import ask
-    from code_assistant.model.chat import OpenAIChat
 
-    model = OpenAIChat(settings.model, api_key=_api_key(settings), base_url=settings.base_url,
-                       timeout=settings.request_timeout, max_retries=settings.max_retries)
+    model = _chat_model(settings, schema=None)
     index, _ = _index(settings, quiet=as_json)
-    response, context = ask.answer_question(index, model, question, settings.context_tokens,
-                                            on_token=console.stream if settings.stream else None,
-                                            embed_budget=settings.query_embed_budget)
+    response, context = ask.answer_question(index, model, question, settings,
+                                            on_token=console.stream if settings.stream else None)
     if as_json:
         print(json.dumps({"answer": response.text, "files": context.paths,
                           "tokens": {"prompt": response.prompt_tokens, "completion": response.completion_tokens}}))
@@ -269,7 +287,10 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
     from code_assistant.agent import Agent
     from code_assistant.edit.editor import FileEditor
     from code_assistant.edit.journal import RepoLock
-    from code_assistant.model.chat import ChatModel, OpenAIChat
+    from code_assistant.edit.operations import ACTIONS
+    from code_assistant.model.chat import ChatModel
+    from code_assistant.model.prices import estimate_cost
+    from code_assistant.model.structured import plan_schema
     from code_assistant.model.trajectory import ReplayModel, Trajectory, read_answers
     from code_assistant.verify.runner import TestRunner, reap_leftovers
 
@@ -281,8 +302,7 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
             raise ConfigError(f"replay file not found: {replay}")
         model = ReplayModel(read_answers(replay), name=f"replay:{replay.name}")
     else:
-        model = OpenAIChat(settings.model, api_key=_api_key(settings), base_url=settings.base_url,
-                           timeout=settings.request_timeout, max_retries=settings.max_retries)
+        _api_key(settings)  # a missing key is reported before anything else happens
     say = console.quiet if args.json else console.say
     workflow = vcs.Workflow(settings.repo, settings.task or "", branch=args.branch, worktree=args.worktree,
                                 commit=args.commit, allow_dirty=args.allow_dirty, keep_branch=args.keep_branch,
@@ -294,6 +314,12 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
         restored = FileEditor.recover(settings.repo, settings.repo_state_dir)
         if restored is not None:
             say(f"[Recovered: restored {len(restored)} file(s) from an interrupted run]")
+        if not args.replay:  # asks the server for its window: only once no other run holds the repository
+            model = _chat_model(settings, plan_schema(ACTIONS) if settings.structured_output else None)
+            say(f"[Model: {model.name}, context window {model.window.describe()}]")
+        if settings.max_cost is not None and estimate_cost(model.name, 1, 1, settings.base_url) is None:
+            say("[--max-cost: this model has no price (a local server or an unknown model); only --max-tokens caps "
+                "the run]")
         work = dataclasses.replace(settings, repo=workflow.start())
         try:
             runner = TestRunner(work.test_command, cwd=work.repo, timeout=work.test_timeout,

@@ -156,8 +156,9 @@ def summary(result: Any) -> None:
     usage = result.usage
     if usage.get("calls"):
         cost = f", about ${result.cost_usd:.4f}" if result.cost_usd is not None else ""
+        counted = " (partly counted here: the server sent no usage)" if usage.get("estimated") else ""
         say(f"Model usage: {usage['calls']} call(s), {usage['prompt_tokens']} prompt + "
-            f"{usage['completion_tokens']} completion tokens{cost}")
+            f"{usage['completion_tokens']} completion tokens{cost}{counted}")
     if result.log_path:
         say(f"Run log: {result.log_path}")
     say(bar)

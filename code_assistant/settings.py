@@ -15,6 +15,7 @@ DEFAULT_TEST_COMMAND = "pytest"
 # Chunks a query may have the model embed (its top candidates' missing vectors): a few seconds of the local model on
 # two cores; an embeddings API is fast enough for ten times as many.
 EMBED_BUDGETS = {"local": 200, "openai": 2000}
+MIN_CONTEXT_WINDOW = 512  # below this no request (system prompt, task, some code, an answer) fits at all
 
 
 def cache_home() -> Path:
@@ -45,7 +46,9 @@ class Settings:
     embedding_model: str = "text-embedding-3-small"
     embed_budget: int | None = None  # chunks a query may embed; None: EMBED_BUDGETS of the backend
     context_tokens: int = 12000
-    request_timeout: float = 120.0
+    context_window: int | None = None  # the model's window in tokens; None: asked of the server, else known or default
+    structured_output: bool = True     # send the plan's JSON schema as response_format
+    request_timeout: float = 120.0     # seconds without a byte from the model server (between two streamed tokens)
     max_retries: int = 3
     max_changed_lines: int = 80     # a fix over this many changed lines is refused before anything is written
     max_plan_lines: int = 400       # likewise for the first plan
@@ -96,6 +99,12 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
     settings.api_key = env.get("OPENAI_API_KEY") or None
     settings.base_url = env.get("OPENAI_BASE_URL") or None
     settings.model = env.get("OPENAI_MODEL") or DEFAULT_MODEL
+    if env.get("OPENAI_CONTEXT_WINDOW"):
+        try:
+            settings.context_window = int(env["OPENAI_CONTEXT_WINDOW"])
+        except ValueError:
+            raise ConfigError(f"OPENAI_CONTEXT_WINDOW must be a number of tokens, "
+                              f"not {env['OPENAI_CONTEXT_WINDOW']!r}") from None
     settings.embedding_backend = env.get("EMBEDDING_BACKEND", settings.embedding_backend)
     settings.embedding_model = env.get("EMBEDDING_MODEL", settings.embedding_model)
     if env.get("CODE_ASSISTANT_EMBED_BUDGET"):
@@ -125,6 +134,10 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
         raise ConfigError("--test-timeout must be positive")
     if settings.embed_budget is not None and settings.embed_budget < 0:
         raise ConfigError("--embed-budget must be 0 or more")
+    if settings.request_timeout <= 0:
+        raise ConfigError("--request-timeout must be positive")
+    if settings.context_window is not None and settings.context_window < MIN_CONTEXT_WINDOW:
+        raise ConfigError(f"--context-window (OPENAI_CONTEXT_WINDOW) must be at least {MIN_CONTEXT_WINDOW} tokens")
     for name in ("max_changed_lines", "max_plan_lines", "max_files", "context_tokens"):
         if getattr(settings, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")

@@ -4,8 +4,23 @@ Each chat request takes the next step of the script:
 - a string: the assistant's answer;
 - a callable(request_json) -> str: an answer computed from the request (e.g. from the files it shows);
 - a dict {"status": 500, "message": "..."}: an HTTP error with an OpenAI-style error body;
-- a dict {"sleep": seconds, "answer": str}: answer late (for timeout tests).
-Every request body is recorded in `requests` so tests can assert on what the model was sent.
+- a dict {"sleep": seconds, "answer": str}: answer late (for timeout tests);
+- a dict {"gap": seconds, "answer": str}: stream the answer with that pause between pieces (a slow local model);
+- a dict {"stall": seconds, "answer": str}: stream the first piece, then send nothing for that long.
+Every request body is recorded in `requests` so tests can assert on what the model was sent; `usages` holds the
+usage the server answered with (its prompt count is the cl100k count of the messages plus a template overhead).
+
+What real local servers do, on request:
+- `accepts`: the response_format types the server takes ("json_schema", "json_object"); a request with another is
+  refused with `refuse_status` and a message naming response_format, as llama-cpp-python's server does with a 500.
+  None (the default) takes any, and ignores it, as some servers do.
+- `context_window`: a request whose prompt plus max_tokens passes it is refused with 400 and vLLM's words ("This
+  model's maximum context length is N tokens ..."); with `overflow_stream="empty"`, a streamed one instead gets an
+  empty stream, as llama-cpp-python's server does.
+- `stream_usage=False`: streams carry no usage chunk (llama-cpp-python).
+- always: an answer longer than the request's max_tokens stops there, with finish_reason "length".
+- `info`: JSON answers for other paths (GET /props, GET /v1/models, POST /api/show, ...); any other path is a 404.
+None of these consume a step of the script.
 """
 from __future__ import annotations
 
@@ -17,7 +32,10 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from code_assistant import tokens
+
 Step = str | Callable[[dict[str, Any]], str] | dict[str, Any]
+TEMPLATE_TOKENS = 8  # per message, like a chat template's role markers
 
 
 def fake_embedding(text: str, dim: int = 64) -> list[float]:
@@ -27,16 +45,47 @@ def fake_embedding(text: str, dim: int = 64) -> list[float]:
     return [v / norm for v in raw]
 
 
+def prompt_tokens(body: dict[str, Any]) -> int:
+    return sum(tokens.count_tokens(str(m.get("content", ""))) + TEMPLATE_TOKENS for m in body.get("messages", []))
+
+
+def _cut(answer: str, max_tokens: int | None) -> tuple[str, str]:
+    """An answer longer than max_tokens stops there, as a model's does: (text, finish_reason)."""
+    encoding = tokens.get_encoding()
+    if not max_tokens or encoding is None:
+        return answer, "stop"
+    ids = encoding.encode(answer, disallowed_special=())
+    return (encoding.decode(ids[:max_tokens]), "length") if len(ids) > max_tokens else (answer, "stop")
+
+
+def _form(body: dict[str, Any]) -> str | None:
+    fmt = body.get("response_format")
+    return fmt.get("type") if isinstance(fmt, dict) else None
+
+
 class ScriptedServer:
-    def __init__(self, script: list[Step] | None = None) -> None:
+    def __init__(self, script: list[Step] | None = None, *, accepts: tuple[str, ...] | None = None,
+                 refuse_status: int = 500, context_window: int | None = None, overflow_stream: str = "error",
+                 stream_usage: bool = True, info: dict[str, Any] | None = None) -> None:
         self.script: list[Step] = list(script or [])
         self.requests: list[dict[str, Any]] = []
+        self.usages: list[dict[str, int]] = []
         self.lock = threading.Lock()
+        self.accepts, self.refuse_status = accepts, refuse_status
+        self.context_window, self.overflow_stream, self.stream_usage = context_window, overflow_stream, stream_usage
+        self.info = info or {}
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: object) -> None:
                 pass
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+                with server.lock:
+                    server.requests.append({"path": self.path, "method": "GET"})
+                if self.path in server.info:
+                    return self._json(200, server.info[self.path])
+                return self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 length = int(self.headers.get("Content-Length") or 0)
@@ -51,8 +100,25 @@ class ScriptedServer:
                             for i, t in enumerate(inputs)]
                     return self._json(200, {"object": "list", "data": data, "model": body.get("model"),
                                             "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+                if self.path in server.info:
+                    return self._json(200, server.info[self.path])
                 if not self.path.endswith("/chat/completions"):
                     return self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                if server.accepts is not None and _form(body) is not None and _form(body) not in server.accepts:
+                    return self._json(server.refuse_status, {"error": {
+                        "message": f"1 validation error: ('body', 'response_format', 'type') Input should be one of "
+                                   f"{list(server.accepts)}", "type": "internal_server_error"}})
+                prompt = prompt_tokens(body)
+                if server.context_window and prompt + (body.get("max_tokens") or 0) > server.context_window:
+                    if body.get("stream") and server.overflow_stream == "empty":
+                        return self._empty_stream()
+                    requested = prompt + (body.get("max_tokens") or 0)
+                    return self._json(400, {"error": {
+                        "message": f"This model's maximum context length is {server.context_window} tokens. However, "
+                                   f"you requested {requested} tokens ({prompt} in the messages, "
+                                   f"{body.get('max_tokens')} in the completion). Please reduce the length of the "
+                                   f"messages or completion.", "type": "invalid_request_error", "param": "messages",
+                        "code": "context_length_exceeded"}})
                 with server.lock:
                     step = server.script.pop(0) if server.script else None
                 if step is None:
@@ -63,43 +129,73 @@ class ScriptedServer:
                                                                  "type": "server_error"}})
                 if isinstance(step, dict) and "sleep" in step:
                     time.sleep(step["sleep"])
+                gap = step.get("gap", 0.0) if isinstance(step, dict) else 0.0
+                stall = step.get("stall", 0.0) if isinstance(step, dict) else 0.0
+                if isinstance(step, dict):
                     step = step["answer"]
                 answer = step(body) if callable(step) else str(step)
+                answer, finish = _cut(answer, body.get("max_tokens"))
+                usage = {"prompt_tokens": prompt, "completion_tokens": tokens.count_tokens(answer)}
+                usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+                with server.lock:
+                    server.usages.append(usage)
                 if body.get("stream"):
-                    return self._stream(body, answer)
+                    return self._stream(body, answer, usage, gap, stall, finish)
                 return self._json(200, {
                     "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
                     "model": body.get("model", "test"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
+                    "choices": [{"index": 0, "finish_reason": finish,
                                  "message": {"role": "assistant", "content": answer}}],
-                    "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}})
+                    "usage": usage})
 
-            def _json(self, status: int, payload: dict[str, Any]) -> None:
+            def _json(self, status: int, payload: Any) -> None:
                 data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting (a timeout test)
+                    pass
 
-            def _stream(self, body: dict[str, Any], answer: str) -> None:
+            def _empty_stream(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def _stream(self, body: dict[str, Any], answer: str, usage: dict[str, int], gap: float,
+                        stall: float, finish: str) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
                 pieces = [answer[i:i + 16] for i in range(0, len(answer), 16)] or [""]
-                for piece in pieces:
-                    chunk = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
-                             "model": body.get("model", "test"),
-                             "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
-                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                usage = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
-                         "model": body.get("model", "test"), "choices": [],
-                         "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
-                self.wfile.write(f"data: {json.dumps(usage)}\n\ndata: [DONE]\n\n".encode())
-                self.wfile.flush()
+                try:
+                    for n, piece in enumerate(pieces):
+                        chunk = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
+                                 "model": body.get("model", "test"),
+                                 "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                        self.wfile.flush()
+                        time.sleep(stall if n == 0 and stall else gap)
+                    end = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
+                           "model": body.get("model", "test"),
+                           "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+                    self.wfile.write(f"data: {json.dumps(end)}\n\n".encode())
+                    if server.stream_usage:
+                        final = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
+                                 "model": body.get("model", "test"), "choices": [], "usage": usage}
+                        self.wfile.write(f"data: {json.dumps(final)}\n\n".encode())
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up on a stalled stream
+                    pass
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.httpd.daemon_threads = True
+        # a short poll interval: shutdown() waits for it, once per test
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
     def url(self) -> str:

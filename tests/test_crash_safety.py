@@ -123,7 +123,8 @@ def test_json_result_for_ci(tmp_path: Path) -> None:
     result = json.loads(proc.stdout)
     assert (result["success"], result["stop_reason"], result["iterations"]) == (True, "passed", 1)
     assert result["files_modified"] == ["calc.py"] and result["tokens"]["calls"] == 1
-    assert Path(result["log"]).is_file() and result["cost_usd"] > 0
+    assert Path(result["log"]).is_file()
+    assert result["cost_usd"] is None, "a server on 127.0.0.1 is local: tokens only, never a price"
 
 
 def test_ask_answers_from_numbered_context_and_edits_nothing(tmp_path: Path) -> None:

@@ -227,3 +227,16 @@ def test_a_second_answer_quoting_a_partial_line_is_applied_and_goes_green(tmp_pa
     assert records[0]["files"] == ["calc.py"] and records[0]["tests_failed"] == ["tests/test_calc.py::test_add"]
     assert records[1]["edits_failed"] == 0 and records[1]["test_exit_code"] == 0
     assert "def multiply" in records[1]["answer"]
+
+
+def test_a_stalled_server_is_asked_once_more_then_one_line_and_a_rollback(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    with ScriptedServer([{"sleep": 2.5, "answer": answer(FIX_ADD)}] * 2 + [answer(FIX_ADD)]) as server:
+        proc = _run(repo, server, "--request-timeout", "1")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1].startswith("error: the model server sent nothing for 1 s, twice")
+    assert "--request-timeout" in lines[-1]
+    assert "Traceback" not in proc.stderr and len(server.chat_requests) == 2
+    assert snapshot(repo) == before

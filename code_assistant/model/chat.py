@@ -1,4 +1,9 @@
-"""The chat-model seam: an OpenAI-compatible client with retries, usage accounting and one-line errors."""
+"""The chat-model seam: an OpenAI-compatible client with retries, usage accounting and one-line errors.
+
+What a local server needs is here too: answers capped at the window's reserve, a window learned from a refusal that
+names it (ContextOverflow: the caller builds a smaller request and asks once more), structured output in the first
+form the server takes (structured.py), and streams that time out on the gap between two tokens, not on the answer.
+"""
 from __future__ import annotations
 
 import logging
@@ -6,16 +11,22 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
+import httpx
 import openai
 
-from code_assistant import redact
+from code_assistant import redact, tokens
 from code_assistant.errors import EXIT_FAILED, AssistantError
+from code_assistant.model.fitting import message_tokens
+from code_assistant.model.structured import FORMS, refuses_response_format, response_format
+from code_assistant.model.window import ContextWindow, WindowLimit, window_limit
 
 logger = logging.getLogger(__name__)
 
 Message = dict[str, str]
+CONNECT_TIMEOUT_S = 10.0
+STALL_RETRIES = 1  # a server that sent nothing for --request-timeout seconds is asked once more, then given up
 
 
 class ModelError(AssistantError):
@@ -27,11 +38,18 @@ class ModelError(AssistantError):
     exit_code = EXIT_FAILED
 
 
+class ContextOverflow(ModelError):
+    """The server refused a request longer than its context window and named the window, which the model now
+    remembers (its `window`): build the request again — it comes out smaller — and ask once more."""
+
+
 @dataclass
 class ChatResponse:
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    estimated: bool = False  # the server sent no counts (a stream without usage): counted here
+    cut_off: bool = False    # the answer stopped at max_tokens (finish_reason "length")
 
 
 @dataclass
@@ -39,11 +57,13 @@ class Usage:
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    estimated: bool = False  # some of the counts are ours, not the server's
 
     def add(self, response: ChatResponse) -> None:
         self.calls += 1
         self.prompt_tokens += response.prompt_tokens
         self.completion_tokens += response.completion_tokens
+        self.estimated = self.estimated or response.estimated
 
     @property
     def total_tokens(self) -> int:
@@ -53,18 +73,29 @@ class Usage:
 class ChatModel(Protocol):
     name: str
     usage: Usage
+    window: ContextWindow
 
     def complete(self, messages: list[Message], on_token: Callable[[str], None] | None = None) -> ChatResponse: ...
 
 
+def _error_body(exc: openai.APIError) -> Any:
+    response = getattr(exc, "response", None)
+    try:
+        return response.json() if response is not None else {"error": exc.body}
+    except Exception:  # noqa: BLE001 - a non-JSON error body is still an error
+        return None
+
+
+def _error_detail(exc: openai.APIError) -> str:
+    body = _error_body(exc)
+    error = body.get("error") if isinstance(body, dict) else None
+    detail = error.get("message") if isinstance(error, dict) else error if isinstance(error, str) else None
+    return str(detail or "")
+
+
 def _fatal_message(exc: openai.APIStatusError, base_url: str | None) -> str:
     where = base_url or "api.openai.com"
-    detail = ""
-    try:
-        body = exc.response.json()
-        detail = (body.get("error") or {}).get("message", "") if isinstance(body, dict) else ""
-    except Exception:  # noqa: BLE001 - a non-JSON error body is still an error
-        detail = ""
+    detail = _error_detail(exc).splitlines()[0][:300] if _error_detail(exc) else ""
     suffix = f": {detail}" if detail else ""
     if exc.status_code == 401:
         return f"the model server at {where} rejected the API key (401 Unauthorized){suffix}; check OPENAI_API_KEY"
@@ -77,76 +108,141 @@ def _fatal_message(exc: openai.APIStatusError, base_url: str | None) -> str:
 
 @dataclass
 class OpenAIChat:
-    """Any OpenAI-compatible /chat/completions server: OpenAI, Ollama, vLLM, LM Studio."""
+    """Any OpenAI-compatible /chat/completions server: OpenAI, Ollama, vLLM, LM Studio, llama.cpp."""
 
     name: str
     api_key: str
     base_url: str | None = None
-    timeout: float = 120.0
+    timeout: float = 120.0  # seconds without a byte: the gap between two streamed tokens, or a whole plain answer
     max_retries: int = 3
     backoff_s: float = 1.0
     temperature: float = 0.0
+    window: ContextWindow = field(default_factory=ContextWindow.unlimited)
+    schema: dict[str, Any] | None = None  # the answer's JSON schema, sent as response_format (None: free text)
     usage: Usage = field(default_factory=Usage)
     sleep: Callable[[float], None] = time.sleep
 
     def __post_init__(self) -> None:
         # Retries are ours (logged, bounded); the client's own are off so the count is honest.
-        self._client = openai.OpenAI(api_key=self.api_key, base_url=self.base_url, timeout=self.timeout, max_retries=0)
+        timeout = httpx.Timeout(self.timeout, connect=min(self.timeout, CONNECT_TIMEOUT_S))
+        self._client = openai.OpenAI(api_key=self.api_key, base_url=self.base_url, timeout=timeout, max_retries=0)
+        self._form = 0 if self.schema is not None else FORMS.index(None)
 
     @property
     def client(self) -> openai.OpenAI:
         return self._client
 
+    @property
+    def form(self) -> str | None:
+        """The response_format form this server is asked with now."""
+        return FORMS[self._form]
+
     def complete(self, messages: list[Message], on_token: Callable[[str], None] | None = None) -> ChatResponse:
         messages = redact_messages(messages)
-        attempt = 0
+        counted = message_tokens(messages)
+        attempt = stalls = 0
         while True:
             attempt += 1
             try:
-                response = self._stream(messages, on_token) if on_token else self._once(messages)
+                response = self._ask(messages, on_token, counted)
                 self.usage.add(response)
                 return response
-            except (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
-                    openai.APIConnectionError) as exc:
+            except openai.APIStatusError as exc:
+                detail = _error_detail(exc)
+                if self.form is not None and refuses_response_format(exc.status_code, detail):
+                    logger.warning("the server refused response_format %r (%d); asking with the next form",
+                                   self.form, exc.status_code)
+                    self._form += 1
+                    attempt -= 1
+                    continue
+                self._overflow(exc, counted)
+                transient = exc.status_code in (408, 409, 429) or exc.status_code >= 500
+                if not transient or attempt > self.max_retries:
+                    raise ModelError(_fatal_message(exc, self.base_url),
+                                     exit_code=2 if exc.status_code in (401, 403, 404) else 1) from exc
+                self._backoff(attempt, exc)
+            except (openai.APITimeoutError, httpx.TimeoutException) as exc:
+                stalls += 1
+                if stalls > STALL_RETRIES:
+                    raise ModelError(f"the model server sent nothing for {self.timeout:g} s, twice; a slow local model "
+                                     f"needs a larger --request-timeout") from exc
+                logger.warning("the model server sent nothing for %g s; asking once more", self.timeout)
+            except (openai.APIConnectionError, httpx.TransportError) as exc:
                 if attempt > self.max_retries:
                     raise ModelError(f"the model server did not answer after {attempt} tries: {_short(exc)}") from exc
-                delay = self.backoff_s * (2 ** (attempt - 1)) * (1 + random.random() / 4)
-                logger.warning("model call failed (%s); retry %d/%d in %.1fs", _short(exc), attempt,
-                               self.max_retries, delay)
-                self.sleep(delay)
-            except openai.APIStatusError as exc:
-                if exc.status_code in (408, 409) or exc.status_code >= 500:
-                    if attempt > self.max_retries:
-                        raise ModelError(_fatal_message(exc, self.base_url)) from exc
-                    self.sleep(self.backoff_s * (2 ** (attempt - 1)))
-                    continue
-                raise ModelError(_fatal_message(exc, self.base_url),
-                                 exit_code=2 if exc.status_code in (401, 403, 404) else 1) from exc
+                self._backoff(attempt, exc)
+            except openai.APIError as exc:  # an error event inside a stream
+                self._overflow(exc, counted)
+                if attempt > self.max_retries:
+                    raise ModelError(f"the model server failed after {attempt} tries: {_short(exc)}") from exc
+                self._backoff(attempt, exc)
 
-    def _once(self, messages: list[Message]) -> ChatResponse:
-        completion = self._client.chat.completions.create(
-            model=self.name, messages=messages, temperature=self.temperature)  # type: ignore[arg-type]
+    def _overflow(self, exc: openai.APIError, counted: int) -> None:
+        """A refusal that names the window: remember the window, let the caller shrink the request."""
+        limit = window_limit(_error_detail(exc) or str(exc), _error_body(exc))
+        if limit is None:
+            return
+        prompt = limit.prompt_tokens
+        if prompt is None and limit.requested and self.base_url:
+            prompt = limit.requested - self.window.reserve  # vLLM counts the answer's max_tokens in the request
+        self.window.learn(WindowLimit(limit.window, prompt), counted)
+        raise ContextOverflow(f"the request did not fit the model's context window of {limit.window} tokens") from exc
+
+    def _backoff(self, attempt: int, exc: Exception) -> None:
+        delay = self.backoff_s * (2 ** (attempt - 1)) * (1 + random.random() / 4)
+        logger.warning("model call failed (%s); retry %d/%d in %.1fs", _short(exc), attempt, self.max_retries, delay)
+        self.sleep(delay)
+
+    def _ask(self, messages: list[Message], on_token: Callable[[str], None] | None, counted: int) -> ChatResponse:
+        request: dict[str, Any] = {"model": self.name, "messages": messages, "temperature": self.temperature}
+        if self.base_url:  # OpenAI-compatible servers: an answer may not run past the window's reserve
+            request["max_tokens"] = self.window.reserve
+        if self.schema is not None and (fmt := response_format(self.form, self.schema)):
+            request["response_format"] = fmt
+        response = self._stream(request, on_token) if on_token else None
+        if response is None:
+            response = self._once(request)
+        if response.estimated:
+            response.prompt_tokens = round(counted * self.window.ratio)
+            response.completion_tokens = tokens.count_tokens(response.text)
+        elif warning := self.window.observe(counted, response.prompt_tokens):
+            logger.warning("%s", warning)
+        return response
+
+    def _once(self, request: dict[str, Any]) -> ChatResponse:
+        completion = self._client.chat.completions.create(**request)
         if not completion.choices:
             raise ModelError("the model server returned no choices")
         text = completion.choices[0].message.content or ""
+        cut_off = completion.choices[0].finish_reason == "length"
         usage = completion.usage
-        return ChatResponse(text, usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0)
+        if usage is None:
+            return ChatResponse(text, estimated=True, cut_off=cut_off)
+        return ChatResponse(text, usage.prompt_tokens, usage.completion_tokens, cut_off=cut_off)
 
-    def _stream(self, messages: list[Message], on_token: Callable[[str], None]) -> ChatResponse:
-        stream = self._client.chat.completions.create(
-            model=self.name, messages=messages, temperature=self.temperature, stream=True,  # type: ignore[arg-type]
-            stream_options={"include_usage": True})
+    def _stream(self, request: dict[str, Any], on_token: Callable[[str], None]) -> ChatResponse | None:
+        """The answer token by token; None when the server closed the stream without a single event (llama-cpp-python
+        does so for a prompt over its window): the caller then asks without streaming, which says why."""
+        stream = self._client.chat.completions.create(**request, stream=True, stream_options={"include_usage": True})
         parts: list[str] = []
-        prompt_tokens = completion_tokens = 0
+        usage = None
+        events = 0
+        cut_off = False
         for chunk in stream:
-            if chunk.usage:
-                prompt_tokens, completion_tokens = chunk.usage.prompt_tokens, chunk.usage.completion_tokens
+            events += 1
+            usage = chunk.usage or usage
             for choice in chunk.choices:
-                piece = choice.delta.content or ""
+                cut_off = cut_off or choice.finish_reason == "length"
+                piece = (choice.delta.content if choice.delta else None) or ""
                 if piece:
                     parts.append(piece)
                     on_token(piece)
-        return ChatResponse("".join(parts), prompt_tokens, completion_tokens)
+        if events == 0:
+            logger.warning("the model server closed the stream without an answer; asking once without streaming")
+            return None
+        if usage is None:
+            return ChatResponse("".join(parts), estimated=True, cut_off=cut_off)
+        return ChatResponse("".join(parts), usage.prompt_tokens, usage.completion_tokens, cut_off=cut_off)
 
 
 def redact_messages(messages: list[Message]) -> list[Message]:

@@ -1,5 +1,8 @@
-"""What a model's tokens cost, for the models whose prices are known; unknown (and local) models: tokens only."""
+"""What a model's tokens cost, for the models whose prices are known; unknown and local models: tokens only."""
 from __future__ import annotations
+
+import ipaddress
+from urllib.parse import urlsplit
 
 # USD per million tokens (input, output). Unknown models: tokens only.
 PRICES: dict[str, tuple[float, float]] = {
@@ -9,7 +12,23 @@ PRICES: dict[str, tuple[float, float]] = {
 }
 
 
-def estimate_cost(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+def is_local(base_url: str | None) -> bool:
+    """A server on this machine (localhost, 127.0.0.0/8, ::1): whatever its model is called, nobody bills for it."""
+    if not base_url:
+        return False
+    host = (urlsplit(base_url if "//" in base_url else f"//{base_url}").hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def estimate_cost(model: str, prompt_tokens: int, completion_tokens: int, base_url: str | None = None) -> float | None:
+    """Dollars, or None when there is no price: an unknown model, or any model on a local server."""
+    if is_local(base_url):
+        return None
     key = model.split("/")[-1]
     prices = PRICES.get(key) or next((v for k, v in sorted(PRICES.items(), key=lambda kv: -len(kv[0]))
                                       if key.startswith(k + "-")), None)

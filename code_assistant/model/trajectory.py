@@ -21,6 +21,7 @@ from pathlib import Path
 
 from code_assistant import redact
 from code_assistant.model.chat import ChatResponse, Message, ModelError, Usage
+from code_assistant.model.window import ContextWindow
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +94,7 @@ class ReplayModel:
     answers: list[str]
     name: str = "replay"
     usage: Usage = field(default_factory=Usage)
+    window: ContextWindow = field(default_factory=ContextWindow.unlimited)
 
     def complete(self, messages: list[Message], on_token: Callable[[str], None] | None = None) -> ChatResponse:
         if not self.answers:

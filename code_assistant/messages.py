@@ -1,0 +1,129 @@
+"""What the model is sent — the plan, fix, follow-up and question requests — sized to the model's context window.
+
+A request holds the system prompt, the task, and as much of the repository as the window leaves after those and the
+answer's reserve (model/window.py): the context's budget shrinks to fit, and so do failing-test output and edit
+feedback. A fix request carries the conversation so far; when that no longer fits, its older turns go first and the
+longest messages are clipped in the middle (model/fitting.py). A window too small for the system prompt, the task and
+a little code is a ContextWindowError that names the setting.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+from code_assistant.feedback import failure_text
+from code_assistant.index.indexer import RepoIndex
+from code_assistant.model import prompts
+from code_assistant.model.chat import Message
+from code_assistant.model.fitting import clip_text, fit_history, message_tokens
+from code_assistant.model.window import ContextWindow, ContextWindowError
+from code_assistant.retrieve.context import Context, build_context
+from code_assistant.settings import Settings
+from code_assistant.verify.runner import TestResult
+
+logger = logging.getLogger(__name__)
+
+MIN_CONTEXT_TOKENS = 200  # a context smaller than this shows no useful code
+SLACK = 16                # joins between context files, rounding in the context's own arithmetic
+FAILURES_SHARE = 4        # failing-test output may take a quarter of a request's room
+FEEDBACK_SHARE = 8        # edit feedback an eighth
+MANIFESTS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "package.json", "go.mod", "Cargo.toml")
+_IMPORT_ERROR_RE = re.compile(r"ImportError|ModuleNotFoundError|Cannot find module|ERR_MODULE_NOT_FOUND|"
+                              r"no required module provides|cannot find package|unresolved import")
+
+
+def _import_error(result: TestResult) -> bool:
+    """A failure to import brings the dependency manifest into the fix request."""
+    return any(_IMPORT_ERROR_RE.search(f.message) for f in result.failures) or bool(
+        _IMPORT_ERROR_RE.search(result.output[-4000:]))
+
+
+def too_small(window: ContextWindow, needed: int) -> ContextWindowError:
+    return ContextWindowError(
+        f"the model's context window ({window.describe()}) is too small: the system prompt, the task and a little "
+        f"code need about {round(needed * window.ratio)} tokens plus {window.reserve} for the answer; give the model "
+        f"a larger window on its server and set it with --context-window or OPENAI_CONTEXT_WINDOW")
+
+
+class Requests:
+    """Builds each request from the current state of the window, so a request built again after the server named a
+    smaller window comes out smaller."""
+
+    def __init__(self, settings: Settings, window: ContextWindow) -> None:
+        self.settings, self.window = settings, window
+
+    def plan(self, index: RepoIndex, task: str, baseline: TestResult) -> tuple[list[Message], Context]:
+        room = self.window.prompt_room()
+        failures = failure_text(baseline)
+        shown = clip_text(failures, room // FAILURES_SHARE, "test output") if failures else ""
+
+        def render(context: str) -> list[Message]:
+            user = prompts.PLAN.render(
+                task=task, test_command=self.settings.test_command, baseline=baseline.summary(),
+                baseline_failures=f"# Failing tests before any change\n{shown}\n\n" if shown else "", context=context)
+            return [{"role": "system", "content": prompts.SYSTEM.text}, {"role": "user", "content": user}]
+
+        fixed = message_tokens(render(""))
+        budget = min(self.settings.context_tokens, room - fixed - SLACK)
+        if budget < MIN_CONTEXT_TOKENS:
+            raise too_small(self.window, fixed + MIN_CONTEXT_TOKENS)
+        context = build_context(index, task, budget, extra_text=failures,
+                                embed_budget=self.settings.query_embed_budget)
+        logger.info("prompts %s + %s; context budget %d of a %d-token room", prompts.SYSTEM.version,
+                    prompts.PLAN.version, budget, room)
+        return self.fitted(render(context.render() or "(no files indexed)")), context
+
+    def fix(self, index: RepoIndex, task: str, result: TestResult, feedback: str, history: list[Message],
+            modified: list[str], iteration: int) -> list[Message]:
+        room = self.window.prompt_room()
+        failures = failure_text(result)
+        shown = clip_text(failures, room // FAILURES_SHARE, "test output") if failures else ""
+        feedback = clip_text(feedback, room // FEEDBACK_SHARE, "feedback") if feedback else ""
+
+        def render(files: str) -> str:
+            return prompts.FIX.render(
+                iteration=iteration, max_iterations=self.settings.max_iterations, summary=result.summary(),
+                failures=shown or "(no structured failures; see the output)", edit_feedback=feedback, files=files)
+
+        shell = message_tokens([{"role": "user", "content": render("")}])
+        wanted = min(self.settings.context_tokens // 2, max(MIN_CONTEXT_TOKENS, room // 3))
+        kept = fit_history(history, room - shell - wanted)
+        budget = min(self.settings.context_tokens // 2, room - message_tokens(kept) - shell - SLACK)
+        context = build_context(index, task, max(budget, 1), extra_text=failures,
+                                must_include=self._involved(index, result, modified),
+                                embed_budget=self.settings.query_embed_budget)
+        logger.info("prompt %s; context budget %d of a %d-token room", prompts.FIX.version, budget, room)
+        return self.fitted([*kept, {"role": "user", "content": render(context.render())}])
+
+    def follow_up(self, history: list[Message], text: str) -> list[Message]:
+        """The conversation and one more user message (a re-ask, a syntax repair)."""
+        return self.fitted([*history, {"role": "user", "content": text}])
+
+    def question(self, index: RepoIndex, question: str) -> tuple[list[Message], Context]:
+        room = self.window.prompt_room()
+        fixed = message_tokens([{"role": "user", "content": prompts.ASK.render(question=question, context="")}])
+        budget = min(self.settings.context_tokens, room - fixed - SLACK)
+        if budget < MIN_CONTEXT_TOKENS:
+            raise too_small(self.window, fixed + MIN_CONTEXT_TOKENS)
+        context = build_context(index, question, budget, numbered=True, embed_budget=self.settings.query_embed_budget)
+        text = prompts.ASK.render(question=question, context=context.render() or "(no files indexed)")
+        logger.info("prompt %s with %d files", prompts.ASK.version, len(context.files))
+        return self.fitted([{"role": "user", "content": text}]), context
+
+    def fitted(self, messages: list[Message]) -> list[Message]:
+        """The messages within the window's room (older turns dropped, long ones clipped), or a ContextWindowError."""
+        room = self.window.prompt_room()
+        fitted = fit_history(messages, room)
+        if (size := message_tokens(fitted)) > room:
+            raise too_small(self.window, size)
+        return fitted
+
+    def _involved(self, index: RepoIndex, result: TestResult, modified: list[str]) -> list[str]:
+        """Files the fix request must show: those changed so far, those in the failures' frames, and (on an import
+        error) the dependency manifest."""
+        repo = Path(self.settings.repo)
+        frames = [p for f in result.failures for p in ([f.file] if f.file else []) + [x for x, _ in f.frames]]
+        manifests = [m for m in MANIFESTS if _import_error(result) and (repo / m).is_file()]
+        return [p for p in dict.fromkeys([*modified, *frames, *manifests])
+                if p in index.files or (repo / p).is_file()]

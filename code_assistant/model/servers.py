@@ -1,0 +1,161 @@
+"""Which context window a run works with: the setting, else what the server reports, else the table, else a default.
+
+What servers report, asked once per run with short timeouts (every question is optional; a server that answers none
+is fine):
+- llama.cpp's server: GET /props -> default_generation_settings.n_ctx;
+- vLLM (and OpenRouter-style gateways): GET /v1/models -> max_model_len / context_length for the model;
+- LM Studio: GET /api/v0/models -> loaded_context_length (else max_context_length) for the model;
+- Ollama: POST /api/show -> a num_ctx parameter from the Modelfile; else the window of the loaded model in GET /api/ps
+  (the model is loaded first if it is not); else Ollama's old default of 2,048. Ollama's /v1 endpoint takes no
+  num_ctx per request (it silently cuts what does not fit), so the tool sizes its requests to the window Ollama
+  really runs.
+llama-cpp-python's server reports nothing; its window is learned from its first refusal (window.py).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import urllib.error
+import urllib.request
+from typing import Any
+from urllib.parse import urlsplit
+
+from code_assistant.model.window import DEFAULT_WINDOW, OPENAI_RATIO, ContextWindow, known_window
+
+logger = logging.getLogger(__name__)
+
+PROBE_TIMEOUT_S = 3.0
+OLLAMA_OLD_DEFAULT = 2048
+_NUM_CTX_RE = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
+
+
+class _Unreachable(Exception):
+    pass
+
+
+def _call(url: str, body: dict[str, Any] | None = None, timeout: float = PROBE_TIMEOUT_S,
+          api_key: str | None = None) -> Any:
+    """GET (or POST with a JSON body) and parse the JSON answer; None for any answer but 200 with JSON."""
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {api_key}"} if api_key else {})}
+    data = json.dumps(body).encode() if body is not None else None
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers), timeout=timeout) as r:
+            return json.loads(r.read() or b"null")
+    except urllib.error.HTTPError:
+        return None
+    except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+        raise _Unreachable(str(exc)) from exc
+    except (ValueError, OSError):
+        return None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _entry(body: Any, model: str) -> dict[str, Any] | None:
+    """The model's entry in an OpenAI-style model list (the only one, when the server serves one model)."""
+    entries = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(entries, list):
+        return None
+    entries = [e for e in entries if isinstance(e, dict)]
+    return next((e for e in entries if e.get("id") == model), entries[0] if len(entries) == 1 else None)
+
+
+def from_props(body: Any) -> int | None:
+    if not isinstance(body, dict):
+        return None
+    settings = body.get("default_generation_settings")
+    return _int(settings.get("n_ctx")) if isinstance(settings, dict) else _int(body.get("n_ctx"))
+
+
+def from_models(body: Any, model: str) -> int | None:
+    entry = _entry(body, model)
+    if entry is None:
+        return None
+    return next((n for k in ("max_model_len", "context_length", "context_window") if (n := _int(entry.get(k)))), None)
+
+
+def from_lmstudio(body: Any, model: str) -> int | None:
+    entry = _entry(body, model)
+    if entry is None:
+        return None
+    return _int(entry.get("loaded_context_length")) or _int(entry.get("max_context_length"))
+
+
+def from_ollama_show(body: Any) -> tuple[int | None, int | None] | None:
+    """(num_ctx set in the Modelfile, the model's trained window), or None when this is not Ollama's answer."""
+    if not isinstance(body, dict) or not any(k in body for k in ("model_info", "parameters", "modelfile")):
+        return None
+    params = body.get("parameters")
+    num_ctx = _NUM_CTX_RE.search(params) if isinstance(params, str) else None
+    info = body.get("model_info") if isinstance(body.get("model_info"), dict) else {}
+    trained = next((_int(v) for k, v in info.items() if k.endswith(".context_length")), None)
+    return (int(num_ctx.group(1)) if num_ctx else None), trained
+
+
+def from_ollama_ps(body: Any, model: str) -> int | None:
+    models = body.get("models") if isinstance(body, dict) else None
+    for entry in models if isinstance(models, list) else []:
+        if isinstance(entry, dict) and model in (entry.get("name"), entry.get("model")):
+            return _int(entry.get("context_length"))
+    return None
+
+
+def _root(base_url: str) -> str:
+    parts = urlsplit(base_url.rstrip("/"))
+    path = re.sub(r"/v1$", "", parts.path)
+    return f"{parts.scheme}://{parts.netloc}{path}"
+
+
+def _ollama(root: str, model: str, load_timeout: float) -> tuple[int, str] | None:
+    shown = from_ollama_show(_call(f"{root}/api/show", {"model": model}))
+    if shown is None:
+        return None
+    num_ctx, trained = shown
+    window, source = (num_ctx, "Ollama's num_ctx parameter") if num_ctx else (None, "")
+    if window is None:
+        window = from_ollama_ps(_call(f"{root}/api/ps"), model)
+        if window is None:  # not loaded yet: load it (an empty generate request), then ask again
+            _call(f"{root}/api/generate", {"model": model}, timeout=load_timeout)
+            window = from_ollama_ps(_call(f"{root}/api/ps"), model)
+        window, source = (window, "Ollama's GET /api/ps") if window else (OLLAMA_OLD_DEFAULT, "Ollama's old default")
+    return (min(window, trained) if trained else window), source
+
+
+def server_window(base_url: str, model: str, api_key: str | None = None,
+                  load_timeout: float = 120.0) -> tuple[int, str] | None:
+    """(window, where it came from) as the server reports it, or None."""
+    root = _root(base_url)
+    try:
+        if window := from_props(_call(f"{root}/props", api_key=api_key)):
+            return window, "GET /props"
+        if window := from_models(_call(f"{base_url.rstrip('/')}/models", api_key=api_key), model):
+            return window, "GET /v1/models"
+        if window := from_lmstudio(_call(f"{root}/api/v0/models", api_key=api_key), model):
+            return window, "GET /api/v0/models"
+        return _ollama(root, model, load_timeout)
+    except _Unreachable as exc:
+        logger.info("no window reported by %s: %s", base_url, exc)
+        return None
+
+
+def resolve_window(setting: int | None, base_url: str | None, model: str, api_key: str | None = None,
+                   load_timeout: float = 120.0) -> ContextWindow:
+    """--context-window / OPENAI_CONTEXT_WINDOW, else the server's report, else the table, else DEFAULT_WINDOW."""
+    hosted = base_url is None
+    table = known_window(model)
+    ratio = OPENAI_RATIO if table and hosted else None
+    if setting:
+        window = ContextWindow(setting, "--context-window")
+    elif base_url and (reported := server_window(base_url, model, api_key, load_timeout)):
+        window = ContextWindow(*reported)
+    elif table:
+        window = ContextWindow(table, "the known-model table")
+    else:
+        window = ContextWindow(DEFAULT_WINDOW, "the default (nothing reported a window)")
+    if ratio:
+        window.ratio = ratio
+    logger.info("context window of %s: %s", model, window.describe())
+    return window

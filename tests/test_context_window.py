@@ -1,0 +1,212 @@
+"""Context windows: read from the setting, the server, the table or a refusal; every request sized to fit."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from code_assistant import tokens
+from code_assistant.model.chat import ContextOverflow, OpenAIChat
+from code_assistant.model.fitting import clip_text, fit_history, message_tokens
+from code_assistant.model.servers import (
+    from_lmstudio,
+    from_models,
+    from_ollama_ps,
+    from_ollama_show,
+    from_props,
+    resolve_window,
+)
+from code_assistant.model.window import DEFAULT_WINDOW, ContextWindow, known_window, window_limit
+from tests.repos import CALC_PY, TEST_CALC_PY, answer, modify, python_repo, run_cli, snapshot
+from tests.scripted_server import ScriptedServer, prompt_tokens
+
+PYTEST = f"{sys.executable} -m pytest -q"
+FIX_ADD = modify("calc.py", "def add(a, b):\n    return a - b", "def add(a, b):\n    return a + b")
+
+
+# ----- reading a window out of a refusal -------------------------------------------------------------------------
+@pytest.mark.parametrize("message, window, prompt", [
+    (("This model's maximum context length is 2048 tokens. However, you requested 3031 tokens (3031 in the messages, "
+      "None in the completion). Please reduce the length of the messages or completion."), 2048, 3031),  # llama-cpp
+    (("This model's maximum context length is 4096 tokens. However, you requested 4700 tokens (4600 in the messages, "
+      "100 in the completion)."), 4096, 4600),  # vLLM
+    (("This model's maximum context length is 128000 tokens. However, your messages resulted in 130512 tokens. "
+      "Please reduce the length of the messages."), 128000, 130512),  # OpenAI
+    (("Trying to keep the first 5738 tokens when context the overflows. However, the model is loaded with context "
+      "length of only 4096 tokens, which is not enough."), 4096, 5738),  # LM Studio
+    ("Requested tokens (2478) exceed context window of 2048", 2048, 2478),  # llama-cpp-python's ValueError
+])
+def test_a_refusal_names_the_window_and_the_prompt(message: str, window: int, prompt: int) -> None:
+    limit = window_limit(message)
+    assert limit is not None and (limit.window, limit.prompt_tokens) == (window, prompt)
+
+
+def test_llama_cpp_servers_error_object_and_unrelated_errors() -> None:
+    body = {"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it",
+                      "type": "exceed_context_size_error", "n_prompt_tokens": 5000, "n_ctx": 4096}}
+    assert window_limit(body["error"]["message"], body) is not None
+    assert window_limit(body["error"]["message"], body).window == 4096  # type: ignore[union-attr]
+    assert window_limit("Invalid API key") is None and window_limit("") is None
+
+
+# ----- the window's arithmetic -----------------------------------------------------------------------------------
+def test_known_models_dated_and_prefixed() -> None:
+    assert known_window("gpt-4o-2024-08-06") == known_window("openai/gpt-4o") == 128_000
+    assert known_window("gpt-4o-mini") == 128_000 and known_window("qwen2.5-coder:14b") is None
+
+
+def test_room_keeps_the_answers_reserve_and_the_tokenizer_ratio() -> None:
+    window = ContextWindow(2048, "test", ratio=1.25)
+    assert window.reserve == 256
+    assert window.prompt_room() == int((2048 - 256) / 1.25)
+    assert ContextWindow(200_000, "t").reserve == 4096
+
+
+def test_the_servers_counts_replace_the_assumed_ratio_and_a_cut_prompt_is_noticed() -> None:
+    window = ContextWindow(8192, "test", ratio=1.3)
+    assert window.observe(1000, 1170) is None
+    assert window.measured and 1.17 < window.ratio < 1.25
+    assert window.observe(50, 500) is None and window.ratio < 1.25, "short prompts are mostly template"
+    warning = window.observe(6000, 2000)  # Ollama read a third of what was sent: it cut the prompt
+    assert warning and "--context-window" in warning and window.tokens == 2000
+
+
+# ----- fitting a conversation -------------------------------------------------------------------------------------
+def test_clip_keeps_start_and_end_within_budget() -> None:
+    text = "\n".join(f"line {i}: " + "word " * 12 for i in range(400))
+    clipped = clip_text(text, 300, "test output")
+    assert tokens.count_tokens(clipped) <= 300
+    assert clipped.startswith("line 0:") and clipped.rstrip().endswith("word") and "line 399" in clipped
+    assert "left out to fit the model's context window" in clipped
+    assert clip_text("short", 300) == "short"
+
+
+def test_fit_history_drops_old_turns_keeps_the_task_and_alternation() -> None:
+    big = "code line\n" * 400
+    history = [{"role": "system", "content": "system prompt"}, {"role": "user", "content": "# Task\nfix add\n" + big}]
+    for i in range(4):
+        history += [{"role": "assistant", "content": f"answer {i}"}, {"role": "user", "content": f"fix {i}\n" + big}]
+    fitted = fit_history(history, 1200)
+    assert message_tokens(fitted) <= 1200
+    assert fitted[0]["content"] == "system prompt" and fitted[1]["content"].startswith("# Task\nfix add")
+    assert [m["role"] for m in fitted] == ["system", "user", "assistant", "user"]
+    assert fitted[2]["content"] == "answer 3" and fitted[3]["content"].startswith("fix 3")
+    assert fit_history(history[:2], 10**6) == history[:2]
+
+
+# ----- what servers report ----------------------------------------------------------------------------------------
+def test_server_reports_are_read() -> None:
+    assert from_props({"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1}) == 4096
+    assert from_models({"data": [{"id": "other"}, {"id": "m", "max_model_len": 32768}]}, "m") == 32768
+    assert from_models({"data": [{"id": "x/y", "context_length": 65536}]}, "whatever") == 65536  # the only model
+    assert from_models({"data": [{"id": "m", "object": "model"}]}, "m") is None  # llama-cpp-python, Ollama
+    assert from_lmstudio({"data": [{"id": "m", "state": "loaded", "max_context_length": 32768,
+                                    "loaded_context_length": 4096}]}, "m") == 4096
+    shown = {"parameters": "stop \"<|im_end|>\"\nnum_ctx 8192", "model_info": {"qwen2.context_length": 32768}}
+    assert from_ollama_show(shown) == (8192, 32768) and from_ollama_show({"detail": "x"}) is None
+    assert from_ollama_ps({"models": [{"name": "qwen2.5:7b", "context_length": 4096}]}, "qwen2.5:7b") == 4096
+
+
+@pytest.mark.parametrize("info, window, source", [
+    ({"/props": {"default_generation_settings": {"n_ctx": 3072}}}, 3072, "GET /props"),
+    ({"/v1/models": {"data": [{"id": "local-model", "max_model_len": 16384}]}}, 16384, "GET /v1/models"),
+    ({"/api/v0/models": {"data": [{"id": "local-model", "max_context_length": 8000}]}}, 8000, "GET /api/v0/models"),
+    ({"/api/show": {"parameters": "num_ctx 12288", "model_info": {"llama.context_length": 131072}}}, 12288,
+     "Ollama's num_ctx parameter"),
+    ({"/api/show": {"model_info": {"llama.context_length": 131072}},
+      "/api/ps": {"models": [{"name": "local-model", "context_length": 4096}]}}, 4096, "Ollama's GET /api/ps"),
+    ({"/api/show": {"model_info": {"llama.context_length": 131072}}}, 2048, "Ollama's old default"),
+    ({}, DEFAULT_WINDOW, "the default (nothing reported a window)"),
+])
+def test_the_window_is_asked_of_the_server(info: dict, window: int, source: str) -> None:
+    with ScriptedServer(info=info) as server:
+        resolved = resolve_window(None, server.url, "local-model")
+    assert (resolved.tokens, resolved.source) == (window, source)
+
+
+def test_the_setting_wins_and_known_models_need_no_server() -> None:
+    with ScriptedServer(info={"/props": {"n_ctx": 3072}}) as server:
+        assert resolve_window(5000, server.url, "m").tokens == 5000
+    assert resolve_window(None, None, "gpt-4o").tokens == 128_000
+    assert resolve_window(None, "http://127.0.0.1:9/v1", "gpt-4o").source == "the known-model table"  # unreachable
+
+
+# ----- learning the window from a refusal -------------------------------------------------------------------------
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_refusal_is_learned_and_the_next_request_fits(stream: bool) -> None:
+    """llama-cpp-python answers an over-long streamed request with an empty stream: asked again without streaming,
+    it says why."""
+    long_text = "def f():\n    return 1\n" * 400
+    with ScriptedServer(["ok"], context_window=2048, overflow_stream="empty") as server:
+        model = OpenAIChat("m", api_key="k", base_url=server.url, window=ContextWindow(8192, "default"))
+        with pytest.raises(ContextOverflow, match="2048"):
+            model.complete([{"role": "user", "content": long_text}], on_token=[].append if stream else None)
+        assert model.window.tokens == 2048 and model.window.source == "the server's error"
+        sent = message_tokens([{"role": "user", "content": long_text}])
+        assert model.window.measured and model.window.ratio >= prompt_tokens(server.chat_requests[0]) / sent
+        short = clip_text(long_text, model.window.prompt_room() - 20)
+        assert model.complete([{"role": "user", "content": short}]).text == "ok"
+    refused = server.chat_requests[:-1]
+    assert [r.get("stream", False) for r in refused] == ([True, False] if stream else [False])
+    assert server.usages[-1]["prompt_tokens"] + server.chat_requests[-1]["max_tokens"] <= 2048
+
+
+def _big_repo(tmp_path: Path) -> Path:
+    """calc.py with its bug, and a module of 120 functions: a plan request far over a 2,048-token window."""
+    functions = "\n\n".join(f"def helper_{i}(value):\n    \"\"\"Scale value by {i}.\"\"\"\n    return value * {i}\n"
+                            for i in range(120))
+    return python_repo(tmp_path, {"calc.py": CALC_PY, "helpers.py": functions, "tests/test_calc.py": TEST_CALC_PY,
+                                  "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"})
+
+
+def test_cli_learns_the_window_from_the_refusal_and_sends_nothing_over_it(tmp_path: Path) -> None:
+    repo = _big_repo(tmp_path)
+    with ScriptedServer([answer(FIX_ADD)], context_window=2048) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "Fix add() so the tests pass", "--test-command", PYTEST,
+                        "--model", "local-model"], server_url=server.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "context window 8192 tokens, from the default" in proc.stdout
+    learned = "[Context window: 2048 tokens, from the server's refusal; asking again with a smaller request]"
+    assert learned in proc.stdout
+    first, second = server.chat_requests
+    assert len(str(first)) > len(str(second)), "the request was built again, smaller"
+    assert server.usages[0]["prompt_tokens"] + second["max_tokens"] <= 2048
+    assert "def add(a, b)" in second["messages"][-1]["content"], "the context still shows the file to fix"
+
+
+def test_cli_with_the_window_set_sends_nothing_over_it(tmp_path: Path) -> None:
+    repo = _big_repo(tmp_path)
+    wrong = modify("calc.py", "def add(a, b):\n    return a - b", "def add(a, b):\n    return a * b")
+    right = modify("calc.py", "def add(a, b):\n    return a * b", "def add(a, b):\n    return a + b")
+    with ScriptedServer([answer(wrong), answer(right)], context_window=2048) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "Fix add() so the tests pass", "--test-command", PYTEST,
+                        "--model", "local-model"], server_url=server.url, extra_env={"OPENAI_CONTEXT_WINDOW": "2048"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(server.chat_requests) == len(server.usages) == 2, "nothing refused: plan and fix both fit"
+    for usage, request in zip(server.usages, server.chat_requests):
+        assert usage["prompt_tokens"] + request["max_tokens"] <= 2048
+    assert "return a * b" in server.chat_requests[1]["messages"][-1]["content"], "the fix shows the current file"
+
+
+def test_a_window_too_small_for_any_request_is_one_line_naming_the_setting(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    with ScriptedServer([answer(FIX_ADD)]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--context-window", "600"],
+                       server_url=server.url)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--context-window" in lines[0] and "600 tokens" in lines[0], proc.stderr
+    assert server.chat_requests == [] and snapshot(repo) == before
+
+
+def test_an_answer_cut_at_the_windows_reserve_is_asked_again_saying_so(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    long_plan = answer(*[modify("calc.py", f"# line {i} " + "x" * 60, "y") for i in range(20)])  # over 256 tokens
+    with ScriptedServer([long_plan, answer(FIX_ADD)]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--context-window", "2048"],
+                       server_url=server.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    reask = server.chat_requests[1]["messages"][-1]["content"]
+    assert "cut off at the limit for an answer (256 tokens)" in reask and "fewer or shorter changes" in reask

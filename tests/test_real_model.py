@@ -1,0 +1,136 @@
+"""A real model end to end: SmolLM2-135M-Instruct served by llama-cpp-python at a 2,048-token window.
+
+Between the tool and the server sits a recording proxy, so the assertions use what the server really said: its
+status codes, its prompt-token counts, its answers. The tests assert the tool's behaviour — the window, structured
+output, streaming, usage, the trajectory, a clean stop — never the model's wisdom: a 135M model rarely fixes
+anything, and when it fails the repository is byte-exact afterwards and the exit status is 1.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from code_assistant.model.trajectory import read_answers
+from tests.llama_server import LlamaServer, RecordingProxy, answer_of
+from tests.repos import CALC_PY, ROOT, TEST_CALC_PY, python_repo, run_cli, snapshot
+
+WINDOW = 2048
+PYTEST = f"{sys.executable} -m pytest -q"
+TASK = "Fix add() so the tests pass"
+
+
+@pytest.fixture(scope="session")
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    with LlamaServer(n_ctx=WINDOW, log=tmp_path_factory.mktemp("llama") / "server.log") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """calc.py with its bug, its tests, and a module of 120 functions: a plan request well over 2,048 tokens."""
+    helpers = "\n\n".join(f'def helper_{i}(value):\n    """Scale value by {i}."""\n    return value * {i}\n'
+                          for i in range(120))
+    return python_repo(tmp_path_factory.mktemp("real"), {
+        "calc.py": CALC_PY, "helpers.py": helpers, "tests/test_calc.py": TEST_CALC_PY,
+        "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"})
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("index")
+
+
+def _restore(repo: Path) -> dict:
+    """The repository as committed (a run that went green keeps its change), and its snapshot."""
+    subprocess.run(["git", "checkout", "-q", "--", "."], cwd=repo, check=True)
+    subprocess.run(["git", "clean", "-qfd"], cwd=repo, check=True)
+    return snapshot(repo)
+
+
+def test_a_run_keeps_every_request_within_the_window_and_stops_cleanly(llama: LlamaServer, repo: Path,
+                                                                       index_dir: Path, tmp_path: Path) -> None:
+    before = _restore(repo)
+    with RecordingProxy(llama.url) as proxy:
+        proc = run_cli(["--repo", str(repo), "--task", TASK, "--test-command", PYTEST, "--json", "--max-iterations",
+                        "1", "--model", "smollm2", "--index-path", str(index_dir), "--log-dir", str(tmp_path / "runs")],
+                       server_url=proxy.url, extra_env={"OPENAI_CONTEXT_WINDOW": str(WINDOW)}, timeout=600)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    result = json.loads(proc.stdout)
+    if proc.returncode == 1:
+        assert result["rolled_back"] and snapshot(repo) == before
+
+    chats = proxy.chats
+    # structured output: the nested form first, refused by llama-cpp-python with a 500 naming response_format; then
+    # every request in the form it takes
+    assert chats[0]["request"]["response_format"]["type"] == "json_schema"
+    assert chats[0]["status"] == 500 and "response_format" in json.dumps(chats[0]["response"])
+    assert [c["request"]["response_format"]["type"] for c in chats[1:]] == ["json_object"] * (len(chats) - 1)
+    answered = [c for c in chats if c["status"] == 200]
+    assert len(answered) == len(chats) - 1 >= 1, [c["status"] for c in chats]
+
+    # the window: no request over it, by the server's own count of every prompt
+    for chat in answered:
+        assert chat["response"]["usage"]["prompt_tokens"] + chat["request"]["max_tokens"] <= WINDOW
+
+    # usage is the server's numbers; a local model has no price
+    assert result["tokens"] == {
+        "calls": len(answered),
+        "prompt_tokens": sum(c["response"]["usage"]["prompt_tokens"] for c in answered),
+        "completion_tokens": sum(c["response"]["usage"]["completion_tokens"] for c in answered)}
+    assert result["cost_usd"] is None
+
+    # the trajectory holds the raw answers, in order
+    assert read_answers(Path(result["log"])) == [answer_of(c) for c in answered]
+
+
+def test_ask_learns_the_window_from_the_refusal_and_streams_to_the_terminal(llama: LlamaServer, repo: Path,
+                                                                            index_dir: Path) -> None:
+    """No window is set and llama-cpp-python reports none: the first request is sized for the default 8,192 tokens.
+    The server drops that stream without a word; asked once without streaming, it names its window; the question
+    is asked again within it, and the answer streams to the terminal."""
+    before = _restore(repo)
+    env = {**os.environ, "OPENAI_API_KEY": "k", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    with RecordingProxy(llama.url) as proxy:
+        env["OPENAI_BASE_URL"] = proxy.url
+        terminal_side, process_side = pty.openpty()
+        try:
+            proc = subprocess.run([sys.executable, str(ROOT / "main.py"), "--repo", str(repo), "--ask",
+                                   "Why does add() return the wrong sum?", "--model", "smollm2", "--index-path",
+                                   str(index_dir)], stdout=process_side, stderr=subprocess.PIPE,
+                                  stdin=subprocess.DEVNULL, env=env, timeout=600, text=True, check=False)
+        finally:
+            os.close(process_side)
+        terminal = _drain(terminal_side)
+    assert proc.returncode == 0, terminal + proc.stderr
+    assert "Traceback" not in proc.stderr and snapshot(repo) == before
+    first, second, *rest = proxy.chats
+    assert first["stream"] and first["events"] == 0, "llama-cpp-python drops a stream over its window"
+    assert second["status"] == 400 and second["request"].get("stream") is not True
+    assert f"maximum context length is {WINDOW} tokens" in json.dumps(second["response"])
+    [last] = rest
+    assert last["status"] == 200 and last["stream"] and last["content"].strip()
+    assert "response_format" not in last["request"], "a question is answered in prose"
+    assert " ".join(last["content"].split()) in " ".join(proc.stderr.split()), "the tokens streamed to the terminal"
+    assert "[Indexing repository:" in terminal
+
+
+def _drain(fd: int) -> str:
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO: the other side is closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    return b"".join(chunks).decode(errors="replace")
