@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from code_assistant import languages
-from code_assistant.index import store
+from code_assistant.index import lexical, store
 from code_assistant.index.embedding_cache import EmbeddingCache
 from code_assistant.index.embeddings import Embedder
 from code_assistant.index.file_prep import file_digest
@@ -58,6 +59,26 @@ class _Pending:
     states: list[tuple[str, list[str], int, bool]] = field(default_factory=list)  # path, stored ids, chunks, complete
 
 
+@dataclass
+class _Plan:
+    """One file's chunks, which of them are stored, and which still need a vector."""
+
+    path: str
+    ids: list[str]
+    chunks: list[Chunk]
+    stored: set[str]
+    need: list[int]  # indices into chunks
+
+
+def _relevance(texts: list[str], query: str) -> list[float]:
+    """How much each text shares with the query: the sum of the idf (over these texts) of the query words it holds."""
+    wanted = set(lexical.tokenize(query))
+    holds = [wanted.intersection(lexical.tokenize(text)) for text in texts]
+    df = Counter(word for words in holds for word in words)
+    n = len(texts)
+    return [sum(lexical.bm25_idf(df[w], n) for w in words) for words in holds]
+
+
 class Vectors:
     """Fills the vector store for chosen files (or all), never doing the same work twice."""
 
@@ -70,23 +91,31 @@ class Vectors:
         return self.db.without_vectors(paths)
 
     def fill(self, paths: Sequence[str] | None = None, budget: int | None = None,
-             progress: FillProgress | None = None, report: FillReport | None = None) -> FillReport:
-        """Embed and store the missing chunks of paths, in order, until at most `budget` chunks were computed by the
-        model (None: no limit). Every finished batch is written at once, so an interrupt loses at most the one in
-        flight; pass `report` to keep the count when one comes."""
+             progress: FillProgress | None = None, report: FillReport | None = None,
+             query: str | None = None) -> FillReport:
+        """Embed and store the missing chunks of paths until at most `budget` chunks were computed by the model
+        (None: no limit). Without a query, file by file in order; with one, the chunks that share words with it
+        first, a round over the files at a time (each file's best chunk, then each file's second, ...), so that a
+        small budget reaches every candidate where it matters. Every finished batch is written at once, so an
+        interrupt loses at most the one in flight; pass `report` to keep the count when one comes."""
         started = time.perf_counter()
         report = report if report is not None else FillReport()
         todo = self.missing(paths)
         report.files_asked = len(todo)
         pending = _Pending()
         try:
-            for path in todo:
-                if budget is not None and report.embedded >= budget:
-                    report.exhausted = True
-                    break
-                self._fill_file(path, budget, report, pending, progress)
-                if len(pending.ids) >= STORE_BATCH or len(pending.states) >= FILES_PER_COMMIT:
-                    self._flush(pending, report, progress)
+            if query is not None:
+                self._fill_for_query(todo, query, budget, report, pending, progress)
+            else:
+                for path in todo:
+                    if budget is not None and report.embedded >= budget:
+                        report.exhausted = True
+                        break
+                    plan = self._plan(path, report)
+                    if plan is not None:
+                        self._embed([(plan, plan.need)], budget, report, pending, progress)
+                    if len(pending.ids) >= STORE_BATCH or len(pending.states) >= FILES_PER_COMMIT:
+                        self._flush(pending, report, progress)
         finally:
             self._flush(pending, report, progress)
             report.seconds = time.perf_counter() - started
@@ -96,11 +125,29 @@ class Vectors:
                     report.files_asked, report.embedded, report.reused, report.seconds)
         return report
 
-    def _fill_file(self, path: str, budget: int | None, report: FillReport, pending: _Pending,
-                   progress: FillProgress | None) -> None:
+    def _fill_for_query(self, todo: list[str], query: str, budget: int | None, report: FillReport,
+                        pending: _Pending, progress: FillProgress | None) -> None:
+        plans = [plan for plan in (self._plan(path, report) for path in todo) if plan is not None]
+        relevance = _relevance([plan.chunks[k].text for plan in plans for k in plan.need], query)
+        ranked: list[list[int]] = []
+        offset = 0
+        for plan in plans:  # each file's missing chunks that share words with the query, most relevant first
+            scores = relevance[offset:offset + len(plan.need)]
+            offset += len(plan.need)
+            order = sorted(range(len(plan.need)), key=lambda i: (-scores[i], i))
+            relevant = [plan.need[i] for i in order if scores[i] > 0]
+            ranked.append(relevant or ([] if plan.stored else plan.need[:1]))  # else one chunk, to be scored at all
+        chosen: list[list[int]] = [[] for _ in plans]
+        for depth in range(max((len(r) for r in ranked), default=0)):  # rounds over the files, in rank order
+            for i, order in enumerate(ranked):
+                if depth < len(order):
+                    chosen[i].append(order[depth])
+        self._embed(list(zip(plans, chosen)), budget, report, pending, progress, keep_order=True)
+
+    def _plan(self, path: str, report: FillReport) -> _Plan | None:
         made = self._chunks(path)
         if made is None:
-            return  # changed since the last update, or unreadable: the next update re-indexes it
+            return None  # changed since the last update, or unreadable: the next update re-indexes it
         ids, chunks = made
         report.chunks += len(ids)
         stored = set(self.db.chunk_ids(path)) & set(ids)
@@ -110,13 +157,23 @@ class Vectors:
             stored |= found
             report.reused += len(found)
             need = [k for k in need if ids[k] not in found]
-        keys = {k: EmbeddingCache.key(chunks[k].text) for k in need}
+        return _Plan(path, ids, chunks, stored, need)
+
+    def _embed(self, work: list[tuple[_Plan, list[int]]], budget: int | None, report: FillReport,
+               pending: _Pending, progress: FillProgress | None, keep_order: bool = False) -> None:
+        """Vectors for the chosen chunks of each plan: the cache's first, then the model's within the budget (in the
+        order given: a whole round of files before the next); then every plan's state is pending."""
+        keys = {(p.path, k): EmbeddingCache.key(p.chunks[k].text) for p, chosen in work for k in chosen}
         known = self.cache.get_many(sorted(set(keys.values())))
-        report.reused += sum(1 for k in need if keys[k] in known)
-        missing = [key for key in dict.fromkeys(keys[k] for k in need) if key not in known]
+        report.reused += sum(1 for key in keys.values() if key in known)
+        order = [(p, k) for p, chosen in work for k in chosen]
+        if keep_order:  # interleave the files round by round, as chosen
+            order = [(p, chosen[d]) for d in range(max((len(c) for _, c in work), default=0))
+                     for p, chosen in work if d < len(chosen)]
+        missing = [key for key in dict.fromkeys(keys[(p.path, k)] for p, k in order) if key not in known]
         if budget is not None:
             missing = missing[:max(0, budget - report.embedded)]
-        text_of = {keys[k]: chunks[k].text for k in need}
+        text_of = {keys[(p.path, k)]: p.chunks[k].text for p, k in order}
         for start in range(0, len(missing), EMBED_BATCH):
             part = missing[start:start + EMBED_BATCH]
             made_now = dict(zip(part, self.embedder.embed([text_of[key] for key in part])))
@@ -125,16 +182,18 @@ class Vectors:
             report.embedded += len(part)
             if progress:
                 progress(report)
-        for k in need:
-            if keys[k] in known:
-                pending.ids.append(ids[k])
-                pending.vectors.append(known[keys[k]])
-                chunk = chunks[k]
-                pending.metas.append({"path": path, "start": chunk.start_line, "end": chunk.end_line,
-                                      "symbol": chunk.symbol or "", "kind": chunk.kind})
-                stored.add(ids[k])
-        complete = len(stored) == len(ids)
-        pending.states.append((path, [cid for cid in ids if cid in stored], len(ids), complete))
+        for plan, chosen in work:
+            for k in chosen:
+                if keys[(plan.path, k)] in known:
+                    pending.ids.append(plan.ids[k])
+                    pending.vectors.append(known[keys[(plan.path, k)]])
+                    chunk = plan.chunks[k]
+                    pending.metas.append({"path": plan.path, "start": chunk.start_line, "end": chunk.end_line,
+                                          "symbol": chunk.symbol or "", "kind": chunk.kind})
+                    plan.stored.add(plan.ids[k])
+            complete = len(plan.stored) == len(plan.ids)
+            pending.states.append((plan.path, [cid for cid in plan.ids if cid in plan.stored], len(plan.ids),
+                                   complete))
 
     def _chunks(self, path: str) -> tuple[list[str], list[Chunk]] | None:
         """The current version's chunk ids and chunks, if the file is still the version the index knows."""

@@ -266,7 +266,7 @@ def rank(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | None
     embedded = 0
     if embed_budget != 0:
         candidates = [r.path for r in fast if kinds[r.path] in lexical_kinds][:DENSE_CANDIDATES]
-        embedded = index.vectors.fill(candidates, embed_budget).embedded
+        embedded = index.vectors.fill(candidates, embed_budget, query=task).embedded
     dense, hit_symbols = _dense_hits(index, task)
     if not dense:
         return Ranking(fast[:limit], hit_symbols, mentions, frames, embedded)
