@@ -24,6 +24,11 @@ class _Rule:
     """A match means a real credential (used by looks_like_secret_file); generic assignments and URLs are not."""
     accept: Callable[[re.Match[str]], bool] | None = None
     """Extra check on a match (is the value a literal?)."""
+    needles: tuple[str, ...] = ()
+    """Literal text every match contains (one of them): where none occurs the pattern cannot match and is not run."""
+
+    def may_match(self, text: str) -> bool:
+        return not self.needles or any(needle in text for needle in self.needles)
 
 
 def _value_span(match: re.Match[str]) -> tuple[int, int]:
@@ -81,20 +86,22 @@ RULES: list[_Rule] = [
     _Rule("private-key", re.compile(
         r"-----BEGIN (?P<t>[A-Z0-9 ]*)PRIVATE KEY-----"
         r"(?:(?:" + _SEP + r"(?:[A-Za-z0-9+/=]++|[A-Za-z-]+:[^\n\\]*+))*" + _SEP + r"-----END (?P=t)PRIVATE KEY-----"
-        r"|(?:" + _SEP + r"(?:[A-Za-z0-9+/=]{16,}+|[A-Za-z-]+:[^\n\\]*+))+)"), live=True),
-    _Rule("anthropic-key", re.compile(_B + r"sk-ant-[A-Za-z0-9_-]{20,}" + _E), live=True),
+        r"|(?:" + _SEP + r"(?:[A-Za-z0-9+/=]{16,}+|[A-Za-z-]+:[^\n\\]*+))+)"),
+        live=True, needles=("-----BEGIN ",)),
+    _Rule("anthropic-key", re.compile(_B + r"sk-ant-[A-Za-z0-9_-]{20,}" + _E), live=True, needles=("sk-ant-",)),
     _Rule("openai-key", re.compile(
         _B + r"sk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,}" + _E),
-        live=True),
-    _Rule("aws-access-key-id", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"), live=True),
+        live=True, needles=("sk-",)),
+    _Rule("aws-access-key-id", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"), live=True,
+          needles=("AKIA", "ASIA")),
     _Rule("aws-secret-key", re.compile(
         r"(?i:aws_?secret(?:_access)?_key)[\"']?\s*[:=]\s*[\"']?(?P<v>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"),
         live=True),
     _Rule("github-token", re.compile(_B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})" + _E),
-          live=True),
-    _Rule("slack-token", re.compile(_B + r"xox[abposr]-[A-Za-z0-9-]{10,}" + _E), live=True),
-    _Rule("google-api-key", re.compile(_B + r"AIza[0-9A-Za-z_-]{35}" + _E), live=True),
-    _Rule("stripe-key", re.compile(_B + r"(?:sk|rk)_live_[0-9A-Za-z]{16,}" + _E), live=True),
+          live=True, needles=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    _Rule("slack-token", re.compile(_B + r"xox[abposr]-[A-Za-z0-9-]{10,}" + _E), live=True, needles=("xox",)),
+    _Rule("google-api-key", re.compile(_B + r"AIza[0-9A-Za-z_-]{35}" + _E), live=True, needles=("AIza",)),
+    _Rule("stripe-key", re.compile(_B + r"(?:sk|rk)_live_[0-9A-Za-z]{16,}" + _E), live=True, needles=("_live_",)),
     _Rule("jwt", re.compile(_B + r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}" + _E), live=False),
     _Rule("url-password", re.compile(
         r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@'\"]*:(?P<v>[^\s@/'\"]+)@(?=[^\s/@'\"])"),
@@ -132,7 +139,8 @@ def redact(text: str) -> tuple[str, int]:
             offset = match.start()
             return whole[: start - offset] + PLACEHOLDER.format(kind=rule.kind) + whole[end - offset:]
 
-        text = rule.pattern.sub(replace, text)
+        if rule.may_match(text):
+            text = rule.pattern.sub(replace, text)
     total = sum(kinds.values())
     if total:
         logger.info("redacted %d secret(s): %s", total, ", ".join(f"{k}={n}" for k, n in sorted(kinds.items())))
@@ -149,7 +157,7 @@ def looks_like_secret_file(text: str) -> bool:
     them); obvious placeholders such as AWS's AKIAIOSFODNN7EXAMPLE do not count either.
     """
     for rule in RULES:
-        if not rule.live:
+        if not rule.live or not rule.may_match(text):
             continue
         for match in rule.pattern.finditer(text):
             if rule.kind == "private-key" or not _PLACEHOLDER_VALUE.search(_value(match)):

@@ -34,7 +34,7 @@ class PreparedFile:
     digest: str
     language: str | None
     parser: str
-    tokens: int
+    tokens: int  # at least this many cl100k tokens (tokens.min_tokens: a sixth of the cost of counting them)
     symbols: list[SymbolRow]
     imports: list[ImportRow]
     terms: dict[str, int]  # BM25 term frequencies (identifier-aware tokens of the path and the text)
@@ -54,10 +54,12 @@ def prepare_file(repo: Path, path: str, known_hash: str | None) -> PreparedFile 
     digest = file_digest(text)
     if digest == known_hash:
         return PreparedFile(path, digest, None, "", 0, [], [], {}, 0)
-    parsed = parse_source(path, text)
-    terms, length = lexical.term_counts(lexical.path_tokens(path) + lexical.tokenize(text))
+    parsed = parse_source(path, text, references=False)
+    counts = lexical.token_counts(text)
+    counts.update(lexical.path_tokens(path))
+    terms, length = (dict(counts), sum(counts.values())) if counts else lexical.term_counts([])
     return PreparedFile(
-        path=path, digest=digest, language=parsed.language, parser=parsed.parser, tokens=tokens.count_tokens(text),
+        path=path, digest=digest, language=parsed.language, parser=parsed.parser, tokens=tokens.min_tokens(text),
         symbols=[SymbolRow(s.qualname, s.kind, s.start_line, s.end_line, s.signature) for s in parsed.symbols],
         imports=[ImportRow(i.module, list(i.names), i.level) for i in parsed.imports],
         terms=terms, length=length)

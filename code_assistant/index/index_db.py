@@ -72,7 +72,7 @@ class FileRecord:
     mtime_ns: int
     language: str | None
     parser: str
-    tokens: int
+    tokens: int  # a lower bound of the file's cl100k token count: enough to rule a whole file out of a budget
     symbols: list[SymbolRow] = field(default_factory=list)
     imports: list[ImportRow] = field(default_factory=list)
     chunks: int = 0  # chunks of this version, once it has been chunked for embedding (0 before)
@@ -91,6 +91,7 @@ class IndexDB:
     def __init__(self, path: Path, embedder_name: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self._term_cache: dict[str, int] = {}  # term -> id: ids are never reused, so a bulk update asks only once
         try:
             self._db = self._open()
         except sqlite3.OperationalError as exc:  # locked, or not writable: nothing to repair here
@@ -125,6 +126,7 @@ class IndexDB:
         self._db.close()
 
     def clear(self) -> None:
+        self._term_cache.clear()
         for table in ("meta", "files", "symbols", "edges", "terms", "postings"):
             self._db.execute(f"DELETE FROM {table}")  # fixed table names
         self._db.commit()
@@ -214,10 +216,13 @@ class IndexDB:
         self._drop_rows(file_id, edges=False)
         names = {n for qualname, *_ in r.symbols for n in (qualname.lower(), qualname.rsplit(".", 1)[-1].lower())}
         self._db.executemany("INSERT INTO symbols (name, file_id) VALUES (?, ?)", [(n, file_id) for n in names])
-        self._db.executemany("INSERT OR IGNORE INTO terms (term) VALUES (?)", [(t,) for t in entry.terms])
-        term_ids = self._term_ids(entry.terms)
+        new_terms = [t for t in entry.terms if t not in self._term_cache]
+        if new_terms:
+            self._db.executemany("INSERT OR IGNORE INTO terms (term) VALUES (?)", [(t,) for t in new_terms])
+            self._term_cache.update(self._term_ids(new_terms))
+        ids = self._term_cache
         self._db.executemany("INSERT INTO postings (term_id, file_id, tf) VALUES (?, ?, ?)",
-                             [(term_ids[t], file_id, tf) for t, tf in entry.terms.items()])
+                             [(ids[t], file_id, tf) for t, tf in entry.terms.items()])
 
     def touch(self, path: str, size: int, mtime_ns: int) -> None:
         """Same content, new stat (a `touch`, a checkout back and forth)."""

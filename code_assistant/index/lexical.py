@@ -25,18 +25,43 @@ def split_identifier(word: str) -> list[str]:
     return [p for p in parts if p]
 
 
+_WORD_TOKENS: dict[str, tuple[str, ...]] = {}  # word -> its tokens: code repeats its words, splitting is the cost
+_WORD_TOKENS_MAX = 200_000
+
+
+def _word_tokens(word: str) -> tuple[str, ...]:
+    found = _WORD_TOKENS.get(word)
+    if found is None:
+        lower = word.lower()
+        if lower.isalpha() and (word.islower() or word[1:].islower()):  # `parse`, `Parse`: nothing to split
+            found = (lower,)
+        else:
+            parts = split_identifier(word)
+            found = (lower, *parts) if len(parts) > 1 else tuple(parts or [lower])
+        if len(_WORD_TOKENS) >= _WORD_TOKENS_MAX:
+            _WORD_TOKENS.clear()
+        _WORD_TOKENS[word] = found
+    return found
+
+
 def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
     """Identifier-aware tokens: the whole identifier (lowercased) plus its snake/camel parts."""
     tokens: list[str] = []
     for word in _WORD_RE.findall(text):
-        lower = word.lower()
-        parts = split_identifier(word)
-        if len(parts) > 1:
-            tokens.append(lower)
-        tokens.extend(parts if parts else [lower])
+        tokens.extend(_word_tokens(word))
     if keep_stopwords:
         return tokens
     return [t for t in tokens if len(t) > 1 and t not in STOPWORDS]
+
+
+def token_counts(text: str) -> Counter[str]:
+    """Counter(tokenize(text)), computed per distinct word: what the index keeps of a file for BM25."""
+    counts: Counter[str] = Counter()
+    for word, n in Counter(_WORD_RE.findall(text)).items():
+        for token in _word_tokens(word):
+            if len(token) > 1 and token not in STOPWORDS:
+                counts[token] += n
+    return counts
 
 
 def path_tokens(path: str) -> list[str]:

@@ -131,7 +131,7 @@ def _fitting_form(path: str, text: str, keep: set[str], numbered: bool, index: R
     file is not parsed when it fits whole, nor when even its skeleton's floor does not fit."""
     record = index.files.get(path)
     full = None
-    if not (record and record.tokens > room + FULL_SLACK):  # its indexed size alone rules the whole file out
+    if not (record and record.tokens > room + FULL_SLACK):  # its indexed size (a lower bound) rules it out
         full = _form(path, _numbered(text) if numbered else text, "full")
         if full.tokens <= room:
             return full
