@@ -31,6 +31,7 @@ logger = logging.getLogger(__name__)
 EMBED_BATCH = 64  # texts per model call
 STORE_BATCH = 64  # vectors per Chroma write and commit: what an interrupt can lose (its vectors stay cached)
 FILES_PER_COMMIT = 16
+QUERY_CHUNKS = 4  # per candidate file, the chunks most like the query that a query embeds: its best chunk decides
 
 
 @dataclass
@@ -94,9 +95,10 @@ class Vectors:
              progress: FillProgress | None = None, report: FillReport | None = None,
              query: str | None = None) -> FillReport:
         """Embed and store the missing chunks of paths until at most `budget` chunks were computed by the model
-        (None: no limit). Without a query, file by file in order; with one, the chunks that share words with it
-        first, a round over the files at a time (each file's best chunk, then each file's second, ...), so that a
-        small budget reaches every candidate where it matters. Every finished batch is written at once, so an
+        (None: no limit). Without a query, file by file in order; with one, only each file's QUERY_CHUNKS chunks
+        that share the most words with it, a round over the files at a time (each file's best chunk, then each
+        file's second, ...), so that a small budget reaches every candidate where it matters and the same query
+        costs nothing the second time. Every finished batch is written at once, so an
         interrupt loses at most the one in flight; pass `report` to keep the count when one comes."""
         started = time.perf_counter()
         report = report if report is not None else FillReport()
@@ -128,20 +130,16 @@ class Vectors:
     def _fill_for_query(self, todo: list[str], query: str, budget: int | None, report: FillReport,
                         pending: _Pending, progress: FillProgress | None) -> None:
         plans = [plan for plan in (self._plan(path, report) for path in todo) if plan is not None]
-        relevance = _relevance([plan.chunks[k].text for plan in plans for k in plan.need], query)
-        ranked: list[list[int]] = []
+        relevance = _relevance([chunk.text for plan in plans for chunk in plan.chunks], query)
+        chosen: list[list[int]] = []
         offset = 0
-        for plan in plans:  # each file's missing chunks that share words with the query, most relevant first
-            scores = relevance[offset:offset + len(plan.need)]
-            offset += len(plan.need)
-            order = sorted(range(len(plan.need)), key=lambda i: (-scores[i], i))
-            relevant = [plan.need[i] for i in order if scores[i] > 0]
-            ranked.append(relevant or ([] if plan.stored else plan.need[:1]))  # else one chunk, to be scored at all
-        chosen: list[list[int]] = [[] for _ in plans]
-        for depth in range(max((len(r) for r in ranked), default=0)):  # rounds over the files, in rank order
-            for i, order in enumerate(ranked):
-                if depth < len(order):
-                    chosen[i].append(order[depth])
+        for plan in plans:  # a file's QUERY_CHUNKS most relevant chunks, stored or not: embed those still missing
+            scores = relevance[offset:offset + len(plan.chunks)]
+            offset += len(plan.chunks)
+            best = sorted((k for k in range(len(plan.chunks)) if scores[k] > 0), key=lambda k: (-scores[k], k))
+            best = best[:QUERY_CHUNKS] or ([] if plan.stored else plan.need[:1])  # else one chunk, to be scored at all
+            missing = set(plan.need)
+            chosen.append([k for k in best if k in missing])
         self._embed(list(zip(plans, chosen)), budget, report, pending, progress, keep_order=True)
 
     def _plan(self, path: str, report: FillReport) -> _Plan | None:
