@@ -1,136 +1,119 @@
-"""The loop: index → baseline → context → plan → apply → test → (fix → apply → test)* → finish or roll back."""
+"""The loop: index → baseline → (reproduction test) → plan → apply → test → (fix → apply → test)* → finish or
+roll back. The steps it is made of are in steps.py; best_of.py runs several attempts of the same loop."""
 from __future__ import annotations
 
 import functools
 import logging
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from code_assistant.edit.editor import FileEditor
-from code_assistant.edit.operations import EditOperation, EditResult, PathError, resolve_repo_path
-from code_assistant.edit.plan import PlanParseError, parse_plan
-from code_assistant.edit.preview import Limits, preview_edits, refusals
+from code_assistant.edit.plan import PlanParseError
 from code_assistant.feedback import edit_feedback, failure_signature
-from code_assistant.index.indexer import Indexer, RepoIndex
-from code_assistant.messages import Requests
+from code_assistant.index.indexer import RepoIndex
+from code_assistant.languages import is_test_file
 from code_assistant.model import prompts
-from code_assistant.model.chat import ChatModel, ChatResponse, ContextOverflow, Message, ModelError
-from code_assistant.model.prices import estimate_cost
-from code_assistant.model.trajectory import Step, Trajectory
-from code_assistant.settings import Settings
-from code_assistant.verify.runner import TestResult, TestRunner
+from code_assistant.model.chat import Message, ModelError
+from code_assistant.retrieve.context import Context
+from code_assistant.steps import Applied, Build, RunResult, Steps, Stop, StopRun
+from code_assistant.verify.runner import TestResult
+from code_assistant.verify.select import narrow
+
+__all__ = ["Agent", "Applied", "Prepared", "Reproduction", "RunResult", "Stop", "StopRun"]
 
 logger = logging.getLogger(__name__)
 
-Say = Callable[[str], None]
-Review = Callable[[str], tuple[str, str]]  # diff -> ("y" | "n" | "q", reason)
-Build = Callable[[], list[Message]]  # builds a request again, after the server named a smaller window
-
-
-class Stop:
-    PASSED = "passed"
-    MAX_ITERATIONS = "max_iterations"
-    NO_PROGRESS = "no_progress"
-    COST_CAP = "cost_cap"
-    NO_CHANGES = "no_changes"
-    INTERRUPTED = "interrupted"
-    REFUSED = "refused"
-    MODEL_ERROR = "model_error"
-    DRY_RUN = "dry_run"
-
-
-class StopRun(Exception):
-    def __init__(self, reason: str, message: str = "") -> None:
-        super().__init__(message or reason)
-        self.reason, self.message = reason, message
-
 
 @dataclass
-class Applied:
-    results: list[EditResult] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
-    patch_lines: int = 0
-    whole_batch_refused: bool = False
+class Reproduction:
+    """The test written to capture the task: its files and its failing run before any fix (None: not reproduced)."""
+
+    paths: list[str]
+    failed: TestResult | None
+    passes_after: bool = False
+    note: str = ""
 
     @property
-    def wrote(self) -> bool:
-        return any(r.ok for r in self.results)
+    def reproduced(self) -> bool:
+        return bool(self.paths) and self.failed is not None
+
+    def summary(self) -> str:
+        if not self.reproduced:
+            return f"not reproduced ({self.note})" if self.note else "not reproduced"
+        after = "passes after the fix" if self.passes_after else "does not pass yet"
+        return f"{', '.join(self.paths)}: failed before the fix, {after}"
 
 
 @dataclass
-class RunResult:
-    success: bool
-    stop_reason: str
-    iterations: int
-    files_modified: list[str]
-    rolled_back: bool
-    diff: str = ""
-    message: str = ""
-    usage: dict[str, int] = field(default_factory=dict)
-    cost_usd: float | None = None
-    log_path: str | None = None
+class Prepared:
+    """What every attempt starts from: the index, the baseline run, and the reproduction test if there is one."""
+
+    index: RepoIndex
+    baseline: TestResult
+    reproduction: Reproduction | None = None
 
 
-class Agent:
-    def __init__(self, settings: Settings, model: ChatModel, indexer: Indexer, runner: TestRunner,
-                 editor: FileEditor, *, say: Say = lambda line: None, trajectory: Trajectory | None = None,
-                 review: Review | None = None, on_token: Callable[[str], None] | None = None,
-                 index_progress: Callable[[int, int], None] | None = None,
-                 pre_write: Callable[[list[str]], None] | None = None) -> None:
-        self.settings, self.model, self.indexer, self.runner, self.editor = settings, model, indexer, runner, editor
-        self.say, self.trajectory, self.review, self.on_token = say, trajectory, review, on_token
-        self.index_progress, self.pre_write = index_progress, pre_write
-        self.limits = Limits(settings.max_changed_lines, settings.max_plan_lines, settings.max_files,
-                             settings.allow_test_edits)
-        self.requests = Requests(settings, model.window)
-        self.messages: list[Message] = []
-        self.answers: list[str] = []
-        self.iteration = 0
-        self.refused_in_a_row = 0
-        self.step = Step(kind="plan", step=0, model=model.name)
-
+class Agent(Steps):
     # ----- the loop, top to bottom ------------------------------------------------------------------------
     def run(self, task: str) -> RunResult:
+        return self.guarded(lambda: self.attempt(task, self.prepare(task)))
+
+    def prepare(self, task: str) -> Prepared:
+        index = self.index()
+        baseline = self.runner.run()
+        self.say(f"[Baseline: {baseline.summary()}]")
+        wanted = self.settings.reproduce if self.settings.reproduce is not None else baseline.passed
+        self.reproduction = self.reproduce(index, task, baseline) if wanted and not self.settings.dry_run else None
+        return Prepared(index, baseline, self.reproduction)
+
+    def attempt(self, task: str, prepared: Prepared) -> RunResult:
+        index, baseline, reproduction = prepared.index, prepared.baseline, prepared.reproduction
+        self.reproduction = reproduction
+        failed_first = reproduction.failed if reproduction and reproduction.reproduced else None
+        repro_paths = reproduction.paths if reproduction and reproduction.reproduced else None
+
+        def plan() -> tuple[list[Message], Context]:
+            return self.requests.plan(index, task, baseline, failed_first, repro_paths)
+        messages, context = plan()
+        self.say(f"[Context: {len(context.files)} relevant files selected]")
+        self.say("[Planning changes...]")
+        ops = self.ask(messages, lambda: plan()[0], prompts.PLAN.version)
+        self.say(f"[Plan: {len({op.file_path for op in ops})} file(s) to change]")
+        if self.settings.dry_run:
+            return self.dry_run(ops)
+        applied = self.repair_syntax(self.apply(ops, is_plan=True))
+        previous: frozenset[tuple[str, str]] | None = None
+        for self.iteration in range(1, self.settings.max_iterations + 1):
+            self.say(f"[Testing (iteration {self.iteration})...]")
+            result = self.runner.run()
+            if result.passed and reproduction and repro_paths:
+                result = self.reproduction_after(reproduction, result)
+            self.record(applied, result)
+            if result.passed:
+                self.say(f"[Tests passed on iteration {self.iteration}]")
+                return self.finish(Stop.PASSED if self.editor.modified_files else Stop.NO_CHANGES)
+            self.say("[Tests failed. Analyzing errors...]")
+            signature = failure_signature(result)
+            if self.iteration == self.settings.max_iterations:
+                raise StopRun(Stop.MAX_ITERATIONS, result.summary())
+            if self.refused_in_a_row >= 2:
+                raise StopRun(Stop.REFUSED, "two answers in a row were refused: " + "; ".join(applied.refused))
+            if previous == signature and applied.wrote:
+                raise StopRun(Stop.NO_PROGRESS, "the same tests failed the same way after the last fix")
+            previous = signature
+            ops = self.ask(*self.fix_request(index, task, result, applied), prompts.FIX.version)
+            if not ops:
+                raise StopRun(Stop.NO_CHANGES, "the model proposed no further changes")
+            if self.answers[-1] in self.answers[:-1]:
+                raise StopRun(Stop.NO_PROGRESS, "the model repeated an earlier answer")
+            applied = self.repair_syntax(self.apply(ops, is_plan=False))
+        raise StopRun(Stop.MAX_ITERATIONS)
+
+    def guarded(self, body: Callable[[], RunResult]) -> RunResult:
+        """Run body; every way it can stop becomes a RunResult, and every way but success rolls back first."""
         outcome: RunResult | None = None
         try:
-            index = self.index()
-            baseline = self.runner.run()
-            self.say(f"[Baseline: {baseline.summary()}]")
-            messages, context = self.requests.plan(index, task, baseline)
-            self.say(f"[Context: {len(context.files)} relevant files selected]")
-            self.say("[Planning changes...]")
-            ops = self.ask(messages, lambda: self.requests.plan(index, task, baseline)[0], prompts.PLAN.version)
-            self.say(f"[Plan: {len({op.file_path for op in ops})} file(s) to change]")
-            if self.settings.dry_run:
-                outcome = self.dry_run(ops)
-                return outcome
-            applied = self.repair_syntax(self.apply(ops, is_plan=True))
-            previous: frozenset[tuple[str, str]] | None = None
-            for self.iteration in range(1, self.settings.max_iterations + 1):
-                self.say(f"[Testing (iteration {self.iteration})...]")
-                result = self.runner.run()
-                self.record(applied, result)
-                if result.passed:
-                    self.say(f"[Tests passed on iteration {self.iteration}]")
-                    outcome = self.finish(Stop.PASSED if self.editor.modified_files else Stop.NO_CHANGES)
-                    return outcome
-                self.say("[Tests failed. Analyzing errors...]")
-                signature = failure_signature(result)
-                if self.iteration == self.settings.max_iterations:
-                    raise StopRun(Stop.MAX_ITERATIONS, result.summary())
-                if self.refused_in_a_row >= 2:
-                    raise StopRun(Stop.REFUSED, "two answers in a row were refused: " + "; ".join(applied.refused))
-                if previous == signature and applied.wrote:
-                    raise StopRun(Stop.NO_PROGRESS, "the same tests failed the same way after the last fix")
-                previous = signature
-                ops = self.ask(*self.fix_request(index, task, result, applied), prompts.FIX.version)
-                if not ops:
-                    raise StopRun(Stop.NO_CHANGES, "the model proposed no further changes")
-                if self.answers[-1] in self.answers[:-1]:
-                    raise StopRun(Stop.NO_PROGRESS, "the model repeated an earlier answer")
-                applied = self.repair_syntax(self.apply(ops, is_plan=False))
-            raise StopRun(Stop.MAX_ITERATIONS)
+            outcome = body()
+            return outcome
         except StopRun as stop:
             outcome = self.give_up(stop.reason, stop.message)
             return outcome
@@ -146,182 +129,54 @@ class Agent:
         finally:
             self.close_log(outcome)
 
-    # ----- steps ------------------------------------------------------------------------------------------
-    def index(self) -> RepoIndex:
-        self.say(f"[Indexing repository: {self.settings.repo}]")
-        index, stats = self.indexer.update(progress=self.index_progress, exclude=[self.settings.state_path])
-        self.say(f"[Indexed: {stats.files} files, {stats.symbols} symbols]")
-        return index
+    # ----- the reproduction test --------------------------------------------------------------------------
+    def reproduce(self, index: RepoIndex, task: str, baseline: TestResult) -> Reproduction:
+        """Ask for a test that captures the task and run it alone: it must fail now. One that passes at once goes
+        back to the model once; if it passes again it is removed and the run goes on without it."""
+        self.say("[Reproducing: asking for a test that fails before any fix]")
+        messages = self.requests.reproduce(index, task, baseline)
+        rebuild: Build = lambda: self.requests.reproduce(index, task, baseline)
+        paths: list[str] = []
+        for attempt in range(2):
+            ops = self.ask(messages, rebuild, prompts.REPRODUCE.version)
+            tests = [op for op in ops if is_test_file(op.file_path)]
+            for op in ops:
+                if op not in tests:
+                    self.say(f"[Refused: {op.file_path} is not a test file; the reproduction step writes tests only]")
+            applied = self.apply(tests, is_plan=True)
+            paths = list(dict.fromkeys([*paths, *(r.file_path for r in applied.results if r.ok)]))
+            if not paths:
+                break
+            alone = self.run_alone(paths)
+            self.record(applied, alone)
+            if not alone.passed:
+                self.say(f"[Reproduced: {', '.join(paths)} fails before any fix ({alone.summary()})]")
+                return Reproduction(paths, alone)
+            if attempt == 0:
+                self.say("[The reproduction test passes on the current code; asking once more]")
+                request = prompts.REPRODUCE_AGAIN.render(output=alone.output[-3000:] or alone.summary())
+                history = self.messages
+                messages = self.requests.follow_up(history, request)
+                rebuild = functools.partial(self.requests.follow_up, history, request)
+        note = "the test passed before any fix" if paths else "no test was written"
+        if paths:
+            self.editor.rollback()  # nothing else is applied yet: this takes exactly the test back out
+        self.say(f"[Not reproduced: {note}; going on without a reproduction test]")
+        return Reproduction([], None, note=note)
 
-    def ask(self, messages: list[Message], rebuild: Build, prompt_version: str) -> list[EditOperation]:
-        """One chat call; an unusable answer is sent back once with the parse error."""
-        kind = "plan" if prompt_version == prompts.PLAN.version else "fix"
-        if self.step.answers and self.step.test_exit_code is None:  # a syntax repair joins the step it repairs
-            kind = self.step.kind
-        self.step = Step(kind=kind, step=self.iteration, model=self.model.name, prompt_version=prompt_version)
-        started = time.perf_counter()
-        self.messages = messages
-        try:
-            for attempt in range(2):
-                before = (self.model.usage.prompt_tokens, self.model.usage.completion_tokens)
-                response = self.complete(rebuild)
-                self.step.prompt_tokens += self.model.usage.prompt_tokens - before[0]
-                self.step.completion_tokens += self.model.usage.completion_tokens - before[1]
-                self.step.answers.append(response.text)
-                self.step.answer = response.text
-                self.messages.append({"role": "assistant", "content": response.text})
-                self.answers.append(response.text)
-                self.check_budget()
-                try:
-                    return parse_plan(response.text)
-                except PlanParseError as exc:
-                    error = str(exc) if not response.cut_off else (
-                        f"it was cut off at the limit for an answer ({response.completion_tokens} tokens), so its "
-                        f"JSON is incomplete; send fewer or shorter changes")
-                    if attempt == 1:
-                        raise PlanParseError(f"the model's answer could not be parsed twice: {error}") from exc
-                    logger.warning("unparsable answer (%s); asking again", error)
-                    unfitted = [*self.messages, {"role": "user", "content": prompts.REASK.render(error=error)}]
-                    self.messages = self.requests.fitted(unfitted)
-                    rebuild = functools.partial(self.requests.fitted, unfitted)  # the re-ask, fitted again
-            raise AssertionError("unreachable")
-        finally:
-            self.step.duration_s = round(time.perf_counter() - started, 3)
-            self.step.cost_usd = estimate_cost(self.model.name, self.step.prompt_tokens, self.step.completion_tokens,
-                                               self.settings.base_url)
+    def run_alone(self, paths: list[str]) -> TestResult:
+        """The reproduction test's files alone when the test command can be narrowed to them, else the suite."""
+        command = narrow(self.settings.test_command, paths)
+        return (self.runner.with_command(command) if command else self.runner).run()
 
-    def complete(self, rebuild: Build) -> ChatResponse:
-        """The model's answer to self.messages; a server that names a smaller window is asked once more, with the
-        request built again to fit it."""
-        try:
-            return self.model.complete(self.messages, on_token=self.on_token)
-        except ContextOverflow:
-            self.say(f"[Context window: {self.model.window.tokens} tokens, from the server's refusal; asking again "
-                     f"with a smaller request]")
-            self.messages = rebuild()
-            return self.model.complete(self.messages, on_token=self.on_token)
-
-    def check_budget(self) -> None:
-        usage = self.model.usage
-        if self.settings.max_tokens and usage.total_tokens > self.settings.max_tokens:
-            raise StopRun(Stop.COST_CAP, f"{usage.total_tokens} tokens used, over --max-tokens "
-                                         f"{self.settings.max_tokens}")
-        cost = estimate_cost(self.model.name, usage.prompt_tokens, usage.completion_tokens, self.settings.base_url)
-        if self.settings.max_cost is not None and cost is not None and cost > self.settings.max_cost:
-            raise StopRun(Stop.COST_CAP, f"${cost:.4f} spent, over --max-cost ${self.settings.max_cost}")
-
-    def apply(self, ops: list[EditOperation], *, is_plan: bool) -> Applied:
-        """Preview, check the guardrails, let the user review, then write."""
-        if not ops:
-            return Applied()
-        forbidden = [self.settings.index_path, self.settings.state_path]
-        preview = preview_edits(self.settings.repo, ops, forbidden)
-        batch_reasons, weakened = refusals(preview, self.limits, is_plan=is_plan)
-        self.refused_in_a_row = self.refused_in_a_row + 1 if batch_reasons else 0
-        if batch_reasons:
-            for reason in batch_reasons:
-                self.say(f"[Refused: {reason}]")
-            return Applied(refused=batch_reasons, whole_batch_refused=True)
-        refused = [f"{path}: {why}" for path, why in weakened.items()]
-        ops = [op for op in ops if self._rel(op.file_path) not in weakened]
-        for reason in refused:
-            self.say(f"[Refused: {reason}]")
-        if self.pre_write:
-            self.pre_write(preview.files)
-        if self.review and preview.changes:
-            decision, why = self.review(preview.diff())
-            if decision == "q":
-                raise StopRun(Stop.REFUSED, "the user stopped the run at review")
-            if decision != "y":
-                reason = f"the user rejected this change at review{': ' + why if why else ''}"
-                return Applied(refused=[reason], whole_batch_refused=True)
-        if ops:
-            self.say(f"[Editing: {', '.join(dict.fromkeys(op.file_path for op in ops))}]")
-        results = self.editor.apply_edits(ops)
-        for result in results:
-            if not result.ok:
-                self.say(f"[Edit failed: {result.message.splitlines()[0]}]")
-            elif result.syntax_error:
-                self.say(f"[Syntax error after edit: {result.file_path}: {result.syntax_error}]")
-        return Applied(results, refused, preview.changed_lines)
-
-    def repair_syntax(self, applied: Applied) -> Applied:
-        """An edit that broke a file's syntax goes straight back to the model, before the tests run (once)."""
-        broken = [r for r in applied.results if r.ok and r.syntax_error]
-        if not broken:
-            return applied
-        self.say(f"[Syntax error in {', '.join(r.file_path for r in broken)}: asking for a fix before testing]")
-        request = prompts.SYNTAX.render(feedback=edit_feedback(applied.results, applied.refused))
-        history = self.messages
-        ops = self.ask(self.requests.follow_up(history, request), lambda: self.requests.follow_up(history, request),
-                       prompts.SYNTAX.version)
-        repaired = self.apply(ops, is_plan=False)
-        return Applied([*applied.results, *repaired.results], [*applied.refused, *repaired.refused],
-                       applied.patch_lines + repaired.patch_lines, repaired.whole_batch_refused)
-
-    def _rel(self, path: str) -> str | None:
-        try:
-            return resolve_repo_path(self.settings.repo, path).relative_to(self.settings.repo).as_posix()
-        except (PathError, ValueError):
-            return None
-
-    def dry_run(self, ops: list[EditOperation]) -> RunResult:
-        preview = preview_edits(self.settings.repo, ops, [self.settings.index_path, self.settings.state_path])
-        failed = [r.message for r in preview.results if not r.ok]
-        for message in failed:
-            self.say(f"[Edit would fail: {message.splitlines()[0]}]")
-        return RunResult(not failed, Stop.DRY_RUN, 0, preview.files, False, preview.diff(),
-                         "dry run: nothing was written", usage=self._usage(), cost_usd=self._cost())
-
-    def record(self, applied: Applied, result: TestResult) -> None:
-        self.step.step = self.iteration
-        self.step.files = list(dict.fromkeys(r.file_path for r in applied.results if r.ok))
-        self.step.patch_lines = applied.patch_lines
-        self.step.edits_failed = sum(1 for r in applied.results if not r.ok) + len(applied.refused)
-        self.step.test_exit_code = result.exit_code
-        self.step.tests_failed = result.failed_ids
-        self.step.tests_passed = result.passed_count
-        self.step.timed_out = result.timed_out
-        self.step.duration_s = round(self.step.duration_s + result.duration_s, 3)
-        if self.trajectory:
-            self.trajectory.append(self.step)
-
-    def finish(self, reason: str) -> RunResult:
-        diff, files = self.editor.diff(), self.editor.modified_files
-        self.editor.finish()
-        return RunResult(True, reason, self.iteration, files, False, diff, usage=self._usage(), cost_usd=self._cost(),
-                         log_path=self._log_path())
-
-    def give_up(self, reason: str, message: str) -> RunResult:
-        files = self.editor.modified_files
-        restored = self.editor.rollback()
-        logger.info("rolled back %d file(s) after %s", len(restored), reason)
-        return RunResult(False, reason, self.iteration, files, True, "", message, usage=self._usage(),
-                         cost_usd=self._cost(), log_path=self._log_path())
-
-    def close_log(self, outcome: RunResult | None) -> None:
-        if not self.trajectory:
-            return
-        usage = self.model.usage
-        final = Step(kind="final", step=self.iteration, model=self.model.name, prompt_tokens=usage.prompt_tokens,
-                     completion_tokens=usage.completion_tokens, cost_usd=self._cost(),
-                     files=outcome.files_modified if outcome else self.editor.modified_files,
-                     stop_reason=outcome.stop_reason if outcome else "crashed")
-        if self.step.answers and self.step.test_exit_code is None:  # an answer whose step never reached a test run
-            final.answers = self.step.answers
-        self.trajectory.append(final)
-
-    def _usage(self) -> dict[str, int]:
-        u = self.model.usage
-        counts = {"calls": u.calls, "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens}
-        return {**counts, "estimated": True} if u.estimated else counts
-
-    def _cost(self) -> float | None:
-        return estimate_cost(self.model.name, self.model.usage.prompt_tokens, self.model.usage.completion_tokens,
-                             self.settings.base_url)
-
-    def _log_path(self) -> str | None:
-        return str(self.trajectory.path) if self.trajectory else None
+    def reproduction_after(self, reproduction: Reproduction, suite: TestResult) -> TestResult:
+        """With the suite green, the reproduction test must pass too (run alone: the suite may not collect it)."""
+        alone = self.run_alone(reproduction.paths)
+        reproduction.passes_after = alone.passed
+        if alone.passed:
+            return suite
+        self.say(f"[The reproduction test still fails: {alone.summary()}]")
+        return alone
 
     # ----- requests ---------------------------------------------------------------------------------------
     def fix_request(self, index: RepoIndex, task: str, result: TestResult, applied: Applied) -> tuple[list[Message],
@@ -333,3 +188,4 @@ class Agent:
             return self.requests.fix(index, task, result, edit_feedback(applied.results, applied.refused), history,
                                      self.editor.modified_files, self.iteration)
         return build(), build
+

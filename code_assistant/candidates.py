@@ -34,6 +34,8 @@ class CandidateOutcome:
     diff: str = ""
     files: dict[str, bytes | None] = field(default_factory=dict)  # final bytes per changed path; None: deleted
     message: str = ""
+    started_s: float = 0.0  # when the attempt began, from the start of all attempts
+    seconds: float = 0.0  # how long it ran
 
 
 def normalized(diff: str) -> str:

@@ -65,6 +65,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--max-tokens", type=int, help="stop when the run has used this many tokens")
     g.add_argument("--review", action="store_true", default=None, help="show each diff and apply it only after y")
     g.add_argument("--dry-run", action="store_true", default=None, help="plan and print the diff; write nothing")
+    v = p.add_argument_group("success that means the task is done")
+    v.add_argument("--reproduce", action="store_true", default=None,
+                   help="first ask for a test that fails before the fix (default: when the suite is green)")
+    v.add_argument("--no-reproduce", dest="reproduce", action="store_false", help="no reproduction test")
+    v.add_argument("--candidates", type=int, metavar="N",
+                   help="N independent attempts in scratch copies, in parallel; the best passing one is applied "
+                   "(default 1)")
     w = p.add_argument_group("git")
     w.add_argument("--branch", nargs="?", const="", metavar="NAME", help="work on a new branch (default name: "
                    "assistant/<task>-<time>)")
@@ -111,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
             max_plan_lines=args.max_plan_lines, max_files=args.max_files, allow_test_edits=args.allow_test_edits,
             max_cost=args.max_cost, max_tokens=args.max_tokens, log_dir=args.log_dir, review=args.review,
             dry_run=args.dry_run, stream=sys.stdout.isatty() and not args.no_stream and not args.json,
-            verbose=args.verbose, embed_budget=args.embed_budget)
+            verbose=args.verbose, embed_budget=args.embed_budget, reproduce=args.reproduce,
+            candidates=args.candidates)
         if args.recover:
             return commands.recover(settings)
         if args.index_all:

@@ -130,10 +130,9 @@ def ask(settings: Settings, question: str, as_json: bool) -> int:
 def recover(settings: Settings) -> int:
     from code_assistant.edit.editor import FileEditor
     from code_assistant.edit.journal import RepoLock
-    from code_assistant.verify.runner import reap_leftovers
 
     with RepoLock(settings.repo, settings.repo_state_dir):
-        stopped = reap_leftovers(_running_tests(settings))
+        stopped = _reap(settings)
         restored = FileEditor.recover(settings.repo, settings.repo_state_dir)
     if stopped:
         console.say(f"[Recovered: stopped {stopped} leftover test process(es) of an interrupted run]")
@@ -142,6 +141,14 @@ def recover(settings: Settings) -> int:
     else:
         console.say(f"[Recovered: restored {len(restored)} file(s) from an interrupted run]")
     return EXIT_OK
+
+
+def _reap(settings: Settings) -> int:
+    """Stop the test processes a killed run left behind: its own and its candidates' (running-tests-N)."""
+    from code_assistant.verify.runner import reap_leftovers
+
+    running = _running_tests(settings)
+    return sum(reap_leftovers(path) for path in [running, *sorted(running.parent.glob(running.name + "-*"))])
 
 
 def _running_tests(settings: Settings) -> Path:
@@ -161,10 +168,12 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     from code_assistant.model.prices import estimate_cost
     from code_assistant.model.structured import plan_schema
     from code_assistant.model.trajectory import ReplayModel, Trajectory, read_answers
-    from code_assistant.verify.runner import TestRunner, reap_leftovers
+    from code_assistant.verify.runner import TestRunner
 
     TestRunner(settings.test_command, cwd=settings.repo, timeout=settings.test_timeout).check()
     model: ChatModel
+    if args.replay and settings.candidates > 1:
+        raise ConfigError("--replay repeats one recorded attempt; it cannot be combined with --candidates")
     if args.replay:
         replay = Path(args.replay)
         if not replay.is_file():
@@ -177,7 +186,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
                                 commit=args.commit, allow_dirty=args.allow_dirty, keep_branch=args.keep_branch,
                                 worktrees_dir=settings.state_path / "worktrees" / repo_id(settings.repo))
     with RepoLock(settings.repo, settings.repo_state_dir):
-        stopped = reap_leftovers(_running_tests(settings))
+        stopped = _reap(settings)
         if stopped:
             say(f"[Recovered: stopped {stopped} leftover test process(es) of an interrupted run]")
         restored = FileEditor.recover(settings.repo, settings.repo_state_dir)
@@ -200,7 +209,14 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
                               review=console.review if work.review else None,
                               on_token=console.stream if work.stream else None, index_progress=progress,
                               pre_write=workflow.guard)
-                result = agent.run(work.task or "")
+                if work.candidates > 1:
+                    from code_assistant.best_of import BestOf, candidate_model
+
+                    chat = model
+                    result = BestOf(agent, lambda number: candidate_model(chat, number), work.candidates).run(
+                        work.task or "")
+                else:
+                    result = agent.run(work.task or "")
         except BaseException:
             workflow.finish(False, [], 0)
             raise

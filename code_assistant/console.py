@@ -134,7 +134,19 @@ def embed_progress(files: int, enabled: bool = True) -> Iterator[_EmbedProgress]
 def result_json(result: Any) -> dict[str, Any]:
     return {"success": result.success, "stop_reason": result.stop_reason, "iterations": result.iterations,
             "files_modified": result.files_modified, "rolled_back": result.rolled_back, "message": result.message,
-            "tokens": result.usage, "cost_usd": result.cost_usd, "log": result.log_path}
+            "tokens": result.usage, "cost_usd": result.cost_usd, "log": result.log_path,
+            "reproduction": result.reproduction, "candidates": result.candidates}
+
+
+def candidates_table(rows: list[dict[str, Any]]) -> None:
+    say("Candidates:")
+    say(f"  {'#':>2}  {'result':<28} {'iterations':>10} {'changed lines':>13} {'tokens':>8} {'cost':>9}")
+    for row in rows:
+        outcome = "passed" if row["passed"] else f"failed ({row['stop_reason']})"
+        cost = f"${row['cost_usd']:.4f}" if row.get("cost_usd") is not None else "-"
+        mark = "  <- applied" if row.get("chosen") else ""
+        say(f"  {row['candidate']:>2}  {outcome:<28} {row['iterations']:>10} {row['changed_lines']:>13} "
+            f"{row['tokens']:>8} {cost:>9}{mark}")
 
 
 def summary(result: Any) -> None:
@@ -153,6 +165,10 @@ def summary(result: Any) -> None:
     else:
         say(f"Result: FAILED ({result.stop_reason}{': ' + result.message if result.message else ''})")
         say("All changes were rolled back; the repository is exactly as it was.")
+    if result.reproduction:
+        say(f"Reproduction test: {result.reproduction}")
+    if result.candidates:
+        candidates_table(result.candidates)
     usage = result.usage
     if usage.get("calls"):
         cost = f", about ${result.cost_usd:.4f}" if result.cost_usd is not None else ""

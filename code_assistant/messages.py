@@ -53,26 +53,52 @@ class Requests:
     def __init__(self, settings: Settings, window: ContextWindow) -> None:
         self.settings, self.window = settings, window
 
-    def plan(self, index: RepoIndex, task: str, baseline: TestResult) -> tuple[list[Message], Context]:
+    def plan(self, index: RepoIndex, task: str, baseline: TestResult,
+             reproduced: TestResult | None = None, reproduction: list[str] | None = None
+             ) -> tuple[list[Message], Context]:
+        """The first request; with a reproduction test, its failing run is shown where the failing tests go."""
         room = self.window.prompt_room()
         failures = failure_text(baseline)
         shown = clip_text(failures, room // FAILURES_SHARE, "test output") if failures else ""
+        before = f"# Failing tests before any change\n{shown}\n\n" if shown else ""
+        extra = failures
+        if reproduced is not None and reproduction:
+            output = failure_text(reproduced) or reproduced.output
+            before += prompts.REPRODUCED.render(paths=", ".join(reproduction),
+                                                output=clip_text(output, room // FAILURES_SHARE, "test output"))
+            extra = f"{failures}\n{output}"
 
         def render(context: str) -> list[Message]:
-            user = prompts.PLAN.render(
-                task=task, test_command=self.settings.test_command, baseline=baseline.summary(),
-                baseline_failures=f"# Failing tests before any change\n{shown}\n\n" if shown else "", context=context)
+            user = prompts.PLAN.render(task=task, test_command=self.settings.test_command,
+                                       baseline=baseline.summary(), baseline_failures=before, context=context)
             return [{"role": "system", "content": prompts.SYSTEM.text}, {"role": "user", "content": user}]
 
         fixed = message_tokens(render(""))
         budget = min(self.settings.context_tokens, room - fixed - SLACK)
         if budget < MIN_CONTEXT_TOKENS:
             raise too_small(self.window, fixed + MIN_CONTEXT_TOKENS)
-        context = build_context(index, task, budget, extra_text=failures,
+        context = build_context(index, task, budget, extra_text=extra, must_include=reproduction,
                                 embed_budget=self.settings.query_embed_budget)
         logger.info("prompts %s + %s; context budget %d of a %d-token room", prompts.SYSTEM.version,
                     prompts.PLAN.version, budget, room)
         return self.fitted(render(context.render() or "(no files indexed)")), context
+
+    def reproduce(self, index: RepoIndex, task: str, baseline: TestResult) -> list[Message]:
+        """The request for a test that captures the task and fails before any fix."""
+        room = self.window.prompt_room()
+
+        def render(context: str) -> list[Message]:
+            user = prompts.REPRODUCE.render(task=task, test_command=self.settings.test_command,
+                                            baseline=baseline.summary(), context=context)
+            return [{"role": "system", "content": prompts.SYSTEM.text}, {"role": "user", "content": user}]
+
+        fixed = message_tokens(render(""))
+        budget = min(self.settings.context_tokens, room - fixed - SLACK)
+        if budget < MIN_CONTEXT_TOKENS:
+            raise too_small(self.window, fixed + MIN_CONTEXT_TOKENS)
+        context = build_context(index, task, budget, embed_budget=self.settings.query_embed_budget)
+        logger.info("prompts %s + %s", prompts.SYSTEM.version, prompts.REPRODUCE.version)
+        return self.fitted(render(context.render() or "(no files indexed)"))
 
     def fix(self, index: RepoIndex, task: str, result: TestResult, feedback: str, history: list[Message],
             modified: list[str], iteration: int) -> list[Message]:

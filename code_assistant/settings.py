@@ -59,6 +59,8 @@ class Settings:
     log_dir: Path | None = None     # trajectories; default <index_path>/runs
     review: bool = False
     dry_run: bool = False
+    reproduce: bool | None = None   # write a failing test first; None: when the suite is green before the change
+    candidates: int = 1             # independent attempts, each in a scratch copy; the best one is applied
     stream: bool = False
     verbose: bool = False
 
@@ -132,6 +134,10 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
         raise ConfigError("--max-iterations must be at least 1")
     if settings.test_timeout <= 0:
         raise ConfigError("--test-timeout must be positive")
+    if settings.candidates < 1:
+        raise ConfigError("--candidates must be at least 1")
+    if settings.candidates > 1 and settings.dry_run:
+        raise ConfigError("--dry-run shows one plan; it cannot be combined with --candidates")
     if settings.embed_budget is not None and settings.embed_budget < 0:
         raise ConfigError("--embed-budget must be 0 or more")
     if settings.request_timeout <= 0:

@@ -7,6 +7,8 @@ Each chat request takes the next step of the script:
 - a dict {"sleep": seconds, "answer": str}: answer late (for timeout tests);
 - a dict {"gap": seconds, "answer": str}: stream the answer with that pause between pieces (a slow local model);
 - a dict {"stall": seconds, "answer": str}: stream the first piece, then send nothing for that long.
+A request that carries a `seed` found in `by_seed` takes the next step of that seed's own script instead: best of N
+asks each candidate with its own seed, in parallel, so each candidate's answers are scripted apart.
 Every request body is recorded in `requests` so tests can assert on what the model was sent; `usages` holds the
 usage the server answered with (its prompt count is the cl100k count of the messages plus a template overhead).
 
@@ -66,8 +68,10 @@ def _form(body: dict[str, Any]) -> str | None:
 class ScriptedServer:
     def __init__(self, script: list[Step] | None = None, *, accepts: tuple[str, ...] | None = None,
                  refuse_status: int = 500, context_window: int | None = None, overflow_stream: str = "error",
-                 stream_usage: bool = True, info: dict[str, Any] | None = None) -> None:
+                 stream_usage: bool = True, info: dict[str, Any] | None = None,
+                 by_seed: dict[int, list[Step]] | None = None) -> None:
         self.script: list[Step] = list(script or [])
+        self.by_seed: dict[int, list[Step]] = {seed: list(steps) for seed, steps in (by_seed or {}).items()}
         self.requests: list[dict[str, Any]] = []
         self.usages: list[dict[str, int]] = []
         self.lock = threading.Lock()
@@ -120,7 +124,8 @@ class ScriptedServer:
                                    f"messages or completion.", "type": "invalid_request_error", "param": "messages",
                         "code": "context_length_exceeded"}})
                 with server.lock:
-                    step = server.script.pop(0) if server.script else None
+                    script = server.by_seed.get(body.get("seed"), server.script)  # type: ignore[arg-type]
+                    step = script.pop(0) if script else None
                 if step is None:
                     return self._json(400, {"error": {"message": "scripted server: no more answers",
                                                       "type": "invalid_request_error"}})

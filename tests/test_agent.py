@@ -96,7 +96,7 @@ def test_no_changes_when_the_tests_already_pass(tmp_path: Path, embedder: embedd
     repo = python_repo(tmp_path, {"calc.py": "def add(a, b):\n    return a + b\n",
                                   "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
                                   "pytest.ini": "[pytest]\npythonpath = .\n"})
-    result, _, lines = run_agent(repo, ['{"changes": []}'], embedder, task="make sure add works")
+    result, _, lines = run_agent(repo, ['{"changes": []}'], embedder, task="make sure add works", reproduce=False)
     assert (result.success, result.stop_reason, result.files_modified) == (True, "no_changes", [])
     assert "[Tests passed on iteration 1]" in lines
 
@@ -209,7 +209,8 @@ STEP_SCHEMA = {"format": int, "kind": str, "step": int, "model": str, "prompt_ve
                "answer": (str, type(None)), "answers": list, "prompt_tokens": int, "completion_tokens": int,
                "cost_usd": (float, int, type(None)), "files": list, "patch_lines": int, "edits_failed": int,
                "test_exit_code": (int, type(None)), "tests_failed": list, "tests_passed": (int, type(None)),
-               "timed_out": bool, "duration_s": (float, int), "stop_reason": (str, type(None))}
+               "timed_out": bool, "duration_s": (float, int), "stop_reason": (str, type(None)),
+               "candidate": (int, type(None)), "reproduction": (str, type(None))}
 
 
 def test_two_iteration_trajectory_matches_the_schema(tmp_path: Path, embedder: embeddings.Embedder) -> None:

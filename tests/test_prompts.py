@@ -13,6 +13,9 @@ KNOWN = {
     "ask/v1.0.0": "9a793ebd4e28f6dd05747d5620a4ec66de2364d0e387b5880dfec8b225b09f89",
     "syntax/v1.0.0": "1c3b6d81c951054b2349b5052d7911027d5027e4fffcc61dcb34903d6de8b38f",
     "reask/v1.0.0": "c3acd27678dc16aca030d252b846f330d9bac5b099d0f1fc352ae354d4c9a310",
+    "reproduce/v1.0.0": "9f8f4a2fc15aa3483d716ece00f5f709460f05f6b0875e5e20891c375ef7c6d7",
+    "reproduce-again/v1.0.0": "956e3e3bf6b82466317e268db97f80798cb8e42bef85e5ffb18e966c7cc30de6",
+    "reproduced/v1.0.0": "bb0177c5c4df5aa73ba503310d4cfe79d5df705127dfc15b782532cd77ab4a20",
 }
 
 

@@ -69,6 +69,10 @@ class Usage:
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.calls + other.calls, self.prompt_tokens + other.prompt_tokens,
+                     self.completion_tokens + other.completion_tokens, self.estimated or other.estimated)
+
 
 class ChatModel(Protocol):
     name: str
@@ -117,6 +121,7 @@ class OpenAIChat:
     max_retries: int = 3
     backoff_s: float = 1.0
     temperature: float = 0.0
+    seed: int | None = None  # sent when set: best of N asks each attempt with its own seed
     window: ContextWindow = field(default_factory=ContextWindow.unlimited)
     schema: dict[str, Any] | None = None  # the answer's JSON schema, sent as response_format (None: free text)
     usage: Usage = field(default_factory=Usage)
@@ -195,6 +200,8 @@ class OpenAIChat:
 
     def _ask(self, messages: list[Message], on_token: Callable[[str], None] | None, counted: int) -> ChatResponse:
         request: dict[str, Any] = {"model": self.name, "messages": messages, "temperature": self.temperature}
+        if self.seed is not None:
+            request["seed"] = self.seed
         if self.base_url:  # OpenAI-compatible servers: an answer may not run past the window's reserve
             request["max_tokens"] = self.window.reserve
         if self.schema is not None and (fmt := response_format(self.form, self.schema)):

@@ -86,4 +86,34 @@ not contain the answer, say so and name where you would look next. Do not propos
 # Repository context
 {context}""")
 
-ALL: dict[str, Prompt] = {p.version.split("/")[0]: p for p in (SYSTEM, PLAN, FIX, SYNTAX, REASK, ASK)}
+REPRODUCE = Prompt("reproduce/v1.0.0", """\
+# Task
+{task}
+
+# Test command
+`{test_command}` — current status: {baseline}
+
+# Repository context
+{context}
+
+Before anything is fixed, write ONE test that captures the task: it must FAIL on the code as it is now, for the
+reason the task describes, and pass once the task is done. Put it in a test file of the project (a new file, or a
+new test function added to an existing test file) following the project's test conventions; change nothing else.
+It will be run alone now and must fail. Reply with the JSON object only.""")
+
+REPRODUCE_AGAIN = Prompt("reproduce-again/v1.0.0", """\
+Your test PASSES on the current code, so it does not capture the task:
+{output}
+Change it so that it fails now, for the reason the task describes (search text must match the test file as it is
+NOW). Reply with the JSON object only.""")
+
+REPRODUCED = Prompt("reproduced/v1.0.0", """\
+# A test that reproduces the task
+{paths} was added and fails on the current code, as it should:
+{output}
+Your changes must make it pass, together with the whole suite. Do not change or weaken this test.
+
+""")
+
+ALL: dict[str, Prompt] = {p.version.split("/")[0]: p for p in (SYSTEM, PLAN, FIX, SYNTAX, REASK, ASK, REPRODUCE,
+                                                                 REPRODUCE_AGAIN, REPRODUCED)}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -48,6 +49,8 @@ class Step:
     timed_out: bool = False
     duration_s: float = 0.0
     stop_reason: str | None = None
+    candidate: int | None = None  # best of N: the attempt this step belongs to (None: the run in the repository)
+    reproduction: str | None = None  # on the final step: what became of the reproduction test, in words
     format: int = FORMAT
 
 
@@ -58,6 +61,7 @@ def _slug(task: str) -> str:
 class Trajectory:
     def __init__(self, log_dir: Path, task: str) -> None:
         log_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
         stamp = time.strftime("%Y%m%d-%H%M%S")
         self.path = log_dir / f"{stamp}-{_slug(task)}.jsonl"
         counter = 1
@@ -70,12 +74,13 @@ class Trajectory:
         if record["answer"]:
             record["answer"] = redact.redact(record["answer"])[0]
         record["answers"] = [redact.redact(a)[0] for a in record["answers"]]
-        with self.path.open("a", encoding="utf-8") as handle:
+        with self._lock, self.path.open("a", encoding="utf-8") as handle:  # best of N: attempts log from threads
             handle.write(json.dumps(record) + "\n")
 
 
 def read_answers(path: Path) -> list[str]:
-    """The model answers recorded in a trajectory, in order."""
+    """The model answers recorded in a trajectory, in order: the run's own (a best-of-N candidate's steps, which ran
+    in parallel in scratch copies, are not replayed)."""
     answers: list[str] = []
     for line in path.read_text(encoding="utf-8").splitlines():
         if not line.strip():
@@ -83,6 +88,8 @@ def read_answers(path: Path) -> list[str]:
         record = json.loads(line)
         if record.get("format") != FORMAT:
             raise ValueError(f"{path}: unsupported trajectory format {record.get('format')!r}")
+        if record.get("candidate") is not None:
+            continue
         answers.extend(record.get("answers") or ([record["answer"]] if record.get("answer") is not None else []))
     return answers
 

@@ -11,6 +11,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -111,6 +112,18 @@ class TestRunner:
         self.head_lines = head_lines
         self.tail_lines = tail_lines
         self.kill_grace = kill_grace
+        self._cancelled = threading.Event()
+
+    def with_command(self, command: str) -> TestRunner:
+        """The same runner (directory, timeout, environment, bookkeeping) for another command."""
+        runner = TestRunner(command, self.cwd, self.timeout, self.env, self.head_lines, self.tail_lines,
+                            self.kill_grace, self.running_file)
+        runner._cancelled = self._cancelled  # cancelling this runner cancels the other too
+        return runner
+
+    def cancel(self) -> None:
+        """Stop the run in progress (its whole process group) and every later one: from another thread."""
+        self._cancelled.set()
 
     def check(self) -> None:
         """Raise TestCommandError if the executable cannot be found or run; nothing is started."""
@@ -130,6 +143,8 @@ class TestRunner:
             raise TestCommandError(f"test command not found on PATH: {exe}")
 
     def run(self) -> TestResult:
+        if self._cancelled.is_set():
+            raise KeyboardInterrupt
         self.check()
         logger.info("running %s in %s (timeout %gs)", shlex.join(self.command), self.cwd, self.timeout)
         start = time.monotonic()
@@ -147,6 +162,8 @@ class TestRunner:
         finally:
             if self.running_file:
                 self.running_file.unlink(missing_ok=True)
+        if self._cancelled.is_set():
+            raise KeyboardInterrupt  # the run that asked for these tests is being stopped
         exit_code = None if timed_out else proc.returncode
         duration = time.monotonic() - start
         raw = strip_ansi(captured.decode("utf-8", errors="replace")).replace("\r\n", "\n")
@@ -171,6 +188,9 @@ class TestRunner:
                 now = time.monotonic()
                 if exited_at is None and proc.poll() is not None:
                     exited_at = now
+                if exited_at is None and self._cancelled.is_set():
+                    _kill_group(proc, grace=0.0)
+                    exited_at = time.monotonic()
                 if exited_at is None and now >= deadline:
                     timed_out = True
                     logger.warning("test command timed out after %gs; killing its process group", self.timeout)

@@ -1,0 +1,266 @@
+"""Best of N: N independent attempts at the task, each with its own conversation (temperature above 0, its own seed)
+in its own scratch copy of the repository, run in parallel up to the cores with the normal fix iterations. The
+winner (candidates.choose: passes everything, then the smallest change, then the change most attempts agree on) is
+applied to the repository through the usual journal, guardrails and review, and tested there once more.
+
+The reproduction test, when there is one, is written once in the repository before the attempts (so every attempt
+is held to the same test) and is rolled back with everything else when no attempt wins.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from code_assistant.agent import Agent, Prepared, RunResult, Stop, StopRun
+from code_assistant.candidates import CandidateOutcome, ScratchCopy, choose
+from code_assistant.edit.editor import FileEditor
+from code_assistant.edit.operations import EditOperation
+from code_assistant.edit.preview import Limits
+from code_assistant.model.chat import ChatModel, Message, Usage
+from code_assistant.model.trajectory import Step
+from code_assistant.verify.runner import TestRunner
+
+logger = logging.getLogger(__name__)
+
+CANDIDATE_TEMPERATURE = 0.7  # enough to make the attempts differ; the seeds make each one repeatable
+STOP_GRACE_S = 10.0  # after Ctrl-C, how long the attempts get to stop their tests before their copies are removed
+
+ModelFactory = Callable[[int], ChatModel]  # candidate number -> that attempt's own model (own seed, own usage)
+
+
+class _Serialized:
+    """Calls into the shared index (SQLite, Chroma) one thread at a time: the attempts share the parent's index."""
+
+    def __init__(self, inner: Any, lock: threading.Lock) -> None:
+        self._inner, self._lock = inner, lock
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._inner, name)
+        if not callable(attribute):
+            return attribute
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return attribute(*args, **kwargs)
+        return call
+
+
+class CandidateAgent(Agent):
+    """One attempt: the normal loop in a scratch copy; its budget is the whole run's, and it stops when told."""
+
+    def __init__(self, *args: Any, number: int, spent: Callable[[], Usage], stop: threading.Event,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.candidate = number
+        self._spent, self._stop = spent, stop
+
+    def spent(self) -> Usage:
+        return self._spent()
+
+    def ask(self, messages: list[Message], rebuild: Callable[[], list[Message]], prompt_version: str
+            ) -> list[EditOperation]:
+        if self._stop.is_set():
+            raise KeyboardInterrupt
+        return super().ask(messages, rebuild, prompt_version)
+
+
+class BestOf:
+    """Runs `count` attempts for `parent` (the agent on the user's repository) and applies the best one."""
+
+    def __init__(self, parent: Agent, make_model: ModelFactory, count: int, workers: int | None = None) -> None:
+        self.parent, self.make_model, self.count = parent, make_model, count
+        self.workers = max(1, min(count, workers or os.cpu_count() or 1))
+        self.outcomes: list[CandidateOutcome] = []
+        self.chosen: int | None = None
+        self._models: list[ChatModel] = []
+        self._agents: dict[int, CandidateAgent] = {}
+        self._lock = threading.Lock()
+        self._index_lock = threading.Lock()
+        self._stop = threading.Event()
+
+    # ----- the run, top to bottom -------------------------------------------------------------------------
+    def run(self, task: str) -> RunResult:
+        result = self.parent.guarded(lambda: self._run(task))
+        result.candidates = self.rows()
+        return result
+
+    def _run(self, task: str) -> RunResult:
+        parent = self.parent
+        prepared = parent.prepare(task)
+        parent.say(f"[Candidates: {self.count} attempts in scratch copies, {self.workers} at a time]")
+        try:
+            self.outcomes = self.attempts(task, prepared)
+        finally:
+            parent.model.usage = parent.model.usage + self._children_usage()  # the run's usage is every attempt's
+        for outcome in self.outcomes:
+            parent.say(f"[Candidate {outcome.number}: {'passed' if outcome.passed else 'failed'} "
+                       f"({outcome.stop_reason}), {outcome.iterations} iteration(s), {outcome.changed_lines} changed "
+                       f"line(s), {outcome.tokens} tokens]")
+        winner = choose(self.outcomes)
+        if winner is None:
+            raise StopRun(Stop.NO_CANDIDATE, f"none of the {self.count} candidates passed")
+        self.chosen = winner.number
+        parent.say(f"[Chosen: candidate {winner.number} ({winner.changed_lines} changed lines)]")
+        return self.apply(winner, prepared)
+
+    def apply(self, winner: CandidateOutcome, prepared: Prepared) -> RunResult:
+        """The winner's files into the repository (journal, guardrails, review), then the tests there once more."""
+        parent = self.parent
+        parent.iteration = winner.iterations
+        parent.step = Step(kind="candidate", step=winner.iterations, model=parent.model.name,
+                           candidate=winner.number)
+        s = parent.settings
+        steps = max(1, s.max_iterations - 1)  # the attempt's plan and fixes each passed their own limit
+        parent.limits = Limits(s.max_changed_lines, s.max_plan_lines + steps * s.max_changed_lines,
+                               s.max_files * (steps + 1), s.allow_test_edits)
+        applied = parent.apply(self.operations(winner), is_plan=True)
+        if applied.refused or not applied.wrote or any(not r.ok for r in applied.results):
+            problems = applied.refused + [r.message.splitlines()[0] for r in applied.results if not r.ok]
+            raise StopRun(Stop.REFUSED, f"candidate {winner.number} could not be applied: " + "; ".join(problems))
+        parent.say("[Testing the chosen candidate in the repository...]")
+        result = parent.runner.run()
+        reproduction = prepared.reproduction
+        if result.passed and reproduction is not None and reproduction.reproduced:
+            result = parent.reproduction_after(reproduction, result)
+        parent.record(applied, result)
+        if not result.passed:
+            raise StopRun(Stop.MAX_ITERATIONS, f"candidate {winner.number} passed in its copy but not in the "
+                                               f"repository: {result.summary()}")
+        parent.say("[Tests passed with the chosen candidate]")
+        return parent.finish(Stop.PASSED)
+
+    def operations(self, winner: CandidateOutcome) -> list[EditOperation]:
+        repo = self.parent.settings.repo
+        ops = []
+        for path, data in winner.files.items():
+            why = f"candidate {winner.number}"
+            if data is None:
+                ops.append(EditOperation(path, action="delete", description=why))
+            else:
+                ops.append(EditOperation(path, action="create", content=data.decode("utf-8"),
+                                         overwrite=(repo / path).exists(), description=why))
+        return ops
+
+    # ----- the attempts -----------------------------------------------------------------------------------
+    def attempts(self, task: str, prepared: Prepared) -> list[CandidateOutcome]:
+        """Every attempt, in parallel up to `workers`; Ctrl-C stops them all (their tests too) and removes every
+        scratch copy before it goes on up."""
+        settings = self.parent.settings
+        copies = {n: ScratchCopy(settings.repo, exclude=[settings.index_path, settings.state_path])
+                  for n in range(1, self.count + 1)}
+        outcomes: dict[int, CandidateOutcome] = {}
+        slots = threading.Semaphore(self.workers)
+
+        began = time.perf_counter()
+
+        def work(number: int) -> None:
+            with slots:
+                started = time.perf_counter()
+                try:
+                    outcome = (CandidateOutcome(number, False, Stop.INTERRUPTED) if self._stop.is_set()
+                               else self.attempt(number, copies[number], task, prepared))
+                except BaseException as exc:  # noqa: BLE001 - one attempt's error is its outcome, not the run's
+                    logger.warning("candidate %d stopped: %s", number, exc)
+                    reason = Stop.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else Stop.MODEL_ERROR
+                    outcome = CandidateOutcome(number, False, reason, message=str(exc) or reason)
+                outcome.started_s = round(started - began, 3)
+                outcome.seconds = round(time.perf_counter() - started, 3)
+                with self._lock:
+                    outcomes[number] = outcome
+
+        threads = [threading.Thread(target=work, args=(n,), name=f"candidate-{n}", daemon=True) for n in copies]
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(0.2)  # a short wait, so that Ctrl-C reaches this thread at once
+        except KeyboardInterrupt:
+            self.cancel(threads)
+            raise
+        finally:
+            for copy in copies.values():
+                copy.remove()
+        return [outcomes[n] for n in sorted(outcomes)]
+
+    def cancel(self, threads: list[threading.Thread]) -> None:
+        """Tell every attempt to stop, kill their running tests, and give them a moment to wind down."""
+        self._stop.set()
+        with self._lock:
+            agents = list(self._agents.values())
+        for agent in agents:
+            agent.runner.cancel()
+        deadline = time.monotonic() + STOP_GRACE_S
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def attempt(self, number: int, copy: ScratchCopy, task: str, prepared: Prepared) -> CandidateOutcome:
+        parent = self.parent
+        with copy as scratch:
+            assert copy.root is not None
+            settings = dataclasses.replace(parent.settings, repo=scratch, state_path=copy.root / "state",
+                                           candidates=1, reproduce=False, embed_budget=0, review=False, stream=False)
+            running = parent.runner.running_file
+            runner = TestRunner(settings.test_command, cwd=scratch, timeout=settings.test_timeout,
+                                running_file=running.with_name(f"{running.name}-{number}") if running else None)
+            editor = FileEditor(scratch, state_dir=settings.repo_state_dir, forbidden=[settings.index_path])
+            model = self.make_model(number)
+            agent = CandidateAgent(settings, model, parent.indexer, runner, editor, number=number,
+                                   spent=self._total_usage, stop=self._stop, trajectory=parent.trajectory,
+                                   say=lambda line: parent.say(f"[Candidate {number}] {line}"))
+            agent.requests = _Serialized(agent.requests, self._index_lock)  # type: ignore[assignment]
+            with self._lock:
+                self._models.append(model)
+                self._agents[number] = agent
+            if self._stop.is_set():
+                raise KeyboardInterrupt
+            index = dataclasses.replace(prepared.index, repo=scratch)
+            reproduction = dataclasses.replace(prepared.reproduction) if prepared.reproduction else None
+            result = agent.guarded(lambda: agent.attempt(task, Prepared(index, prepared.baseline, reproduction)))
+            passed = result.success and result.stop_reason == Stop.PASSED
+            files = {path: _read(scratch / path) for path in result.files_modified} if passed else {}
+            return CandidateOutcome(number, passed, result.stop_reason, result.iterations, changed_lines(result.diff),
+                                    model.usage.total_tokens, result.cost_usd, result.diff, files, result.message)
+
+    # ----- accounting -------------------------------------------------------------------------------------
+    def _children_usage(self) -> Usage:
+        with self._lock:
+            models = list(self._models)
+        total = Usage()
+        for model in models:
+            total = total + model.usage
+        return total
+
+    def _total_usage(self) -> Usage:
+        return self.parent.model.usage + self._children_usage()
+
+    def rows(self) -> list[dict[str, object]]:
+        """The summary table: one row per attempt."""
+        return [{"candidate": o.number, "passed": o.passed, "stop_reason": o.stop_reason, "iterations": o.iterations,
+                 "changed_lines": o.changed_lines, "tokens": o.tokens, "cost_usd": o.cost_usd,
+                 "started_s": o.started_s, "seconds": o.seconds, "chosen": o.number == self.chosen} for o in self.outcomes]
+
+
+def changed_lines(diff: str) -> int:
+    """Added plus removed lines of a unified diff."""
+    return sum(1 for line in diff.splitlines()
+               if line.startswith(("+", "-")) and not line.startswith(("+++", "---")))
+
+
+def _read(path: Path) -> bytes | None:
+    return path.read_bytes() if path.exists() else None
+
+
+def candidate_model(model: ChatModel, number: int) -> ChatModel:
+    """The model an attempt asks: the same server and window, temperature above 0, its own seed and usage."""
+    return dataclasses.replace(model, temperature=CANDIDATE_TEMPERATURE, seed=number,  # type: ignore[type-var]
+                               usage=Usage(), window=dataclasses.replace(model.window))
+
+
+__all__ = ["BestOf", "CandidateAgent", "candidate_model", "changed_lines"]
