@@ -93,6 +93,8 @@ class BestOf:
     def _run(self, task: str) -> RunResult:
         parent = self.parent
         prepared = parent.prepare(task)
+        with self._index_lock:  # the task's vectors are made once, here; the attempts read them (embed budget 0)
+            parent.requests.plan(prepared.index, task, prepared.baseline)
         parent.say(f"[Candidates: {self.count} attempts in scratch copies, {self.workers} at a time]")
         try:
             self.outcomes = self.attempts(task, prepared)
