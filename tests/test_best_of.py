@@ -137,6 +137,25 @@ def test_three_candidates_the_smallest_passing_change_is_applied(tmp_path: Path)
     assert not _copies(scratch), "no scratch copy is left"
 
 
+def test_one_reproduction_test_holds_every_candidate_and_is_kept_with_the_winner(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path, GREEN)
+    reproduction = answer(create("tests/test_sub.py", "from calc import sub\n\n\ndef test_sub():\n"
+                                 "    assert sub(3, 1) == 2\n"))
+    wrong_sub = answer(modify("calc.py", "    return a + b\n", "    return a + b\n\n\ndef sub(a, b):\n"
+                              "    return b - a\n"))
+    right_sub = answer(modify("calc.py", "    return a + b\n", "    return a + b\n\n\ndef sub(a, b):\n"
+                              "    return a - b\n"))
+    with ScriptedServer([reproduction], by_seed={1: [wrong_sub], 2: [right_sub]}) as server:
+        proc = _cli(repo, server, "--candidates", "2", "--max-iterations", "1", "--json", task="add sub(a, b)")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(proc.stdout)
+    assert [(c["candidate"], c["passed"], c["chosen"]) for c in result["candidates"]] == [(1, False, False),
+                                                                                         (2, True, True)]
+    assert result["reproduction"] == "tests/test_sub.py: failed before the fix, passes after the fix"
+    assert sorted(result["files_modified"]) == ["calc.py", "tests/test_sub.py"]
+    assert "return a - b" in (repo / "calc.py").read_text() and (repo / "tests/test_sub.py").exists()
+
+
 def test_all_candidates_fail_the_repository_is_byte_exact_and_no_copy_is_left(tmp_path: Path) -> None:
     repo = python_repo(tmp_path, RED)
     before = snapshot(repo)
