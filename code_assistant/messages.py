@@ -96,7 +96,7 @@ class Requests:
         budget = min(self.settings.context_tokens, room - fixed - SLACK)
         if budget < MIN_CONTEXT_TOKENS:
             raise too_small(self.window, fixed + MIN_CONTEXT_TOKENS)
-        context = build_context(index, task, budget, embed_budget=self.settings.query_embed_budget)
+        context = build_context(index, task, budget, embed_budget=self.settings.query_embed_budget, with_tests=True)
         logger.info("prompts %s + %s", prompts.SYSTEM.version, prompts.REPRODUCE.version)
         return self.fitted(render(context.render() or "(no files indexed)"))
 

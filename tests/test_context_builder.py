@@ -181,3 +181,21 @@ def test_later_passes_build_only_forms_that_can_fit_and_pick_the_same_one(index:
         every = context_module._forms(path, text, set(), False, index)
         best = next((f for f in every if f.mode != "outline" and f.tokens <= room), None)
         assert context_module._fitting_form(path, text, set(), False, index, room) == best, (path, room)
+
+
+def test_with_tests_puts_the_top_source_files_test_right_after_it() -> None:
+    files = {"shop/cart.py", "shop/pricing.py", "tests/test_cart.py", "tests/test_pricing.py", "README.md"}
+    order = ["shop/cart.py", "shop/pricing.py", "README.md"]
+    assert context_module.with_test_counterpart(order, files) == ["shop/cart.py", "tests/test_cart.py",
+                                                                  "shop/pricing.py", "README.md"]
+    ranked_low = [*order, "x1", "x2", "x3", "x4", "tests/test_cart.py"]
+    assert context_module.with_test_counterpart(ranked_low, files)[:2] == ["shop/cart.py", "tests/test_cart.py"]
+    already = ["shop/cart.py", "tests/test_cart.py", "shop/pricing.py"]
+    assert context_module.with_test_counterpart(already, files) == already
+    assert context_module.with_test_counterpart(["README.md"], files) == ["README.md"], "no source file, no test"
+
+
+def test_a_reproduction_request_shows_how_the_project_writes_its_tests(index: RepoIndex) -> None:
+    task = "ShoppingCart.total should round the sum to whole cents"
+    context = build_context(index, task, 4000, with_tests=True)
+    assert context.paths[0] == "shop/cart.py" and "tests/test_cart.py" in context.paths

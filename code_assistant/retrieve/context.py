@@ -8,8 +8,9 @@ from code_assistant import languages, tokens
 from code_assistant.index.indexer import FileRecord, RepoIndex
 from code_assistant.parse.chunker import skeleton
 from code_assistant.parse.code_parser import parse_source
-from code_assistant.settings import EMBED_BUDGETS
+from code_assistant.retrieve.counterparts import counterparts
 from code_assistant.retrieve.ranking import Mentions, RankedFile, find_mentions, rank, traceback_frames
+from code_assistant.settings import EMBED_BUDGETS
 
 __all__ = ["Context", "ContextFile", "Mentions", "RankedFile", "build_context", "find_mentions", "traceback_frames"]
 
@@ -47,14 +48,17 @@ class Context:
 
 def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_text: str = "",
                   must_include: list[str] | None = None, numbered: bool = False,
-                  embed_budget: int | None = EMBED_BUDGETS["local"]) -> Context:
+                  embed_budget: int | None = EMBED_BUDGETS["local"], with_tests: bool = False) -> Context:
     """The ranked files in the budget: first a seat for each of the top CORE_FILES in its cheapest form (an
     outline of its definitions), then in rank order each upgraded to a skeleton keeping the relevant definitions,
-    then to the whole file, where that still fits; then further files while room is left."""
+    then to the whole file, where that still fits; then further files while room is left. With with_tests, the
+    test counterpart of the top-ranked source file (its tests by the language's naming convention) follows it."""
     frames = traceback_frames(extra_text, index.repo, set(index.files)) if extra_text else []
     ranked = rank(index, task + ("\n" + extra_text if extra_text else ""), frames, 50, embed_budget)
     ranking, hit_symbols, mentions, frames = ranked.files, ranked.hit_symbols, ranked.mentions, ranked.frames
     order = list(dict.fromkeys([*(must_include or []), *(r.path for r in ranking), *(f for f, _ in frames)]))
+    if with_tests:
+        order = with_test_counterpart(order, set(index.files))
     order = [p for p in order if not languages.is_secret_path(p)]
     log = [f"budget {budget} tokens"]
     chosen: dict[str, ContextFile] = {}
@@ -103,6 +107,17 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
         if path not in chosen:
             log.append(f"skip {path}: even its outline does not fit")
     return Context(ranking, files, used, budget, log, ranked.embedded)
+
+
+def with_test_counterpart(order: list[str], files: set[str]) -> list[str]:
+    """order with the nearest test of its first source file moved (or added) right after that file, unless a test
+    of that file is among the core files already: a request that writes a test sees how the project writes them."""
+    source = next((p for p in order[:CORE_FILES] if not languages.is_test_file(p)), None)
+    tests = counterparts(source, files) if source else []
+    if not tests or any(t in order[:CORE_FILES] for t in tests):
+        return order
+    at = order.index(source) + 1  # type: ignore[arg-type]
+    return [*order[:at], tests[0], *(p for p in order[at:] if p != tests[0])]
 
 
 def _forms(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex) -> list[ContextFile]:
