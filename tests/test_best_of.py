@@ -170,6 +170,21 @@ def test_all_candidates_fail_the_repository_is_byte_exact_and_no_copy_is_left(tm
     assert not _copies(scratch)
 
 
+def test_max_tokens_caps_the_sum_over_all_candidates(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path, RED)
+    before = snapshot(repo)
+    with ScriptedServer(by_seed={n: [_fix(0)] for n in (1, 2)}) as server:
+        proc = _cli(repo, server, "--candidates", "2", "--max-tokens", "1000", "--json", task="fix add")
+    result = json.loads(proc.stdout)
+    reasons = [c["stop_reason"] for c in result["candidates"]]
+    # one answer is ~700 tokens, under the cap alone: whichever candidate counts second sees the sum over it
+    assert "cost_cap" in reasons, reasons
+    if "passed" in reasons:  # the first one counted before the second's answer came: it stands
+        assert proc.returncode == 0 and "return a + b" in (repo / "calc.py").read_text()
+    else:
+        assert proc.returncode == 1 and snapshot(repo) == before
+
+
 def test_ctrl_c_while_candidates_run_stops_their_tests_and_removes_their_copies(tmp_path: Path) -> None:
     marks = tmp_path / "marks"
     marks.mkdir()
