@@ -1,7 +1,6 @@
 """The pure matcher: strategies in order, refusals written for the model, line endings and final newline kept."""
 from __future__ import annotations
 
-import importlib.util
 
 import pytest
 
@@ -160,10 +159,6 @@ def test_deleting_lines() -> None:
     assert out.ok and out.content == SRC[len("import os\n\n\n"):]
 
 
-needs_parser = pytest.mark.skipif(importlib.util.find_spec("code_parser") is None, reason="code_parser not written yet")
-
-
-@needs_parser
 def test_replace_symbol_reindents_a_method() -> None:
     new = "def get(self, key):\n    return self.items[key]\n"
     out = apply_symbol_edit("store.py", SRC, "Store.get", new, "replace_symbol")
@@ -172,20 +167,17 @@ def test_replace_symbol_reindents_a_method() -> None:
     assert "raise KeyError" not in out.content
 
 
-@needs_parser
 def test_insert_after_symbol_adds_a_top_level_function() -> None:
     out = apply_symbol_edit("store.py", SRC, "load", "def save(path, data):\n    pass\n", "insert_after_symbol")
     assert out.ok, out.message
     assert "    return data\n\n\ndef save(path, data):\n    pass\n\n\nclass Store" in out.content
 
 
-@needs_parser
 def test_missing_symbol_lists_candidates() -> None:
     out = apply_symbol_edit("store.py", SRC, "Store.gett", "def x():\n    pass\n", "replace_symbol")
     assert not out.ok and "Store.get" in out.message
 
 
-@needs_parser
 def test_replace_symbol_keeps_decorators_and_comments_the_new_code_does_not_bring() -> None:
     src = "import functools\n\n\n# cached lookup\n@functools.cache\ndef f(x):\n    return x\n\n\ndef g():\n    pass\n"
     out = apply_symbol_edit("m.py", src, "f", "def f(x):\n    return x * 2\n", "replace_symbol")
