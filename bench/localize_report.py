@@ -1,0 +1,80 @@
+"""The localization bench's tables: per set and per repository, acc@1/3/5 and MRR of BM25 over whole files, of
+each signal alone, of the old hand fusion, of the shipped fitted fusion (replayed) and of the assistant as it ran
+(with the gold file in its context or not)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bench import rankers
+from code_assistant.retrieve import fusion
+
+KS = (1, 3, 5)
+
+
+def rank_in(gold: str, files: list[str]) -> int | None:
+    return files.index(gold) + 1 if gold in files else None
+
+
+def metrics(ranks: list[int | None]) -> dict[str, float]:
+    """acc@k and MRR over all instances (an unranked gold file is a miss)."""
+    n = len(ranks)
+    out = {f"acc@{k}": sum(1 for r in ranks if r and r <= k) / n if n else 0.0 for k in KS}
+    out["mrr"] = sum(1 / r for r in ranks if r) / n if n else 0.0
+    return out
+
+
+def retrievers() -> dict[str, Callable[[dict], int | None]]:
+    """Name -> the gold file's rank in that retriever's ranking of a record."""
+    fast, full = fusion.shipped("fast"), fusion.shipped("full")
+    table: dict[str, Callable[[dict], int | None]] = {"BM25, whole non-test .py files": lambda r: r["bm25"]["rank"]}
+    for name in ("bm25 (code files, index)", "symbols", "mentions + stems", "traceback", "import graph",
+                 "dense (lazy vectors)"):
+        table[f"signal alone: {name}"] = lambda r, name=name: rank_in(r["gold"], rankers.signal_rankings(r)[name])
+    table["old hand fusion (93440f9, replayed)"] = lambda r: rank_in(r["gold"], rankers.hand_fusion(r))
+    table["fitted fusion (shipped, replayed)"] = lambda r: rank_in(r["gold"], rankers.lazy_order(r, fast, full))
+    table["assistant as run (end to end)"] = lambda r: rank_in(r["gold"], r["ranking"])
+    return table
+
+
+def _row(label: str, m: dict[str, float], n: int, extra: str = "") -> str:
+    return (f"| {label} | {n} | " + " | ".join(f"{m[f'acc@{k}']:.2f}" for k in KS) + f" | {m['mrr']:.3f} |"
+            + (f" {extra} |" if extra is not None else ""))
+
+
+def render(records: dict[str, list[dict]], budget: int) -> str:
+    lines: list[str] = []
+    table = retrievers()
+    for set_name, recs in records.items():
+        done = [r for r in recs if "files" in r and "error" not in r]
+        failed = [r for r in recs if r not in done]
+        lines += [f"### {set_name}: {len(done)} instances, {len({r['repo'] for r in done})} repositories", "",
+                  f"| retriever | n | acc@1 | acc@3 | acc@5 | MRR | gold in {budget // 1000}k context |",
+                  "|---|---|---|---|---|---|---|"]
+        for label, fn in table.items():
+            ctx = ""
+            if label.startswith("BM25"):
+                ctx = f"{sum(r['bm25']['in_context'] for r in done) / max(len(done), 1):.2f} (whole files)"
+            elif label.startswith("assistant"):
+                ctx = f"{sum(r['gold'] in r['context'] for r in done) / max(len(done), 1):.2f}"
+            lines.append(_row(label, metrics([fn(r) for r in done]), len(done), ctx))
+        lines += ["", "| repository | n | BM25 acc@1/3/5 | old hand fusion | fitted (replayed) | as run | in context |",
+                  "|---|---|---|---|---|---|---|"]
+        for repo in sorted({r["repo"] for r in done}):
+            rs = [r for r in done if r["repo"] == repo]
+            cells = []
+            for label in ("BM25, whole non-test .py files", "old hand fusion (93440f9, replayed)",
+                          "fitted fusion (shipped, replayed)", "assistant as run (end to end)"):
+                m = metrics([table[label](r) for r in rs])
+                cells.append("/".join(f"{m[f'acc@{k}']:.2f}" for k in KS))
+            in_ctx = sum(r["gold"] in r["context"] for r in rs)
+            lines.append(f"| {repo} | {len(rs)} | " + " | ".join(cells) + f" | {in_ctx}/{len(rs)} |")
+        embedded = [r.get("embedded", 0) for r in done]
+        secs = sorted(r["seconds"]["rank"] for r in done) if done else [0]
+        lines += ["", f"Chunks embedded per query: mean {sum(embedded) / max(len(embedded), 1):.0f}, max "
+                      f"{max(embedded, default=0)}; rank() seconds median {secs[len(secs) // 2]:.1f}, max {secs[-1]:.1f}."]
+        if failed:
+            lines.append("Not evaluated: " + "; ".join(f"{r['instance_id']} ({r.get('error', '?')[:80]})"
+                                                       for r in failed))
+        lines.append("")
+    return "\n".join(lines)
