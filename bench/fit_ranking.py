@@ -24,7 +24,7 @@ from bench import rankers
 from bench.localize_report import KS, metrics, rank_in
 from code_assistant.retrieve import fit, fusion
 
-L2_GRID = (0.1, 0.3, 1.0, 3.0, 10.0)
+L2_GRID = (0.3, 1.0, 3.0, 10.0, 30.0)
 WEIGHTS_FILE = Path(__file__).resolve().parent.parent / "code_assistant" / "retrieve" / "fusion_weights.py"
 
 
@@ -70,11 +70,11 @@ def choose_l2(records: list[dict], loss: str) -> float:
 
 def _cells(ranks_: list[int | None]) -> str:
     m = metrics(ranks_)
-    return " | ".join(f"{m[f'acc@{k}']:.2f}" for k in KS) + f" | {m['mrr']:.3f}"
+    return "/".join(f"{m[f'acc@{k}']:.2f}" for k in KS) + f" · {m['mrr']:.3f}"
 
 
 def cross_report(sets: dict[str, list[dict]], loss: str) -> tuple[list[str], dict[str, float]]:
-    lines = [f"Loss: {loss}. Rows: acc@1 | acc@3 | acc@5 | MRR.", "",
+    lines = [f"Loss: {loss}. Cells: acc@1/acc@3/acc@5 · MRR.", "",
              "| scored on | trained on (L2) | n | BM25 whole files | old hand fusion | fitted fusion |",
              "|---|---|---|---|---|---|"]
     chosen = {}

@@ -24,7 +24,8 @@ class Query(NamedTuple):
 
 
 def fit(queries: Sequence[Query], names: Sequence[str] = NAMES, l2: float = 1.0, loss: str = "softmax") -> Model:
-    """The model over features `names` that best ranks each query's gold row first, with penalty l2 per query."""
+    """The model over features `names` that best ranks each query's gold row first: minimizes the summed loss plus
+    l2 / 2 * |weights|^2 (on standardized features)."""
     usable = [q for q in queries if 0 <= q.gold < len(q.matrix) and len(q.matrix) > 1]
     if not usable:
         raise ValueError("no query with a gold candidate and at least one other candidate to fit on")
@@ -36,7 +37,7 @@ def fit(queries: Sequence[Query], names: Sequence[str] = NAMES, l2: float = 1.0,
     standardized = [Query((q.matrix[:, columns] - means) / scales, q.gold) for q in usable]
     step = _softmax_step if loss == "softmax" else _pairwise_step
     weights = np.zeros(len(columns))
-    penalty = l2 * len(usable) / 100  # the penalty of 100 queries' worth of data: comparable across set sizes
+    penalty = l2 / len(usable)  # the loss is a mean over queries: l2 weighs like l2 queries' worth of loss in all
     for _ in range(NEWTON_STEPS):
         value, grad, hess = step(standardized, weights)
         value += 0.5 * penalty * weights @ weights
