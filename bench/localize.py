@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import re
+import sqlite3
 import sys
 import time
 from dataclasses import asdict
@@ -58,14 +59,15 @@ def ordered(instances: list[dict]) -> list[dict]:
 class InProcess:
     """One Indexer per repository, the embedder loaded once: the assistant without a process per instance."""
 
-    def __init__(self, index_root: Path) -> None:
+    def __init__(self, index_root: Path, snapshots: Path | None = None) -> None:
         from code_assistant.index import embeddings
 
         self.index_root = index_root
+        self.snapshots = snapshots
         self.embedder = embeddings.make_embedder("local")
         self.indexers: dict[str, object] = {}
 
-    def run(self, repo: Path, name: str, task: str, budget: int, embed_budget: int) -> dict:
+    def run(self, repo: Path, name: str, task: str, budget: int, embed_budget: int, key: str = "") -> dict:
         from code_assistant.index import store
         from code_assistant.index.indexer import Indexer
         from code_assistant.retrieve.context import build_context
@@ -78,6 +80,12 @@ class InProcess:
             chunks = store.ChunkStore(client, store.collection_for(client, repo, self.embedder.name))
             self.indexers[name] = Indexer(repo, path, self.embedder, chunks)
         index, stats = self.indexers[name].update()  # type: ignore[attr-defined]
+        if self.snapshots and key:  # the index database as of this commit: signals can be gathered again from it
+            target = self.snapshots / f"{key}.sqlite"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            src, dst = sqlite3.connect(index.db.path), sqlite3.connect(target)
+            src.backup(dst)
+            src.close(), dst.close()
         indexed = time.perf_counter()
         ranking = rank(index, task, embed_budget=embed_budget)
         ranked = time.perf_counter()
@@ -117,7 +125,7 @@ def evaluate(inst: dict, set_name: str, args: argparse.Namespace, count, runner:
         rec["cli"] = cli_result(run_cli(cmd, args.timeout, dict(os.environ)), dest, gold, args.budget, count)
         return rec
     assert runner is not None
-    out = runner.run(dest, name, task, args.budget, args.embed_budget)
+    out = runner.run(dest, name, task, args.budget, args.embed_budget, f"{set_name}/{inst['instance_id']}")
     rec["ranking"], rec["context"], rec["files"] = out.pop("files"), out.pop("context_files"), out.pop("signals")
     rec.update(out)
     return rec
@@ -130,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", type=Path, default=Path("/tmp/loc16/work"), help="one working dir per repository")
     p.add_argument("--index", type=Path, default=Path("/tmp/loc16/index"), help="one index dir per repository")
     p.add_argument("--cache", type=Path, default=Path("/tmp/loc16/records"), help="one record per instance")
+    p.add_argument("--snapshots", type=Path, default=Path("/tmp/loc16/snapshots"),
+                   help="keep each instance's index database here (signals can then be gathered again offline)")
     p.add_argument("--refresh", action="store_true", help="run instances again even if their record exists")
     p.add_argument("--report-only", action="store_true", help="report on the stored records, run nothing")
     p.add_argument("--only", nargs="+", default=[], metavar="ID", help="instance ids (or substrings) to run")
@@ -159,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             print(f"[{set_name} {n}/{len(instances)}] {inst['instance_id']}", file=sys.stderr, flush=True)
             if runner is None and not args.cli:
-                runner = InProcess(args.index)
+                runner = InProcess(args.index, args.snapshots)
             started = time.perf_counter()
             try:
                 rec = evaluate(inst, set_name, args, count, runner)
