@@ -39,7 +39,7 @@ def retrievers() -> dict[str, Callable[[dict], int | None]]:
     """Name -> the gold file's rank in that retriever's ranking of a record."""
     fast, full = fusion.shipped("fast"), fusion.shipped("full")
     table: dict[str, Callable[[dict], int | None]] = {"BM25, whole non-test .py files": lambda r: r["bm25"]["rank"]}
-    for name in ("bm25 (code files, index)", "symbols", "mentions + stems", "traceback", "import graph",
+    for name in ("bm25 (code files, index)", "symbols", "mentions + stems", "path words", "traceback", "import graph",
                  "dense (lazy vectors)"):
         table[f"signal alone: {name}"] = lambda r, name=name: rank_in(r["gold"], rankers.signal_rankings(r)[name])
     table["old hand fusion (93440f9, replayed)"] = lambda r: rank_in(r["gold"], rankers.hand_fusion(r))

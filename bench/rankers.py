@@ -39,11 +39,12 @@ def _order(scores: dict[str, float]) -> list[str]:
 
 def signal_rankings(record: dict) -> dict[str, list[str]]:
     """Each signal's own ranking of the candidates (files it did not find are not ranked)."""
-    files = [FileSignals(**row) for row in record["files"]]
+    files = list(signals_of(record).files.values())
     return {
         "bm25 (code files, index)": _order({f.path: 1 / f.bm25_rank for f in files if f.bm25_rank}),
         "symbols": _order({f.path: f.symbols for f in files}),
         "mentions + stems": _order({f.path: f.named * (2 + f.named_idf) + f.stem * (1 + f.stem_idf) for f in files}),
+        "path words": _order({f.path: f.stem_word + 0.5 * f.dir_words for f in files}),
         "traceback": _order({f.path: 1 / f.trace_pos for f in files if f.trace_pos}),
         "import graph": _order({f.path: f.graph_named + f.graph_top for f in files}),
         "dense (lazy vectors)": _order({f.path: 1 + f.dense for f in files if f.dense is not None}),

@@ -20,6 +20,7 @@ _PATHLIKE_RE = re.compile(
 _DOTTED_RE = re.compile(r"\b[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+\b")
 _IDENT_RE = re.compile(r"`([^`\n]{2,80})`|\b([A-Za-z_]\w*[a-z]\w*)\b")
 _WORD_RE = re.compile(r"\b[A-Za-z_][\w]*\b")
+_CALL_RE = re.compile(r"(?<![\w.])([A-Za-z_]\w{2,})\(")  # `ccode(x)`: a name, whatever it looks like
 TEST_TASK_RE = re.compile(r"\b(tests?|testing|pytest|unittest|spec|coverage)\b", re.IGNORECASE)
 _AUX_DIRS = {"doc", "docs", "example", "examples", "benchmark", "benchmarks", "bench", ".github", "scripts", "util",
              "utils", "tools", "ci"}
@@ -33,6 +34,7 @@ class Mentions:
     traceback: list[tuple[str, int]]
     identifiers: set[str]
     stems: dict[str, str] | None = None  # file -> the word of the task that is its stem (see stem_mentions)
+    called: set[str] | None = None  # identifiers the task calls, `name(...)`: code, even when they look like words
 
 
 def traceback_frames(text: str, repo: Path, known: set[str] | None = None) -> list[tuple[str, int]]:
@@ -104,7 +106,9 @@ def find_mentions(task: str, index: RepoIndex) -> Mentions:
                 identifiers.add(token)
     for dotted in _DOTTED_RE.findall(task):
         identifiers.update(p for p in dotted.split(".") if len(p) > 2)
-    mentions = Mentions(paths, traceback_frames(task, index.repo, known), identifiers)
+    called = set(_CALL_RE.findall(task))
+    identifiers |= called
+    mentions = Mentions(paths, traceback_frames(task, index.repo, known), identifiers, called=called)
     mentions.stems = stem_mentions(task, index, identifiers)
     return mentions
 

@@ -17,6 +17,7 @@ from code_assistant.retrieve.mentions import TEST_TASK_RE, Mentions, find_mentio
 
 SIGNAL_DEPTH = 100  # files taken from the top of the BM25 ranking as candidates
 ANCHORS = 3  # top files of BM25 and of the symbol signal whose import neighbours become candidates
+PATH_WORD_FILES = 3  # a stem the task uses as a word makes candidates of at most this many files sharing it
 PLAIN_WORD_WEIGHT = 0.4  # a definition matching a plain lowercase word from the task, e.g. `fix`
 DENSE_CHUNKS = 80  # nearest chunks of the whole store per task window: files dense retrieval finds on its own
 RERANK_CHUNKS = 400  # nearest chunks among the candidates' own per window: each candidate's best chunk
@@ -38,6 +39,8 @@ class FileSignals:
     named_idf: float = 0.0  # rarity of its stem among the repository's files, 0..1 (1: no other file has it)
     stem: float = 0.0  # the task uses its stem as a name: 1 / files sharing the stem, shared among the stems named
     stem_idf: float = 0.0
+    stem_word: float = 0.0  # the task uses its stem as a word (any case, any form): the stem's rarity, 0..1
+    dir_words: float = 0.0  # share of its directories the task uses as words
     trace_pos: int = 0  # 1-based file position in the task's tracebacks counted from the innermost frame
     graph_named: float = 0.0  # imports or is imported by a file the task names or traces, 1/sqrt(its degree)
     graph_top: float = 0.0  # likewise for the top ANCHORS files of BM25 and of the symbol signal
@@ -80,10 +83,12 @@ def gather(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | No
     for position, (path, score) in enumerate(lexical_top[:SIGNAL_DEPTH], start=1):
         entry = sig.file(path)
         entry.bm25, entry.bm25_rank = score, position
-    for position, (path, score) in enumerate(_ranked(_symbol_scores(index, mentions.identifiers)), start=1):
+    scores = _symbol_scores(index, mentions.identifiers, mentions.called or set())
+    for position, (path, score) in enumerate(_ranked(scores), start=1):
         entry = sig.file(path)
         entry.symbols, entry.symbol_rank = score, position
     _named(index, sig)
+    _path_words(index, sig, task)
     for position, path in enumerate(dict.fromkeys(p for p, _line in reversed(frames)), start=1):
         sig.file(path).trace_pos = position  # once per file: a long stay in one file is no extra evidence
     _graph(index, sig)
@@ -97,11 +102,11 @@ def _ranked(scores: dict[str, float]) -> list[tuple[str, float]]:
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def _symbol_scores(index: RepoIndex, identifiers: set[str]) -> dict[str, float]:
+def _symbol_scores(index: RepoIndex, identifiers: set[str], called: set[str]) -> dict[str, float]:
     """Files that define a named identifier; a name defined in many files says little about each."""
     if not identifiers:
         return {}
-    plain = {i for i in identifiers if i.isalpha() and i.islower()}
+    plain = {i for i in identifiers - called if i.isalpha() and i.islower()}
     scores: dict[str, float] = defaultdict(float)
     for name, paths in index.defining({i.lower() for i in identifiers}).items():
         weight = 1.0 / math.log2(1 + len(paths))
@@ -140,6 +145,27 @@ def _named(index: RepoIndex, sig: Signals) -> None:
     for path, word in stems.items():
         entry = sig.file(path)
         entry.stem, entry.stem_idf = share / sharing[word], idf(word)
+
+
+def _path_words(index: RepoIndex, sig: Signals, task: str) -> None:
+    """Files whose stem or directories the task uses as plain words (`latex` for printing/latex.py), the stem
+    weighted by its rarity; a stem few files share makes the file a candidate."""
+    words = set(lexical.tokenize(task))
+    by_stem: dict[str, list[str]] = defaultdict(list)
+    for path in index.files:
+        stem = _stem(path).lower()
+        if stem in words and not stem.startswith("__"):
+            by_stem[stem].append(path)
+    df, n_docs = index.doc_freq(set(by_stem))
+    log_n = math.log(max(n_docs, 2))
+    for stem, paths in by_stem.items():
+        rarity = math.log(max(n_docs, 1) / max(df.get(stem, 1), 1)) / log_n
+        for path in paths:
+            if len(paths) <= PATH_WORD_FILES or path in sig.files:
+                sig.file(path).stem_word = rarity
+    for entry in sig.files.values():
+        dirs = [d.lower() for d in entry.path.split("/")[:-1]]
+        entry.dir_words = sum(d in words for d in dirs) / len(dirs) if dirs else 0.0
 
 
 def _graph(index: RepoIndex, sig: Signals) -> None:
