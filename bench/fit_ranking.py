@@ -125,12 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     sets = load(args.records)
     print(f"records: dev {len(sets['dev'])}, sympy {len(sets['sympy'])}", file=sys.stderr)
-    lines, chosen = cross_report(sets, args.loss)
+    lines, _chosen = cross_report(sets, args.loss)
     both = sets["dev"] + sets["sympy"]
     l2 = choose_l2(both, args.loss)
     fast, full = fit_models(both, l2, args.loss)
-    lines += ["", f"Shipped: fitted on both sets together ({len(both)} instances, L2 {l2:g} chosen by leave-one-"
-                  "repository-out inside them); weights on standardized features:", "", *weights_table(fast, full)]
+    lines += ["", (f"Shipped: fitted on both sets together ({len(both)} instances, L2 {l2:g} chosen by leave-one-"
+                   "repository-out inside them); weights on standardized features:"), "", *weights_table(fast, full)]
     print("\n".join(lines))
     if args.write:
         write_weights(fast, full, f"Fitted on both dev sets together ({len(sets['dev'])} dev + {len(sets['sympy'])} "

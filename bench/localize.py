@@ -67,13 +67,11 @@ class InProcess:
         self.embedder = embeddings.make_embedder("local")
         self.indexers: dict[str, object] = {}
 
-    def run(self, repo: Path, name: str, task: str, budget: int, embed_budget: int, key: str = "") -> dict:
+    def update(self, repo: Path, name: str, key: str = "") -> tuple:
+        """The repository's index brought up to date, and kept as of this commit if snapshots are asked for."""
         from code_assistant.index import store
         from code_assistant.index.indexer import Indexer
-        from code_assistant.retrieve.context import build_context
-        from code_assistant.retrieve.ranking import rank
 
-        started = time.perf_counter()
         if name not in self.indexers:
             path = self.index_root / name
             client = store.open_client(path)
@@ -86,6 +84,14 @@ class InProcess:
             src, dst = sqlite3.connect(index.db.path), sqlite3.connect(target)
             src.backup(dst)
             src.close(), dst.close()
+        return index, stats
+
+    def run(self, repo: Path, name: str, task: str, budget: int, embed_budget: int, key: str = "") -> dict:
+        from code_assistant.retrieve.context import build_context
+        from code_assistant.retrieve.ranking import rank
+
+        started = time.perf_counter()
+        index, stats = self.update(repo, name, key)
         indexed = time.perf_counter()
         ranking = rank(index, task, embed_budget=embed_budget)
         ranked = time.perf_counter()
@@ -140,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", type=Path, default=Path("/tmp/loc16/records"), help="one record per instance")
     p.add_argument("--snapshots", type=Path, default=Path("/tmp/loc16/snapshots"),
                    help="keep each instance's index database here (signals can then be gathered again offline)")
+    p.add_argument("--snapshot-only", action="store_true",
+                   help="only index and keep the snapshot of instances that have a record but no snapshot")
     p.add_argument("--refresh", action="store_true", help="run instances again even if their record exists")
     p.add_argument("--report-only", action="store_true", help="report on the stored records, run nothing")
     p.add_argument("--only", nargs="+", default=[], metavar="ID", help="instance ids (or substrings) to run")
@@ -163,6 +171,16 @@ def main(argv: list[str] | None = None) -> int:
         records[set_name] = []
         for n, inst in enumerate(instances, start=1):
             path = folder / f"{inst['instance_id']}.json"
+            snapshot = args.snapshots / set_name / f"{inst['instance_id']}.sqlite"
+            if args.snapshot_only:  # only the index snapshot of an instance already run
+                if path.is_file() and not snapshot.is_file():
+                    print(f"[{set_name} {n}/{len(instances)}] snapshot {inst['instance_id']}", file=sys.stderr)
+                    runner = runner or InProcess(args.index, args.snapshots)
+                    git_dir = args.mirrors / inst["repo"].replace("/", "+") / "repo"
+                    dest = args.work / inst["repo"].split("/")[-1]
+                    materialize(git_dir, inst["base_commit"], dest)
+                    runner.update(dest, dest.name, f"{set_name}/{inst['instance_id']}")
+                continue
             if (path.is_file() and not args.refresh) or args.report_only:
                 if path.is_file():
                     records[set_name].append(json.loads(path.read_text()))
@@ -183,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    bm25 {rec.get('bm25', {}).get('rank')} | assistant {rank_of(rec['gold'], rec.get('ranking', []))}"
                   f" {'ctx' if rec['gold'] in rec.get('context', []) else ''} {rec.get('error', '')}"
                   f" ({rec['seconds_total']:.0f}s)", file=sys.stderr, flush=True)
-    print(render(records, args.budget))
+    if not args.snapshot_only:
+        print(render(records, args.budget))
     return 0
 
 

@@ -68,7 +68,7 @@ def render(records: dict[str, list[dict]], budget: int) -> str:
                 ctx = f"{sum(r['bm25']['in_context'] for r in done) / max(len(done), 1):.2f} (whole files)"
             elif label.startswith("assistant"):
                 ctx = f"{sum(r['gold'] in r['context'] for r in done) / max(len(done), 1):.2f}"
-            elif label.startswith("fitted") or label.startswith("old"):
+            elif label.startswith(("fitted", "old")):
                 hits = [(fn(r) or 10**6) <= context_depth(r) for r in done]
                 ctx = f"{sum(hits) / max(len(done), 1):.2f} (est.)"
             lines.append(_row(label, metrics([fn(r) for r in done]), len(done), ctx))
@@ -85,8 +85,9 @@ def render(records: dict[str, list[dict]], budget: int) -> str:
             lines.append(f"| {repo} | {len(rs)} | " + " | ".join(cells) + f" | {in_ctx}/{len(rs)} |")
         embedded = [r.get("embedded", 0) for r in done]
         secs = sorted(r["seconds"]["rank"] for r in done) if done else [0]
-        lines += ["", f"Chunks embedded per query: mean {sum(embedded) / max(len(embedded), 1):.0f}, max "
-                      f"{max(embedded, default=0)}; rank() seconds median {secs[len(secs) // 2]:.1f}, max {secs[-1]:.1f}."]
+        lines += ["", (f"Chunks embedded per query: mean {sum(embedded) / max(len(embedded), 1):.0f}, max "
+                       f"{max(embedded, default=0)}; rank() seconds median {secs[len(secs) // 2]:.1f}, "
+                       f"max {secs[-1]:.1f}.")]
         if failed:
             lines.append("Not evaluated: " + "; ".join(f"{r['instance_id']} ({r.get('error', '?')[:80]})"
                                                        for r in failed))
