@@ -24,8 +24,9 @@ HAND = {"weights": {"bm25": 1.0, "dense": 1.0, "symbols": 1.2, "graph": 0.35}, "
 def signals_of(record: dict, drop_dense: set[str] | None = None) -> Signals:
     """The record's signals; `drop_dense`: files whose vectors are taken away (not embedded in this simulation)."""
     files = {}
+    known = set(FileSignals.__dataclass_fields__)
     for row in record["files"]:
-        f = FileSignals(**row)
+        f = FileSignals(**{k: v for k, v in row.items() if k in known})
         if drop_dense and f.path in drop_dense:
             f.dense, f.dense_rank = None, 0
         files[f.path] = f
@@ -53,7 +54,10 @@ def signal_rankings(record: dict) -> dict[str, list[str]]:
 
 def hand_fusion(record: dict) -> list[str]:
     """93440f9's fusion replayed on the record: RRF of BM25, symbols and dense; bonuses for names, stems and
-    tracebacks; one import hop from the top five (over the links the record kept); penalties by kind."""
+    tracebacks; one import hop from the top five (over the links the record kept); penalties by kind. On the signals
+    as the run gathered them (mentions found as 93440f9 found them), not as regathered."""
+    if "files_extracted" in record:
+        record = {**record, "files": record["files_extracted"], "degree": record["degree_extracted"]}
     sig = signals_of(record)
     files = sig.files.values()
     fused: dict[str, float] = defaultdict(float)

@@ -44,7 +44,9 @@ def regather(record: dict, task: str, snapshot: Path) -> dict:
             entry.dense, entry.dense_rank = row["dense"], row["dense_rank"]
     index.db.close()
     return {**record, "files": [asdict(f) for f in sig.files.values()], "degree": sig.degree,
-            "about_tests": sig.about_tests, "n_files": sig.n_files, "regathered": True}
+            "about_tests": sig.about_tests, "n_files": sig.n_files,
+            "files_extracted": record.get("files_extracted", record["files"]),  # as the run gathered them
+            "degree_extracted": record.get("degree_extracted", record.get("degree", {}))}
 
 
 def main(argv: list[str] | None = None) -> int:

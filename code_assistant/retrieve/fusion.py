@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from code_assistant.retrieve import fusion_weights
-from code_assistant.retrieve.signals import FileSignals, Signals
+from code_assistant.retrieve.signals import SIGNAL_DEPTH, FileSignals, Signals
 
 RANK_SCALE = 8  # a signal's rank r becomes RANK_SCALE / (RANK_SCALE + r - 1): 1 at the top, 0.5 at rank 9
 SYMBOLS_CAP = 3.0  # beyond three well-defined names, more hits say little more
@@ -18,6 +18,7 @@ SYMBOLS_CAP = 3.0  # beyond three well-defined names, more hits say little more
 FEATURES: dict[str, str] = {
     "bm25_rel": "BM25 of the whole file over the task's best",
     "bm25_rr": "reciprocal BM25 rank",
+    "bm25_log": "1 - log(BM25 rank) / log(SIGNAL_DEPTH): slower than reciprocal, reaches deeper",
     "symbols": "task identifiers it defines, each 1/log2(1 + files defining it), capped",
     "symbols_rr": "reciprocal rank of that",
     "named": "the task names it by path or dotted module",
@@ -78,6 +79,7 @@ def feature_row(f: FileSignals, best_bm25: float, best_dense: float | None, dens
     return [
         f.bm25 / best_bm25 if best_bm25 > 0 else 0.0,
         _rr(f.bm25_rank),
+        1 - math.log(f.bm25_rank) / math.log(SIGNAL_DEPTH) if f.bm25_rank else 0.0,
         min(f.symbols, SYMBOLS_CAP),
         _rr(f.symbol_rank),
         float(f.named),

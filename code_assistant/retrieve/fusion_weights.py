@@ -1,18 +1,20 @@
-"""The fusion models' constants. INITIAL, HAND-SET: a stand-in until bench/fit_ranking.py writes fitted ones."""
+"""The fusion models' constants, written by `python -m bench.fit_ranking --write`; do not edit by hand.
+
+Fitted on both dev sets together (22 dev + 24 sympy instances), pairwise loss, L2 1000, 2026-11-30.
+Cross-set numbers (the honest estimate) are in BENCHMARKS.md.
+"""
 
 MODELS = {
     "fast": {
-        "names": ["bm25_rel", "bm25_rr", "symbols", "symbols_rr", "named", "named_idf", "stem", "stem_idf", "stem_word", "dir_words", "trace",
-                  "trace_inner", "graph_named", "graph_top", "test", "test_about", "aux", "other", "init",
-                  "log_tokens"],
-        "weights": [0.5, 1.0, 0.3, 1.2, 2.0, 0.0, 1.0, 0.0, 0.0, 0.0, 2.0, 0.5, 0.3, 0.3, -1.5, -0.3, -1.0, -1.5, -0.3, 0.0],
-        "means": [0.0] * 20,
-        "scales": [1.0] * 20,
+        "names": ['bm25_rel', 'bm25_rr', 'bm25_log', 'symbols', 'symbols_rr', 'named', 'named_idf', 'stem', 'stem_idf', 'stem_word', 'dir_words', 'trace', 'trace_inner', 'graph_named', 'graph_top', 'test', 'test_about', 'aux', 'other', 'init', 'log_tokens'],
+        "weights": [0.0234888, 0.0309393, 0.0292589, 0.0305762, 0.0272766, 0.0229569, 0.0187178, 0.0329945, 0.0311701, 0.0153178, 0.00849952, 0.0174249, 0.0184092, 0.00298404, 0.00464368, -0.00421898, -0.00146836, -0.00156273, -0.00135777, -0.00321818, 0.00638691],
+        "means": [0.227638, 0.127281, 0.128078, 0.0438692, 0.0477233, 0.00614783, 0.00232976, 0.00642727, 0.00266966, 0.0238603, 0.267339, 0.00255228, 0.00139723, 0.0263987, 0.138474, 0.124494, 0.0185832, 0.0162079, 0.00964091, 0.0547716, 8.01126],
+        "scales": [0.25173, 0.183206, 0.191953, 0.182196, 0.161103, 0.0781667, 0.0339015, 0.0691621, 0.032131, 0.111114, 0.325189, 0.0449835, 0.0373535, 0.0983364, 0.195918, 0.330144, 0.135048, 0.126274, 0.0977137, 0.227534, 1.66522],
     },
-}
-MODELS["full"] = {
-    "names": MODELS["fast"]["names"] + ["dense_present", "dense_rel", "dense_rr"],
-    "weights": MODELS["fast"]["weights"] + [0.0, 2.0, 0.8],
-    "means": [0.0] * 23,
-    "scales": [1.0] * 23,
+    "full": {
+        "names": ['bm25_rel', 'bm25_rr', 'bm25_log', 'symbols', 'symbols_rr', 'named', 'named_idf', 'stem', 'stem_idf', 'stem_word', 'dir_words', 'trace', 'trace_inner', 'graph_named', 'graph_top', 'test', 'test_about', 'aux', 'other', 'init', 'log_tokens', 'dense_present', 'dense_rel', 'dense_rr'],
+        "weights": [0.0215064, 0.0279977, 0.0264733, 0.0273406, 0.0239485, 0.0209234, 0.0171872, 0.0300334, 0.0287313, 0.013858, 0.0079191, 0.0158781, 0.0168445, 0.00281944, 0.00417349, -0.00397616, -0.0013192, -0.00141725, -0.00126778, -0.00301574, 0.0058725, 0.0234669, -0.00102405, 0.0314728],
+        "means": [0.227638, 0.127281, 0.128078, 0.0438692, 0.0477233, 0.00614783, 0.00232976, 0.00642727, 0.00266966, 0.0238603, 0.267339, 0.00255228, 0.00139723, 0.0263987, 0.138474, 0.124494, 0.0185832, 0.0162079, 0.00964091, 0.0547716, 8.01126, 0.0437334, -0.00592477, 0.030379],
+        "scales": [0.25173, 0.183206, 0.191953, 0.182196, 0.161103, 0.0781667, 0.0339015, 0.0691621, 0.032131, 0.111114, 0.325189, 0.0449835, 0.0373535, 0.0983364, 0.195918, 0.330144, 0.135048, 0.126274, 0.0977137, 0.227534, 1.66522, 0.204501, 0.0358193, 0.148319],
+    },
 }
