@@ -128,7 +128,11 @@ def evaluate(inst: dict, set_name: str, args: argparse.Namespace, count, runner:
     if args.cli:
         cmd = [sys.executable, str(DEFAULT_MAIN), "--repo", str(dest), "--task", task, "--context-only", "--json",
                "--index-path", str(args.index / name), "--embed-budget", str(args.embed_budget)]
-        rec["cli"] = cli_result(run_cli(cmd, args.timeout, dict(os.environ)), dest, gold, args.budget, count)
+        cli = cli_result(run_cli(cmd, args.timeout, dict(os.environ)), dest, gold, args.budget, count)
+        if "error" in cli:
+            rec["error"] = f"assistant: {cli['error']}"
+        rec.update(ranking=cli.get("files", []), context=cli.get("context_files", []),
+                   embedded=cli.get("chunks_embedded") or 0, seconds={"rank": cli["seconds"]}, cli=cli)
         return rec
     assert runner is not None
     out = runner.run(dest, name, task, args.budget, args.embed_budget, f"{set_name}/{inst['instance_id']}")

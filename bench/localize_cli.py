@@ -116,7 +116,8 @@ def cli_result(run: dict, repo: Path, gold: str, budget: int, count: Callable[[s
     else:
         context = fit_budget(files, repo, budget, count)
         result["context_source"] = "estimated from files"
-    result.update(in_context=gold in context, n_context=len(context))
+    result.update(in_context=gold in context, n_context=len(context), context_files=context,
+                  chunks_embedded=obj.get("chunks_embedded"))
     if warning:
         result["warning"] = warning
     return result
