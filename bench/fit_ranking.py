@@ -97,6 +97,20 @@ def cross_report(sets: dict[str, list[dict]], losses: tuple[str, ...]) -> list[s
     return lines
 
 
+def sensitivity(sets: dict[str, list[dict]], loss: str) -> list[str]:
+    """Cross-set acc@1/acc@5 at every grid penalty: how much the choice inside the training set matters (shown, not
+    used to choose anything)."""
+    lines = [f"| scored on (trained on the other), {loss} | " + " | ".join(f"L2 {l2:g}" for l2 in L2_GRID) + " |",
+             "|---|" + "---|" * len(L2_GRID)]
+    for test, train in (("sympy", "dev"), ("dev", "sympy")):
+        cells = []
+        for l2 in L2_GRID:
+            m = metrics(ranks(sets[test], *fit_models(sets[train], l2, loss)))
+            cells.append(f"{m['acc@1']:.2f} / {m['acc@5']:.2f}")
+        lines.append(f"| {test} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def weights_table(fast: fusion.Model, full: fusion.Model) -> list[str]:
     lines = ["| feature | fast model | full model | meaning |", "|---|---|---|---|"]
     for name in fusion.NAMES:
@@ -128,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     sets = load(args.records)
     print(f"records: dev {len(sets['dev'])}, sympy {len(sets['sympy'])}", file=sys.stderr)
     lines = cross_report(sets, tuple(args.loss))
+    for loss in args.loss:
+        lines += ["", "Sensitivity to the penalty (acc@1 / acc@5):", "", *sensitivity(sets, loss)]
     both = sets["dev"] + sets["sympy"]
     loss, l2 = choose(both, tuple(args.loss))
     fast, full = fit_models(both, l2, loss)

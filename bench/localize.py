@@ -19,6 +19,7 @@ per set and per repository to stdout; progress goes to stderr.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import os
@@ -98,7 +99,11 @@ class InProcess:
         context = build_context(index, task, budget, ranked=ranking)
         sig = ranking.signals
         assert sig is not None
+        from code_assistant.retrieve import fusion_weights
+
+        weights = hashlib.sha1(json.dumps(fusion_weights.MODELS, sort_keys=True).encode()).hexdigest()[:8]
         return {"files": [r.path for r in ranking.files], "context_files": context.paths, "embedded": ranking.embedded,
+                "weights": weights,
                 "asked": ranking.dense_asked, "about_tests": sig.about_tests, "n_files": sig.n_files,
                 "degree": sig.degree, "signals": [asdict(f) for f in sig.files.values()],
                 "seconds": {"index": round(indexed - started, 2), "rank": round(ranked - indexed, 2),
