@@ -1,6 +1,6 @@
 """Fit the ranking's fusion models on the stored localization records and validate them across the two dev sets.
 
-    python -m bench.fit_ranking [--records /tmp/loc16/records] [--write]
+    python -m bench.fit_ranking [--records /tmp/localize/records] [--write]
 
 Reads the per-instance records of `python -m bench.localize` (the signals `rank()` gathered for each SWE-bench Lite
 instance of the `dev` and `sympy` sets) and fits the fast model (no dense features) and the full model (with the
@@ -134,7 +134,7 @@ def write_weights(fast: fusion.Model, full: fusion.Model, note: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--records", type=Path, default=Path("/tmp/loc16/records"))
+    p.add_argument("--records", type=Path, default=Path("/tmp/localize/records"))
     p.add_argument("--loss", choices=("softmax", "pairwise"), nargs="+", default=["softmax", "pairwise"],
                    help="losses to choose from, inside the training set")
     p.add_argument("--write", action="store_true", help="write the models fitted on both sets to fusion_weights.py")

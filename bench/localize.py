@@ -10,7 +10,7 @@ place) and ranked for the problem statement by:
 * or with --cli through its stable contract, a subprocess per instance (`main.py --context-only --json`);
 * a BM25 baseline over whole non-test Python files (path + content, bench/bm25_baseline.py), in the same run.
 
-    python -m bench.localize --sets dev sympy [--cache /tmp/loc16/records] [--refresh] [--only ID ...]
+    python -m bench.localize --sets dev sympy [--cache /tmp/localize/records] [--refresh] [--only ID ...]
 
 Two sets, always side by side (a change that helps one and hurts the other is not progress). Prints markdown tables
 per set and per repository to stdout; progress goes to stderr.
@@ -150,10 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sets", nargs="+", default=["dev", "sympy"], choices=sorted(SETS))
     p.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"), help="holds owner+name/repo bare dirs")
-    p.add_argument("--work", type=Path, default=Path("/tmp/loc16/work"), help="one working dir per repository")
-    p.add_argument("--index", type=Path, default=Path("/tmp/loc16/index"), help="one index dir per repository")
-    p.add_argument("--cache", type=Path, default=Path("/tmp/loc16/records"), help="one record per instance")
-    p.add_argument("--snapshots", type=Path, default=Path("/tmp/loc16/snapshots"),
+    p.add_argument("--work", type=Path, default=Path("/tmp/localize/work"), help="one working dir per repository")
+    p.add_argument("--index", type=Path, default=Path("/tmp/localize/index"), help="one index dir per repository")
+    p.add_argument("--cache", type=Path, default=Path("/tmp/localize/records"), help="one record per instance")
+    p.add_argument("--snapshots", type=Path, default=Path("/tmp/localize/snapshots"),
                    help="keep each instance's index database here (signals can then be gathered again offline)")
     p.add_argument("--snapshot-only", action="store_true",
                    help="only index and keep the snapshot of instances that have a record but no snapshot")

@@ -3,7 +3,7 @@ current code: a change to mentions.py or signals.py is measured in seconds, with
 anything. The dense similarities are carried over from the record (they depend on the task and the vectors only);
 a file that becomes a candidate only now has none, as a file without vectors would.
 
-    python -m bench.regather [--records /tmp/loc16/records] [--snapshots /tmp/loc16/snapshots] --out DIR
+    python -m bench.regather [--records /tmp/localize/records] [--snapshots /tmp/localize/snapshots] --out DIR
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ def regather(record: dict, task: str, snapshot: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--records", type=Path, default=Path("/tmp/loc16/records"))
-    p.add_argument("--snapshots", type=Path, default=Path("/tmp/loc16/snapshots"))
+    p.add_argument("--records", type=Path, default=Path("/tmp/localize/records"))
+    p.add_argument("--snapshots", type=Path, default=Path("/tmp/localize/snapshots"))
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
     for set_name, data in SETS.items():

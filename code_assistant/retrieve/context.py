@@ -8,8 +8,8 @@ from code_assistant import languages, tokens
 from code_assistant.index.indexer import FileRecord, RepoIndex
 from code_assistant.parse.chunker import skeleton
 from code_assistant.parse.code_parser import parse_source
-from code_assistant.settings import EMBED_BUDGETS
 from code_assistant.retrieve.ranking import Mentions, RankedFile, Ranking, find_mentions, rank, traceback_frames
+from code_assistant.settings import EMBED_BUDGETS
 
 __all__ = ["Context", "ContextFile", "Mentions", "RankedFile", "build_context", "find_mentions", "traceback_frames"]
 

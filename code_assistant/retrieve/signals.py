@@ -10,9 +10,10 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import islice
 
-from code_assistant.index import lexical
 from code_assistant.index.indexer import RepoIndex
+from code_assistant.index.lexical import tokenize
 from code_assistant.retrieve.mentions import TEST_TASK_RE, Mentions, find_mentions, kind_of
 
 SIGNAL_DEPTH = 100  # files taken from the top of the BM25 ranking as candidates
@@ -79,8 +80,8 @@ def gather(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | No
     mentions = find_mentions(task, index)
     frames = [f for f in (extra_frames or []) if f[0] in index.files] + mentions.traceback
     sig = Signals({}, bool(TEST_TASK_RE.search(task)), len(index.files), mentions, frames)
-    lexical_top = [(p, s) for p, s in _ranked(index.bm25(lexical.tokenize(task))) if kind_of(p) in sig.lexical_kinds]
-    for position, (path, score) in enumerate(lexical_top[:SIGNAL_DEPTH], start=1):
+    lexical = ((p, s) for p, s in _ranked(index.bm25(tokenize(task))) if kind_of(p) in sig.lexical_kinds)
+    for position, (path, score) in enumerate(islice(lexical, SIGNAL_DEPTH), start=1):  # classify no more files
         entry = sig.file(path)
         entry.bm25, entry.bm25_rank = score, position
     scores = _symbol_scores(index, mentions.identifiers, mentions.called or set())
@@ -150,7 +151,7 @@ def _named(index: RepoIndex, sig: Signals) -> None:
 def _path_words(index: RepoIndex, sig: Signals, task: str) -> None:
     """Files whose stem or directories the task uses as plain words (`latex` for printing/latex.py), the stem
     weighted by its rarity; a stem few files share makes the file a candidate."""
-    words = set(lexical.tokenize(task))
+    words = set(tokenize(task))
     by_stem: dict[str, list[str]] = defaultdict(list)
     for path in index.files:
         stem = _stem(path).lower()
@@ -178,7 +179,7 @@ def _graph(index: RepoIndex, sig: Signals) -> None:
         for anchor in anchors:
             neighbours = index.neighbours(anchor) - {anchor}
             sig.degree[anchor] = len(neighbours)
-            for other in neighbours:
+            for other in sorted(neighbours):  # a set: sorted, so the candidates come in one order
                 entry = sig.file(other)
                 weight = 1.0 / math.sqrt(len(neighbours))
                 if group == "named":
