@@ -79,7 +79,7 @@ def find_mentions(task: str, index: RepoIndex) -> Mentions:
     known = set(index.files)
     by_name: dict[str, list[str]] = defaultdict(list)
     by_module: dict[str, str] = {}
-    for path in known:
+    for path in sorted(known):  # in one order: an ambiguous module suffix names the same file every run
         by_name[posixpath.basename(path)].append(path)
         if path.endswith(".py"):
             module = path[:-3].replace("/", ".")
