@@ -75,7 +75,7 @@ def render(records: dict[str, list[dict]], budget: int) -> str:
                 hits = [(fn(r) or 10**6) <= context_depth(r) for r in done]
                 ctx = f"{sum(hits) / max(len(done), 1):.2f} (est.)"
             lines.append(_row(label, metrics([fn(r) for r in done]), len(done), ctx))
-        lines += ["", "| repository | n | BM25 acc@1/3/5 | old hand fusion | fitted (replayed) | as run | in context |",
+        lines += ["", "| repository | n | BM25 acc@1/3/5 · MRR | old hand fusion | fitted (replayed) | as run | in context |",
                   "|---|---|---|---|---|---|---|"]
         for repo in sorted({r["repo"] for r in done}):
             rs = [r for r in done if r["repo"] == repo]
@@ -86,7 +86,7 @@ def render(records: dict[str, list[dict]], budget: int) -> str:
                     cells.append("")
                     continue
                 m = metrics([table[label](r) for r in rs])
-                cells.append("/".join(f"{m[f'acc@{k}']:.2f}" for k in KS))
+                cells.append("/".join(f"{m[f'acc@{k}']:.2f}" for k in KS) + f" · {m['mrr']:.2f}")
             in_ctx = sum(r["gold"] in r["context"] for r in rs)
             lines.append(f"| {repo} | {len(rs)} | " + " | ".join(cells) + f" | {in_ctx}/{len(rs)} |")
         embedded = [r.get("embedded", 0) for r in done]
