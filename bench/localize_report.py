@@ -53,6 +53,19 @@ def _row(label: str, m: dict[str, float], n: int, extra: str = "") -> str:
             + (f" {extra} |" if extra is not None else ""))
 
 
+def per_repository(done: list[dict], table: dict[str, Callable[[dict], int | None]], replayable: bool) -> list[str]:
+    """Per repository, every retriever (each signal alone included): acc@1/3/5 and MRR, one row each."""
+    lines = ["| repository | retriever | n | acc@1 | acc@3 | acc@5 | MRR |", "|---|---|---|---|---|---|---|"]
+    for repo in sorted({r["repo"] for r in done}):
+        rs = [r for r in done if r["repo"] == repo]
+        for label, fn in table.items():
+            if replayable or label.startswith(("BM25", "assistant")):
+                m = metrics([fn(r) for r in rs])
+                lines.append(f"| {repo} | {label} | {len(rs)} | "
+                             + " | ".join(f"{m[f'acc@{k}']:.2f}" for k in KS) + f" | {m['mrr']:.3f} |")
+    return lines
+
+
 def render(records: dict[str, list[dict]], budget: int) -> str:
     lines: list[str] = []
     table = retrievers()
@@ -89,6 +102,8 @@ def render(records: dict[str, list[dict]], budget: int) -> str:
                 cells.append("/".join(f"{m[f'acc@{k}']:.2f}" for k in KS) + f" · {m['mrr']:.2f}")
             in_ctx = sum(r["gold"] in r["context"] for r in rs)
             lines.append(f"| {repo} | {len(rs)} | " + " | ".join(cells) + f" | {in_ctx}/{len(rs)} |")
+        if len({r["repo"] for r in done}) > 1:
+            lines += ["", *per_repository(done, table, replayable)]
         embedded = [r.get("embedded", 0) for r in done]
         secs = sorted(r["seconds"]["rank"] for r in done) if done else [0]
         runs = sorted({r.get("weights", "initial hand-set") for r in done})
