@@ -278,6 +278,13 @@ class IndexDB:
             found.setdefault(name, set()).add(path)
         return found
 
+    def doc_freq(self, terms: Iterable[str]) -> tuple[dict[str, int], int]:
+        """How many indexed files hold each term (path or text), and how many files there are: a term's rarity."""
+        n_docs = self._db.execute("SELECT COUNT(*) FROM files WHERE skipped = 0").fetchone()[0]
+        found = self._rows_in("SELECT terms.term, COUNT(*) FROM terms JOIN postings ON postings.term_id = terms.id "
+                              "WHERE terms.term IN ({}) GROUP BY terms.term", set(terms))
+        return dict(found), n_docs
+
     def bm25(self, query_tokens: Sequence[str]) -> dict[str, float]:
         """BM25 of every file containing a query token (each occurrence in the query counts, as in bm25s)."""
         n_docs, total = self._db.execute("SELECT COUNT(*), SUM(length) FROM files WHERE skipped = 0").fetchone()

@@ -102,6 +102,10 @@ class RepoIndex:
     def defining(self, names: set[str]) -> dict[str, set[str]]:
         return self.db.defining(names)
 
+    def doc_freq(self, terms: set[str]) -> tuple[dict[str, int], int]:
+        """Files holding each term, and the number of files."""
+        return self.db.doc_freq(terms)
+
 
 class Candidate(NamedTuple):
     """A file whose stat changed since the last run."""

@@ -270,13 +270,16 @@ class ChunkStore:
         with self._guard():
             return self._collection.count()
 
-    def query(self, vector: list[float], n: int) -> list[ChunkHit]:
+    def query(self, vector: list[float], n: int, paths: Collection[str] | None = None) -> list[ChunkHit]:
+        """The n chunks nearest to vector, of the whole store or only of the files in paths."""
         total = self.count()
-        if total == 0:
+        if total == 0 or (paths is not None and not paths):
             return []
+        where = None if paths is None else {"path": {"$in": sorted(paths)}}
         with self._guard():
             result = self._collection.query(query_embeddings=[vector],  # type: ignore[arg-type]
-                                            n_results=min(n, total), include=["metadatas", "distances"])
+                                            n_results=min(n, total), where=where,  # type: ignore[arg-type]
+                                            include=["metadatas", "distances"])
         hits: list[ChunkHit] = []
         metas = (result.get("metadatas") or [[]])[0]
         distances = (result.get("distances") or [[]])[0]

@@ -9,7 +9,7 @@ from code_assistant.index.indexer import FileRecord, RepoIndex
 from code_assistant.parse.chunker import skeleton
 from code_assistant.parse.code_parser import parse_source
 from code_assistant.retrieve.counterparts import counterparts
-from code_assistant.retrieve.ranking import Mentions, RankedFile, find_mentions, rank, traceback_frames
+from code_assistant.retrieve.ranking import Mentions, RankedFile, Ranking, find_mentions, rank, traceback_frames
 from code_assistant.settings import EMBED_BUDGETS
 
 __all__ = ["Context", "ContextFile", "Mentions", "RankedFile", "build_context", "find_mentions", "traceback_frames"]
@@ -48,13 +48,16 @@ class Context:
 
 def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_text: str = "",
                   must_include: list[str] | None = None, numbered: bool = False,
-                  embed_budget: int | None = EMBED_BUDGETS["local"], with_tests: bool = False) -> Context:
+                  embed_budget: int | None = EMBED_BUDGETS["local"], ranked: Ranking | None = None,
+                  with_tests: bool = False) -> Context:
     """The ranked files in the budget: first a seat for each of the top CORE_FILES in its cheapest form (an
     outline of its definitions), then in rank order each upgraded to a skeleton keeping the relevant definitions,
-    then to the whole file, where that still fits; then further files while room is left. With with_tests, the
-    test counterpart of the top-ranked source file (its tests by the language's naming convention) follows it."""
-    frames = traceback_frames(extra_text, index.repo, set(index.files)) if extra_text else []
-    ranked = rank(index, task + ("\n" + extra_text if extra_text else ""), frames, 50, embed_budget)
+    then to the whole file, where that still fits; then further files while room is left. `ranked`: a ranking
+    already made for this task (the bench's), not made again. With with_tests, the test counterpart of the
+    top-ranked source file (its tests by the language's naming convention) follows it."""
+    if ranked is None:
+        frames = traceback_frames(extra_text, index.repo, set(index.files)) if extra_text else []
+        ranked = rank(index, task + ("\n" + extra_text if extra_text else ""), frames, 50, embed_budget)
     ranking, hit_symbols, mentions, frames = ranked.files, ranked.hit_symbols, ranked.mentions, ranked.frames
     order = list(dict.fromkeys([*(must_include or []), *(r.path for r in ranking), *(f for f, _ in frames)]))
     if with_tests:

@@ -1,0 +1,163 @@
+"""Fit the ranking's fusion models on the stored localization records and validate them across the two dev sets.
+
+    python -m bench.fit_ranking [--records /tmp/localize/records] [--write]
+
+Reads the per-instance records of `python -m bench.localize` (the signals `rank()` gathered for each SWE-bench Lite
+instance of the `dev` and `sympy` sets) and fits the fast model (no dense features) and the full model (with the
+dense features the lazy flow would have under that fast model), numpy only (code_assistant/retrieve/fit.py).
+
+The honest numbers are the cross-set ones: fit on dev, score on sympy; fit on sympy, score on dev; each next to BM25
+and the old hand fusion on the same instances, per set and per repository. The L2 penalty is chosen inside the
+training set (leave one repository out, or five folds of one repository), never on the set scored; so is the loss
+(softmax or pairwise). --write stores
+the models fitted on both sets together in code_assistant/retrieve/fusion_weights.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from bench import rankers
+from bench.localize_report import KS, metrics, rank_in
+from code_assistant.retrieve import fit, fusion
+
+L2_GRID = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
+WEIGHTS_FILE = Path(__file__).resolve().parent.parent / "code_assistant" / "retrieve" / "fusion_weights.py"
+
+
+def load(folder: Path) -> dict[str, list[dict]]:
+    sets = {}
+    for name in ("dev", "sympy"):
+        recs = [json.loads(p.read_text()) for p in sorted((folder / name).glob("*.json"))]
+        sets[name] = [r for r in recs if "files" in r and "error" not in r]
+    return sets
+
+
+def fit_models(records: list[dict], l2: float, loss: str = "softmax") -> tuple[fusion.Model, fusion.Model]:
+    """The fast model, then the full one on the dense features the fast one's pick leaves."""
+    fast = fit.fit([rankers.query_for(r) for r in records], fusion.FAST_NAMES, l2, loss)
+    full = fit.fit([rankers.query_for(r, fast) for r in records], fusion.NAMES, l2, loss)
+    return fast, full
+
+
+def ranks(records: list[dict], fast: fusion.Model, full: fusion.Model) -> list[int | None]:
+    return [rank_in(r["gold"], rankers.lazy_order(r, fast, full)) for r in records]
+
+
+def _folds(records: list[dict]) -> list[list[dict]]:
+    repos = sorted({r["repo"] for r in records})
+    if len(repos) > 1:
+        return [[r for r in records if r["repo"] == repo] for repo in repos]
+    return [records[i::5] for i in range(5)]
+
+
+def choose(records: list[dict], losses: tuple[str, ...]) -> tuple[str, float]:
+    """The loss and grid penalty with the best mean reciprocal rank over held-out folds of the training set itself
+    (leave one repository out; five folds of a single repository)."""
+    best, best_mrr = (losses[0], L2_GRID[0]), -1.0
+    for loss in losses:
+        for l2 in L2_GRID:
+            got: list[int | None] = []
+            for fold in _folds(records):
+                train = [r for r in records if r not in fold]
+                got += ranks(fold, *fit_models(train, l2, loss))
+            mrr = metrics(got)["mrr"]
+            if mrr > best_mrr:
+                best, best_mrr = (loss, l2), mrr
+    return best
+
+
+def _cells(ranks_: list[int | None]) -> str:
+    m = metrics(ranks_)
+    return "/".join(f"{m[f'acc@{k}']:.2f}" for k in KS) + f" · {m['mrr']:.3f}"
+
+
+def cross_report(sets: dict[str, list[dict]], losses: tuple[str, ...]) -> list[str]:
+    lines = ["Cells: acc@1/acc@3/acc@5 · MRR.", "",
+             "| scored on | trained on (loss, L2) | n | BM25 whole files | old hand fusion | fitted fusion |",
+             "|---|---|---|---|---|---|"]
+    for test, train in (("sympy", "dev"), ("dev", "sympy")):
+        loss, l2 = choose(sets[train], losses)
+        fast, full = fit_models(sets[train], l2, loss)
+        recs = sets[test]
+        bm25 = [r["bm25"]["rank"] for r in recs]
+        hand = [rank_in(r["gold"], rankers.hand_fusion(r)) for r in recs]
+        fitted = ranks(recs, fast, full)
+        lines.append(f"| **{test}** | {train} ({loss}, {l2:g}) | {len(recs)} | {_cells(bm25)} | {_cells(hand)} | "
+                     f"{_cells(fitted)} |")
+        for repo in sorted({r["repo"] for r in recs}):
+            idx = [i for i, r in enumerate(recs) if r["repo"] == repo]
+            if len(idx) < len(recs):
+                lines.append(f"| {test}: {repo} | {train} | {len(idx)} | {_cells([bm25[i] for i in idx])} | "
+                             f"{_cells([hand[i] for i in idx])} | {_cells([fitted[i] for i in idx])} |")
+    return lines
+
+
+def sensitivity(sets: dict[str, list[dict]], loss: str) -> list[str]:
+    """Cross-set acc@1/acc@5 at every grid penalty: how much the choice inside the training set matters (shown, not
+    used to choose anything)."""
+    lines = [f"| scored on (trained on the other), {loss} | " + " | ".join(f"L2 {l2:g}" for l2 in L2_GRID) + " |",
+             "|---|" + "---|" * len(L2_GRID)]
+    for test, train in (("sympy", "dev"), ("dev", "sympy")):
+        cells = []
+        for l2 in L2_GRID:
+            m = metrics(ranks(sets[test], *fit_models(sets[train], l2, loss)))
+            cells.append(f"{m['acc@1']:.2f} / {m['acc@5']:.2f}")
+        lines.append(f"| {test} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def weights_table(fast: fusion.Model, full: fusion.Model) -> list[str]:
+    lines = ["| feature | fast model | full model | meaning |", "|---|---|---|---|"]
+    for name in fusion.NAMES:
+        w_fast = f"{fast.weights[fast.names.index(name)]:+.2f}" if name in fast.names else ""
+        lines.append(f"| {name} | {w_fast} | {full.weights[full.names.index(name)]:+.2f} | {fusion.FEATURES[name]} |")
+    return lines
+
+
+def write_weights(fast: fusion.Model, full: fusion.Model, note: str) -> None:
+    def spec(m: fusion.Model) -> str:
+        rows = [f'        "names": {list(m.names)!r},']
+        for key in ("weights", "means", "scales"):
+            rows.append(f'        "{key}": [{", ".join(f"{v:.6g}" for v in getattr(m, key))}],')
+        return "{\n" + "\n".join(rows) + "\n    }"
+
+    WEIGHTS_FILE.write_text(
+        '"""The fusion models\' constants, written by `python -m bench.fit_ranking --write`; do not edit by hand.\n\n'
+        f"{note}\n" + '"""\n\n'
+        f"MODELS = {{\n    \"fast\": {spec(fast)},\n    \"full\": {spec(full)},\n}}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--records", type=Path, default=Path("/tmp/localize/records"))
+    p.add_argument("--loss", choices=("softmax", "pairwise"), nargs="+", default=["softmax", "pairwise"],
+                   help="losses to choose from, inside the training set")
+    p.add_argument("--write", action="store_true", help="write the models fitted on both sets to fusion_weights.py")
+    args = p.parse_args(argv)
+    sets = load(args.records)
+    print(f"records: dev {len(sets['dev'])}, sympy {len(sets['sympy'])}", file=sys.stderr)
+    lines = cross_report(sets, tuple(args.loss))
+    for loss in args.loss:
+        lines += ["", "Sensitivity to the penalty (acc@1 / acc@5):", "", *sensitivity(sets, loss)]
+    both = sets["dev"] + sets["sympy"]
+    loss, l2 = choose(both, tuple(args.loss))
+    fast, full = fit_models(both, l2, loss)
+    lines += ["", (f"Shipped: fitted on both sets together ({len(both)} instances; {loss} loss, L2 {l2:g}, chosen by "
+                   "leave-one-repository-out inside them); weights on standardized features:"), "",
+              *weights_table(fast, full)]
+    print("\n".join(lines))
+    if args.write:
+        write_weights(fast, full, f"Fitted on both dev sets together ({len(sets['dev'])} dev + {len(sets['sympy'])} "
+                                  f"sympy instances), {loss} loss, L2 {l2:g}, {time.strftime('%Y-%m-%d')}.\n"
+                                  "Cross-set numbers (the honest estimate) are in BENCHMARKS.md.")
+        print(f"wrote {WEIGHTS_FILE}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

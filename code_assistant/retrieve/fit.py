@@ -1,0 +1,103 @@
+"""Fitting the fusion model: from per-query candidate feature matrices and the file that was right, the weights of a
+linear scorer (numpy only, Newton's method on a convex loss with an L2 penalty on standardized features).
+
+Two losses: `softmax` (the right file against all candidates of its query at once, a conditional logit) and
+`pairwise` (logistic on the right file minus each other candidate). Every query weighs the same."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from code_assistant.retrieve.fusion import NAMES, Model
+
+MIN_SCALE = 1e-6  # a feature constant over the training set keeps scale 1 and, by the penalty, weight 0
+NEWTON_STEPS = 50
+
+
+class Query(NamedTuple):
+    """One training query: its candidates' features (columns: fusion.NAMES) and the row of the right file."""
+
+    matrix: np.ndarray
+    gold: int
+
+
+def fit(queries: Sequence[Query], names: Sequence[str] = NAMES, l2: float = 1.0, loss: str = "softmax") -> Model:
+    """The model over features `names` that best ranks each query's gold row first: minimizes the summed loss plus
+    l2 / 2 * |weights|^2 (on standardized features)."""
+    usable = [q for q in queries if 0 <= q.gold < len(q.matrix) and len(q.matrix) > 1]
+    if not usable:
+        raise ValueError("no query with a gold candidate and at least one other candidate to fit on")
+    columns = [NAMES.index(n) for n in names]
+    pooled = np.vstack([q.matrix[:, columns] for q in usable])
+    means = pooled.mean(axis=0)
+    scales = pooled.std(axis=0)
+    scales[scales < MIN_SCALE] = 1.0
+    standardized = [Query((q.matrix[:, columns] - means) / scales, q.gold) for q in usable]
+    step = _softmax_step if loss == "softmax" else _pairwise_step
+    weights = np.zeros(len(columns))
+    penalty = l2 / len(usable)  # the loss is a mean over queries: l2 weighs like l2 queries' worth of loss in all
+    for _ in range(NEWTON_STEPS):
+        value, grad, hess = step(standardized, weights)
+        value += 0.5 * penalty * weights @ weights
+        grad = grad + penalty * weights
+        hess = hess + penalty * np.eye(len(weights))
+        direction = np.linalg.solve(hess, grad)
+        t = 1.0
+        while t > 1e-4:  # backtracking: the loss must fall
+            trial = weights - t * direction
+            if step(standardized, trial, value_only=True)[0] + 0.5 * penalty * trial @ trial <= value:
+                break
+            t /= 2
+        weights = weights - t * direction
+        if np.abs(t * direction).max() < 1e-7:
+            break
+    return Model(tuple(names), tuple(weights.tolist()), tuple(means.tolist()), tuple(scales.tolist()))
+
+
+def _softmax_step(queries: Sequence[Query], w: np.ndarray,
+                  value_only: bool = False) -> tuple[float, np.ndarray, np.ndarray]:
+    """Mean over queries of -log softmax(score)[gold], its gradient and Hessian."""
+    value, grad, hess = 0.0, np.zeros_like(w), np.zeros((len(w), len(w)))
+    for x, gold in queries:
+        s = x @ w
+        top = s.max()
+        p = np.exp(s - top)
+        total = p.sum()
+        p /= total
+        value += top + np.log(total) - s[gold]
+        if value_only:
+            continue
+        mean = p @ x
+        grad += mean - x[gold]
+        hess += (x * p[:, None]).T @ x - np.outer(mean, mean)
+    return value / len(queries), grad / len(queries), hess / len(queries)
+
+
+def _pairwise_step(queries: Sequence[Query], w: np.ndarray,
+                   value_only: bool = False) -> tuple[float, np.ndarray, np.ndarray]:
+    """Mean over queries of the mean over other candidates of log(1 + exp(-(s_gold - s_other)))."""
+    value, grad, hess = 0.0, np.zeros_like(w), np.zeros((len(w), len(w)))
+    for x, gold in queries:
+        d = x[gold] - np.delete(x, gold, axis=0)
+        margin = d @ w
+        value += np.logaddexp(0.0, -margin).mean()
+        if value_only:
+            continue
+        p = 1.0 / (1.0 + np.exp(margin))  # derivative of the loss in -margin
+        grad += -(d * p[:, None]).mean(axis=0)
+        hess += (d * (p * (1 - p))[:, None]).T @ d / len(d)
+    return value / len(queries), grad / len(queries), hess / len(queries)
+
+
+def ranks(queries: Sequence[Query], model: Model) -> list[int | None]:
+    """1-based rank of each query's gold row under the model (None: the gold file is not a candidate)."""
+    out: list[int | None] = []
+    for q in queries:
+        if not 0 <= q.gold < len(q.matrix):
+            out.append(None)
+            continue
+        s = model.score(q.matrix)
+        out.append(int((s > s[q.gold]).sum()) + 1)
+    return out

@@ -1,0 +1,79 @@
+"""The fitted fusion: the fitting function learns from a synthetic feature set, and the shipped constants load and
+rank a small repository's obvious file first."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from code_assistant.index import embeddings, store
+from code_assistant.index.indexer import Indexer
+from code_assistant.retrieve import fit, fusion
+from code_assistant.retrieve.ranking import rank
+from tests.repos import write_tree
+
+
+def _synthetic(n_queries: int, seed: int) -> list[fit.Query]:
+    """Queries of 30 candidates: the gold row is likelier to be named and to score high on BM25; test files never
+    are gold; the other features are noise."""
+    rng = np.random.default_rng(seed)
+    queries = []
+    for _ in range(n_queries):
+        m = rng.random((30, len(fusion.NAMES)))
+        m[:, fusion.NAMES.index("named")] = 0.0
+        m[:, fusion.NAMES.index("test")] = rng.random(30) < 0.3
+        gold = int(rng.integers(30))
+        m[gold, fusion.NAMES.index("bm25_rr")] += 0.6
+        m[gold, fusion.NAMES.index("named")] = float(rng.random() < 0.5)
+        m[gold, fusion.NAMES.index("test")] = 0.0
+        queries.append(fit.Query(m, gold))
+    return queries
+
+
+@pytest.mark.parametrize("loss", ["softmax", "pairwise"])
+def test_fit_learns_the_informative_features_and_ranks_held_out_gold_first(loss: str) -> None:
+    model = fit.fit(_synthetic(150, seed=1), fusion.NAMES, l2=1.0, loss=loss)
+    weight = dict(zip(model.names, model.weights))
+    noise = max(abs(w) for n, w in weight.items() if n not in ("bm25_rr", "named", "test"))
+    assert weight["bm25_rr"] > 2 * noise and weight["named"] > 2 * noise and weight["test"] < -noise
+    held_out = fit.ranks(_synthetic(100, seed=2), model)
+    assert sum(r == 1 for r in held_out) >= 60  # chance is 1 in 30
+
+
+def test_fit_refuses_data_without_a_usable_query() -> None:
+    with pytest.raises(ValueError):
+        fit.fit([fit.Query(np.zeros((1, len(fusion.NAMES))), 0)])
+
+
+def test_shipped_models_load_and_cover_their_features() -> None:
+    for name, dense in (("fast", False), ("full", True)):
+        model = fusion.shipped(name)
+        assert set(model.names) <= set(fusion.NAMES)
+        assert any(n.startswith("dense") for n in model.names) == dense
+        assert len(model.weights) == len(model.means) == len(model.scales) == len(model.names)
+        assert all(math.isfinite(v) for v in (*model.weights, *model.means, *model.scales))
+        assert all(s > 0 for s in model.scales)
+
+
+def test_shipped_models_rank_the_obvious_file_first(tmp_path: Path) -> None:
+    repo = write_tree(tmp_path / "repo", {
+        "geo/__init__.py": "from geo.shapes import Polygon\nfrom geo.units import to_metres\n",
+        "geo/shapes.py": "from geo.units import to_metres\n\n\nclass Polygon:\n    def area(self, points):\n"
+                         "        return abs(sum(x * y for x, y in points)) / 2\n",
+        "geo/units.py": "def to_metres(value, unit):\n    return value * {'km': 1000, 'm': 1}[unit]\n",
+        "geo/render.py": "def render_svg(shape):\n    return '<svg/>'\n",
+        "tests/test_shapes.py": "from geo.shapes import Polygon\n\n\ndef test_area():\n"
+                                "    assert Polygon().area([(1, 1)]) == 0.5\n",
+        "docs/index.md": "# geo\nPolygon area and units.\n",
+    })
+    embedder = embeddings.make_embedder("local")
+    chunks = store.ChunkStore(store.open_client(tmp_path / "index"), store.collection_name(str(repo), embedder.name))
+    index = Indexer(repo, tmp_path / "index", embedder, chunks).update()[0]
+    top = [rank(index, task, embed_budget=0).files[0].path for task in (
+        "`Polygon.area` returns a negative area for clockwise points",
+        "to_metres raises KeyError for 'cm'",
+        "Traceback (most recent call last):\n  File \"geo/render.py\", line 2, in render_svg\nValueError: bad shape",
+    )]
+    assert top == ["geo/shapes.py", "geo/units.py", "geo/render.py"]
