@@ -83,7 +83,7 @@ def _cosines(a: list[list[float]], b: np.ndarray) -> np.ndarray:
 
 
 def _summary(cos: np.ndarray) -> str:
-    return f"min {cos.min():.8f}, median {np.median(cos):.8f}"
+    return f"{cos.min():.6f} | {cos.mean():.6f} | {np.median(cos):.6f}"
 
 
 def _load_seconds() -> dict[str, float]:
@@ -108,7 +108,7 @@ def agreement(chunks: list[str]) -> list[str]:
             (f"int8 vs numpy, {len(queries)} short queries",
              _cosines(int8.embed(queries), np.asarray(numpy_.embed(queries))))]
     lines = [f"| {label} | {_summary(cos)} |" for label, cos in rows]
-    return ["| cosine | min, median |", "| --- | --- |", *lines]
+    return ["| cosine | min | mean | median |", "| --- | ---: | ---: | ---: |", *lines]
 
 
 def throughput(chunks: list[str], configs: list[Config], repeats: int, tokens: int) -> list[str]:
@@ -124,13 +124,16 @@ def throughput(chunks: list[str], configs: list[Config], repeats: int, tokens: i
             assert len(vectors) == len(chunks)
         logger.info("round %d: %s", round_ + 1,
                     ", ".join(f"{c.label}: {len(chunks) / s[-1]:.1f}" for c, s in seconds.items()))
-    lines = ["| configuration | chunks/s best | chunks/s median | tokens/s median | vs before, same threads (median) |",
-             "| --- | ---: | ---: | ---: | ---: |"]
+    header = ("| configuration | chunks/s best | chunks/s median | tokens/s median | vs before, same threads (median) "
+              "| vs before, same threads, per round (min–max) |")
+    lines = [header, "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for config, runs in seconds.items():
         before = seconds.get(Config("numpy", None, config.threads))
         ratio = f"{statistics.median(before) / statistics.median(runs):.2f}x" if before else "-"
+        paired = [b / r for b, r in zip(before, runs)] if before else []  # same round: the same load, near enough
+        per_round = f"{min(paired):.2f}x–{max(paired):.2f}x" if paired else "-"
         lines.append(f"| {config.label} | {len(chunks) / min(runs):.1f} | {len(chunks) / statistics.median(runs):.1f} "
-                     f"| {tokens / statistics.median(runs):,.0f} | {ratio} |")
+                     f"| {tokens / statistics.median(runs):,.0f} | {ratio} | {per_round} |")
     return lines
 
 
