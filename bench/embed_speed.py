@@ -96,19 +96,32 @@ def _load_seconds() -> dict[str, float]:
     return {"numpy": numpy_s, "int8": time.perf_counter() - start}
 
 
+def top_k_overlap(queries_a: np.ndarray, chunks_a: np.ndarray, queries_b: np.ndarray, chunks_b: np.ndarray,
+                  k: int = 5) -> tuple[float, float]:
+    """How often two runtimes rank the same chunk first for a query, and the mean share of their top k in common."""
+    top_a = np.argsort(-(queries_a @ chunks_a.T), axis=1)[:, :k]
+    top_b = np.argsort(-(queries_b @ chunks_b.T), axis=1)[:, :k]
+    first = float(np.mean(top_a[:, 0] == top_b[:, 0]))
+    shared = float(np.mean([len(set(a) & set(b)) / k for a, b in zip(top_a, top_b)]))
+    return first, shared
+
+
 def agreement(chunks: list[str]) -> list[str]:
     samples = json.loads(FIXTURE.read_text(encoding="utf-8"))["samples"]
     texts, reference = [s["text"] for s in samples], np.asarray([s["vector"] for s in samples])
     queries = short_queries(chunks)
     numpy_, int8 = LocalMiniLM(runtime="numpy"), LocalMiniLM(runtime="int8")
+    chunks_n, chunks_i = np.asarray(numpy_.embed(chunks)), np.asarray(int8.embed(chunks))
+    queries_n, queries_i = np.asarray(numpy_.embed(queries)), np.asarray(int8.embed(queries))
     rows = [(f"numpy vs sentence-transformers, {len(texts)} fixture texts", _cosines(numpy_.embed(texts), reference)),
             (f"int8 vs sentence-transformers, {len(texts)} fixture texts", _cosines(int8.embed(texts), reference)),
-            (f"int8 vs numpy, {len(chunks)} code chunks",
-             _cosines(int8.embed(chunks), np.asarray(numpy_.embed(chunks)))),
-            (f"int8 vs numpy, {len(queries)} short queries",
-             _cosines(int8.embed(queries), np.asarray(numpy_.embed(queries))))]
+            (f"int8 vs numpy, {len(chunks)} code chunks", _cosines(chunks_i.tolist(), chunks_n)),
+            (f"int8 vs numpy, {len(queries)} short queries", _cosines(queries_i.tolist(), queries_n))]
     lines = [f"| {label} | {_summary(cos)} |" for label, cos in rows]
-    return ["| cosine | min | mean | median |", "| --- | ---: | ---: | ---: |", *lines]
+    first, shared = top_k_overlap(queries_n, chunks_n, queries_i, chunks_i)
+    ranking = (f"the {len(queries)} short queries ranking the {len(chunks)} chunks, int8 vs numpy: same first chunk "
+               f"{first:.0%}, top-5 in common {shared:.0%}")
+    return ["| cosine | min | mean | median |", "| --- | ---: | ---: | ---: |", *lines, "", ranking]
 
 
 def throughput(chunks: list[str], configs: list[Config], repeats: int, tokens: int) -> list[str]:
