@@ -18,10 +18,10 @@ import chromadb
 import pytest
 from chromadb.config import Settings as ChromaSettings
 
-from code_assistant.index import store
+from code_assistant.index import embeddings, store
 from repos import CALC_PY, git_init, python_repo, run_cli, write_tree
 
-EMBEDDER = "local:all-MiniLM-L6-v2"
+EMBEDDER = embeddings.make_embedder("local").name  # the CLI's default embedder names the collections
 CHROMA = Path(sys.executable).with_name("chroma")
 TASK = "fix add so it returns the sum"
 

@@ -275,3 +275,22 @@ def test_a_query_embeds_each_candidates_most_relevant_chunk_first(tmp_path: Path
     assert index.vectors.missing() == ["pkg/a.py", "pkg/b.py"]
     again = index.vectors.fill(["pkg/a.py", "pkg/b.py"], budget=100, query="reconcile the ledger")
     assert again.embedded == 0, "the same query finds its relevant chunks embedded and spends nothing"
+
+
+def test_a_new_embedder_name_never_mixes_its_vectors_with_the_old_ones(tmp_path: Path) -> None:
+    """Switching the local runtime (float32 numpy to int8 onnxruntime) under the same index directory: the new
+    vectors go to their own collection and cache, nothing is reused from the old model, and the index starts afresh."""
+    repo = write_tree(tmp_path / "repo", FILES)
+    index_path = tmp_path / "index"
+    old, new = embeddings.LocalMiniLM(runtime="numpy"), embeddings.LocalMiniLM(runtime="int8")
+    assert old.name != new.name
+    old_index, _ = _indexer(repo, index_path, old).update()
+    old_count = old_index.vectors.fill().embedded
+    new_index, stats = _indexer(repo, index_path, new).update()
+    assert stats.added == len(FILES) and new_index.vectors.missing() == sorted(FILES), "the index starts afresh"
+    report = new_index.vectors.fill()
+    assert (report.embedded, report.reused) == (old_count, 0), "no vector of the old model is reused"
+    assert new_index.chunks.name != old_index.chunks.name
+    assert new_index.chunks.count() == old_index.chunks.count() == old_count
+    caches = sorted(p.name for p in (index_path / "embedding-cache").iterdir())
+    assert caches == ["local-all-MiniLM-L6-v2-int8.sqlite", "local-all-MiniLM-L6-v2.sqlite"]

