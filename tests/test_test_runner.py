@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -252,3 +253,31 @@ def test_leftovers_of_a_dead_runner_are_killed_and_nothing_else(tmp_path: Path) 
     finally:
         bystander.kill()
         leftover.kill()
+
+
+def test_cancel_from_another_thread_kills_the_running_group_and_refuses_later_runs(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    script = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(300)"
+    runner = TestRunner([sys.executable, "-c", script], cwd=tmp_path, timeout=600)
+    narrowed = runner.with_command(f"{sys.executable} -c pass")
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            runner.run()
+        except BaseException as exc:  # noqa: BLE001 - the test wants to see what the thread raised
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    pid = int(pid_file.read_text())
+    narrowed.cancel()  # the narrowed runner shares the cancel: one call stops them all
+    thread.join(30)
+    assert not thread.is_alive() and isinstance(outcome[0], KeyboardInterrupt)
+    assert gone(pid)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run()

@@ -113,17 +113,24 @@ class TestRunner:
         self.tail_lines = tail_lines
         self.kill_grace = kill_grace
         self._cancelled = threading.Event()
+        self._live: set[subprocess.Popen[bytes]] = set()  # running commands, shared with with_command's runners
+        self._live_lock = threading.Lock()
 
     def with_command(self, command: str) -> TestRunner:
         """The same runner (directory, timeout, environment, bookkeeping) for another command."""
         runner = TestRunner(command, self.cwd, self.timeout, self.env, self.head_lines, self.tail_lines,
                             self.kill_grace, self.running_file)
-        runner._cancelled = self._cancelled  # cancelling this runner cancels the other too
+        runner._cancelled, runner._live, runner._live_lock = self._cancelled, self._live, self._live_lock  # one cancel
         return runner
 
     def cancel(self) -> None:
-        """Stop the run in progress (its whole process group) and every later one: from another thread."""
+        """Stop the run in progress (its whole process group, killed here and now) and every later one: from
+        another thread, which need not wait for the running one to notice."""
         self._cancelled.set()
+        with self._live_lock:
+            running = list(self._live)
+        for proc in running:
+            _kill_group(proc, grace=0.0)
 
     def check(self) -> None:
         """Raise TestCommandError if the executable cannot be found or run; nothing is started."""
@@ -158,7 +165,13 @@ class TestRunner:
                                         start_new_session=True)
             except OSError as exc:
                 raise TestCommandError(f"cannot start {self._argv[0]}: {exc.strerror or exc}") from exc
-            captured, timed_out = self._collect(proc, start + self.timeout)
+            with self._live_lock:
+                self._live.add(proc)
+            try:
+                captured, timed_out = self._collect(proc, start + self.timeout)
+            finally:
+                with self._live_lock:
+                    self._live.discard(proc)
         finally:
             if self.running_file:
                 self.running_file.unlink(missing_ok=True)
