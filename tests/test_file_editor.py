@@ -155,7 +155,6 @@ def test_failures_name_the_edits_already_applied(repo: Path, state: Path) -> Non
 
 
 def test_edit_that_breaks_syntax_is_applied_but_flagged(repo: Path, state: Path) -> None:
-    pytest.importorskip("code_parser")
     editor = FileEditor(repo, state_dir=state)
     result = editor.apply_edit(EditOperation("pkg/app.py", "def main():\n", "def main(:\n"))
     assert result.ok and result.syntax_error and result.syntax_error.startswith("line 1")
