@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -47,7 +48,7 @@ def one_run(source: Path, candidates: int, work: Path) -> dict[str, float]:
         if candidates > 1:
             command += ["--candidates", str(candidates)]
         started = time.perf_counter()
-        proc = subprocess.run(command, capture_output=True, text=True, env={**_base_env(), **env}, check=False)
+        proc = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **env}, check=False)
         wall = time.perf_counter() - started
     if proc.returncode != 0:
         raise SystemExit(f"run failed ({proc.returncode}): {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
@@ -59,12 +60,6 @@ def one_run(source: Path, candidates: int, work: Path) -> dict[str, float]:
     return {"wall_s": wall, "tokens": tokens["prompt_tokens"] + tokens["completion_tokens"], "calls": tokens["calls"],
             "overlap": busy / phase if phase else 1.0, "attempt_s": statistics.mean(r["seconds"] for r in rows)
             if rows else 0.0}
-
-
-def _base_env() -> dict[str, str]:
-    import os
-
-    return dict(os.environ)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -84,9 +84,7 @@ class Agent(Steps):
         previous: frozenset[tuple[str, str]] | None = None
         for self.iteration in range(1, self.settings.max_iterations + 1):
             self.say(f"[Testing (iteration {self.iteration})...]")
-            result = self.runner.run()
-            if result.passed and reproduction and repro_paths:
-                result = self.reproduction_after(reproduction, result)
+            result = self.test(reproduction)
             self.record(applied, result)
             if result.passed:
                 self.say(f"[Tests passed on iteration {self.iteration}]")
@@ -168,6 +166,13 @@ class Agent(Steps):
         """The reproduction test's files alone when the test command can be narrowed to them, else the suite."""
         command = narrow(self.settings.test_command, paths)
         return (self.runner.with_command(command) if command else self.runner).run()
+
+    def test(self, reproduction: Reproduction | None) -> TestResult:
+        """The whole suite; once it is green, the reproduction test (if there is one) must pass too."""
+        suite = self.runner.run()
+        if suite.passed and reproduction is not None and reproduction.reproduced:
+            return self.reproduction_after(reproduction, suite)
+        return suite
 
     def reproduction_after(self, reproduction: Reproduction, suite: TestResult) -> TestResult:
         """With the suite green, the reproduction test must pass too (run alone: the suite may not collect it)."""

@@ -126,10 +126,7 @@ class BestOf:
             problems = applied.refused + [r.message.splitlines()[0] for r in applied.results if not r.ok]
             raise StopRun(Stop.REFUSED, f"candidate {winner.number} could not be applied: " + "; ".join(problems))
         parent.say("[Testing the chosen candidate in the repository...]")
-        result = parent.runner.run()
-        reproduction = prepared.reproduction
-        if result.passed and reproduction is not None and reproduction.reproduced:
-            result = parent.reproduction_after(reproduction, result)
+        result = parent.test(prepared.reproduction)
         parent.record(applied, result)
         if not result.passed:
             raise StopRun(Stop.MAX_ITERATIONS, f"candidate {winner.number} passed in its copy but not in the "

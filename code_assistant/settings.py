@@ -88,6 +88,13 @@ def _env_lookup(repo: Path | None) -> dict[str, str]:
     return merged
 
 
+def _env_int(env: dict[str, str], name: str, what: str) -> int:
+    try:
+        return int(env[name])
+    except ValueError:
+        raise ConfigError(f"{name} must be {what}, not {env[name]!r}") from None
+
+
 def load_settings(repo: str | Path, **cli: object) -> Settings:
     """Build Settings: CLI values (non-None) win over the environment, which wins over .env files."""
     repo_path = Path(repo).expanduser()
@@ -102,19 +109,11 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
     settings.base_url = env.get("OPENAI_BASE_URL") or None
     settings.model = env.get("OPENAI_MODEL") or DEFAULT_MODEL
     if env.get("OPENAI_CONTEXT_WINDOW"):
-        try:
-            settings.context_window = int(env["OPENAI_CONTEXT_WINDOW"])
-        except ValueError:
-            raise ConfigError(f"OPENAI_CONTEXT_WINDOW must be a number of tokens, "
-                              f"not {env['OPENAI_CONTEXT_WINDOW']!r}") from None
+        settings.context_window = _env_int(env, "OPENAI_CONTEXT_WINDOW", "a number of tokens")
     settings.embedding_backend = env.get("EMBEDDING_BACKEND", settings.embedding_backend)
     settings.embedding_model = env.get("EMBEDDING_MODEL", settings.embedding_model)
     if env.get("CODE_ASSISTANT_EMBED_BUDGET"):
-        try:
-            settings.embed_budget = int(env["CODE_ASSISTANT_EMBED_BUDGET"])
-        except ValueError:
-            raise ConfigError(f"CODE_ASSISTANT_EMBED_BUDGET must be a whole number, not "
-                              f"{env['CODE_ASSISTANT_EMBED_BUDGET']!r}") from None
+        settings.embed_budget = _env_int(env, "CODE_ASSISTANT_EMBED_BUDGET", "a whole number")
     if env.get("CODE_ASSISTANT_INDEX_PATH"):
         settings.index_path = Path(env["CODE_ASSISTANT_INDEX_PATH"]).expanduser()
     if env.get("CODE_ASSISTANT_STATE_PATH"):
