@@ -84,6 +84,9 @@ def render(records: dict[str, list[dict]], budget: int) -> str:
                 ctx = f"{sum(r['bm25']['in_context'] for r in done) / max(len(done), 1):.2f} (whole files)"
             elif label.startswith("assistant"):
                 ctx = f"{sum(r['gold'] in r['context'] for r in done) / max(len(done), 1):.2f}"
+                if any("map" in r for r in done):  # the map of more files names it: the model may ask to read it
+                    named = sum(r["gold"] in r["context"] or r["gold"] in r.get("map", []) for r in done)
+                    ctx += f"; {named / max(len(done), 1):.2f} shown or on the map"
             elif label.startswith(("fitted", "old")):
                 hits = [(fn(r) or 10**6) <= context_depth(r) for r in done]
                 ctx = f"{sum(hits) / max(len(done), 1):.2f} (est.)"
@@ -101,7 +104,9 @@ def render(records: dict[str, list[dict]], budget: int) -> str:
                 m = metrics([table[label](r) for r in rs])
                 cells.append("/".join(f"{m[f'acc@{k}']:.2f}" for k in KS) + f" · {m['mrr']:.2f}")
             in_ctx = sum(r["gold"] in r["context"] for r in rs)
-            lines.append(f"| {repo} | {len(rs)} | " + " | ".join(cells) + f" | {in_ctx}/{len(rs)} |")
+            on_map = sum(r["gold"] in r.get("map", []) for r in rs)
+            lines.append(f"| {repo} | {len(rs)} | " + " | ".join(cells) + f" | {in_ctx}/{len(rs)}"
+                         + (f" (+{on_map} on the map)" if on_map else "") + " |")
         if len({r["repo"] for r in done}) > 1:
             lines += ["", *per_repository(done, table, replayable)]
         embedded = [r.get("embedded", 0) for r in done]

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from code_assistant.edit.operations import READ
 from code_assistant.edit.plan import PlanParseError
 from code_assistant.feedback import edit_feedback, failure_signature
 from code_assistant.index.indexer import RepoIndex
@@ -14,7 +15,7 @@ from code_assistant.languages import is_test_file
 from code_assistant.model import prompts
 from code_assistant.model.chat import Message, ModelError
 from code_assistant.retrieve.context import Context
-from code_assistant.steps import Applied, Build, RunResult, Steps, Stop, StopRun
+from code_assistant.steps import Applied, Build, RunResult, Showing, Steps, Stop, StopRun
 from code_assistant.verify.runner import TestResult
 from code_assistant.verify.select import narrow
 
@@ -67,16 +68,16 @@ class Agent(Steps):
 
     def attempt(self, task: str, prepared: Prepared) -> RunResult:
         index, baseline, reproduction = prepared.index, prepared.baseline, prepared.reproduction
-        self.reproduction = reproduction
+        self.reproduction, self.repo_index = reproduction, index
         failed_first = reproduction.failed if reproduction and reproduction.reproduced else None
         repro_paths = reproduction.paths if reproduction and reproduction.reproduced else None
 
-        def plan() -> tuple[list[Message], Context]:
-            return self.requests.plan(index, task, baseline, failed_first, repro_paths)
+        def plan(shown: list[str] | None = None) -> tuple[list[Message], Context]:
+            return self.requests.plan(index, task, baseline, failed_first, repro_paths, shown)
         messages, context = plan()
         self.say(f"[Context: {len(context.files)} relevant files selected]")
         self.say("[Planning changes...]")
-        ops = self.ask(messages, lambda: plan()[0], prompts.PLAN.version)
+        ops = self.ask_reading(lambda shown: plan(shown)[0], prompts.PLAN.version, messages)
         self.say(f"[Plan: {len({op.file_path for op in ops})} file(s) to change]")
         if self.settings.dry_run:
             return self.dry_run(ops)
@@ -98,7 +99,7 @@ class Agent(Steps):
             if previous == signature and applied.wrote:
                 raise StopRun(Stop.NO_PROGRESS, "the same tests failed the same way after the last fix")
             previous = signature
-            ops = self.ask(*self.fix_request(index, task, result, applied), prompts.FIX.version)
+            ops = self.ask_reading(self.fix_request(index, task, result, applied), prompts.FIX.version)
             if not ops:
                 raise StopRun(Stop.NO_CHANGES, "the model proposed no further changes")
             if self.answers[-1] in self.answers[:-1]:
@@ -132,11 +133,14 @@ class Agent(Steps):
         """Ask for a test that captures the task and run it alone: it must fail now. One that passes at once goes
         back to the model once; if it passes again it is removed and the run goes on without it."""
         self.say("[Reproducing: asking for a test that fails before any fix]")
-        messages = self.requests.reproduce(index, task, baseline)
-        rebuild: Build = lambda: self.requests.reproduce(index, task, baseline)
         paths: list[str] = []
         for attempt in range(2):
-            ops = self.ask(messages, rebuild, prompts.REPRODUCE.version)
+            if attempt == 0:
+                ops = self.ask_reading(lambda shown: self.requests.reproduce(index, task, baseline, shown),
+                                       prompts.REPRODUCE.version)
+            else:
+                ops = self.ask(messages, rebuild, prompts.REPRODUCE.version)
+            ops = [op for op in ops if op.action != READ]  # a second read is not answered
             tests = [op for op in ops if is_test_file(op.file_path)]
             for op in ops:
                 if op not in tests:
@@ -184,13 +188,13 @@ class Agent(Steps):
         return alone
 
     # ----- requests ---------------------------------------------------------------------------------------
-    def fix_request(self, index: RepoIndex, task: str, result: TestResult, applied: Applied) -> tuple[list[Message],
-                                                                                                        Build]:
-        """The fix request (the conversation so far, the failures, the files involved) and how to build it again."""
+    def fix_request(self, index: RepoIndex, task: str, result: TestResult, applied: Applied) -> Showing:
+        """How to build the fix request (the conversation so far, the failures, the files involved, and the files
+        the model asked to read)."""
         history = self.messages
 
-        def build() -> list[Message]:
+        def build(shown: list[str]) -> list[Message]:
             return self.requests.fix(index, task, result, edit_feedback(applied.results, applied.refused), history,
-                                     self.editor.modified_files, self.iteration)
-        return build(), build
+                                     self.editor.modified_files, self.iteration, shown)
+        return build
 

@@ -70,11 +70,14 @@ def context_only(settings: Settings, as_json: bool) -> int:
                             embed_budget=settings.query_embed_budget)
     if as_json:
         print(json.dumps({"files": [r.path for r in context.ranking], "tokens": context.tokens,
-                          "context_files": context.paths, "chunks_embedded": context.embedded}))
+                          "context_files": context.paths, "map_files": context.map,
+                          "chunks_embedded": context.embedded}))
         return EXIT_OK
     console.say(f"[Context: {len(context.files)} relevant files selected]")
     for f in context.files:
         console.say(f"  {f.path}  ({f.mode}, {f.tokens} tokens)")
+    if context.map:
+        console.say(f"  and a map of {len(context.map)} more files (a line each; the model may ask to read one)")
     console.say(f"Total: {context.tokens} tokens of {context.budget}")
     if settings.verbose:
         for line in context.budget_log:
@@ -163,7 +166,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     from code_assistant.agent import Agent
     from code_assistant.edit.editor import FileEditor
     from code_assistant.edit.journal import RepoLock
-    from code_assistant.edit.operations import ACTIONS
+    from code_assistant.edit.operations import PLAN_ACTIONS
     from code_assistant.model.chat import ChatModel
     from code_assistant.model.prices import estimate_cost
     from code_assistant.model.structured import plan_schema
@@ -193,7 +196,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         if restored is not None:
             say(f"[Recovered: restored {len(restored)} file(s) from an interrupted run]")
         if not args.replay:  # asks the server for its window: only once no other run holds the repository
-            model = _chat_model(settings, plan_schema(ACTIONS) if settings.structured_output else None)
+            model = _chat_model(settings, plan_schema(PLAN_ACTIONS) if settings.structured_output else None)
             say(f"[Model: {model.name}, context window {model.window.describe()}]")
         if settings.max_cost is not None and estimate_cost(model.name, 1, 1, settings.base_url) is None:
             say("[--max-cost: this model has no price (a local server or an unknown model); only --max-tokens caps "

@@ -54,9 +54,10 @@ class Requests:
         self.settings, self.window = settings, window
 
     def plan(self, index: RepoIndex, task: str, baseline: TestResult,
-             reproduced: TestResult | None = None, reproduction: list[str] | None = None
-             ) -> tuple[list[Message], Context]:
-        """The first request; with a reproduction test, its failing run is shown where the failing tests go."""
+             reproduced: TestResult | None = None, reproduction: list[str] | None = None,
+             asked: list[str] | None = None) -> tuple[list[Message], Context]:
+        """The first request; with a reproduction test, its failing run is shown where the failing tests go. `asked`:
+        files the model asked to read, shown first."""
         room = self.window.prompt_room()
         failures = failure_text(baseline)
         shown = clip_text(failures, room // FAILURES_SHARE, "test output") if failures else ""
@@ -77,13 +78,15 @@ class Requests:
         budget = min(self.settings.context_tokens, room - fixed - SLACK)
         if budget < MIN_CONTEXT_TOKENS:
             raise too_small(self.window, fixed + MIN_CONTEXT_TOKENS)
-        context = build_context(index, task, budget, extra_text=extra, must_include=reproduction,
+        context = build_context(index, task, budget, extra_text=extra,
+                                must_include=[*(asked or []), *(reproduction or [])],
                                 embed_budget=self.settings.query_embed_budget)
         logger.info("prompts %s + %s; context budget %d of a %d-token room", prompts.SYSTEM.version,
                     prompts.PLAN.version, budget, room)
         return self.fitted(render(context.render() or "(no files indexed)")), context
 
-    def reproduce(self, index: RepoIndex, task: str, baseline: TestResult) -> list[Message]:
+    def reproduce(self, index: RepoIndex, task: str, baseline: TestResult,
+                  asked: list[str] | None = None) -> list[Message]:
         """The request for a test that captures the task and fails before any fix."""
         room = self.window.prompt_room()
 
@@ -96,12 +99,13 @@ class Requests:
         budget = min(self.settings.context_tokens, room - fixed - SLACK)
         if budget < MIN_CONTEXT_TOKENS:
             raise too_small(self.window, fixed + MIN_CONTEXT_TOKENS)
-        context = build_context(index, task, budget, embed_budget=self.settings.query_embed_budget, with_tests=True)
+        context = build_context(index, task, budget, must_include=asked,
+                                embed_budget=self.settings.query_embed_budget, with_tests=True)
         logger.info("prompts %s + %s", prompts.SYSTEM.version, prompts.REPRODUCE.version)
         return self.fitted(render(context.render() or "(no files indexed)"))
 
     def fix(self, index: RepoIndex, task: str, result: TestResult, feedback: str, history: list[Message],
-            modified: list[str], iteration: int) -> list[Message]:
+            modified: list[str], iteration: int, asked: list[str] | None = None) -> list[Message]:
         room = self.window.prompt_room()
         failures = failure_text(result)
         shown = clip_text(failures, room // FAILURES_SHARE, "test output") if failures else ""
@@ -117,7 +121,7 @@ class Requests:
         kept = fit_history(history, room - shell - wanted)
         budget = min(self.settings.context_tokens // 2, room - message_tokens(kept) - shell - SLACK)
         context = build_context(index, task, max(budget, 1), extra_text=failures,
-                                must_include=self._involved(index, result, modified),
+                                must_include=[*(asked or []), *self._involved(index, result, modified)],
                                 embed_budget=self.settings.query_embed_budget)
         logger.info("prompt %s; context budget %d of a %d-token room", prompts.FIX.version, budget, room)
         return self.fitted([*kept, {"role": "user", "content": render(context.render())}])

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from code_assistant.edit.editor import FileEditor
-from code_assistant.edit.operations import EditOperation, EditResult, PathError, resolve_repo_path
+from code_assistant.edit.operations import READ, EditOperation, EditResult, PathError, resolve_repo_path
 from code_assistant.edit.plan import PlanParseError, parse_plan
 from code_assistant.edit.preview import Limits, preview_edits, refusals
 from code_assistant.feedback import edit_feedback
@@ -28,6 +28,8 @@ logger = logging.getLogger(__name__)
 Say = Callable[[str], None]
 Review = Callable[[str], tuple[str, str]]  # diff -> ("y" | "n" | "q", reason)
 Build = Callable[[], list[Message]]  # builds a request again, after the server named a smaller window
+Showing = Callable[[list[str]], list[Message]]  # builds a request with the files the model asked to read shown first
+READ_ROUNDS = 1  # answers per request that may ask to read files; after that, "read" changes are ignored
 
 
 class Stop:
@@ -97,6 +99,7 @@ class Steps:
         self.refused_in_a_row = 0
         self.candidate: int | None = None  # best of N: which attempt this is (None: the run itself)
         self.reproduction: Any = None  # agent.Reproduction, once the run has tried to write one
+        self.repo_index: RepoIndex | None = None  # what the model may ask to read
         self.step = Step(kind="plan", step=0, model=model.name)
 
     # ----- steps ------------------------------------------------------------------------------------------
@@ -104,6 +107,7 @@ class Steps:
         self.say(f"[Indexing repository: {self.settings.repo}]")
         index, stats = self.indexer.update(progress=self.index_progress, exclude=[self.settings.state_path])
         self.say(f"[Indexed: {stats.files} files, {stats.symbols} symbols]")
+        self.repo_index = index
         return index
 
     def ask(self, messages: list[Message], rebuild: Build, prompt_version: str) -> list[EditOperation]:
@@ -144,6 +148,36 @@ class Steps:
             self.step.cost_usd = estimate_cost(self.model.name, self.step.prompt_tokens, self.step.completion_tokens,
                                                self.settings.base_url)
 
+    def ask_reading(self, build: Showing, prompt_version: str, first: list[Message] | None = None
+                    ) -> list[EditOperation]:
+        """ask(); an answer with "read" changes gets the same request again with those files shown first and
+        nothing else from it applied (READ_ROUNDS times per request). `first`: the request already built."""
+        shown: list[str] = []
+        for round_ in range(READ_ROUNDS + 1):
+            messages = first if first is not None and not shown else build(shown)
+            ops = self.ask(messages, functools.partial(build, list(shown)), prompt_version)
+            reads = [op.file_path for op in ops if op.action == READ]
+            if not reads:
+                return ops
+            wanted = [p for p in dict.fromkeys(self._readable(r) for r in reads) if p and p not in shown]
+            if round_ == READ_ROUNDS or not wanted:
+                self.say(f"[Ignored: the model asked to read {', '.join(reads)} again; going on with its other "
+                         f"changes]")
+                return [op for op in ops if op.action != READ]
+            self.say(f"[The model asks to read {', '.join(wanted)}; asking again with "
+                     f"{'it' if len(wanted) == 1 else 'them'} shown]")
+            shown.extend(wanted)
+        raise AssertionError("unreachable")
+
+    def _readable(self, path: str) -> str | None:
+        """A path the model asked to read, as an indexed file of the repository (never outside it, never a file
+        the index leaves out such as key material); None, said once, for anything else."""
+        rel = self._rel(path)
+        if rel is None or self.repo_index is None or rel not in self.repo_index.files:
+            self.say(f"[Not shown: {path} is not a file of the repository's index]")
+            return None
+        return rel
+
     def complete(self, rebuild: Build) -> ChatResponse:
         """The model's answer to self.messages; a server that names a smaller window is asked once more, with the
         request built again to fit it."""
@@ -169,7 +203,8 @@ class Steps:
             raise StopRun(Stop.COST_CAP, f"${cost:.4f} spent, over --max-cost ${self.settings.max_cost}")
 
     def apply(self, ops: list[EditOperation], *, is_plan: bool) -> Applied:
-        """Preview, check the guardrails, let the user review, then write."""
+        """Preview, check the guardrails, let the user review, then write ("read" changes are not edits)."""
+        ops = [op for op in ops if op.action != READ]
         if not ops:
             return Applied()
         forbidden = [self.settings.index_path, self.settings.state_path]

@@ -103,7 +103,30 @@ def test_big_file_becomes_a_skeleton_keeping_the_named_definition_and_budget_hol
 def test_context_never_exceeds_the_budget(index: RepoIndex, budget: int) -> None:
     context = build_context(index, "ShoppingCart total with discount codes", budget)
     assert context.tokens <= budget
-    assert sum(f.tokens for f in context.files) == context.tokens
+    on_map = tokens.count_tokens(context.map_text) if context.map_text else 0
+    assert sum(f.tokens for f in context.files) + on_map == context.tokens
+
+
+def test_ranked_files_that_do_not_fit_are_on_the_map_a_line_each_in_rank_order(index: RepoIndex) -> None:
+    context = build_context(index, "ShoppingCart total with discount codes", 1000)
+    ranked = [r.path for r in context.ranking]
+    assert context.map == ["shop/big.py"], "the one ranked file no form of which fits is on the map"
+    assert context.map == [p for p in ranked if p not in context.paths][:len(context.map)]
+    assert context.map_text.splitlines() == [context_module.MAP_HEADER,
+                                             "shop/big.py: Warehouse, stock_0, stock_1, stock_2, stock_3, stock_4, …"]
+    assert context.render().endswith(context.map_text) and context.tokens <= 1000
+
+
+def test_the_map_lists_the_names_the_task_uses_first(index: RepoIndex) -> None:
+    context = build_context(index, "stock_399 and stock_7 of the ShoppingCart are wrong", 1000)
+    line = next(line for line in context.map_text.splitlines() if line.startswith("shop/big.py: "))
+    assert line.startswith("shop/big.py: stock_7, stock_399, Warehouse") or line.startswith(
+        "shop/big.py: stock_399, stock_7, Warehouse"), line
+
+
+def test_no_map_below_its_minimum_budget(index: RepoIndex) -> None:
+    context = build_context(index, "ShoppingCart total with discount codes", context_module.MAP_MIN_BUDGET - 1)
+    assert context.map == [] and context.map_text == "" and "More files" not in context.render()
 
 
 def _cli(index: RepoIndex, index_path: Path, *extra: str) -> subprocess.CompletedProcess:

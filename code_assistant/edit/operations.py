@@ -9,6 +9,8 @@ from pathlib import Path
 from code_assistant.edit.journal import inside
 
 ACTIONS = ("modify", "create", "delete", "replace_symbol", "insert_after_symbol")
+READ = "read"  # not an edit: the model asks to see a file in full before it changes it
+PLAN_ACTIONS = (*ACTIONS, READ)
 
 
 class PathError(ValueError):
@@ -20,7 +22,7 @@ class EditOperation:
     file_path: str
     search: str = ""
     replace: str = ""
-    action: str = "modify"  # "modify" | "create" | "delete" | "replace_symbol" | "insert_after_symbol"
+    action: str = "modify"  # "modify" | "create" | "delete" | "replace_symbol" | "insert_after_symbol" | "read"
     content: str | None = None  # full content for create; for symbol actions, the new definition
     description: str = ""
     symbol: str | None = None  # qualname for symbol actions

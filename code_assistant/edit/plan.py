@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import re
 
-from code_assistant.edit.operations import ACTIONS, EditOperation
+from code_assistant.edit.operations import PLAN_ACTIONS, EditOperation
 
 _FENCE_RE = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)```", re.DOTALL)
 
@@ -96,8 +96,8 @@ def parse_plan(text: str) -> list[EditOperation]:
         if not isinstance(path, str) or not path.strip():
             raise PlanParseError(f'change {index} has no "file_path"')
         action = str(item.get("action") or "modify").lower()
-        if action not in ACTIONS:
-            raise PlanParseError(f'change {index}: unknown action "{action}"; use one of {sorted(ACTIONS)}')
+        if action not in PLAN_ACTIONS:
+            raise PlanParseError(f'change {index}: unknown action "{action}"; use one of {sorted(PLAN_ACTIONS)}')
         search = _text_field(item, "search", index)
         replace = _text_field(item, "replace", index)
         content_raw = item.get("content")

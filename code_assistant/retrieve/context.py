@@ -1,7 +1,8 @@
 """Rank the repository's files for a task (ranking.py) and fit the best of them into a token budget."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from code_assistant import languages, tokens
@@ -19,6 +20,10 @@ CORE_FILES = 6           # the top-ranked files that all get into the context in
 OUTLINE_MAX_TOKENS = 1500
 FULL_SLACK = 64         # a rendered file is its indexed text and a header; the seam may merge a token or two
 MAX_SHARE = 0.4          # of the budget, for any one core file but the first
+MAP_SHARE = 0.08         # of the budget, kept for the map: the ranked files after those shown, a line each
+MAP_FILES = 40           # lines on the map at most
+MAP_NAMES = 6            # top-level names per line
+MAP_MIN_BUDGET = 1000    # below this every token goes to code: no map
 
 
 @dataclass
@@ -37,13 +42,15 @@ class Context:
     budget: int
     budget_log: list[str]
     embedded: int = 0  # chunks the model embedded for this query
+    map: list[str] = field(default_factory=list)  # ranked files after those shown: a line each, shown on request
+    map_text: str = ""
 
     @property
     def paths(self) -> list[str]:
         return [f.path for f in self.files]
 
     def render(self) -> str:
-        return "\n\n".join(f.text for f in self.files)
+        return "\n\n".join([*(f.text for f in self.files), *([self.map_text] if self.map_text else [])])
 
 
 def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_text: str = "",
@@ -54,7 +61,9 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
     outline of its definitions), then in rank order each upgraded to a skeleton keeping the relevant definitions,
     then to the whole file, where that still fits; then further files while room is left. `ranked`: a ranking
     already made for this task (the bench's), not made again. With with_tests, the test counterpart of the
-    top-ranked source file (its tests by the language's naming convention) follows it."""
+    top-ranked source file (its tests by the language's naming convention) follows it. Last, the map: the ranked
+    files after those shown, a line each with its top-level names, in MAP_SHARE of the budget (kept back from the
+    code for it), so the model can ask to see one (the "read" action)."""
     if ranked is None:
         frames = traceback_frames(extra_text, index.repo, set(index.files)) if extra_text else []
         ranked = rank(index, task + ("\n" + extra_text if extra_text else ""), frames, 50, embed_budget)
@@ -63,8 +72,10 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
     if with_tests:
         order = with_test_counterpart(order, set(index.files))
     order = [p for p in order if not languages.is_secret_path(p)]
-    log = [f"budget {budget} tokens"]
+    reserve = int(budget * MAP_SHARE) if budget >= MAP_MIN_BUDGET else 0
+    log = [f"budget {budget} tokens" + (f" ({reserve} kept for the map of more files)" if reserve else "")]
     chosen: dict[str, ContextFile] = {}
+    total, budget = budget, budget - reserve  # the code's budget; the map gets the reserve and what code leaves
     used = 0
 
     def keep(path: str) -> set[str]:
@@ -105,11 +116,43 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
     running = 0
     for f in files:
         running += f.tokens
-        log.append(f"+ {f.path} ({f.mode}, {f.tokens} tokens) -> {running}/{budget}")
+        log.append(f"+ {f.path} ({f.mode}, {f.tokens} tokens) -> {running}/{total}")
     for path in order[:CORE_FILES]:
         if path not in chosen:
             log.append(f"skip {path}: even its outline does not fit")
-    return Context(ranking, files, used, budget, log, ranked.embedded)
+    mapped, map_text = _file_map(index, [p for p in order if p not in chosen], keep, total - used) if reserve else (
+        [], "")
+    map_tokens = tokens.count_tokens(map_text) if map_text else 0
+    if mapped:
+        log.append(f"+ map of {len(mapped)} more files ({map_tokens} tokens) -> {used + map_tokens}/{total}")
+    return Context(ranking, files, used + map_tokens, total, log, ranked.embedded, mapped, map_text)
+
+
+MAP_HEADER = "### More files, ranked after those above (not shown; path: its top-level names)"
+
+
+def _file_map(index: RepoIndex, paths: list[str], keep: Callable[[str], set[str]],
+              room: int) -> tuple[list[str], str]:
+    """A line per file in rank order while room is left: its path and up to MAP_NAMES top-level names, those the
+    task names first."""
+    lines: list[str] = []
+    mapped: list[str] = []
+    used = tokens.count_tokens(MAP_HEADER) + 2
+    for path in paths[:MAP_FILES]:
+        record = index.files.get(path)
+        if record is None:
+            continue
+        tops = list(dict.fromkeys(q for q, *_ in record.symbols if "." not in q))
+        wanted = {q.split(".", 1)[0] for q in keep(path)}
+        names = [*(n for n in tops if n in wanted), *(n for n in tops if n not in wanted)][:MAP_NAMES]
+        line = f"{path}: {', '.join(names)}{', …' if len(tops) > len(names) else ''}" if names else path
+        cost = tokens.count_tokens(line) + 1
+        if used + cost > room:
+            break
+        lines.append(line)
+        mapped.append(path)
+        used += cost
+    return (mapped, "\n".join([MAP_HEADER, *lines])) if lines else ([], "")
 
 
 def with_test_counterpart(order: list[str], files: set[str]) -> list[str]:
