@@ -37,10 +37,15 @@ def load(folder: Path) -> dict[str, list[dict]]:
     return sets
 
 
+WITHOUT: set[str] = set()  # features left out of every fit (--without): what a feature is worth, cross-set
+
+
 def fit_models(records: list[dict], l2: float, loss: str = "softmax") -> tuple[fusion.Model, fusion.Model]:
     """The fast model, then the full one on the dense features the fast one's pick leaves."""
-    fast = fit.fit([rankers.query_for(r) for r in records], fusion.FAST_NAMES, l2, loss)
-    full = fit.fit([rankers.query_for(r, fast) for r in records], fusion.NAMES, l2, loss)
+    fast = fit.fit([rankers.query_for(r) for r in records], [n for n in fusion.FAST_NAMES if n not in WITHOUT], l2,
+                   loss)
+    full = fit.fit([rankers.query_for(r, fast) for r in records], [n for n in fusion.NAMES if n not in WITHOUT],
+                   l2, loss)
     return fast, full
 
 
@@ -115,7 +120,8 @@ def weights_table(fast: fusion.Model, full: fusion.Model) -> list[str]:
     lines = ["| feature | fast model | full model | meaning |", "|---|---|---|---|"]
     for name in fusion.NAMES:
         w_fast = f"{fast.weights[fast.names.index(name)]:+.2f}" if name in fast.names else ""
-        lines.append(f"| {name} | {w_fast} | {full.weights[full.names.index(name)]:+.2f} | {fusion.FEATURES[name]} |")
+        w_full = f"{full.weights[full.names.index(name)]:+.2f}" if name in full.names else ""
+        lines.append(f"| {name} | {w_fast} | {w_full} | {fusion.FEATURES[name]} |")
     return lines
 
 
@@ -138,7 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--loss", choices=("softmax", "pairwise"), nargs="+", default=["softmax", "pairwise"],
                    help="losses to choose from, inside the training set")
     p.add_argument("--write", action="store_true", help="write the models fitted on both sets to fusion_weights.py")
+    p.add_argument("--without", nargs="+", default=[], choices=fusion.NAMES, metavar="FEATURE",
+                   help="leave these features out of every fit")
     args = p.parse_args(argv)
+    WITHOUT.update(args.without)
     sets = load(args.records)
     print(f"records: dev {len(sets['dev'])}, sympy {len(sets['sympy'])}", file=sys.stderr)
     lines = cross_report(sets, tuple(args.loss))
