@@ -143,6 +143,7 @@ def test_cli_context_only_json_and_verbose_budget_log(index: RepoIndex, tmp_path
     out = json.loads(proc.stdout)
     assert out["files"][0] == "shop/reports.py"
     assert "shop/reports.py" in out["context_files"] and out["tokens"] <= 12000
+    assert out["map_files"] == [p for p in out["files"] if p not in out["context_files"]][:len(out["map_files"])]
 
     verbose = _cli(index, tmp_path / "idx", "-v")
     assert verbose.returncode == 0, verbose.stderr
