@@ -11,6 +11,8 @@ place) and ranked for the problem statement by:
 * a BM25 baseline over whole non-test Python files (path + content, bench/bm25_baseline.py), in the same run.
 
     python -m bench.localize --sets dev sympy [--cache /tmp/localize/records] [--refresh] [--only ID ...]
+    python -m bench.localize --set-file heldout=/tmp/heldout/heldout.json --sets heldout  # a mined set
+        (bench/mine_commits.py)
 
 Two sets, always side by side (a change that helps one and hurts the other is not progress). Prints markdown tables
 per set and per repository to stdout; progress goes to stderr.
@@ -150,7 +152,9 @@ def evaluate(inst: dict, set_name: str, args: argparse.Namespace, count, runner:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sets", nargs="+", default=["dev", "sympy"], choices=sorted(SETS))
+    p.add_argument("--set-file", action="append", default=[], metavar="NAME=PATH",
+                   help="add (or override) a set for this run, e.g. heldout=/tmp/heldout/heldout.json")
+    p.add_argument("--sets", nargs="+", default=["dev", "sympy"], help=f"of {sorted(SETS)} and --set-file names")
     p.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"), help="holds owner+name/repo bare dirs")
     p.add_argument("--work", type=Path, default=Path("/tmp/localize/work"), help="one working dir per repository")
     p.add_argument("--index", type=Path, default=Path("/tmp/localize/index"), help="one index dir per repository")
@@ -168,13 +172,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per CLI call")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
+    sets = dict(SETS)
+    for item in args.set_file:
+        name, sep, path = item.partition("=")
+        if not (sep and name and path):
+            p.error(f"--set-file takes NAME=PATH, not {item!r}")
+        sets[name] = Path(path)
+    if unknown := [s for s in args.sets if s not in sets]:
+        p.error(f"unknown sets {unknown}: choose from {sorted(sets)}")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     count, _ = load_token_counter()
     runner = None
     records: dict[str, list[dict]] = {}
     for set_name in args.sets:
-        instances = ordered(json.loads(SETS[set_name].read_text()))
+        instances = ordered(json.loads(sets[set_name].read_text()))
         if args.only:
             instances = [i for i in instances if any(o in i["instance_id"] for o in args.only)]
         folder = args.cache / (f"cli-{set_name}" if args.cli else set_name)

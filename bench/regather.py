@@ -54,8 +54,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--records", type=Path, default=Path("/tmp/localize/records"))
     p.add_argument("--snapshots", type=Path, default=Path("/tmp/localize/snapshots"))
     p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--set-file", action="append", default=[], metavar="NAME=PATH",
+                   help="a further set (bench/mine_commits.py), e.g. heldout=/tmp/heldout/heldout.json")
     args = p.parse_args(argv)
-    for set_name, data in SETS.items():
+    sets = dict(SETS)
+    for item in args.set_file:
+        name, sep, path = item.partition("=")
+        if not (sep and name and path):
+            p.error(f"--set-file takes NAME=PATH, not {item!r}")
+        sets[name] = Path(path)
+    for set_name, data in sets.items():
+        if not (args.records / set_name).is_dir():
+            continue
         tasks = {i["instance_id"]: i["problem_statement"] for i in json.loads(data.read_text())}
         (args.out / set_name).mkdir(parents=True, exist_ok=True)
         done = missing = 0
