@@ -29,9 +29,9 @@ L2_GRID = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
 WEIGHTS_FILE = Path(__file__).resolve().parent.parent / "code_assistant" / "retrieve" / "fusion_weights.py"
 
 
-def load(folder: Path) -> dict[str, list[dict]]:
+def load(folder: Path, names: tuple[str, ...] = ("dev", "sympy")) -> dict[str, list[dict]]:
     sets = {}
-    for name in ("dev", "sympy"):
+    for name in names:
         recs = [json.loads(p.read_text()) for p in sorted((folder / name).glob("*.json"))]
         sets[name] = [r for r in recs if "files" in r and "error" not in r]
     return sets
@@ -102,6 +102,21 @@ def cross_report(sets: dict[str, list[dict]], losses: tuple[str, ...]) -> list[s
     return lines
 
 
+def leave_one_set_out(sets: dict[str, list[dict]], losses: tuple[str, ...]) -> list[str]:
+    """Each set scored by models fitted on every other set alone and on all the others together."""
+    lines = ["| scored on | trained on (loss, L2) | n | BM25 whole files | fitted fusion |", "|---|---|---|---|---|"]
+    for test in sets:
+        others = [n for n in sets if n != test]
+        for train_names in [*([n] for n in others), *([others] if len(others) > 1 else [])]:
+            train = [r for n in train_names for r in sets[n]]
+            loss, l2 = choose(train, losses)
+            recs = sets[test]
+            fitted = ranks(recs, *fit_models(train, l2, loss))
+            lines.append(f"| {test} | {' + '.join(train_names)} ({loss}, {l2:g}) | {len(recs)} | "
+                         f"{_cells([r['bm25']['rank'] for r in recs])} | {_cells(fitted)} |")
+    return lines
+
+
 def sensitivity(sets: dict[str, list[dict]], loss: str) -> list[str]:
     """Cross-set acc@1/acc@5 at every grid penalty: how much the choice inside the training set matters (shown, not
     used to choose anything)."""
@@ -146,8 +161,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--write", action="store_true", help="write the models fitted on both sets to fusion_weights.py")
     p.add_argument("--without", nargs="+", default=[], choices=fusion.NAMES, metavar="FEATURE",
                    help="leave these features out of every fit")
+    p.add_argument("--more-sets", nargs="+", default=[], metavar="NAME",
+                   help="further record folders (e.g. heldout from bench/mine_commits.py): print only a table of "
+                        "each set scored by models fitted on the others (no shipping)")
     args = p.parse_args(argv)
     WITHOUT.update(args.without)
+    if args.more_sets:
+        print("\n".join(leave_one_set_out(load(args.records, ("dev", "sympy", *args.more_sets)), tuple(args.loss))))
+        return 0
     sets = load(args.records)
     print(f"records: dev {len(sets['dev'])}, sympy {len(sets['sympy'])}", file=sys.stderr)
     lines = cross_report(sets, tuple(args.loss))
