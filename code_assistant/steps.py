@@ -150,24 +150,44 @@ class Steps:
 
     def ask_reading(self, build: Showing, prompt_version: str, first: list[Message] | None = None
                     ) -> list[EditOperation]:
-        """ask(); an answer with "read" changes gets the same request again with those files shown first and
-        nothing else from it applied (READ_ROUNDS times per request). `first`: the request already built."""
+        """ask(); an answer with "read" changes gets the same request again with those files shown first, a note
+        saying so (and which could not be shown), and nothing else from it applied — READ_ROUNDS times per request.
+        Reads of nothing readable, next to other changes, are dropped and the changes go on. `first`: the request
+        already built."""
         shown: list[str] = []
+        note = ""
         for round_ in range(READ_ROUNDS + 1):
-            messages = first if first is not None and not shown else build(shown)
-            ops = self.ask(messages, functools.partial(build, list(shown)), prompt_version)
+            rebuild = functools.partial(self._noted, build, list(shown), note)
+            messages = first if first is not None and round_ == 0 else rebuild()
+            ops = self.ask(messages, rebuild, prompt_version)
             reads = [op.file_path for op in ops if op.action == READ]
+            edits = [op for op in ops if op.action != READ]
             if not reads:
                 return ops
-            wanted = [p for p in dict.fromkeys(self._readable(r) for r in reads) if p and p not in shown]
-            if round_ == READ_ROUNDS or not wanted:
+            if round_ == READ_ROUNDS:
                 self.say(f"[Ignored: the model asked to read {', '.join(reads)} again; going on with its other "
                          f"changes]")
-                return [op for op in ops if op.action != READ]
+                return edits
+            readable = {r: self._readable(r) for r in dict.fromkeys(reads)}
+            wanted = [p for p in dict.fromkeys(readable.values()) if p and p not in shown]
+            if not wanted and edits:
+                return edits
             self.say(f"[The model asks to read {', '.join(wanted)}; asking again with "
-                     f"{'it' if len(wanted) == 1 else 'them'} shown]")
+                     f"{'it' if len(wanted) == 1 else 'them'} shown]" if wanted else
+                     "[Asking again: none of the files the model asked to read can be shown]")
             shown.extend(wanted)
+            note = prompts.READ.render(
+                shown=", ".join(wanted) or "none",
+                refused=", ".join(r for r, p in readable.items() if p is None) or "none")
         raise AssertionError("unreachable")
+
+    def _noted(self, build: Showing, shown: list[str], note: str) -> list[Message]:
+        """The request with the read files shown, and the note about them at the end of its last message."""
+        messages = build(shown)
+        if not note:
+            return messages
+        last = messages[-1]
+        return self.requests.fitted([*messages[:-1], {**last, "content": f"{last['content']}\n\n{note}"}])
 
     def _readable(self, path: str) -> str | None:
         """A path the model asked to read, as an indexed file of the repository (never outside it, never a file

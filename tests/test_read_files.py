@@ -94,6 +94,10 @@ def test_reads_outside_the_index_are_not_shown_and_a_second_read_is_ignored(tmp_
     assert "[The model asks to read shop/cart.py; asking again with it shown]" in lines
     assert "[Ignored: the model asked to read shop/taxes.py again; going on with its other changes]" in lines
     assert len(requests) == 2 and _shown(requests[1], "shop/cart.py")
+    note = requests[1]["messages"][-1]["content"].rsplit("# The files you asked to read", 1)[1]
+    assert "Shown first in the context above: shop/cart.py." in note
+    assert f"(only the files in the context and on its\nmap of more files can be read): ../outside.txt, {outside}, " \
+           ".env, no/such/file.py." in note, "the model is told which reads it cannot have"
     sent = "\n".join(str(m["content"]) for r in requests for m in r["messages"])
     assert "OUTSIDE-THE-REPOSITORY" not in sent and "sk-live-secret-value" not in sent
     assert (repo / "calc.py").read_text() == "def add(a, b):\n    return a + b\n", "the answer's edit applied"
@@ -108,3 +112,19 @@ def test_a_read_only_answer_to_a_failing_run_changes_nothing_and_rolls_back(tmp_
                         "--max-iterations", "1"], server_url=server.url)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert snapshot(repo) == before
+
+
+def test_a_read_of_nothing_readable_is_asked_again_with_the_reason(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path, FILES)
+    with ScriptedServer([answer({"file_path": "../../etc/passwd", "action": "read", "description": "see it"}),
+                         answer(FIX)]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "add in calc.py subtracts", "--test-command", PYTEST],
+                       server_url=server.url)
+        requests = _chat(server)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = progress_lines(proc.stdout)
+    assert "[Not shown: ../../etc/passwd is not a file of the repository's index]" in lines
+    assert "[Asking again: none of the files the model asked to read can be shown]" in lines
+    assert "Shown first in the context above: none. Not files of this repository" in requests[1]["messages"][-1][
+        "content"]
+    assert "root:" not in "\n".join(str(m["content"]) for r in requests for m in r["messages"])

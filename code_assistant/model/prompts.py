@@ -117,5 +117,10 @@ Your changes must make it pass, together with the whole suite. Do not change or 
 
 """)
 
+READ = Prompt("read/v1.0.0", """\
+# The files you asked to read
+Shown first in the context above: {shown}. Not files of this repository (only the files in the context and on its
+map of more files can be read): {refused}. Now send the changes; do not ask to read again.""")
+
 ALL: dict[str, Prompt] = {p.version.split("/")[0]: p for p in (SYSTEM, PLAN, FIX, SYNTAX, REASK, ASK, REPRODUCE,
-                                                                 REPRODUCE_AGAIN, REPRODUCED)}
+                                                                 REPRODUCE_AGAIN, REPRODUCED, READ)}
