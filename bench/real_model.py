@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from code_assistant.edit.operations import ACTIONS
+from code_assistant.edit.operations import PLAN_ACTIONS, READ
 from code_assistant.edit.plan import PlanParseError, parse_plan
 from code_assistant.index import embeddings, indexer, store
 from code_assistant.messages import Requests
@@ -50,6 +50,7 @@ class Run:
     parsed: bool
     changes: int
     error: str = ""
+    reads: int = 0  # changes that ask to read a file
 
 
 def _plan_request(repo: Path, work: Path, window: ContextWindow) -> tuple[list[Message], int]:
@@ -76,10 +77,11 @@ def _measure(model: OpenAIChat, messages: list[Message], mode: str) -> Run:
     first = stamps[0] - started if stamps else None
     rate = (len(stamps) - 1) / (ended - stamps[0]) if len(stamps) > 1 and ended > stamps[0] else None
     try:
-        changes, parsed, error = len(parse_plan(response.text)), True, ""
+        ops = parse_plan(response.text)
+        changes, parsed, error, reads = len(ops), True, "", sum(op.action == READ for op in ops)
     except PlanParseError as exc:
-        changes, parsed, error = 0, False, str(exc)
-    return Run(mode, first, len(stamps), rate, parsed, changes, error)
+        changes, parsed, error, reads = 0, False, str(exc), 0
+    return Run(mode, first, len(stamps), rate, parsed, changes, error, reads)
 
 
 def _forget_prompt(url: str, model: str) -> None:
@@ -110,9 +112,9 @@ def report(runs: list[Run], prompt: dict[str, Any], temperature: float) -> str:
               f"{prompt['context_tokens']}), window {prompt['window']}, answer reserve {prompt['reserve']}: "
               f"{prompt['server_prompt_tokens'] + prompt['reserve']} of {prompt['window']} tokens.")
     columns = ("| mode | runs | plan parses | with ≥1 change | first token, cold (s) | first token, warm, median (s) "
-               "| tokens/s, median | answer tokens, median |")
+               "| tokens/s, median | answer tokens, median | asks to read |")
     lines = [header, "", f"Temperature {temperature}, {prompt['model']}.", "", columns,
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for mode in dict.fromkeys(r.mode for r in runs):
         rows = [r for r in runs if r.mode == mode]
         parsed = sum(r.parsed for r in rows)
@@ -120,7 +122,8 @@ def report(runs: list[Run], prompt: dict[str, Any], temperature: float) -> str:
             f"| {mode} | {len(rows)} | {parsed}/{len(rows)} ({100 * parsed / len(rows):.0f}%) | "
             f"{sum(r.changes > 0 for r in rows)}/{len(rows)} | "
             f"{rows[0].first_token_s:.2f} | {_median([r.first_token_s for r in rows[1:]])} | "
-            f"{_median([r.tokens_per_s for r in rows])} | {_median([float(r.tokens) for r in rows])} |"
+            f"{_median([r.tokens_per_s for r in rows])} | {_median([float(r.tokens) for r in rows])} | "
+            f"{sum(r.reads > 0 for r in rows)}/{len(rows)} |"
             if rows[0].first_token_s is not None else f"| {mode} | {len(rows)} | failed: {rows[0].error} |")
     return "\n".join(lines)
 
@@ -143,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         messages, context_tokens = _plan_request(repo, work, window)
         runs: list[Run] = []
         with _server(args.base_url, args.n_ctx) as url:
-            for mode, schema in (("schema", plan_schema(ACTIONS)), ("no schema", None)):
+            for mode, schema in (("schema", plan_schema(PLAN_ACTIONS)), ("no schema", None)):
                 _forget_prompt(url, args.model)
                 model = OpenAIChat(args.model, api_key="not-needed", base_url=url, temperature=args.temperature,
                                    window=window, schema=schema, timeout=600)
