@@ -45,6 +45,17 @@ RECORD_VERSION = 2
 DEFAULT_MAIN = Path(__file__).resolve().parent.parent / "main.py"
 
 
+def with_set_files(items: list[str], parser: argparse.ArgumentParser) -> dict[str, Path]:
+    """SETS and the --set-file NAME=PATH items (a mined set, bench/mine_commits.py); a malformed item is an error."""
+    sets = dict(SETS)
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not (sep and name and path):
+            parser.error(f"--set-file takes NAME=PATH, not {item!r}")
+        sets[name] = Path(path)
+    return sets
+
+
 def gold_files(patch: str) -> list[str]:
     """Non-test files changed by the gold patch (`diff --git a/PATH b/PATH`)."""
     paths = re.findall(r"^diff --git a/(\S+) b/", patch, flags=re.MULTILINE)
@@ -172,12 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per CLI call")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
-    sets = dict(SETS)
-    for item in args.set_file:
-        name, sep, path = item.partition("=")
-        if not (sep and name and path):
-            p.error(f"--set-file takes NAME=PATH, not {item!r}")
-        sets[name] = Path(path)
+    sets = with_set_files(args.set_file, p)
     if unknown := [s for s in args.sets if s not in sets]:
         p.error(f"unknown sets {unknown}: choose from {sorted(sets)}")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")

@@ -15,7 +15,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from bench.localize import SETS
+from bench.localize import with_set_files
 from code_assistant.index.index_db import IndexDB
 from code_assistant.index.indexer import Files, RepoIndex
 from code_assistant.retrieve import signals
@@ -57,12 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set-file", action="append", default=[], metavar="NAME=PATH",
                    help="a further set (bench/mine_commits.py), e.g. heldout=/tmp/heldout/heldout.json")
     args = p.parse_args(argv)
-    sets = dict(SETS)
-    for item in args.set_file:
-        name, sep, path = item.partition("=")
-        if not (sep and name and path):
-            p.error(f"--set-file takes NAME=PATH, not {item!r}")
-        sets[name] = Path(path)
+    sets = with_set_files(args.set_file, p)
     for set_name, data in sets.items():
         if not (args.records / set_name).is_dir():
             continue
