@@ -15,7 +15,7 @@ from code_assistant.languages import is_test_file
 from code_assistant.model import prompts
 from code_assistant.model.chat import Message, ModelError
 from code_assistant.retrieve.context import Context
-from code_assistant.steps import Applied, Build, RunResult, Showing, Steps, Stop, StopRun
+from code_assistant.steps import Applied, RunResult, Showing, Steps, Stop, StopRun
 from code_assistant.verify.runner import TestResult
 from code_assistant.verify.select import narrow
 
@@ -72,12 +72,12 @@ class Agent(Steps):
         failed_first = reproduction.failed if reproduction and reproduction.reproduced else None
         repro_paths = reproduction.paths if reproduction and reproduction.reproduced else None
 
-        def plan(shown: list[str] | None = None) -> tuple[list[Message], Context]:
-            return self.requests.plan(index, task, baseline, failed_first, repro_paths, shown)
+        def plan(asked: list[str] | None = None) -> tuple[list[Message], Context]:
+            return self.requests.plan(index, task, baseline, failed_first, repro_paths, asked)
         messages, context = plan()
         self.say(f"[Context: {len(context.files)} relevant files selected]")
         self.say("[Planning changes...]")
-        ops = self.ask_reading(lambda shown: plan(shown)[0], prompts.PLAN.version, messages)
+        ops = self.ask_reading(lambda asked: plan(asked)[0], prompts.PLAN.version, messages)
         self.say(f"[Plan: {len({op.file_path for op in ops})} file(s) to change]")
         if self.settings.dry_run:
             return self.dry_run(ops)
@@ -134,13 +134,9 @@ class Agent(Steps):
         back to the model once; if it passes again it is removed and the run goes on without it."""
         self.say("[Reproducing: asking for a test that fails before any fix]")
         paths: list[str] = []
+        ops = self.ask_reading(lambda asked: self.requests.reproduce(index, task, baseline, asked),
+                               prompts.REPRODUCE.version)
         for attempt in range(2):
-            if attempt == 0:
-                ops = self.ask_reading(lambda shown: self.requests.reproduce(index, task, baseline, shown),
-                                       prompts.REPRODUCE.version)
-            else:
-                ops = self.ask(messages, rebuild, prompts.REPRODUCE.version)
-            ops = [op for op in ops if op.action != READ]  # a second read is not answered
             tests = [op for op in ops if is_test_file(op.file_path)]
             for op in ops:
                 if op not in tests:
@@ -157,9 +153,9 @@ class Agent(Steps):
             if attempt == 0:
                 self.say("[The reproduction test passes on the current code; asking once more]")
                 request = prompts.REPRODUCE_AGAIN.render(output=alone.output[-3000:] or alone.summary())
-                history = self.messages
-                messages = self.requests.follow_up(history, request)
-                rebuild = functools.partial(self.requests.follow_up, history, request)
+                rebuild = functools.partial(self.requests.follow_up, self.messages, request)
+                ops = [op for op in self.ask(rebuild(), rebuild, prompts.REPRODUCE.version)
+                       if op.action != READ]  # a follow-up's reads are not answered
         note = "the test passed before any fix" if paths else "no test was written"
         if paths:
             self.editor.rollback()  # nothing else is applied yet: this takes exactly the test back out
@@ -193,8 +189,8 @@ class Agent(Steps):
         the model asked to read)."""
         history = self.messages
 
-        def build(shown: list[str]) -> list[Message]:
+        def build(asked: list[str]) -> list[Message]:
             return self.requests.fix(index, task, result, edit_feedback(applied.results, applied.refused), history,
-                                     self.editor.modified_files, self.iteration, shown)
+                                     self.editor.modified_files, self.iteration, asked)
         return build
 

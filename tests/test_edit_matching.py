@@ -1,9 +1,6 @@
 """The pure matcher: strategies in order, refusals written for the model, line endings and final newline kept."""
 from __future__ import annotations
 
-
-import pytest
-
 from code_assistant.edit.lines import split_lines
 from code_assistant.edit.matching import apply_search_replace
 from code_assistant.edit.symbol_edit import apply_symbol_edit
