@@ -12,9 +12,8 @@ import numpy as np
 from code_assistant.retrieve import fusion
 from code_assistant.retrieve.fit import Query
 from code_assistant.retrieve.mentions import Mentions
+from code_assistant.retrieve.ranking import dense_asks
 from code_assistant.retrieve.signals import FileSignals, Signals
-
-DENSE_CANDIDATES = 15  # as code_assistant.retrieve.ranking.DENSE_CANDIDATES
 
 # The hand-tuned fusion of 93440f9's ranking.py, kept here only to be compared with.
 HAND = {"weights": {"bm25": 1.0, "dense": 1.0, "symbols": 1.2, "graph": 0.35}, "rrf_k": 8, "mention": 1.0,
@@ -91,27 +90,26 @@ def lazy_order(record: dict, fast: fusion.Model, full: fusion.Model) -> list[str
     """The two-phase ranking of ranking.rank(), replayed: the fast model picks DENSE_CANDIDATES files to embed;
     vectors the record has only because the extraction's own pick asked for them are dropped when this pick would
     not have (vectors it would ask for but the record lacks stay missing: the replay can only under-state dense)."""
-    sig = signals_of(record)
-    paths, matrix = fusion.features(sig)
-    first = fusion.order(paths, matrix, fast)
-    asked = [p for p, _ in first if sig.files[p].kind in sig.lexical_kinds][:DENSE_CANDIDATES]
-    drop = set(record.get("asked", [])) - set(asked)
-    sig = signals_of(record, drop)
+    first, sig = _as_lazy(record, fast)
     if not any(f.dense is not None for f in sig.files.values()):
         return [p for p, _ in first]
     paths, matrix = fusion.features(sig)
     return [p for p, _ in fusion.order(paths, matrix, full)]
 
 
+def _as_lazy(record: dict, fast: fusion.Model) -> tuple[list[tuple[str, float]], Signals]:
+    """The fast model's order of the record's candidates, and the signals with the vectors the lazy flow under that
+    model would have (those the extraction made only for its own pick dropped)."""
+    sig = signals_of(record)
+    paths, matrix = fusion.features(sig)
+    first = fusion.order(paths, matrix, fast)
+    return first, signals_of(record, set(record.get("asked", [])) - set(dense_asks(first, sig)))
+
+
 def query_for(record: dict, fast: fusion.Model | None = None) -> Query:
     """The record as a training query (gold row -1 when the gold file is not a candidate). With `fast`, the dense
     features are those the lazy flow would have under that fast model (see lazy_order)."""
-    sig = signals_of(record)
-    if fast is not None:
-        paths, matrix = fusion.features(sig)
-        first = fusion.order(paths, matrix, fast)
-        asked = [p for p, _ in first if sig.files[p].kind in sig.lexical_kinds][:DENSE_CANDIDATES]
-        sig = signals_of(record, set(record.get("asked", [])) - set(asked))
+    sig = signals_of(record) if fast is None else _as_lazy(record, fast)[1]
     paths, matrix = fusion.features(sig)
     gold = paths.index(record["gold"]) if record["gold"] in paths else -1
     return Query(np.asarray(matrix), gold)

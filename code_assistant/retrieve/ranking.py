@@ -47,7 +47,7 @@ def rank(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | None
     fast = fusion.order(paths, matrix, fusion.shipped("fast"))
     asked: list[str] = []
     if embed_budget != 0:
-        asked = [p for p, _ in fast if sig.files[p].kind in sig.lexical_kinds][:DENSE_CANDIDATES]
+        asked = dense_asks(fast, sig)
         sig.embedded = index.vectors.fill(asked, embed_budget, query=task).embedded
     signals.add_dense(index, sig, task)
     ordered = fast
@@ -56,6 +56,12 @@ def rank(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | None
         ordered = fusion.order(paths, matrix, fusion.shipped("full"))
     ranked = [RankedFile(p, s, reasons(sig.files[p], sig)) for p, s in ordered[:limit] if p in index.files]
     return Ranking(ranked, sig.hit_symbols, sig.mentions, sig.frames, sig.embedded, sig, asked)
+
+
+def dense_asks(fast: list[tuple[str, float]], sig: Signals) -> list[str]:
+    """The files whose missing vectors a query asks for: the fast ranking's top DENSE_CANDIDATES of the kinds BM25
+    ranks (the bench's replays ask for the same ones)."""
+    return [p for p, _ in fast if sig.files[p].kind in sig.lexical_kinds][:DENSE_CANDIDATES]
 
 
 def reasons(f: FileSignals, sig: Signals) -> list[str]:
