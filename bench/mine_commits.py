@@ -64,10 +64,15 @@ class Commit:
     changes: list[tuple[str, str]]  # (status letter, path)
 
 
-def git(git_dir: Path, *args: str, check: bool = True) -> str:
-    proc = subprocess.run(["git", "--git-dir", str(git_dir), *args], check=False, capture_output=True, text=True,
+def run_git(git_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "--git-dir", str(git_dir), *args], check=False, capture_output=True, text=True,
                           errors="replace")
-    if check and proc.returncode != 0:
+
+
+def git(git_dir: Path, *args: str) -> str:
+    """git's output; a failure is an error."""
+    proc = run_git(git_dir, *args)
+    if proc.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)}: {proc.stderr.strip()}")
     return proc.stdout
 
@@ -118,13 +123,11 @@ def gold_of(git_dir: Path, c: Commit) -> str | None:
 def checks_out(git_dir: Path, c: Commit, gold: str) -> bool:
     """The base tree can be listed, holds the gold file's blob (bench/checkout.py skips only files >= 4 MiB) and
     at least MIN_SOURCES source files (early flask was the single file flask.py: nothing to localize)."""
-    listed = subprocess.run(["git", "--git-dir", str(git_dir), "ls-tree", "-r", "--name-only", "--full-tree",
-                             c.parent], check=False, capture_output=True, text=True, errors="replace")
+    listed = run_git(git_dir, "ls-tree", "-r", "--name-only", "--full-tree", c.parent)
     paths = listed.stdout.splitlines()
     if listed.returncode != 0 or gold not in paths or sum(map(is_source, paths)) < MIN_SOURCES:
         return False
-    return subprocess.run(["git", "--git-dir", str(git_dir), "cat-file", "-e", f"{c.parent}:{gold}"],
-                          check=False, capture_output=True).returncode == 0
+    return run_git(git_dir, "cat-file", "-e", f"{c.parent}:{gold}").returncode == 0
 
 
 def names_gold(message: str, gold: str) -> bool:
