@@ -7,13 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bench import rankers
+from bench.localize_cli import rank_of
 from code_assistant.retrieve import fusion
 
 KS = (1, 3, 5)
-
-
-def rank_in(gold: str, files: list[str]) -> int | None:
-    return files.index(gold) + 1 if gold in files else None
 
 
 def metrics(ranks: list[int | None]) -> dict[str, float]:
@@ -41,10 +38,10 @@ def retrievers() -> dict[str, Callable[[dict], int | None]]:
     table: dict[str, Callable[[dict], int | None]] = {"BM25, whole non-test .py files": lambda r: r["bm25"]["rank"]}
     for name in ("bm25 (code files, index)", "symbols", "mentions + stems", "path words", "traceback", "import graph",
                  "dense (lazy vectors)"):
-        table[f"signal alone: {name}"] = lambda r, name=name: rank_in(r["gold"], rankers.signal_rankings(r)[name])
-    table["old hand fusion (93440f9, replayed)"] = lambda r: rank_in(r["gold"], rankers.hand_fusion(r))
-    table["fitted fusion (shipped, replayed)"] = lambda r: rank_in(r["gold"], rankers.lazy_order(r, fast, full))
-    table["assistant as run (end to end)"] = lambda r: rank_in(r["gold"], r["ranking"])
+        table[f"signal alone: {name}"] = lambda r, name=name: rank_of(r["gold"], rankers.signal_rankings(r)[name])
+    table["old hand fusion (93440f9, replayed)"] = lambda r: rank_of(r["gold"], rankers.hand_fusion(r))
+    table["fitted fusion (shipped, replayed)"] = lambda r: rank_of(r["gold"], rankers.lazy_order(r, fast, full))
+    table["assistant as run (end to end)"] = lambda r: rank_of(r["gold"], r["ranking"])
     return table
 
 
