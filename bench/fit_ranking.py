@@ -38,14 +38,27 @@ def load(folder: Path, names: tuple[str, ...] = ("dev", "sympy")) -> dict[str, l
 
 
 WITHOUT: set[str] = set()  # features left out of every fit (--without): what a feature is worth, cross-set
+BALANCE = ["query"]  # --balance: "query" (every query weighs the same) or "repo" (every repository does)
+
+
+def query_weights(records: list[dict]) -> list[float] | None:
+    """None (equal) or, with --balance repo, 1 / (the record's repository's count): sympy's 77 instances weigh as
+    much as marshmallow's 2."""
+    if BALANCE[0] == "query":
+        return None
+    counts: dict[str, int] = {}
+    for r in records:
+        counts[r["repo"]] = counts.get(r["repo"], 0) + 1
+    return [1.0 / counts[r["repo"]] for r in records]
 
 
 def fit_models(records: list[dict], l2: float, loss: str = "softmax") -> tuple[fusion.Model, fusion.Model]:
     """The fast model, then the full one on the dense features the fast one's pick leaves."""
+    share = query_weights(records)
     fast = fit.fit([rankers.query_for(r) for r in records], [n for n in fusion.FAST_NAMES if n not in WITHOUT], l2,
-                   loss)
+                   loss, share)
     full = fit.fit([rankers.query_for(r, fast) for r in records], [n for n in fusion.NAMES if n not in WITHOUT],
-                   l2, loss)
+                   l2, loss, share)
     return fast, full
 
 
@@ -62,15 +75,19 @@ def _folds(records: list[dict]) -> list[list[dict]]:
 
 def choose(records: list[dict], losses: tuple[str, ...]) -> tuple[str, float]:
     """The loss and grid penalty with the best mean reciprocal rank over held-out folds of the training set itself
-    (leave one repository out; five folds of a single repository)."""
+    (leave one repository out; five folds of a single repository). With --balance repo, the mean of the folds'
+    MRRs (every repository the same) instead of the MRR over all queries."""
     best, best_mrr = (losses[0], L2_GRID[0]), -1.0
     for loss in losses:
         for l2 in L2_GRID:
-            got: list[int | None] = []
+            per_fold: list[list[int | None]] = []
             for fold in _folds(records):
                 train = [r for r in records if r not in fold]
-                got += ranks(fold, *fit_models(train, l2, loss))
-            mrr = metrics(got)["mrr"]
+                per_fold.append(ranks(fold, *fit_models(train, l2, loss)))
+            if BALANCE[0] == "repo":
+                mrr = sum(metrics(got)["mrr"] for got in per_fold) / len(per_fold)
+            else:
+                mrr = metrics([x for got in per_fold for x in got])["mrr"]
             if mrr > best_mrr:
                 best, best_mrr = (loss, l2), mrr
     return best
@@ -164,8 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--more-sets", nargs="+", default=[], metavar="NAME",
                    help="further record folders (e.g. heldout from bench/mine_commits.py): print only a table of "
                         "each set scored by models fitted on the others (no shipping)")
+    p.add_argument("--balance", choices=("query", "repo"), default="query",
+                   help="weigh every training query the same (default) or every repository the same")
     args = p.parse_args(argv)
     WITHOUT.update(args.without)
+    BALANCE[0] = args.balance
     if args.more_sets:
         print("\n".join(leave_one_set_out(load(args.records, ("dev", "sympy", *args.more_sets)), tuple(args.loss))))
         return 0

@@ -47,6 +47,41 @@ def test_fit_refuses_data_without_a_usable_query() -> None:
         fit.fit([fit.Query(np.zeros((1, len(fusion.NAMES))), 0)])
 
 
+@pytest.mark.parametrize("loss", ["softmax", "pairwise"])
+def test_a_query_of_weight_two_counts_as_that_query_twice(loss: str) -> None:
+    queries = _synthetic(20, seed=3)
+    weighted = fit.fit(queries, fusion.NAMES, l2=1.0, loss=loss, weights=[2.0] + [1.0] * 19)
+    # the same penalty per query: l2 / (number of queries) is 1/20 in both fits
+    doubled = fit.fit([queries[0], *queries], fusion.NAMES, l2=21 / 20, loss=loss)
+    assert np.allclose(weighted.weights, doubled.weights, atol=1e-5)
+
+
+def test_weights_move_the_fit_towards_the_queries_they_favour() -> None:
+    """Two kinds of query disagree on which feature finds the gold row; weighing one kind up makes the model follow
+    it (as --balance repo does for a small repository beside a big one)."""
+    def kind(feature: str, n: int, seed: int) -> list[fit.Query]:
+        rng = np.random.default_rng(seed)
+        out = []
+        for _ in range(n):
+            m = rng.random((20, len(fusion.NAMES)))
+            gold = int(rng.integers(20))
+            m[gold, fusion.NAMES.index(feature)] += 0.5
+            out.append(fit.Query(m, gold))
+        return out
+
+    queries = kind("bm25_rel", 60, seed=4) + kind("symbols", 10, seed=5)
+    share = {n: w for n, w in zip(fusion.NAMES, fit.fit(queries, l2=1.0).weights)}
+    even = {n: w for n, w in zip(fusion.NAMES, fit.fit(queries, l2=1.0, weights=[1 / 60] * 60 + [1 / 10] * 10).weights)}
+    assert share["bm25_rel"] > share["symbols"]
+    assert even["symbols"] / even["bm25_rel"] > share["symbols"] / share["bm25_rel"]
+
+
+@pytest.mark.parametrize("bad", [[1.0], [-1.0, 2.0], [0.0, 0.0]])
+def test_fit_refuses_weights_that_do_not_fit_the_queries(bad: list[float]) -> None:
+    with pytest.raises(ValueError):
+        fit.fit(_synthetic(2, seed=6), weights=bad)
+
+
 def test_shipped_models_load_and_cover_their_features() -> None:
     for name, dense in (("fast", False), ("full", True)):
         model = fusion.shipped(name)

@@ -2,7 +2,9 @@
 linear scorer (numpy only, Newton's method on a convex loss with an L2 penalty on standardized features).
 
 Two losses: `softmax` (the right file against all candidates of its query at once, a conditional logit) and
-`pairwise` (logistic on the right file minus each other candidate). Every query weighs the same."""
+`pairwise` (logistic on the right file minus each other candidate). Every query weighs the same unless the caller
+says otherwise (`weights`: e.g. every repository the same, so that one big repository's many queries do not teach the
+model that repository alone)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -23,23 +25,32 @@ class Query(NamedTuple):
     gold: int
 
 
-def fit(queries: Sequence[Query], names: Sequence[str] = NAMES, l2: float = 1.0, loss: str = "softmax") -> Model:
-    """The model over features `names` that best ranks each query's gold row first: minimizes the summed loss plus
-    l2 / 2 * |weights|^2 (on standardized features)."""
-    usable = [q for q in queries if 0 <= q.gold < len(q.matrix) and len(q.matrix) > 1]
-    if not usable:
+def fit(queries: Sequence[Query], names: Sequence[str] = NAMES, l2: float = 1.0, loss: str = "softmax",
+        weights: Sequence[float] | None = None) -> Model:
+    """The model over features `names` that best ranks each query's gold row first: minimizes the (weighted) mean
+    loss plus l2 / 2 * |weights|^2 (on standardized features). `weights`, one per query, are scaled to mean 1."""
+    if weights is not None and len(weights) != len(queries):
+        raise ValueError(f"{len(weights)} weights for {len(queries)} queries")
+    keep = [i for i, q in enumerate(queries) if 0 <= q.gold < len(q.matrix) and len(q.matrix) > 1]
+    if not keep:
         raise ValueError("no query with a gold candidate and at least one other candidate to fit on")
+    usable = [queries[i] for i in keep]
+    share = np.ones(len(usable)) if weights is None else np.array([float(weights[i]) for i in keep])
+    if (share < 0).any() or share.sum() <= 0:
+        raise ValueError("query weights must be non-negative and not all zero")
+    share = share / share.mean()
     columns = [NAMES.index(n) for n in names]
     pooled = np.vstack([q.matrix[:, columns] for q in usable])
-    means = pooled.mean(axis=0)
-    scales = pooled.std(axis=0)
+    row_share = np.concatenate([np.full(len(q.matrix), w) for q, w in zip(usable, share)])
+    means = np.average(pooled, axis=0, weights=row_share)  # a query of weight 2 counts twice here too
+    scales = np.sqrt(np.average((pooled - means) ** 2, axis=0, weights=row_share))
     scales[scales < MIN_SCALE] = 1.0
     standardized = [Query((q.matrix[:, columns] - means) / scales, q.gold) for q in usable]
     step = _softmax_step if loss == "softmax" else _pairwise_step
     weights = np.zeros(len(columns))
     penalty = l2 / len(usable)  # the loss is a mean over queries: l2 weighs like l2 queries' worth of loss in all
     for _ in range(NEWTON_STEPS):
-        value, grad, hess = step(standardized, weights)
+        value, grad, hess = step(standardized, weights, share)
         value += 0.5 * penalty * weights @ weights
         grad = grad + penalty * weights
         hess = hess + penalty * np.eye(len(weights))
@@ -47,7 +58,7 @@ def fit(queries: Sequence[Query], names: Sequence[str] = NAMES, l2: float = 1.0,
         t = 1.0
         while t > 1e-4:  # backtracking: the loss must fall
             trial = weights - t * direction
-            if step(standardized, trial, value_only=True)[0] + 0.5 * penalty * trial @ trial <= value:
+            if step(standardized, trial, share, value_only=True)[0] + 0.5 * penalty * trial @ trial <= value:
                 break
             t /= 2
         weights = weights - t * direction
@@ -56,38 +67,38 @@ def fit(queries: Sequence[Query], names: Sequence[str] = NAMES, l2: float = 1.0,
     return Model(tuple(names), tuple(weights.tolist()), tuple(means.tolist()), tuple(scales.tolist()))
 
 
-def _softmax_step(queries: Sequence[Query], w: np.ndarray,
+def _softmax_step(queries: Sequence[Query], w: np.ndarray, share: np.ndarray,
                   value_only: bool = False) -> tuple[float, np.ndarray, np.ndarray]:
-    """Mean over queries of -log softmax(score)[gold], its gradient and Hessian."""
+    """Weighted mean over queries of -log softmax(score)[gold], its gradient and Hessian."""
     value, grad, hess = 0.0, np.zeros_like(w), np.zeros((len(w), len(w)))
-    for x, gold in queries:
+    for (x, gold), q_share in zip(queries, share):
         s = x @ w
         top = s.max()
         p = np.exp(s - top)
         total = p.sum()
         p /= total
-        value += top + np.log(total) - s[gold]
+        value += q_share * (top + np.log(total) - s[gold])
         if value_only:
             continue
         mean = p @ x
-        grad += mean - x[gold]
-        hess += (x * p[:, None]).T @ x - np.outer(mean, mean)
+        grad += q_share * (mean - x[gold])
+        hess += q_share * ((x * p[:, None]).T @ x - np.outer(mean, mean))
     return value / len(queries), grad / len(queries), hess / len(queries)
 
 
-def _pairwise_step(queries: Sequence[Query], w: np.ndarray,
+def _pairwise_step(queries: Sequence[Query], w: np.ndarray, share: np.ndarray,
                    value_only: bool = False) -> tuple[float, np.ndarray, np.ndarray]:
-    """Mean over queries of the mean over other candidates of log(1 + exp(-(s_gold - s_other)))."""
+    """Weighted mean over queries of the mean over other candidates of log(1 + exp(-(s_gold - s_other)))."""
     value, grad, hess = 0.0, np.zeros_like(w), np.zeros((len(w), len(w)))
-    for x, gold in queries:
+    for (x, gold), q_share in zip(queries, share):
         d = x[gold] - np.delete(x, gold, axis=0)
         margin = d @ w
-        value += np.logaddexp(0.0, -margin).mean()
+        value += q_share * np.logaddexp(0.0, -margin).mean()
         if value_only:
             continue
         p = 1.0 / (1.0 + np.exp(margin))  # derivative of the loss in -margin
-        grad += -(d * p[:, None]).mean(axis=0)
-        hess += (d * (p * (1 - p))[:, None]).T @ d / len(d)
+        grad += -q_share * (d * p[:, None]).mean(axis=0)
+        hess += q_share * ((d * (p * (1 - p))[:, None]).T @ d / len(d))
     return value / len(queries), grad / len(queries), hess / len(queries)
 
 
