@@ -10,14 +10,20 @@ The honest numbers are the cross-set ones: fit on dev, score on sympy; fit on sy
 and the old hand fusion on the same instances, per set and per repository. The L2 penalty is chosen inside the
 training set (leave one repository out, or five folds of one repository), never on the set scored; so is the loss
 (softmax or pairwise). --write stores
-the models fitted on both sets together in code_assistant/retrieve/fusion_weights.py.
+the models fitted on the --ship-on sets together (default: both dev sets) in code_assistant/retrieve/fusion_weights.py.
+
+    python -m bench.fit_ranking --records R --more-sets heldout heldout2 --balance repo \
+        --ship-on dev sympy heldout heldout2 [--write]   # each set scored by fits on the others; ship on all
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import statistics
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -66,7 +72,16 @@ def ranks(records: list[dict], fast: fusion.Model, full: fusion.Model) -> list[i
     return [rank_of(r["gold"], rankers.lazy_order(r, fast, full)) for r in records]
 
 
+CHOOSE_BY = ["repo"]  # --choose-by: the unit held out when choosing loss and penalty inside the training data
+RULE = ["best"]  # --rule: how a setting is chosen from the folds' scores (see choose())
+
+
 def _folds(records: list[dict]) -> list[list[dict]]:
+    """Held-out folds of the training data: whole sets (--choose-by set, when it holds two or more: the kind of task
+    and repository changes between folds, as it does for a user), else whole repositories, else five slices."""
+    sets_ = sorted({r["set"] for r in records})
+    if CHOOSE_BY[0] == "set" and len(sets_) > 1:
+        return [[r for r in records if r["set"] == name] for name in sets_]
     repos = sorted({r["repo"] for r in records})
     if len(repos) > 1:
         return [[r for r in records if r["repo"] == repo] for repo in repos]
@@ -74,23 +89,38 @@ def _folds(records: list[dict]) -> list[list[dict]]:
 
 
 def choose(records: list[dict], losses: tuple[str, ...]) -> tuple[str, float]:
-    """The loss and grid penalty with the best mean reciprocal rank over held-out folds of the training set itself
-    (leave one repository out; five folds of a single repository). With --balance repo, the mean of the folds'
-    MRRs (every repository the same) instead of the MRR over all queries."""
-    best, best_mrr = (losses[0], L2_GRID[0]), -1.0
+    """The loss and grid penalty chosen on held-out folds of the training set itself (leave one repository out, or
+    one whole set with --choose-by set; five folds of a single repository).
+
+    --rule best: the best mean reciprocal rank (over all queries; with --balance repo or --choose-by set, the mean of
+    the folds' MRRs, every fold the same). --rule one-se: the one-standard-error rule - of the settings whose mean
+    fold MRR is within one standard error (over folds) of the best one's, the most penalized: the simplest model the
+    folds cannot tell apart from the best, which is the one that carries over to a new kind of repository."""
+    fold_mrr: dict[tuple[str, float], list[float]] = {}
+    pooled: dict[tuple[str, float], float] = {}
     for loss in losses:
         for l2 in L2_GRID:
             per_fold: list[list[int | None]] = []
             for fold in _folds(records):
                 train = [r for r in records if r not in fold]
                 per_fold.append(ranks(fold, *fit_models(train, l2, loss)))
-            if BALANCE[0] == "repo":
-                mrr = sum(metrics(got)["mrr"] for got in per_fold) / len(per_fold)
-            else:
-                mrr = metrics([x for got in per_fold for x in got])["mrr"]
-            if mrr > best_mrr:
-                best, best_mrr = (loss, l2), mrr
-    return best
+            fold_mrr[(loss, l2)] = [metrics(got)["mrr"] for got in per_fold]
+            pooled[(loss, l2)] = metrics([x for got in per_fold for x in got])["mrr"]
+    if RULE[0] == "one-se":
+        return one_standard_error(fold_mrr)
+    if BALANCE[0] == "repo" or CHOOSE_BY[0] == "set":
+        return max(fold_mrr, key=lambda key: statistics.fmean(fold_mrr[key]))  # the first of equals, in grid order
+    return max(pooled, key=lambda key: pooled[key])
+
+
+def one_standard_error(fold_mrr: dict[tuple[str, float], list[float]]) -> tuple[str, float]:
+    """Of the (loss, penalty) settings whose mean fold MRR is within one standard error (over folds) of the best
+    mean, the most penalized (ties: the higher mean, then the first in order)."""
+    mean = {key: statistics.fmean(v) for key, v in fold_mrr.items()}
+    best = max(mean, key=lambda key: mean[key])
+    folds = fold_mrr[best]
+    floor = mean[best] - (statistics.stdev(folds) / math.sqrt(len(folds)) if len(folds) > 1 else 0.0)
+    return max((key for key in mean if mean[key] >= floor), key=lambda key: (key[1], mean[key]))
 
 
 def _cells(ranks_: list[int | None]) -> str:
@@ -164,6 +194,7 @@ def write_weights(fast: fusion.Model, full: fusion.Model, note: str) -> None:
             rows.append(f'        "{key}": [{", ".join(f"{v:.6g}" for v in getattr(m, key))}],')
         return "{\n" + "\n".join(rows) + "\n    }"
 
+    note = "\n".join(textwrap.fill(line, 120) for line in note.splitlines())
     WEIGHTS_FILE.write_text(
         '"""The fusion models\' constants, written by `python -m bench.fit_ranking --write`; do not edit by hand.\n\n'
         f"{note}\n" + '"""\n\n'
@@ -175,35 +206,49 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--records", type=Path, default=Path("/tmp/localize/records"))
     p.add_argument("--loss", choices=("softmax", "pairwise"), nargs="+", default=["softmax", "pairwise"],
                    help="losses to choose from, inside the training set")
-    p.add_argument("--write", action="store_true", help="write the models fitted on both sets to fusion_weights.py")
+    p.add_argument("--write", action="store_true",
+                   help="write the models fitted on the --ship-on sets to fusion_weights.py")
     p.add_argument("--without", nargs="+", default=[], choices=fusion.NAMES, metavar="FEATURE",
                    help="leave these features out of every fit")
     p.add_argument("--more-sets", nargs="+", default=[], metavar="NAME",
-                   help="further record folders (e.g. heldout from bench/mine_commits.py): print only a table of "
-                        "each set scored by models fitted on the others (no shipping)")
+                   help="further record folders (e.g. heldout from bench/mine_commits.py): print a table of each set "
+                        "scored by models fitted on the others instead of the two-set report")
     p.add_argument("--balance", choices=("query", "repo"), default="query",
                    help="weigh every training query the same (default) or every repository the same")
+    p.add_argument("--ship-on", nargs="+", default=["dev", "sympy"], metavar="NAME",
+                   help="the record folders the shipped models (--write) are fitted on (default: dev sympy)")
+    p.add_argument("--choose-by", choices=("repo", "set"), default="repo",
+                   help="choose loss and penalty leaving out one repository (default) or one whole set at a time")
+    p.add_argument("--rule", choices=("best", "one-se"), default="best",
+                   help="pick the setting with the best held-out MRR (default) or the most penalized one within one "
+                        "standard error of it")
     args = p.parse_args(argv)
     WITHOUT.update(args.without)
     BALANCE[0] = args.balance
+    CHOOSE_BY[0] = args.choose_by
+    RULE[0] = args.rule
+    names = tuple(dict.fromkeys(("dev", "sympy", *args.more_sets, *args.ship_on)))
+    sets = load(args.records, names)
+    print("records: " + ", ".join(f"{n} {len(sets[n])}" for n in names), file=sys.stderr)
     if args.more_sets:
-        print("\n".join(leave_one_set_out(load(args.records, ("dev", "sympy", *args.more_sets)), tuple(args.loss))))
-        return 0
-    sets = load(args.records)
-    print(f"records: dev {len(sets['dev'])}, sympy {len(sets['sympy'])}", file=sys.stderr)
-    lines = cross_report(sets, tuple(args.loss))
-    for loss in args.loss:
-        lines += ["", "Sensitivity to the penalty (acc@1 / acc@5):", "", *sensitivity(sets, loss)]
-    both = sets["dev"] + sets["sympy"]
-    loss, l2 = choose(both, tuple(args.loss))
-    fast, full = fit_models(both, l2, loss)
-    lines += ["", (f"Shipped: fitted on both sets together ({len(both)} instances; {loss} loss, L2 {l2:g}, chosen by "
-                   "leave-one-repository-out inside them); weights on standardized features:"), "",
-              *weights_table(fast, full)]
+        lines = leave_one_set_out(sets, tuple(args.loss))
+    else:
+        lines = cross_report(sets, tuple(args.loss))
+        for loss in args.loss:
+            lines += ["", "Sensitivity to the penalty (acc@1 / acc@5):", "", *sensitivity(sets, loss)]
+    train = [r for n in args.ship_on for r in sets[n]]
+    loss, l2 = choose(train, tuple(args.loss))
+    fast, full = fit_models(train, l2, loss)
+    on = " + ".join(f"{len(sets[n])} {n}" for n in args.ship_on)
+    lines += ["", (f"Shipped: fitted on {on} ({len(train)} instances; {loss} loss, L2 {l2:g}, every "
+                   f"{args.balance} weighing the same, chosen by leave-one-{args.choose_by}-out inside them, rule "
+                   f"{args.rule}); "
+                   "weights on standardized features:"), "", *weights_table(fast, full)]
     print("\n".join(lines))
     if args.write:
-        write_weights(fast, full, f"Fitted on both dev sets together ({len(sets['dev'])} dev + {len(sets['sympy'])} "
-                                  f"sympy instances), {loss} loss, L2 {l2:g}, {time.strftime('%Y-%m-%d')}.\n"
+        write_weights(fast, full, f"Fitted on {on} instances ({len(train)}), every {args.balance} weighing the same, "
+                                  f"{loss} loss, L2 {l2:g} (leave-one-{args.choose_by}-out, rule {args.rule}), "
+                                  f"{time.strftime('%Y-%m-%d')}.\n"
                                   "Cross-set numbers (the honest estimate) are in BENCHMARKS.md.")
         print(f"wrote {WEIGHTS_FILE}", file=sys.stderr)
     return 0

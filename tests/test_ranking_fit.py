@@ -112,3 +112,14 @@ def test_shipped_models_rank_the_obvious_file_first(tmp_path: Path) -> None:
         "Traceback (most recent call last):\n  File \"geo/render.py\", line 2, in render_svg\nValueError: bad shape",
     )]
     assert top == ["geo/shapes.py", "geo/units.py", "geo/render.py"]
+
+
+def test_the_one_standard_error_rule_takes_the_most_penalized_setting_the_folds_cannot_tell_from_the_best() -> None:
+    from bench.fit_ranking import one_standard_error
+
+    folds = {("softmax", 1.0): [0.80, 0.60, 0.70],   # the best mean, 0.70; its standard error 0.0577
+             ("softmax", 100.0): [0.70, 0.62, 0.68],  # 0.667: within one standard error
+             ("pairwise", 300.0): [0.66, 0.60, 0.64],  # 0.633: not
+             ("pairwise", 30.0): [0.75, 0.60, 0.68]}   # 0.677: within, but less penalized than 100
+    assert one_standard_error(folds) == ("softmax", 100.0)
+    assert one_standard_error({("softmax", 1.0): [0.5], ("softmax", 10.0): [0.4]}) == ("softmax", 1.0)  # one fold
