@@ -44,18 +44,19 @@ def load(folder: Path, names: tuple[str, ...] = ("dev", "sympy")) -> dict[str, l
 
 
 WITHOUT: set[str] = set()  # features left out of every fit (--without): what a feature is worth, cross-set
-BALANCE = ["query"]  # --balance: "query" (every query weighs the same) or "repo" (every repository does)
+BALANCE = ["query"]  # --balance: "query" (every query weighs the same), "repo" or "set" (every one of those does)
 
 
 def query_weights(records: list[dict]) -> list[float] | None:
     """None (equal) or, with --balance repo, 1 / (the record's repository's count): sympy's 77 instances weigh as
-    much as marshmallow's 2."""
+    much as marshmallow's 2; with --balance set, 1 / (its set's count): dev's 22 issues as much as 80 commits."""
     if BALANCE[0] == "query":
         return None
+    unit = "repo" if BALANCE[0] == "repo" else "set"
     counts: dict[str, int] = {}
     for r in records:
-        counts[r["repo"]] = counts.get(r["repo"], 0) + 1
-    return [1.0 / counts[r["repo"]] for r in records]
+        counts[r[unit]] = counts.get(r[unit], 0) + 1
+    return [1.0 / counts[r[unit]] for r in records]
 
 
 def fit_models(records: list[dict], l2: float, loss: str = "softmax") -> tuple[fusion.Model, fusion.Model]:
@@ -149,14 +150,16 @@ def cross_report(sets: dict[str, list[dict]], losses: tuple[str, ...]) -> list[s
     return lines
 
 
-def leave_one_set_out(sets: dict[str, list[dict]], losses: tuple[str, ...]) -> list[str]:
-    """Each set scored by models fitted on every other set alone and on all the others together."""
+def leave_one_set_out(sets: dict[str, list[dict]], losses: tuple[str, ...],
+                      fixed: tuple[str, float] | None = None) -> list[str]:
+    """Each set scored by models fitted on every other set alone and on all the others together (loss and penalty
+    chosen inside the training sets, or `fixed`)."""
     lines = ["| scored on | trained on (loss, L2) | n | BM25 whole files | fitted fusion |", "|---|---|---|---|---|"]
     for test in sets:
         others = [n for n in sets if n != test]
         for train_names in [*([n] for n in others), *([others] if len(others) > 1 else [])]:
             train = [r for n in train_names for r in sets[n]]
-            loss, l2 = choose(train, losses)
+            loss, l2 = fixed or choose(train, losses)
             recs = sets[test]
             fitted = ranks(recs, *fit_models(train, l2, loss))
             lines.append(f"| {test} | {' + '.join(train_names)} ({loss}, {l2:g}) | {len(recs)} | "
@@ -213,8 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--more-sets", nargs="+", default=[], metavar="NAME",
                    help="further record folders (e.g. heldout from bench/mine_commits.py): print a table of each set "
                         "scored by models fitted on the others instead of the two-set report")
-    p.add_argument("--balance", choices=("query", "repo"), default="query",
-                   help="weigh every training query the same (default) or every repository the same")
+    p.add_argument("--balance", choices=("query", "repo", "set"), default="query",
+                   help="weigh every training query the same (default), or every repository, or every set")
     p.add_argument("--ship-on", nargs="+", default=["dev", "sympy"], metavar="NAME",
                    help="the record folders the shipped models (--write) are fitted on (default: dev sympy)")
     p.add_argument("--choose-by", choices=("repo", "set"), default="repo",
@@ -222,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rule", choices=("best", "one-se"), default="best",
                    help="pick the setting with the best held-out MRR (default) or the most penalized one within one "
                         "standard error of it")
+    p.add_argument("--l2", type=float, default=None,
+                   help="fit the shipped models with this penalty and the first --loss instead of choosing them")
     args = p.parse_args(argv)
     WITHOUT.update(args.without)
     BALANCE[0] = args.balance
@@ -231,23 +236,25 @@ def main(argv: list[str] | None = None) -> int:
     sets = load(args.records, names)
     print("records: " + ", ".join(f"{n} {len(sets[n])}" for n in names), file=sys.stderr)
     if args.more_sets:
-        lines = leave_one_set_out(sets, tuple(args.loss))
+        lines = leave_one_set_out(sets, tuple(args.loss), (args.loss[0], args.l2) if args.l2 is not None else None)
     else:
         lines = cross_report(sets, tuple(args.loss))
         for loss in args.loss:
             lines += ["", "Sensitivity to the penalty (acc@1 / acc@5):", "", *sensitivity(sets, loss)]
     train = [r for n in args.ship_on for r in sets[n]]
-    loss, l2 = choose(train, tuple(args.loss))
+    loss, l2 = (args.loss[0], args.l2) if args.l2 is not None else choose(train, tuple(args.loss))
+    how = ("given" if args.l2 is not None else
+           f"chosen by leave-one-{args.choose_by}-out inside them, rule {args.rule}")
     fast, full = fit_models(train, l2, loss)
     on = " + ".join(f"{len(sets[n])} {n}" for n in args.ship_on)
     lines += ["", (f"Shipped: fitted on {on} ({len(train)} instances; {loss} loss, L2 {l2:g}, every "
-                   f"{args.balance} weighing the same, chosen by leave-one-{args.choose_by}-out inside them, rule "
-                   f"{args.rule}); "
-                   "weights on standardized features:"), "", *weights_table(fast, full)]
+                   f"{args.balance} weighing the same, {how}); weights on standardized features:"), "",
+              *weights_table(fast, full)]
     print("\n".join(lines))
     if args.write:
         write_weights(fast, full, f"Fitted on {on} instances ({len(train)}), every {args.balance} weighing the same, "
-                                  f"{loss} loss, L2 {l2:g} (leave-one-{args.choose_by}-out, rule {args.rule}), "
+                                  f"{loss} loss, L2 {l2:g} ({how}), "
+                                  + (f"features left out: {', '.join(sorted(WITHOUT))}, " if WITHOUT else "") +
                                   f"{time.strftime('%Y-%m-%d')}.\n"
                                   "Cross-set numbers (the honest estimate) are in BENCHMARKS.md.")
         print(f"wrote {WEIGHTS_FILE}", file=sys.stderr)
