@@ -1,9 +1,16 @@
 """Shared fixtures: every test runs with its own HOME/cache and no real API keys."""
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
+
+# The Ctrl-C tests send SIGINT to a CLI they start. A suite started as a background job (`pytest ... &` in a script)
+# runs with SIGINT ignored; children inherit an ignored signal and Python keeps it ignored, so those CLIs would never
+# see the Ctrl-C and the tests would time out. Caught here instead, it is back to the default in every child.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 _MODEL_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "OPENAI_CONTEXT_WINDOW", "EMBEDDING_BACKEND",
               "EMBEDDING_MODEL", "CODE_ASSISTANT_INDEX_PATH", "CODE_ASSISTANT_STATE_PATH", "CHROMA_HOST", "CHROMA_PORT",
