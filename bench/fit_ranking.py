@@ -12,8 +12,8 @@ training set (leave one repository out, or five folds of one repository), never 
 (softmax or pairwise). --write stores
 the models fitted on the --ship-on sets together (default: both dev sets) in code_assistant/retrieve/fusion_weights.py.
 
-    python -m bench.fit_ranking --records R --more-sets heldout heldout2 --balance repo \
-        --ship-on dev sympy heldout heldout2 [--write]   # each set scored by fits on the others; ship on all
+    python -m bench.fit_ranking --records R --more-sets heldout heldout2 --loss pairwise --l2 30 \
+        --without test_about --ship-on dev sympy heldout heldout2 [--write]   # the shipped weights (BENCHMARKS.md)
 """
 
 from __future__ import annotations
@@ -93,10 +93,11 @@ def choose(records: list[dict], losses: tuple[str, ...]) -> tuple[str, float]:
     """The loss and grid penalty chosen on held-out folds of the training set itself (leave one repository out, or
     one whole set with --choose-by set; five folds of a single repository).
 
-    --rule best: the best mean reciprocal rank (over all queries; with --balance repo or --choose-by set, the mean of
-    the folds' MRRs, every fold the same). --rule one-se: the one-standard-error rule - of the settings whose mean
-    fold MRR is within one standard error (over folds) of the best one's, the most penalized: the simplest model the
-    folds cannot tell apart from the best, which is the one that carries over to a new kind of repository."""
+    --rule best: the best mean reciprocal rank (over all queries; with --balance repo or set, or --choose-by set, the
+    mean of the folds' MRRs, every fold the same). --rule one-se: the one-standard-error rule - of the settings whose
+    mean fold MRR is within one standard error (over folds) of the best one's, the most penalized: the simplest model
+    the folds cannot tell apart from the best (BENCHMARKS.md, "A fourth set": what it picked, and why it was not
+    shipped)."""
     fold_mrr: dict[tuple[str, float], list[float]] = {}
     pooled: dict[tuple[str, float], float] = {}
     for loss in losses:
@@ -109,7 +110,7 @@ def choose(records: list[dict], losses: tuple[str, ...]) -> tuple[str, float]:
             pooled[(loss, l2)] = metrics([x for got in per_fold for x in got])["mrr"]
     if RULE[0] == "one-se":
         return one_standard_error(fold_mrr)
-    if BALANCE[0] == "repo" or CHOOSE_BY[0] == "set":
+    if BALANCE[0] != "query" or CHOOSE_BY[0] == "set":
         return max(fold_mrr, key=lambda key: statistics.fmean(fold_mrr[key]))  # the first of equals, in grid order
     return max(pooled, key=lambda key: pooled[key])
 
@@ -232,19 +233,19 @@ def main(argv: list[str] | None = None) -> int:
     BALANCE[0] = args.balance
     CHOOSE_BY[0] = args.choose_by
     RULE[0] = args.rule
+    fixed = (args.loss[0], args.l2) if args.l2 is not None else None
     names = tuple(dict.fromkeys(("dev", "sympy", *args.more_sets, *args.ship_on)))
     sets = load(args.records, names)
     print("records: " + ", ".join(f"{n} {len(sets[n])}" for n in names), file=sys.stderr)
     if args.more_sets:
-        lines = leave_one_set_out(sets, tuple(args.loss), (args.loss[0], args.l2) if args.l2 is not None else None)
+        lines = leave_one_set_out(sets, tuple(args.loss), fixed)
     else:
         lines = cross_report(sets, tuple(args.loss))
         for loss in args.loss:
             lines += ["", "Sensitivity to the penalty (acc@1 / acc@5):", "", *sensitivity(sets, loss)]
     train = [r for n in args.ship_on for r in sets[n]]
-    loss, l2 = (args.loss[0], args.l2) if args.l2 is not None else choose(train, tuple(args.loss))
-    how = ("given" if args.l2 is not None else
-           f"chosen by leave-one-{args.choose_by}-out inside them, rule {args.rule}")
+    loss, l2 = fixed or choose(train, tuple(args.loss))
+    how = "given" if fixed else f"chosen by leave-one-{args.choose_by}-out inside them, rule {args.rule}"
     fast, full = fit_models(train, l2, loss)
     on = " + ".join(f"{len(sets[n])} {n}" for n in args.ship_on)
     lines += ["", (f"Shipped: fitted on {on} ({len(train)} instances; {loss} loss, L2 {l2:g}, every "

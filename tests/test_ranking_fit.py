@@ -70,8 +70,8 @@ def test_weights_move_the_fit_towards_the_queries_they_favour() -> None:
         return out
 
     queries = kind("bm25_rel", 60, seed=4) + kind("symbols", 10, seed=5)
-    share = {n: w for n, w in zip(fusion.NAMES, fit.fit(queries, l2=1.0).weights)}
-    even = {n: w for n, w in zip(fusion.NAMES, fit.fit(queries, l2=1.0, weights=[1 / 60] * 60 + [1 / 10] * 10).weights)}
+    share = dict(zip(fusion.NAMES, fit.fit(queries, l2=1.0).weights))
+    even = dict(zip(fusion.NAMES, fit.fit(queries, l2=1.0, weights=[1 / 60] * 60 + [1 / 10] * 10).weights))
     assert share["bm25_rel"] > share["symbols"]
     assert even["symbols"] / even["bm25_rel"] > share["symbols"] / share["bm25_rel"]
 
