@@ -116,6 +116,7 @@ class InProcess:
 
         weights = hashlib.sha1(json.dumps(fusion_weights.MODELS, sort_keys=True).encode()).hexdigest()[:8]
         return {"files": [r.path for r in ranking.files], "context_files": context.paths, "map_files": context.map,
+                "listed_files": context.listed,
                 "embedded": ranking.embedded,
                 "weights": weights,
                 "asked": ranking.dense_asked, "about_tests": sig.about_tests, "n_files": sig.n_files,
@@ -151,12 +152,13 @@ def evaluate(inst: dict, set_name: str, args: argparse.Namespace, count, runner:
         if "error" in cli:
             rec["error"] = f"assistant: {cli['error']}"
         rec.update(ranking=cli.get("files", []), context=cli.get("context_files", []), map=cli.get("map_files", []),
+                   listed=cli.get("listed_files", []),
                    embedded=cli.get("chunks_embedded") or 0, seconds={"rank": cli["seconds"]}, cli=cli)
         return rec
     assert runner is not None
     out = runner.run(dest, name, task, args.budget, args.embed_budget, f"{set_name}/{inst['instance_id']}")
     rec["ranking"], rec["context"], rec["files"] = out.pop("files"), out.pop("context_files"), out.pop("signals")
-    rec["map"] = out.pop("map_files")
+    rec["map"], rec["listed"] = out.pop("map_files"), out.pop("listed_files")
     rec.update(out)
     return rec
 

@@ -84,6 +84,10 @@ def render(records: dict[str, list[dict]], budget: int) -> str:
                 if any("map" in r for r in done):  # the map of more files names it: the model may ask to read it
                     named = sum(r["gold"] in r["context"] or r["gold"] in r.get("map", []) for r in done)
                     ctx += f"; {named / max(len(done), 1):.2f} shown or on the map"
+                if any("listed" in r for r in done):  # further down the map: the path alone
+                    anywhere = sum(r["gold"] in [*r["context"], *r.get("map", []), *r.get("listed", [])]
+                                   for r in done)
+                    ctx += f"; {anywhere / max(len(done), 1):.2f} with its paths"
             elif label.startswith(("fitted", "old")):
                 hits = [(fn(r) or 10**6) <= context_depth(r) for r in done]
                 ctx = f"{sum(hits) / max(len(done), 1):.2f} (est.)"
@@ -102,8 +106,10 @@ def render(records: dict[str, list[dict]], budget: int) -> str:
                 cells.append("/".join(f"{m[f'acc@{k}']:.2f}" for k in KS) + f" · {m['mrr']:.2f}")
             in_ctx = sum(r["gold"] in r["context"] for r in rs)
             on_map = sum(r["gold"] in r.get("map", []) for r in rs)
+            listed = sum(r["gold"] in r.get("listed", []) for r in rs)
             lines.append(f"| {repo} | {len(rs)} | " + " | ".join(cells) + f" | {in_ctx}/{len(rs)}"
-                         + (f" (+{on_map} on the map)" if on_map else "") + " |")
+                         + (f" (+{on_map} on the map)" if on_map else "")
+                         + (f" (+{listed} by path)" if listed else "") + " |")
         if len({r["repo"] for r in done}) > 1:
             lines += ["", *per_repository(done, table, replayable)]
         embedded = [r.get("embedded", 0) for r in done]

@@ -71,13 +71,15 @@ def context_only(settings: Settings, as_json: bool) -> int:
     if as_json:
         print(json.dumps({"files": [r.path for r in context.ranking], "tokens": context.tokens,
                           "context_files": context.paths, "map_files": context.map,
+                          "listed_files": context.listed,
                           "chunks_embedded": context.embedded}))
         return EXIT_OK
     console.say(f"[Context: {len(context.files)} relevant files selected]")
     for f in context.files:
         console.say(f"  {f.path}  ({f.mode}, {f.tokens} tokens)")
-    if context.map:
-        console.say(f"  and a map of {len(context.map)} more files (a line each; the model may ask to read one)")
+    if context.map or context.listed:
+        console.say(f"  and a map of {len(context.map)} more files (a line each) and {len(context.listed)} more "
+                    f"paths (the model may ask to read one)")
     console.say(f"Total: {context.tokens} tokens of {context.budget}")
     if settings.verbose:
         for line in context.budget_log:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -126,9 +127,48 @@ def test_the_map_lists_the_names_the_task_uses_first(index: RepoIndex) -> None:
         "shop/big.py: stock_399, stock_7, Warehouse"), line
 
 
+def test_path_list_groups_paths_by_directory_in_the_order_of_each_directorys_first_path() -> None:
+    paths = ["sympy/core/mul.py", "setup.py", "sympy/polys/rings.py", "sympy/core/mod.py", "conftest.py"]
+    assert context_module.path_list(paths) == ["sympy/core/: mul.py, mod.py", "./: setup.py, conftest.py",
+                                               "sympy/polys/: rings.py"]
+    assert context_module.path_list([]) == []
+
+
+def test_ranked_files_after_the_maps_lines_are_listed_by_path(index: RepoIndex,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(context_module, "MAP_FILES", 0)  # no lines: the map goes straight to its paths
+    context = build_context(index, "ShoppingCart total with discount codes", 1000)
+    assert context.map == [] and context.listed == ["shop/big.py"]
+    assert context.map_text.splitlines() == [context_module.LIST_HEADER, "shop/: big.py"]
+    assert context.render().endswith(context.map_text) and context.tokens <= 1000
+
+
+def test_the_paths_listed_are_the_longest_prefix_that_fits_the_room() -> None:
+    paths = [f"pkg/sub{i % 7}/module_{i}.py" for i in range(120)]
+    previous = 0
+    for room in range(0, 900, 37):
+        fitted = context_module._fit_paths(paths, room)
+        assert fitted == paths[:len(fitted)] and len(fitted) >= previous
+        if fitted:
+            assert tokens.count_tokens("\n".join([context_module.LIST_HEADER, *context_module.path_list(fitted)])) <= room
+        if len(fitted) < len(paths):  # one more would not have fitted
+            more = context_module.path_list(paths[:len(fitted) + 1])
+            assert tokens.count_tokens("\n".join([context_module.LIST_HEADER, *more])) > room - 2
+        previous = len(fitted)
+    assert previous > 60, "a path costs a few tokens"
+
+
+def test_a_repository_of_a_few_files_keeps_nearly_all_the_budget_for_code(index: RepoIndex) -> None:
+    context = build_context(index, "ShoppingCart total with discount codes", 12000)
+    kept = re.search(r"\((\d+) kept for the map of more files\)", context.budget_log[0])
+    assert kept, context.budget_log[0]
+    assert 0 < int(kept.group(1)) < 0.02 * 12000 < context_module.MAP_SHARE * 12000, "a few lines, not the share"
+
+
 def test_no_map_below_its_minimum_budget(index: RepoIndex) -> None:
     context = build_context(index, "ShoppingCart total with discount codes", context_module.MAP_MIN_BUDGET - 1)
-    assert context.map == [] and context.map_text == "" and "More files" not in context.render()
+    assert context.map == [] and context.listed == [] and context.map_text == ""
+    assert "More files" not in context.render() and "Further down" not in context.render()
 
 
 def _cli(index: RepoIndex, index_path: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -143,7 +183,8 @@ def test_cli_context_only_json_and_verbose_budget_log(index: RepoIndex, tmp_path
     out = json.loads(proc.stdout)
     assert out["files"][0] == "shop/reports.py"
     assert "shop/reports.py" in out["context_files"] and out["tokens"] <= 12000
-    assert out["map_files"] == [p for p in out["files"] if p not in out["context_files"]][:len(out["map_files"])]
+    mapped = out["map_files"] + out["listed_files"]
+    assert mapped == [p for p in out["files"] if p not in out["context_files"]][:len(mapped)]
 
     verbose = _cli(index, tmp_path / "idx", "-v")
     assert verbose.returncode == 0, verbose.stderr

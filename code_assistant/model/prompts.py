@@ -29,12 +29,13 @@ Actions:
 - "replace_symbol": replace a whole definition; "symbol" is its qualified name (e.g. "Calc.add"),
   "content" the complete new definition.
 - "insert_after_symbol": add "content" (e.g. a new function) right after the definition named by "symbol".
-- "read": you need to see a file in full before you change it (one from "More files", for example). An answer
-  with "read" changes is answered with those files shown first and nothing else in it is applied; ask at most once.
+- "read": you need to see a file in full before you change it (one from the map of more files at the end of the
+  context, for example). An answer with "read" changes is answered with those files shown first and nothing else
+  in it is applied; ask at most once.
 Paths are relative to the repository root. Never edit files outside it, never weaken or delete tests,
 never add skip/xfail markers. Keep changes minimal and focused on the task."""
 
-SYSTEM = Prompt("system/v1.1.0", f"""\
+SYSTEM = Prompt("system/v1.2.0", f"""\
 You are a careful senior software engineer working inside the user's repository.
 You change code through a JSON plan of edits that a tool applies, then the project's tests are run.
 

@@ -1,6 +1,7 @@
 """Rank the repository's files for a task (ranking.py) and fit the best of them into a token budget."""
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,8 +21,9 @@ CORE_FILES = 6           # the top-ranked files that all get into the context in
 OUTLINE_MAX_TOKENS = 1500
 FULL_SLACK = 64         # a rendered file is its indexed text and a header; the seam may merge a token or two
 MAX_SHARE = 0.4          # of the budget, for any one core file but the first
-MAP_SHARE = 0.08         # of the budget, kept for the map: the ranked files after those shown, a line each
-MAP_FILES = 40           # lines on the map at most
+MAP_SHARE = 0.15         # of the budget at most, kept for the map: the ranked files after those shown
+MAP_FILES = 40           # lines on the map at most, a file each with its top-level names
+MAP_PATHS = 100          # then at most this many more files, only their paths, by directory
 MAP_NAMES = 6            # top-level names per line
 MAP_MIN_BUDGET = 1000    # below this every token goes to code: no map
 
@@ -43,7 +45,8 @@ class Context:
     budget_log: list[str]
     embedded: int = 0  # chunks the model embedded for this query
     map: list[str] = field(default_factory=list)  # ranked files after those shown: a line each, shown on request
-    map_text: str = ""
+    map_text: str = ""  # the map: its lines, then its list of paths
+    listed: list[str] = field(default_factory=list)  # ranked files after the map's lines: their paths only
 
     @property
     def paths(self) -> list[str]:
@@ -62,25 +65,30 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
     then to the whole file, where that still fits; then further files while room is left. `ranked`: a ranking
     already made for this task (the bench's), not made again. With with_tests, the test counterpart of the
     top-ranked source file (its tests by the language's naming convention) follows it. Last, the map: the ranked
-    files after those shown, a line each with its top-level names, in MAP_SHARE of the budget (kept back from the
-    code for it), so the model can ask to see one (the "read" action)."""
+    files after those shown, a line each with its top-level names, then the next ones by path alone, so the model
+    can ask to see one (the "read" action). The code leaves the map what a map of every ranked file but the first
+    would take, at most MAP_SHARE of the budget (so a repository of a few files keeps nearly all of it for code)."""
     if ranked is None:
         frames = traceback_frames(extra_text, index.repo, set(index.files)) if extra_text else []
-        ranked = rank(index, task + ("\n" + extra_text if extra_text else ""), frames, 50, embed_budget)
+        ranked = rank(index, task + ("\n" + extra_text if extra_text else ""), frames, embed_budget=embed_budget)
     ranking, hit_symbols, mentions, frames = ranked.files, ranked.hit_symbols, ranked.mentions, ranked.frames
     order = list(dict.fromkeys([*(must_include or []), *(r.path for r in ranking), *(f for f, _ in frames)]))
     if with_tests:
         order = with_test_counterpart(order, set(index.files))
     order = [p for p in order if not languages.is_secret_path(p)]
-    reserve = int(budget * MAP_SHARE) if budget >= MAP_MIN_BUDGET else 0
-    log = [f"budget {budget} tokens" + (f" ({reserve} kept for the map of more files)" if reserve else "")]
-    chosen: dict[str, ContextFile] = {}
-    total, budget = budget, budget - reserve  # the code's budget; the map gets the reserve and what code leaves
-    used = 0
 
     def keep(path: str) -> set[str]:
         return hit_symbols.get(path, set()) | _symbols_named(index, path, mentions.identifiers) | _symbols_at(
             index, path, [line for p, line in frames if p == path])
+
+    reserve = 0
+    if budget >= MAP_MIN_BUDGET:  # what a map of every file but the first takes, up to MAP_SHARE: a repository
+        most = _file_map(index, order[1:], keep, int(budget * MAP_SHARE))[2]  # of a few files keeps its budget
+        reserve = tokens.count_tokens(most) if most else 0
+    log = [f"budget {budget} tokens" + (f" ({reserve} kept for the map of more files)" if reserve else "")]
+    chosen: dict[str, ContextFile] = {}
+    total, budget = budget, budget - reserve  # the code's budget; the map gets the reserve and what code leaves
+    used = 0
 
     def options(path: str) -> list[ContextFile]:
         text = _read(index.repo / path)
@@ -120,28 +128,31 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
     for path in order[:CORE_FILES]:
         if path not in chosen:
             log.append(f"skip {path}: even its outline does not fit")
-    mapped, map_text = _file_map(index, [p for p in order if p not in chosen], keep, total - used) if reserve else (
-        [], "")
+    mapped, listed, map_text = _file_map(index, [p for p in order if p not in chosen], keep, total - used) if (
+        reserve) else ([], [], "")
     map_tokens = tokens.count_tokens(map_text) if map_text else 0
-    if mapped:
-        log.append(f"+ map of {len(mapped)} more files ({map_tokens} tokens) -> {used + map_tokens}/{total}")
-    return Context(ranking, files, used + map_tokens, total, log, ranked.embedded, mapped, map_text)
+    if map_text:
+        log.append(f"+ map of {len(mapped)} more files and {len(listed)} paths ({map_tokens} tokens) -> "
+                   f"{used + map_tokens}/{total}")
+    return Context(ranking, files, used + map_tokens, total, log, ranked.embedded, mapped, map_text, listed)
 
 
 MAP_HEADER = "### More files, ranked after those above (not shown; path: its top-level names)"
+LIST_HEADER = "### Further down the ranking (not shown; directory/: its files, each directory where its best file ranks)"
 
 
 def _file_map(index: RepoIndex, paths: list[str], keep: Callable[[str], set[str]],
-              room: int) -> tuple[list[str], str]:
-    """A line per file in rank order while room is left: its path and up to MAP_NAMES top-level names, those the
-    task names first."""
+              room: int) -> tuple[list[str], list[str], str]:
+    """The map of the ranked files not shown, in at most `room` tokens: a line per file in rank order (MAP_FILES at
+    most), its path and up to MAP_NAMES top-level names, those the task names first; then the next files (MAP_PATHS
+    at most) by path alone, grouped by directory (path_list) — a few tokens a file, so the model can still ask to
+    read a file that ranks far down. Returns (the files on lines, the files listed, the text)."""
     lines: list[str] = []
     mapped: list[str] = []
     used = tokens.count_tokens(MAP_HEADER) + 2
+    paths = [p for p in paths if p in index.files]
     for path in paths[:MAP_FILES]:
-        record = index.files.get(path)
-        if record is None:
-            continue
+        record = index.files[path]
         tops = list(dict.fromkeys(q for q, *_ in record.symbols if "." not in q))
         wanted = {q.split(".", 1)[0] for q in keep(path)}
         names = [*(n for n in tops if n in wanted), *(n for n in tops if n not in wanted)][:MAP_NAMES]
@@ -152,7 +163,45 @@ def _file_map(index: RepoIndex, paths: list[str], keep: Callable[[str], set[str]
         lines.append(line)
         mapped.append(path)
         used += cost
-    return (mapped, "\n".join([MAP_HEADER, *lines])) if lines else ([], "")
+    listed = _fit_paths(paths[len(mapped):len(mapped) + MAP_PATHS], room - used)
+
+    def text(listed: list[str]) -> str:
+        return "\n".join([*([MAP_HEADER, *lines] if lines else []), *([LIST_HEADER, *path_list(listed)] if listed
+                                                                       else [])])
+
+    while listed and tokens.count_tokens(text(listed)) > room:  # a seam merged differently than counted apart
+        listed.pop()
+    return (mapped, listed, text(listed)) if lines or listed else ([], [], "")
+
+
+def _fit_paths(paths: list[str], room: int) -> list[str]:
+    """The longest prefix of paths whose path_list fits room with its header (counted piece by piece, then checked
+    whole)."""
+    used = tokens.count_tokens(LIST_HEADER)
+    seen: set[str] = set()
+    fitted: list[str] = []
+    for path in paths:
+        directory, name = posixpath.split(path)
+        piece = f", {name}" if directory in seen else f"\n{directory or '.'}/: {name}"
+        cost = tokens.count_tokens(piece)
+        if used + cost > room:
+            break
+        seen.add(directory)
+        fitted.append(path)
+        used += cost
+    while fitted and tokens.count_tokens("\n".join([LIST_HEADER, *path_list(fitted)])) > room:
+        fitted.pop()
+    return fitted
+
+
+def path_list(paths: list[str]) -> list[str]:
+    """Paths grouped by directory, a line each — `directory/: name, name` (`./` for the top) — the directories in
+    the order of their first path, the names in the order given."""
+    groups: dict[str, list[str]] = {}
+    for path in paths:
+        directory, name = posixpath.split(path)
+        groups.setdefault(directory, []).append(name)
+    return [f"{directory or '.'}/: {', '.join(names)}" for directory, names in groups.items()]
 
 
 def with_test_counterpart(order: list[str], files: set[str]) -> list[str]:

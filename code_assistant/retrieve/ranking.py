@@ -15,6 +15,7 @@ __all__ = ["Mentions", "RankedFile", "Ranking", "find_mentions", "rank", "traceb
 
 DENSE_CANDIDATES = 15  # the fast ranking's top files whose missing vectors a query may embed
 REASON_DEPTH = 5  # a signal's top files say so in their reasons
+DEPTH = 150  # files a ranking keeps: enough for the context's files, its map's lines and the map's list of paths
 
 
 @dataclass
@@ -38,7 +39,7 @@ class Ranking:
 
 
 def rank(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | None = None,
-         limit: int = 50, embed_budget: int | None = EMBED_BUDGETS["local"]) -> Ranking:
+         limit: int = DEPTH, embed_budget: int | None = EMBED_BUDGETS["local"]) -> Ranking:
     """Score the fast signals; embed what the top DENSE_CANDIDATES files still lack (at most `embed_budget` chunks
     of model work; None: no limit); score again with the dense signal. A budget of 0 uses whatever vectors the
     index already has and embeds nothing."""
