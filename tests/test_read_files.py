@@ -1,5 +1,5 @@
-"""The model sees more files than the budget can show — a map of the ranked files after those shown, a line each —
-and may ask to read one before it changes it (a change with action "read"): the same request comes back with that
+"""The model sees more files than the budget can show — a map of the ranked files after those shown, a line each,
+then more of them by path alone — and may ask to read one before it changes it (a change with action "read"): the same request comes back with that
 file shown first, and nothing else from that answer is applied. Only files of the repository's index are shown.
 
 Through the real CLI, with a scripted model over HTTP and the repository's real pytest run.
@@ -16,6 +16,7 @@ from tests.scripted_server import ScriptedServer
 
 PYTEST = f"{sys.executable} -m pytest -q"
 MAP_HEADER = "### More files, ranked after those above"
+LIST_HEADER = "### Further down the ranking"
 
 
 def _module(name: str) -> str:
@@ -43,6 +44,20 @@ def _map(request: dict[str, Any]) -> list[str]:
         return []
     lines = text.split(MAP_HEADER, 1)[1].splitlines()[1:]
     return [line.split(":", 1)[0] for line in lines if re.match(r"^[\w./-]+\.py(:|$)", line)]
+
+
+def _listed(request: dict[str, Any]) -> list[str]:
+    """The paths listed after the map's lines (`directory/: name, name`) in a request's last message."""
+    text = request["messages"][-1]["content"]
+    if LIST_HEADER not in text:
+        return []
+    paths: list[str] = []
+    for line in text.split(LIST_HEADER, 1)[1].splitlines()[1:]:
+        match = re.match(r"^([\w./-]+)/: (.+)$", line)
+        if not match:
+            break
+        paths += [name if match[1] == "." else f"{match[1]}/{name}" for name in match[2].split(", ")]
+    return paths
 
 
 def _shown(request: dict[str, Any], path: str) -> bool:
@@ -74,6 +89,29 @@ def test_a_file_on_the_map_is_read_on_request_and_then_changed(tmp_path: Path) -
     assert f"[The model asks to read {asked[0]}; asking again with it shown]" in progress_lines(proc.stdout)
     assert (repo / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
     assert (repo / asked[0]).read_text() == FILES[asked[0]], "a read changes nothing"
+
+
+def test_a_file_listed_by_path_alone_is_read_on_request(tmp_path: Path) -> None:
+    many = {f"shop/m{i:02d}.py": "from calc import add\n\n" + "".join(f"print(add({i}, {j}))\n" for j in range(40))
+            for i in range(80)}  # more files that use add than a map of 40 lines holds
+    repo = python_repo(tmp_path, {**{k: v for k, v in FILES.items() if not k.startswith("shop/")}, **many})
+    asked: list[str] = []
+
+    def read_the_last_listed_file(request: dict[str, Any]) -> str:
+        asked.append(_listed(request)[-1])
+        return answer({"file_path": asked[0], "action": "read", "description": "see how it calls add"})
+
+    with ScriptedServer([read_the_last_listed_file, answer(FIX)]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "add in calc.py subtracts; shop totals are wrong",
+                        "--test-command", PYTEST, "--context-tokens", "3000"], server_url=server.url)
+        requests = _chat(server)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first, second = requests
+    assert len(_map(first)) == 40 and asked[0] in many, "the map's lines are full; the path comes after them"
+    assert asked[0] not in _map(first) and not _shown(first, asked[0])
+    assert _shown(second, asked[0]) and f"[The model asks to read {asked[0]}; asking again with it shown]" in \
+        progress_lines(proc.stdout)
+    assert (repo / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
 
 
 def test_reads_outside_the_index_are_not_shown_and_a_second_read_is_ignored(tmp_path: Path) -> None:
