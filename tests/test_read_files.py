@@ -7,7 +7,9 @@ Through the real CLI, with a scripted model over HTTP and the repository's real 
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,48 +70,45 @@ def _chat(server: ScriptedServer) -> list[dict[str, Any]]:
     return [r["body"] for r in server.requests if r.get("path", "").endswith("/chat/completions")]
 
 
-def test_a_file_on_the_map_is_read_on_request_and_then_changed(tmp_path: Path) -> None:
-    repo = python_repo(tmp_path, FILES)
+def _read_then_fix(repo: Path, pick: Callable[[dict[str, Any]], str], budget: int
+                   ) -> tuple[subprocess.CompletedProcess, list[dict[str, Any]], str]:
+    """A run whose model first asks to read the file `pick` chooses from its request, then fixes calc.py: the
+    process, the chat requests and the path asked for."""
     asked: list[str] = []
 
-    def read_the_first_mapped_file(request: dict[str, Any]) -> str:
-        asked.append(_map(request)[0])
-        return answer({"file_path": asked[0], "action": "read", "description": "see its callers"})
+    def read_the_picked_file(request: dict[str, Any]) -> str:
+        asked.append(pick(request))
+        return answer({"file_path": asked[0], "action": "read", "description": "see how it calls add"})
 
-    with ScriptedServer([read_the_first_mapped_file, answer(FIX)]) as server:
+    with ScriptedServer([read_the_picked_file, answer(FIX)]) as server:
         proc = run_cli(["--repo", str(repo), "--task", "add in calc.py subtracts; shop totals are wrong",
-                        "--test-command", PYTEST, "--context-tokens", "1000"], server_url=server.url)
+                        "--test-command", PYTEST, "--context-tokens", str(budget)], server_url=server.url)
         requests = _chat(server)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    first, second = requests
-    assert asked and not _shown(first, asked[0]), "the file asked for was on the map, not shown"
-    assert _shown(second, asked[0]), "the plan request came again with that file shown"
-    assert f"### {asked[0]}\n```\n{FILES[asked[0]].rstrip()}\n```" in second["messages"][-1]["content"], \
+    assert len(asked) == 1 and len(requests) == 2
+    return proc, requests, asked[0]
+
+
+def test_a_file_on_the_map_is_read_on_request_and_then_changed(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path, FILES)
+    proc, (first, second), path = _read_then_fix(repo, lambda request: _map(request)[0], 1000)
+    assert not _shown(first, path), "the file asked for was on the map, not shown"
+    assert _shown(second, path), "the plan request came again with that file shown"
+    assert f"### {path}\n```\n{FILES[path].rstrip()}\n```" in second["messages"][-1]["content"], \
         "shown whole, first"
-    assert f"[The model asks to read {asked[0]}; asking again with it shown]" in progress_lines(proc.stdout)
+    assert f"[The model asks to read {path}; asking again with it shown]" in progress_lines(proc.stdout)
     assert (repo / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
-    assert (repo / asked[0]).read_text() == FILES[asked[0]], "a read changes nothing"
+    assert (repo / path).read_text() == FILES[path], "a read changes nothing"
 
 
 def test_a_file_listed_by_path_alone_is_read_on_request(tmp_path: Path) -> None:
     many = {f"shop/m{i:02d}.py": "from calc import add\n\n" + "".join(f"print(add({i}, {j}))\n" for j in range(40))
             for i in range(80)}  # more files that use add than a map of 40 lines holds
     repo = python_repo(tmp_path, {**{k: v for k, v in FILES.items() if not k.startswith("shop/")}, **many})
-    asked: list[str] = []
-
-    def read_the_last_listed_file(request: dict[str, Any]) -> str:
-        asked.append(_listed(request)[-1])
-        return answer({"file_path": asked[0], "action": "read", "description": "see how it calls add"})
-
-    with ScriptedServer([read_the_last_listed_file, answer(FIX)]) as server:
-        proc = run_cli(["--repo", str(repo), "--task", "add in calc.py subtracts; shop totals are wrong",
-                        "--test-command", PYTEST, "--context-tokens", "3000"], server_url=server.url)
-        requests = _chat(server)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    first, second = requests
-    assert len(_map(first)) == 40 and asked[0] in many, "the map's lines are full; the path comes after them"
-    assert asked[0] not in _map(first) and not _shown(first, asked[0])
-    assert _shown(second, asked[0]) and f"[The model asks to read {asked[0]}; asking again with it shown]" in \
+    proc, (first, second), path = _read_then_fix(repo, lambda request: _listed(request)[-1], 3000)
+    assert len(_map(first)) == 40 and path in many, "the map's lines are full; the path comes after them"
+    assert path not in _map(first) and not _shown(first, path)
+    assert _shown(second, path) and f"[The model asks to read {path}; asking again with it shown]" in \
         progress_lines(proc.stdout)
     assert (repo / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
 
