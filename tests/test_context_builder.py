@@ -145,15 +145,17 @@ def test_ranked_files_after_the_maps_lines_are_listed_by_path(index: RepoIndex,
 
 def test_the_paths_listed_are_the_longest_prefix_that_fits_the_room() -> None:
     paths = [f"pkg/sub{i % 7}/module_{i}.py" for i in range(120)]
+
+    def cost(listed: list[str]) -> int:
+        return tokens.count_tokens("\n".join([context_module.LIST_HEADER, *context_module.path_list(listed)]))
+
     previous = 0
     for room in range(0, 900, 37):
         fitted = context_module._fit_paths(paths, room)
         assert fitted == paths[:len(fitted)] and len(fitted) >= previous
-        if fitted:
-            assert tokens.count_tokens("\n".join([context_module.LIST_HEADER, *context_module.path_list(fitted)])) <= room
+        assert not fitted or cost(fitted) <= room
         if len(fitted) < len(paths):  # one more would not have fitted
-            more = context_module.path_list(paths[:len(fitted) + 1])
-            assert tokens.count_tokens("\n".join([context_module.LIST_HEADER, *more])) > room - 2
+            assert cost(paths[:len(fitted) + 1]) > room - 2
         previous = len(fitted)
     assert previous > 60, "a path costs a few tokens"
 

@@ -1,6 +1,7 @@
 """The model sees more files than the budget can show — a map of the ranked files after those shown, a line each,
-then more of them by path alone — and may ask to read one before it changes it (a change with action "read"): the same request comes back with that
-file shown first, and nothing else from that answer is applied. Only files of the repository's index are shown.
+then more of them by path alone — and may ask to read one before it changes it (a change with action "read"): the
+same request comes back with that file shown first, and nothing else from that answer is applied. Only files of the
+repository's index are shown.
 
 Through the real CLI, with a scripted model over HTTP and the repository's real pytest run.
 """

@@ -138,7 +138,7 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
 
 
 MAP_HEADER = "### More files, ranked after those above (not shown; path: its top-level names)"
-LIST_HEADER = "### Further down the ranking (not shown; directory/: its files, each directory where its best file ranks)"
+LIST_HEADER = "### Further down the ranking (not shown; directory/: its files; directories in rank order)"
 
 
 def _file_map(index: RepoIndex, paths: list[str], keep: Callable[[str], set[str]],
