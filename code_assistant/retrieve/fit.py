@@ -28,7 +28,8 @@ class Query(NamedTuple):
 def fit(queries: Sequence[Query], names: Sequence[str] = NAMES, l2: float = 1.0, loss: str = "softmax",
         weights: Sequence[float] | None = None) -> Model:
     """The model over features `names` that best ranks each query's gold row first: minimizes the (weighted) mean
-    loss plus l2 / 2 * |weights|^2 (on standardized features). `weights`, one per query, are scaled to mean 1."""
+    loss plus l2 / 2 * |coef|^2 (the model's weights, on standardized features). `weights`, one per
+    query, are scaled to mean 1."""
     if weights is not None and len(weights) != len(queries):
         raise ValueError(f"{len(weights)} weights for {len(queries)} queries")
     keep = [i for i, q in enumerate(queries) if 0 <= q.gold < len(q.matrix) and len(q.matrix) > 1]
@@ -47,24 +48,24 @@ def fit(queries: Sequence[Query], names: Sequence[str] = NAMES, l2: float = 1.0,
     scales[scales < MIN_SCALE] = 1.0
     standardized = [Query((q.matrix[:, columns] - means) / scales, q.gold) for q in usable]
     step = _softmax_step if loss == "softmax" else _pairwise_step
-    weights = np.zeros(len(columns))
+    coef = np.zeros(len(columns))
     penalty = l2 / len(usable)  # the loss is a mean over queries: l2 weighs like l2 queries' worth of loss in all
     for _ in range(NEWTON_STEPS):
-        value, grad, hess = step(standardized, weights, share)
-        value += 0.5 * penalty * weights @ weights
-        grad = grad + penalty * weights
-        hess = hess + penalty * np.eye(len(weights))
+        value, grad, hess = step(standardized, coef, share)
+        value += 0.5 * penalty * coef @ coef
+        grad = grad + penalty * coef
+        hess = hess + penalty * np.eye(len(coef))
         direction = np.linalg.solve(hess, grad)
         t = 1.0
         while t > 1e-4:  # backtracking: the loss must fall
-            trial = weights - t * direction
+            trial = coef - t * direction
             if step(standardized, trial, share, value_only=True)[0] + 0.5 * penalty * trial @ trial <= value:
                 break
             t /= 2
-        weights = weights - t * direction
+        coef = coef - t * direction
         if np.abs(t * direction).max() < 1e-7:
             break
-    return Model(tuple(names), tuple(weights.tolist()), tuple(means.tolist()), tuple(scales.tolist()))
+    return Model(tuple(names), tuple(coef.tolist()), tuple(means.tolist()), tuple(scales.tolist()))
 
 
 def _softmax_step(queries: Sequence[Query], w: np.ndarray, share: np.ndarray,
