@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from bench import rankers
+from bench.localize_cli import golds_of
 from bench.localize_report import KS, metrics, rank_of
 from code_assistant.retrieve import fit, fusion
 
@@ -70,7 +71,7 @@ def fit_models(records: list[dict], l2: float, loss: str = "softmax") -> tuple[f
 
 
 def ranks(records: list[dict], fast: fusion.Model, full: fusion.Model) -> list[int | None]:
-    return [rank_of(r["gold"], rankers.lazy_order(r, fast, full)) for r in records]
+    return [rank_of(golds_of(r), rankers.lazy_order(r, fast, full)) for r in records]
 
 
 CHOOSE_BY = ["repo"]  # --choose-by: the unit held out when choosing loss and penalty inside the training data
@@ -139,7 +140,7 @@ def cross_report(sets: dict[str, list[dict]], losses: tuple[str, ...]) -> list[s
         fast, full = fit_models(sets[train], l2, loss)
         recs = sets[test]
         bm25 = [r["bm25"]["rank"] for r in recs]
-        hand = [rank_of(r["gold"], rankers.hand_fusion(r)) for r in recs]
+        hand = [rank_of(golds_of(r), rankers.hand_fusion(r)) for r in recs]
         fitted = ranks(recs, fast, full)
         lines.append(f"| **{test}** | {train} ({loss}, {l2:g}) | {len(recs)} | {_cells(bm25)} | {_cells(hand)} | "
                      f"{_cells(fitted)} |")

@@ -9,6 +9,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from bench.localize_cli import golds_of
 from code_assistant.retrieve import fusion
 from code_assistant.retrieve.fit import Query
 from code_assistant.retrieve.mentions import Mentions
@@ -107,9 +108,8 @@ def _as_lazy(record: dict, fast: fusion.Model) -> tuple[list[tuple[str, float]],
 
 
 def query_for(record: dict, fast: fusion.Model | None = None) -> Query:
-    """The record as a training query (gold row -1 when the gold file is not a candidate). With `fast`, the dense
-    features are those the lazy flow would have under that fast model (see lazy_order)."""
+    """The record as a training query (its gold files' rows; none when no gold file is a candidate). With `fast`,
+    the dense features are those the lazy flow would have under that fast model (see lazy_order)."""
     sig = signals_of(record) if fast is None else _as_lazy(record, fast)[1]
     paths, matrix = fusion.features(sig)
-    gold = paths.index(record["gold"]) if record["gold"] in paths else -1
-    return Query(np.asarray(matrix), gold)
+    return Query(np.asarray(matrix), tuple(paths.index(g) for g in golds_of(record) if g in paths))

@@ -21,13 +21,16 @@ def _git_files(repo: Path) -> list[str] | None:
 def _walk_files(repo: Path) -> list[str]:
     """Files below repo, honouring .gitignore files (root and nested) when git is not available."""
     found: list[str] = []
-    specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+    specs: list[tuple[str, pathspec.PathSpec]] = []
     for dirpath, dirnames, filenames in os.walk(repo):
         rel_dir = os.path.relpath(dirpath, repo).replace(os.sep, "/")
         rel_dir = "" if rel_dir == "." else rel_dir
         if ".gitignore" in filenames:
             lines = (Path(dirpath) / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
-            specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
+            # git's rule for one path: the last pattern that matches it decides. The walk prunes ignored directories
+            # itself, so GitIgnoreSpec's rule for files below an excluded directory is not needed, and it gets
+            # `*` + `!*/` ("ignore all but directories", go-zero's .gitignore) wrong: it keeps the directories out.
+            specs.append((rel_dir, pathspec.PathSpec.from_lines("gitignore", lines)))
 
         def ignored(rel: str, is_dir: bool) -> bool:
             for base, spec in specs:

@@ -19,10 +19,18 @@ NEWTON_STEPS = 50
 
 
 class Query(NamedTuple):
-    """One training query: its candidates' features (columns: fusion.NAMES) and the row of the right file."""
+    """One training query: its candidates' features (columns: fusion.NAMES) and the row of the right file, or the
+    rows of the right files when a fix changes several (any of them ranked first is right; -1 or (): none is a
+    candidate)."""
 
     matrix: np.ndarray
-    gold: int
+    gold: int | tuple[int, ...]
+
+    @property
+    def golds(self) -> list[int]:
+        """The gold rows that are candidates."""
+        rows = [self.gold] if isinstance(self.gold, int) else list(self.gold)
+        return [g for g in rows if 0 <= g < len(self.matrix)]
 
 
 def fit(queries: Sequence[Query], names: Sequence[str] = NAMES, l2: float = 1.0, loss: str = "softmax",
@@ -32,7 +40,7 @@ def fit(queries: Sequence[Query], names: Sequence[str] = NAMES, l2: float = 1.0,
     query, are scaled to mean 1."""
     if weights is not None and len(weights) != len(queries):
         raise ValueError(f"{len(weights)} weights for {len(queries)} queries")
-    keep = [i for i, q in enumerate(queries) if 0 <= q.gold < len(q.matrix) and len(q.matrix) > 1]
+    keep = [i for i, q in enumerate(queries) if q.golds and len(q.matrix) > len(q.golds)]
     if not keep:
         raise ValueError("no query with a gold candidate and at least one other candidate to fit on")
     usable = [queries[i] for i in keep]
@@ -46,7 +54,7 @@ def fit(queries: Sequence[Query], names: Sequence[str] = NAMES, l2: float = 1.0,
     means = np.average(pooled, axis=0, weights=row_share)  # a query of weight 2 counts twice here too
     scales = np.sqrt(np.average((pooled - means) ** 2, axis=0, weights=row_share))
     scales[scales < MIN_SCALE] = 1.0
-    standardized = [Query((q.matrix[:, columns] - means) / scales, q.gold) for q in usable]
+    standardized = [Query((q.matrix[:, columns] - means) / scales, tuple(q.golds)) for q in usable]
     step = _softmax_step if loss == "softmax" else _pairwise_step
     coef = np.zeros(len(columns))
     penalty = l2 / len(usable)  # the loss is a mean over queries: l2 weighs like l2 queries' worth of loss in all
@@ -70,29 +78,34 @@ def fit(queries: Sequence[Query], names: Sequence[str] = NAMES, l2: float = 1.0,
 
 def _softmax_step(queries: Sequence[Query], w: np.ndarray, share: np.ndarray,
                   value_only: bool = False) -> tuple[float, np.ndarray, np.ndarray]:
-    """Weighted mean over queries of -log softmax(score)[gold], its gradient and Hessian."""
+    """Weighted mean over queries of -log softmax(score)[gold] (the mean over its gold rows when a query has
+    several: every file of the fix ranked high, and the loss stays convex), its gradient and Hessian."""
     value, grad, hess = 0.0, np.zeros_like(w), np.zeros((len(w), len(w)))
-    for (x, gold), q_share in zip(queries, share):
+    for q, q_share in zip(queries, share):
+        x, golds = q.matrix, q.golds
         s = x @ w
         top = s.max()
         p = np.exp(s - top)
         total = p.sum()
         p /= total
-        value += q_share * (top + np.log(total) - s[gold])
+        value += q_share * (top + np.log(total) - s[golds].mean())
         if value_only:
             continue
         mean = p @ x
-        grad += q_share * (mean - x[gold])
+        grad += q_share * (mean - x[golds].mean(axis=0))
         hess += q_share * ((x * p[:, None]).T @ x - np.outer(mean, mean))
     return value / len(queries), grad / len(queries), hess / len(queries)
 
 
 def _pairwise_step(queries: Sequence[Query], w: np.ndarray, share: np.ndarray,
                    value_only: bool = False) -> tuple[float, np.ndarray, np.ndarray]:
-    """Weighted mean over queries of the mean over other candidates of log(1 + exp(-(s_gold - s_other)))."""
+    """Weighted mean over queries of the mean over (gold, other candidate) pairs of log(1 + exp(-(s_gold -
+    s_other)))."""
     value, grad, hess = 0.0, np.zeros_like(w), np.zeros((len(w), len(w)))
-    for (x, gold), q_share in zip(queries, share):
-        d = x[gold] - np.delete(x, gold, axis=0)
+    for q, q_share in zip(queries, share):
+        golds = q.golds
+        others = np.delete(q.matrix, golds, axis=0)
+        d = np.vstack([q.matrix[g] - others for g in golds])
         margin = d @ w
         value += q_share * np.logaddexp(0.0, -margin).mean()
         if value_only:
@@ -104,12 +117,12 @@ def _pairwise_step(queries: Sequence[Query], w: np.ndarray, share: np.ndarray,
 
 
 def ranks(queries: Sequence[Query], model: Model) -> list[int | None]:
-    """1-based rank of each query's gold row under the model (None: the gold file is not a candidate)."""
+    """1-based rank of each query's best ranked gold row under the model (None: no gold file is a candidate)."""
     out: list[int | None] = []
     for q in queries:
-        if not 0 <= q.gold < len(q.matrix):
+        if not q.golds:
             out.append(None)
             continue
         s = model.score(q.matrix)
-        out.append(int((s > s[q.gold]).sum()) + 1)
+        out.append(int((s > s[q.golds].max()).sum()) + 1)
     return out
