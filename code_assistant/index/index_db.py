@@ -285,6 +285,15 @@ class IndexDB:
                               "WHERE terms.term IN ({}) GROUP BY terms.term", set(terms))
         return dict(found), n_docs
 
+    def files_with(self, terms: Iterable[str]) -> dict[str, set[str]]:
+        """Term -> the indexed files holding it (path or text): for rare terms, the few files to look in."""
+        found: dict[str, set[str]] = {}
+        for term, path in self._rows_in("SELECT terms.term, files.path FROM terms JOIN postings ON postings.term_id = "
+                                        "terms.id JOIN files ON files.id = postings.file_id WHERE files.skipped = 0 "
+                                        "AND terms.term IN ({})", set(terms)):
+            found.setdefault(term, set()).add(path)
+        return found
+
     def bm25(self, query_tokens: Sequence[str]) -> dict[str, float]:
         """BM25 of every file containing a query token (each occurrence in the query counts, as in bm25s)."""
         n_docs, total = self._db.execute("SELECT COUNT(*), SUM(length) FROM files WHERE skipped = 0").fetchone()

@@ -42,6 +42,7 @@ def _walk_files(repo: Path) -> list[str]:
             return False
 
         dirnames[:] = sorted(d for d in dirnames if d not in languages.IGNORED_DIRS
+                             and not (Path(dirpath) / d / "pyvenv.cfg").is_file()  # a virtualenv by any name
                              and not ignored(f"{rel_dir}/{d}" if rel_dir else d, True))
         for name in sorted(filenames):
             rel = f"{rel_dir}/{name}" if rel_dir else name

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from code_assistant import languages
 from code_assistant.index.indexer import RepoIndex
+from code_assistant.retrieve.file_roles import is_entry, module_stem
 
 _TRACE_RES = (
     re.compile(r'File "([^"]+)", line (\d+)'),
@@ -18,6 +19,10 @@ _TRACE_RES = (
 _PATHLIKE_RE = re.compile(
     r"[\w.\-/]+\.(?:py|pyi|js|jsx|mjs|ts|tsx|go|rs|java|rb|php|c|cc|cpp|h|hpp|md|toml|json|ya?ml)\b")
 _DOTTED_RE = re.compile(r"\b[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+\b")
+_RUST_PATH_RE = re.compile(r"\b[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+")  # crate::a::b, tracing_core::dispatcher::get
+# import specifiers and package paths (`dayjs/plugin/utc`, `github.com/org/repo/core/logx`, `@scope/pkg/sub`); not
+# inside a URL (no word character, `/`, `.` or `-` before it)
+_SPEC_RE = re.compile(r"(?<![\w./:-])@?[A-Za-z_][\w.-]*(?:/[A-Za-z_][\w.-]*)+")
 _IDENT_RE = re.compile(r"`([^`\n]{2,80})`|\b([A-Za-z_]\w*[a-z]\w*)\b")
 _WORD_RE = re.compile(r"\b[A-Za-z_][\w]*\b")
 _CALL_RE = re.compile(r"(?<![\w.])([A-Za-z_]\w{2,})\(")  # `ccode(x)`: a name, whatever it looks like
@@ -35,6 +40,7 @@ class Mentions:
     identifiers: set[str]
     stems: dict[str, str] | None = None  # file -> the word of the task that is its stem (see stem_mentions)
     called: set[str] | None = None  # identifiers the task calls, `name(...)`: code, even when they look like words
+    packages: list[str] | None = None  # directories named as a package (a Go import path): their files are mates
 
 
 def traceback_frames(text: str, repo: Path, known: set[str] | None = None) -> list[tuple[str, int]]:
@@ -99,6 +105,16 @@ def find_mentions(task: str, index: RepoIndex) -> Mentions:
             if target and target not in paths:
                 paths.append(target)
                 break
+    rust = rust_modules(known)
+    for found in _RUST_PATH_RE.findall(task):
+        parts = found.split("::")
+        for cut in range(len(parts), 1, -1):  # crate::a::b::Item -> the file of crate::a::b (a crate alone: no)
+            target = rust.get("::".join(parts[:cut]))
+            if target and target not in paths:
+                paths.append(target)
+                break
+    named_files, packages = spec_mentions(task, known)
+    paths.extend(p for p in named_files if p not in paths)
     identifiers: set[str] = set()
     for backticked, word in _IDENT_RE.findall(task):
         for token in re.findall(r"[A-Za-z_]\w+", backticked or word):
@@ -106,9 +122,12 @@ def find_mentions(task: str, index: RepoIndex) -> Mentions:
                 identifiers.add(token)
     for dotted in _DOTTED_RE.findall(task):
         identifiers.update(p for p in dotted.split(".") if len(p) > 2)
+    for found in _RUST_PATH_RE.findall(task):
+        identifiers.update(p for p in found.split("::") if len(p) > 2 and p not in ("crate", "self", "super"))
     called = set(_CALL_RE.findall(task))
     identifiers |= called
-    mentions = Mentions(paths, traceback_frames(task, index.repo, known), identifiers, called=called)
+    mentions = Mentions(paths, traceback_frames(task, index.repo, known), identifiers, called=called,
+                        packages=packages)
     mentions.stems = stem_mentions(task, index, identifiers)
     return mentions
 
@@ -120,10 +139,65 @@ def stem_mentions(task: str, index: RepoIndex, identifiers: set[str]) -> dict[st
     named = {w for w in words if re.search(r"\d|_|[a-z][A-Z]", w) and len(w) >= 3} | identifiers
     stems: dict[str, str] = {}
     for path in index.files:
-        stem = posixpath.splitext(posixpath.basename(path))[0]
+        stem = module_stem(path)  # src/plugin/customParseFormat/index.js is `customParseFormat`
         if stem in named and not stem.startswith("__") and kind_of(path) == "code":  # `__init__` names no one file
             stems[path] = stem
     return stems
+
+
+def rust_modules(files: set[str]) -> dict[str, str]:
+    """Rust module paths of two segments or more -> their file: src/a/b.rs (or src/a/b/mod.rs) is `a::b`,
+    `crate::a::b` and `<crate>::a::b` (the crate's directory above src/, `-` read as `_`)."""
+    found: dict[str, str] = {}
+    for path in sorted(files):
+        if not path.endswith(".rs") or "src/" not in f"/{path}":
+            continue
+        root, _, inner = f"/{path}".rpartition("/src/")
+        segments = inner[:-3].split("/")
+        if segments[-1] in ("mod", "lib", "main"):
+            segments = segments[:-1]
+        crate = posixpath.basename(root).replace("-", "_")
+        for prefix in ([], ["crate"], [crate] if crate else []):
+            key = "::".join([*prefix, *segments])
+            if key.count("::"):  # two segments at least, as a dotted Python module
+                found.setdefault(key, path)
+    return found
+
+
+def spec_mentions(task: str, files: set[str]) -> tuple[list[str], list[str]]:
+    """Files and Go packages the task names by an import specifier or package path without an extension
+    (`dayjs/plugin/utc` -> src/plugin/utc/index.js; `github.com/org/repo/core/mapping` -> the directory
+    core/mapping): the longest tail of two or more segments that ends a module's path. Returns (files, package
+    directories)."""
+    specs = [m for m in _SPEC_RE.findall(task) if not _PATHLIKE_RE.fullmatch(m)]
+    if not specs:
+        return [], []
+    by_tail: dict[str, list[tuple[str, str]]] = defaultdict(list)  # last two segments of a key -> (key, file)
+    for path in sorted(files):
+        if kind_of(path) not in ("code", "aux"):
+            continue
+        directory = posixpath.dirname(path)
+        keys = [directory] if path.endswith(".go") else [posixpath.splitext(path)[0]]
+        if is_entry(path) and not path.endswith(".go"):
+            keys.append(directory)
+        for key in keys:
+            by_tail["/".join(key.split("/")[-2:])].append((key, path))
+    named: list[str] = []
+    packages: list[str] = []
+    for spec in dict.fromkeys(specs):
+        segments = spec.strip("/").split("/")
+        candidates = by_tail.get("/".join(segments[-2:]), [])
+        for cut in range(len(segments), 1, -1):
+            tail = "/".join(segments[-cut:])
+            hits = sorted({p for key, p in candidates if key == tail or key.endswith("/" + tail)})
+            if not hits:
+                continue
+            if all(h.endswith(".go") for h in hits):
+                packages.extend(d for d in sorted({posixpath.dirname(h) for h in hits}) if d not in packages)
+            elif len(hits) <= 2:
+                named.extend(h for h in hits if h not in named)
+            break
+    return named, packages
 
 
 def kind_of(path: str) -> str:
