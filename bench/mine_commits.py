@@ -17,12 +17,13 @@ newest first) that
   and is not a release/merge/revert/bump/typo/docs/style/refactor/changelog commit;
 * has a message (subject + body, trailers such as Signed-off-by/Co-authored-by stripped) of at least 60 characters.
 
-Rows: instance_id "<owner>__<name>-<short sha>", repo, language (py, go, js, ts or rs: the gold file's),
-base_commit (the first parent), problem_statement (the message), patch (`git diff parent commit -- GOLD`: only the source file, so that localize's gold_files() cannot pick
-a changelog or docs file the commit also touched), test_patch (the test files' diff), other_files (what else the
-commit changed), created_at (commit date, ISO) and names_gold. At most --max per repository, spread evenly over all
-qualifying commits (not only the newest; a fix cherry-picked onto another branch counted once); a commit whose base
-tree cannot be listed, lacks the gold blob or holds fewer than 5 source files is replaced by the next qualifying one.
+Rows: instance_id "<owner>__<name>-<short sha>", repo, language (py, go, js, ts or rs: the gold file's), base_commit
+(the first parent), problem_statement (the message), patch (`git diff parent commit -- GOLD`: only the source file,
+so that localize's gold_files() cannot pick a changelog or docs file the commit also touched), test_patch (the test
+files' diff), other_files (what else the commit changed), created_at (commit date, ISO) and names_gold. At most
+--max per repository, spread evenly over all qualifying commits (not only the newest; a fix cherry-picked onto
+another branch counted once); a commit whose base tree cannot be listed, lacks the gold blob or holds fewer than 5
+source files is replaced by the next qualifying one.
 
 Caveats: a commit message describes the fix, not the symptom an issue reports, and often names the function or
 module it touched; it is an easier query than an issue. names_gold records whether the message contains the gold

@@ -260,6 +260,11 @@ class IndexDB:
             graph.setdefault(src, []).append(dst)
         return graph
 
+    def importers(self, paths: Sequence[str]) -> dict[str, int]:
+        """How many files import each of paths (those imported by none are left out)."""
+        return dict(self._rows_in("SELECT files.path, COUNT(*) FROM edges JOIN files ON files.id = edges.dst "
+                                  "WHERE files.path IN ({}) GROUP BY files.path", paths))
+
     def neighbours(self, path: str) -> tuple[list[str], list[str]]:
         """(files path imports, files that import path)."""
         out = [p for (p,) in self._db.execute("SELECT b.path FROM files a JOIN edges ON edges.src = a.id "

@@ -16,7 +16,7 @@ _SOURCE_DIRS = {"src", "lib"}  # a crate's or package's source root: the directo
 _DECLARATION_RE = re.compile(r"\.d\.[cm]?ts$")
 # Build, bundler, test-runner and linter configs, task runners: code that configures the project, rarely the fix.
 _CONFIG_RE = re.compile(
-    r"(^|[.-])(config|conf)\.[cm]?[jt]s$|^\.[\w-]+rc\.[cm]?[jt]s$|^(gulpfile|gruntfile|jakefile)\.[cm]?[jt]s$"
+    r"[.-](config|conf)\.[cm]?[jt]s$|^\.[\w-]+rc\.[cm]?[jt]s$|^(gulpfile|gruntfile|jakefile)\.[cm]?[jt]s$"
     r"|^(webpack|rollup|vite|vitest|jest|babel|karma|eslint|prettier|postcss|tsup|esbuild)[\w.-]*\.[cm]?[jt]s$"
     r"|^(build\.rs|setup\.py|noxfile\.py|tasks\.py|magefile\.go)$", re.IGNORECASE)
 # Copies of other projects kept in the tree (requests/packages/urllib3, a Go vendor/ directory, pip/_vendor)
@@ -45,12 +45,9 @@ def module_stem(path: str) -> str:
 
 def is_entry(path: str) -> bool:
     """A module entry named for its role (index.*, __init__.py, mod.rs, lib.rs, main.rs, main.go)."""
-    return module_stem(path) != _plain_stem(path)
-
-
-def _plain_stem(path: str) -> str:
     name = _DECLARATION_RE.sub("", posixpath.basename(path))
-    return name.rsplit(".", 1)[0] if "." in name else name
+    wanted = _ENTRY_STEMS.get(name.rsplit(".", 1)[0] if "." in name else name)
+    return bool(wanted) and languages.language_for(path) in wanted
 
 
 def is_declaration(path: str) -> bool:

@@ -51,6 +51,7 @@ FEATURES: dict[str, str] = {
     "tested": "the source counterpart of a test file the task names, traces, quotes or uses the names of",
     "pkg_named": "in a package (directory) the task names by import path, 1/sqrt(its files)",
     "dir_mate": "the best BM25 of another candidate in its directory over the task's best (package mates)",
+    "importers": "log(1 + files importing it) / log(1 + files): how much of a hub it is",
     "log_tokens": "log of its size in tokens",
     "dense_present": "it has vectors",
     "dense_rel": "best chunk similarity minus the task's best (0 without vectors)",
@@ -100,7 +101,7 @@ def major_language(sig: Signals) -> str | None:
 
 
 def feature_row(f: FileSignals, best_bm25: float, best_dense: float | None, dense_rank: int,
-                about_tests: bool, major: str | None = None) -> list[float]:
+                about_tests: bool, major: str | None = None, n_files: int = 1) -> list[float]:
     """One file's features, in NAMES order."""
     test = f.kind == "test"
     has_dense = f.dense is not None and best_dense is not None
@@ -138,6 +139,7 @@ def feature_row(f: FileSignals, best_bm25: float, best_dense: float | None, dens
         f.tested,
         f.pkg_named,
         f.dir_bm25 / best_bm25 if best_bm25 > 0 else 0.0,
+        math.log1p(f.importers) / math.log1p(max(n_files, 1)),
         math.log1p(f.tokens),
         float(has_dense),
         (f.dense - best_dense) if has_dense else 0.0,  # type: ignore[operator]
@@ -153,8 +155,8 @@ def features(sig: Signals) -> tuple[list[str], np.ndarray]:
     dense_rank = {path: position for position, (_score, path) in enumerate(dense, start=1)}
     best_dense = -dense[0][0] if dense else None
     major = major_language(sig)
-    rows = [feature_row(sig.files[p], best_bm25, best_dense, dense_rank.get(p, 0), sig.about_tests, major)
-            for p in paths]
+    rows = [feature_row(sig.files[p], best_bm25, best_dense, dense_rank.get(p, 0), sig.about_tests, major,
+                        sig.n_files) for p in paths]
     return paths, np.asarray(rows, dtype=float).reshape(len(paths), len(NAMES))
 
 

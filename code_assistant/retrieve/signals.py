@@ -59,6 +59,7 @@ class FileSignals:
     dir_bm25: float = 0.0  # the best BM25 of another candidate in its directory (its package mates)
     n_symbols: int = 0  # definitions in the file
     n_imports: int = 0  # import statements in the file (an entry that re-exports has many and defines few)
+    importers: int = 0  # files that import it (a hub module: the application class every plugin imports)
     dense: float | None = None  # best chunk's cosine similarity to the task; None: it has no vectors
     dense_rank: int = 0  # 1-based among the files with vectors (for reasons; fusion ranks again)
 
@@ -115,10 +116,12 @@ def gather(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | No
 def _details(index: RepoIndex, sig: Signals, paths: list[str]) -> None:
     """Size, definitions and imports of the files, from their index records."""
     records = index.db.records(paths)
+    importers = index.db.importers(paths)
     for path in paths:
         entry, record = sig.files[path], records.get(path)
         if record is not None:
             entry.tokens, entry.n_symbols, entry.n_imports = record.tokens, len(record.symbols), len(record.imports)
+            entry.importers = importers.get(path, 0)
 
 
 def _lexical(index: RepoIndex, sig: Signals, task: str) -> None:
