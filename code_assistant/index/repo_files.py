@@ -18,6 +18,21 @@ def _git_files(repo: Path) -> list[str] | None:
     return None if out is None else [p for p in out.split("\0") if p]
 
 
+def _gitignore_spec(lines: list[str]) -> pathspec.PathSpec:
+    """A .gitignore's patterns; a line git would ignore as invalid (a lone `!`) is left out, as git does."""
+    try:
+        return pathspec.PathSpec.from_lines("gitignore", lines)
+    except ValueError:  # pathspec's GitIgnorePatternError
+        valid = []
+        for line in lines:
+            try:
+                pathspec.PathSpec.from_lines("gitignore", [line])
+            except ValueError:
+                continue
+            valid.append(line)
+        return pathspec.PathSpec.from_lines("gitignore", valid)
+
+
 def _walk_files(repo: Path) -> list[str]:
     """Files below repo, honouring .gitignore files (root and nested) when git is not available."""
     found: list[str] = []
@@ -30,7 +45,7 @@ def _walk_files(repo: Path) -> list[str]:
             # git's rule for one path: the last pattern that matches it decides. The walk prunes ignored directories
             # itself, so GitIgnoreSpec's rule for files below an excluded directory is not needed, and it gets
             # `*` + `!*/` ("ignore all but directories", go-zero's .gitignore) wrong: it keeps the directories out.
-            specs.append((rel_dir, pathspec.PathSpec.from_lines("gitignore", lines)))
+            specs.append((rel_dir, _gitignore_spec(lines)))
 
         def ignored(rel: str, is_dir: bool) -> bool:
             for base, spec in specs:
