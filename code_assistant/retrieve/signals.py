@@ -125,24 +125,28 @@ def _details(index: RepoIndex, sig: Signals, paths: list[str]) -> None:
 
 
 def _lexical(index: RepoIndex, sig: Signals, task: str) -> None:
-    """BM25's top SIGNAL_DEPTH non-test files, ranked among non-test files (a task quoting a test case cannot push
-    the module it tests out with its test files); when the task is about tests, the top test files too, ranked
-    among all the files BM25 ranks."""
-    source = joint = 0
+    """BM25's top SIGNAL_DEPTH files of each kind it ranks, each ranked among the files at least as likely to be
+    the fix: code among code, aux code (scripts, utils, examples) among code and aux, tests (when the task is about
+    tests) among all three. A task quoting a test case cannot push the module it tests out with its test files, nor
+    can a repository's examples push its code down."""
+    code = aux = joint = 0
     for path, score in _ranked(index.bm25(tokenize(task))):  # classify no more files than needed
         kind = kind_of(path)
-        if kind in SOURCE_KINDS:
-            source += 1
-            joint += 1
-            if source <= SIGNAL_DEPTH:
-                entry = sig.file(path)
-                entry.bm25, entry.bm25_rank = score, source
+        if kind == "code":
+            code, aux, joint = code + 1, aux + 1, joint + 1
+            rank = code
+        elif kind == "aux":
+            aux, joint = aux + 1, joint + 1
+            rank = aux
         elif kind == "test" and sig.about_tests:
             joint += 1
-            if joint <= SIGNAL_DEPTH:
-                entry = sig.file(path)
-                entry.bm25, entry.bm25_rank = score, joint
-        if source >= SIGNAL_DEPTH and (joint >= SIGNAL_DEPTH or not sig.about_tests):
+            rank = joint
+        else:
+            continue
+        if rank <= SIGNAL_DEPTH:
+            entry = sig.file(path)
+            entry.bm25, entry.bm25_rank = score, rank
+        if code >= SIGNAL_DEPTH and aux >= SIGNAL_DEPTH and (joint >= SIGNAL_DEPTH or not sig.about_tests):
             break
 
 
