@@ -25,6 +25,15 @@ _RUST_PATH_RE = re.compile(r"\b[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+")  # crate::a::b,
 _SPEC_RE = re.compile(r"(?<![\w./:-])@?[A-Za-z_][\w.-]*(?:/[A-Za-z_][\w.-]*)+")
 _IDENT_RE = re.compile(r"`([^`\n]{2,80})`|\b([A-Za-z_]\w*[a-z]\w*)\b")
 _WORD_RE = re.compile(r"\b[A-Za-z_][\w]*\b")
+_HYPHENATED_RE = re.compile(r"(?<![\w/.-])[a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)+(?![\w/-])")  # tracing-subscriber
+_ATTRIBUTE_RE = re.compile(r"#\[\s*(?:[A-Za-z_]\w*::)*([A-Za-z_]\w*)")  # #[instrument], #[tracing::instrument(..)]
+_DERIVE_RE = re.compile(r"#\[\s*derive\s*\(([^)\]]*)\)")  # #[derive(Serialize, Deserialize)]
+_BANG_RE = re.compile(r"(?<![\w!])([A-Za-z_]\w*)!\s*[(\[{]")  # info!(...), vec![...]
+_LANGUAGE_MACROS = frozenset(  # Rust's own attributes and std macros: defined by no repository
+    "derive cfg cfg_attr test allow deny warn forbid doc inline must_use repr macro_use macro_export non_exhaustive "
+    "println print eprintln eprint format format_args vec assert assert_eq assert_ne debug_assert debug_assert_eq "
+    "panic write writeln matches dbg todo unimplemented unreachable include_str include_bytes env concat stringify "
+    "compile_error line file column module_path Debug Clone Copy PartialEq Eq Hash Default PartialOrd Ord".split())
 _CALL_RE = re.compile(r"(?<![\w.])([A-Za-z_]\w{2,})\(")  # `ccode(x)`: a name, whatever it looks like
 TEST_TASK_RE = re.compile(r"\b(tests?|testing|pytest|unittest|spec|coverage)\b", re.IGNORECASE)
 _AUX_DIRS = {"doc", "docs", "example", "examples", "benchmark", "benchmarks", "bench", ".github", "scripts", "util",
@@ -41,6 +50,7 @@ class Mentions:
     stems: dict[str, str] | None = None  # file -> the word of the task that is its stem (see stem_mentions)
     called: set[str] | None = None  # identifiers the task calls, `name(...)`: code, even when they look like words
     packages: list[str] | None = None  # directories named as a package (a Go import path): their files are mates
+    macros: set[str] | None = None  # Rust macros and attributes the task uses: `info!`, `#[instrument]`, derives
 
 
 def traceback_frames(text: str, repo: Path, known: set[str] | None = None) -> list[tuple[str, int]]:
@@ -127,7 +137,7 @@ def find_mentions(task: str, index: RepoIndex) -> Mentions:
     called = set(_CALL_RE.findall(task))
     identifiers |= called
     mentions = Mentions(paths, traceback_frames(task, index.repo, known), identifiers, called=called,
-                        packages=packages)
+                        packages=packages, macros=macro_mentions(task))
     mentions.stems = stem_mentions(task, index, identifiers)
     return mentions
 
@@ -137,12 +147,28 @@ def stem_mentions(task: str, index: RepoIndex, identifiers: set[str]) -> dict[st
     it has a digit, an underscore or inner capitals, or the task writes it as code. File -> that word."""
     words = set(_WORD_RE.findall(task))
     named = {w for w in words if re.search(r"\d|_|[a-z][A-Z]", w) and len(w) >= 3} | identifiers
+    named |= {h.replace("-", "_") for h in _HYPHENATED_RE.findall(task)}  # a crate or package: tracing-attributes
+    named |= {_snake(n) for n in named if re.search(r"[a-z][A-Z]", n)}  # `BytesMut` lives in bytes_mut.rs
     stems: dict[str, str] = {}
     for path in index.files:
         stem = module_stem(path)  # src/plugin/customParseFormat/index.js is `customParseFormat`
         if stem in named and not stem.startswith("__") and kind_of(path) == "code":  # `__init__` names no one file
             stems[path] = stem
     return stems
+
+
+def macro_mentions(task: str) -> set[str]:
+    """Names the task uses as Rust macros or attributes (`info!(..)`, `#[instrument]`, `#[derive(Serialize)]`),
+    the language's own left out."""
+    names = set(_ATTRIBUTE_RE.findall(task)) | set(_BANG_RE.findall(task))
+    for derived in _DERIVE_RE.findall(task):
+        names.update(n.strip().rsplit("::", 1)[-1] for n in derived.split(",") if n.strip())
+    return {n for n in names if n not in _LANGUAGE_MACROS and len(n) > 2}
+
+
+def _snake(name: str) -> str:
+    """`BytesMut` -> `bytes_mut`, `parseHTTPHeader` -> `parse_http_header`."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 
 def rust_modules(files: set[str]) -> dict[str, str]:

@@ -56,6 +56,7 @@ class FileSignals:
     literal: float = 0.0  # it holds a message the task quotes: the run of words matched, by the message's rarity
     tested: float = 0.0  # the source counterpart of a test file the task points at (names, traces, quotes)
     pkg_named: float = 0.0  # its directory is a package the task names (a Go import path): 1/sqrt(its files)
+    macro_def: float = 0.0  # defines a macro or attribute the task uses (macro_rules!, proc_macro): 1 / its definers
     dir_bm25: float = 0.0  # the best BM25 of another candidate in its directory (its package mates)
     n_symbols: int = 0  # definitions in the file
     n_imports: int = 0  # import statements in the file (an entry that re-exports has many and defines few)
@@ -105,6 +106,7 @@ def gather(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | No
     for position, path in enumerate(dict.fromkeys(p for p, _line in reversed(frames)), start=1):
         sig.file(path).trace_pos = position  # once per file: a long stay in one file is no extra evidence
     _literals(index, sig, task)
+    _macros(index, sig)
     _packages(index, sig)
     _graph(index, sig)
     _tested(index, sig)
@@ -179,6 +181,27 @@ def _literals(index: RepoIndex, sig: Signals, task: str) -> None:
             entry = sig.file(path)
             score = min(run, phrases.RUN_CAP) / phrases.RUN_CAP / math.log2(1 + len(runs))
             entry.literal = max(entry.literal, score)
+
+
+_MACRO_TERMS = ("macro_rules", "proc_macro", "proc_macro_attribute", "proc_macro_derive")
+
+
+def _macros(index: RepoIndex, sig: Signals) -> None:
+    """The files that define a macro or attribute the task uses: `macro_rules! name`, or a `#[proc_macro...]`
+    function `name`, or `#[proc_macro_derive(Name ...)]`; among the files holding the name and a definer's word."""
+    names = sorted(sig.mentions.macros or ())
+    if not names:
+        return
+    holding = index.files_with({*_MACRO_TERMS, *(n.lower() for n in names)})
+    definers = set().union(*(holding.get(t, set()) for t in _MACRO_TERMS))
+    for name in names:
+        pattern = re.compile(rf"macro_rules!\s*{name}\b|#\[proc_macro(?:_attribute)?\]\s*(?:#\[[^\]]*\]\s*)*"
+                             rf"(?:pub\s+)?fn\s+{name}\b|#\[proc_macro_derive\(\s*{name}\b")
+        found = [p for p in sorted(definers & holding.get(name.lower(), set())) if p.endswith(".rs")
+                 and kind_of(p) != "test" and pattern.search(_read(index, p) or "")]
+        for path in found:
+            entry = sig.file(path)
+            entry.macro_def = max(entry.macro_def, 1.0 / len(found))
 
 
 def _read(index: RepoIndex, path: str) -> str | None:
