@@ -120,15 +120,15 @@ def test_rust_crate_the_obvious_file_ranks_first(tmp_path: Path, task: str, obvi
 
 
 def test_no_file_bm25_ranks_in_its_top_20_is_dropped(tmp_path: Path) -> None:
-    """A task about tests in a repository whose test files repeat its words: the code files BM25 ranks in its top
-    20 (among non-test files, as the localization bench's baseline) are all candidates and all ranked."""
+    """A task asking for tests in a repository whose test files repeat its words: the code files BM25 ranks in its
+    top 20 (among non-test files, as the localization bench's baseline) are all candidates and all ranked."""
     files = {f"tests/test_widget_{i}.py": "def test_widget_render_color_cache():\n    widget render color cache\n" * 3
              for i in range(120)}
     files |= {f"app/module_{i}.py": f"def helper_{i}():\n    return {i}\n" + "widget\n" * (i % 5)
               for i in range(130)}
     files |= {f"tools/render_{i}.py": "def run():\n    render color\n" for i in range(5)}
     index = _index(tmp_path, files)
-    task = "The widget render color cache test fails: test_widget_render_color_cache"
+    task = "Add tests for the widget render color cache, like test_widget_render_color_cache"
     scores = index.bm25(tokenize(task))
     source = sorted((p for p in scores if kind_of(p) != "test"), key=lambda p: (-scores[p], p))[:20]
     sig = signals.gather(index, task)
