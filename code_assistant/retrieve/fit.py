@@ -55,11 +55,11 @@ def fit(queries: Sequence[Query], names: Sequence[str] = NAMES, l2: float = 1.0,
     scales = np.sqrt(np.average((pooled - means) ** 2, axis=0, weights=row_share))
     scales[scales < MIN_SCALE] = 1.0
     standardized = [Query((q.matrix[:, columns] - means) / scales, tuple(q.golds)) for q in usable]
-    step = _softmax_step if loss == "softmax" else _pairwise_step
+    step = (_Softmax if loss == "softmax" else _Pairwise)(standardized, share)
     coef = np.zeros(len(columns))
     penalty = l2 / len(usable)  # the loss is a mean over queries: l2 weighs like l2 queries' worth of loss in all
     for _ in range(NEWTON_STEPS):
-        value, grad, hess = step(standardized, coef, share)
+        value, grad, hess = step(coef)
         value += 0.5 * penalty * coef @ coef
         grad = grad + penalty * coef
         hess = hess + penalty * np.eye(len(coef))
@@ -67,7 +67,7 @@ def fit(queries: Sequence[Query], names: Sequence[str] = NAMES, l2: float = 1.0,
         t = 1.0
         while t > 1e-4:  # backtracking: the loss must fall
             trial = coef - t * direction
-            if step(standardized, trial, share, value_only=True)[0] + 0.5 * penalty * trial @ trial <= value:
+            if step(trial, value_only=True)[0] + 0.5 * penalty * trial @ trial <= value:
                 break
             t /= 2
         coef = coef - t * direction
@@ -76,44 +76,60 @@ def fit(queries: Sequence[Query], names: Sequence[str] = NAMES, l2: float = 1.0,
     return Model(tuple(names), tuple(coef.tolist()), tuple(means.tolist()), tuple(scales.tolist()))
 
 
-def _softmax_step(queries: Sequence[Query], w: np.ndarray, share: np.ndarray,
-                  value_only: bool = False) -> tuple[float, np.ndarray, np.ndarray]:
+class _Softmax:
     """Weighted mean over queries of -log softmax(score)[gold] (the mean over its gold rows when a query has
-    several: every file of the fix ranked high, and the loss stays convex), its gradient and Hessian."""
-    value, grad, hess = 0.0, np.zeros_like(w), np.zeros((len(w), len(w)))
-    for q, q_share in zip(queries, share):
-        x, golds = q.matrix, q.golds
-        s = x @ w
-        top = s.max()
-        p = np.exp(s - top)
-        total = p.sum()
-        p /= total
-        value += q_share * (top + np.log(total) - s[golds].mean())
+    several: every file of the fix ranked high, and the loss stays convex), its gradient and Hessian; all queries'
+    rows stacked, so a step is a few matrix products."""
+
+    def __init__(self, queries: Sequence[Query], share: np.ndarray) -> None:
+        self.x = np.vstack([q.matrix for q in queries])
+        sizes = np.array([len(q.matrix) for q in queries])
+        self.starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        self.query_of_row = np.repeat(np.arange(len(queries)), sizes)
+        self.share = share / len(queries)
+        gold_weight = np.zeros(len(self.x))  # each query's gold rows share its weight
+        for start, q, w in zip(self.starts, queries, self.share):
+            gold_weight[start + np.array(q.golds)] = w / len(q.golds)
+        self.gold_weight = gold_weight
+
+    def __call__(self, w: np.ndarray, value_only: bool = False) -> tuple[float, np.ndarray, np.ndarray]:
+        s = self.x @ w
+        top = np.maximum.reduceat(s, self.starts)
+        e = np.exp(s - top[self.query_of_row])
+        total = np.add.reduceat(e, self.starts)
+        value = float(self.share @ (top + np.log(total)) - self.gold_weight @ s)
         if value_only:
-            continue
-        mean = p @ x
-        grad += q_share * (mean - x[golds].mean(axis=0))
-        hess += q_share * ((x * p[:, None]).T @ x - np.outer(mean, mean))
-    return value / len(queries), grad / len(queries), hess / len(queries)
+            return value, w, w
+        p = e / total[self.query_of_row] * self.share[self.query_of_row]  # each row's probability, weighted
+        mean = np.add.reduceat(self.x * (e / total[self.query_of_row])[:, None], self.starts)  # per query
+        grad = p @ self.x - self.gold_weight @ self.x
+        hess = (self.x * p[:, None]).T @ self.x - (mean * self.share[:, None]).T @ mean
+        return value, grad, hess
 
 
-def _pairwise_step(queries: Sequence[Query], w: np.ndarray, share: np.ndarray,
-                   value_only: bool = False) -> tuple[float, np.ndarray, np.ndarray]:
+class _Pairwise:
     """Weighted mean over queries of the mean over (gold, other candidate) pairs of log(1 + exp(-(s_gold -
-    s_other)))."""
-    value, grad, hess = 0.0, np.zeros_like(w), np.zeros((len(w), len(w)))
-    for q, q_share in zip(queries, share):
-        golds = q.golds
-        others = np.delete(q.matrix, golds, axis=0)
-        d = np.vstack([q.matrix[g] - others for g in golds])
-        margin = d @ w
-        value += q_share * np.logaddexp(0.0, -margin).mean()
+    s_other))), its gradient and Hessian; the pairs' differences are made once and stacked."""
+
+    def __init__(self, queries: Sequence[Query], share: np.ndarray) -> None:
+        diffs, weights = [], []
+        for q, q_share in zip(queries, share):
+            others = np.delete(q.matrix, q.golds, axis=0)
+            d = np.vstack([q.matrix[g] - others for g in q.golds])
+            diffs.append(d)
+            weights.append(np.full(len(d), q_share / len(d) / len(queries)))
+        self.d = np.vstack(diffs)
+        self.weight = np.concatenate(weights)
+
+    def __call__(self, w: np.ndarray, value_only: bool = False) -> tuple[float, np.ndarray, np.ndarray]:
+        margin = self.d @ w
+        value = float(self.weight @ np.logaddexp(0.0, -margin))
         if value_only:
-            continue
+            return value, w, w
         p = 1.0 / (1.0 + np.exp(margin))  # derivative of the loss in -margin
-        grad += -q_share * (d * p[:, None]).mean(axis=0)
-        hess += q_share * ((d * (p * (1 - p))[:, None]).T @ d / len(d))
-    return value / len(queries), grad / len(queries), hess / len(queries)
+        grad = -(self.weight * p) @ self.d
+        hess = (self.d * (self.weight * p * (1 - p))[:, None]).T @ self.d
+        return value, grad, hess
 
 
 def ranks(queries: Sequence[Query], model: Model) -> list[int | None]:
