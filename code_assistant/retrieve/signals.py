@@ -57,6 +57,7 @@ class FileSignals:
     tested: float = 0.0  # the source counterpart of a test file the task points at (names, traces, quotes)
     pkg_named: float = 0.0  # its directory is a package the task names (a Go import path): 1/sqrt(its files)
     macro_def: float = 0.0  # defines a macro or attribute the task uses (macro_rules!, proc_macro): 1 / its definers
+    # (not a feature of its own: it decides which files define the name for the symbol signal)
     dir_bm25: float = 0.0  # the best BM25 of another candidate in its directory (its package mates)
     n_symbols: int = 0  # definitions in the file
     n_imports: int = 0  # import statements in the file (an entry that re-exports has many and defines few)
@@ -97,7 +98,11 @@ def gather(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | No
     frames = [f for f in (extra_frames or []) if f[0] in index.files] + mentions.traceback
     sig = Signals({}, bool(TEST_TASK_RE.search(task)), len(index.files), mentions, frames)
     _lexical(index, sig, task)
-    scores = _symbol_scores(index, mentions.identifiers, mentions.called or set())
+    macros = _macro_definers(index, mentions.macros or set())
+    for paths in macros.values():
+        for path in paths:
+            sig.file(path).macro_def = 1.0 / len(paths)
+    scores = _symbol_scores(index, mentions.identifiers | (mentions.macros or set()), mentions.called or set(), macros)
     for position, (path, score) in enumerate(_ranked(scores), start=1):
         entry = sig.file(path)
         entry.symbols, entry.symbol_rank = score, position
@@ -106,7 +111,6 @@ def gather(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | No
     for position, path in enumerate(dict.fromkeys(p for p, _line in reversed(frames)), start=1):
         sig.file(path).trace_pos = position  # once per file: a long stay in one file is no extra evidence
     _literals(index, sig, task)
-    _macros(index, sig)
     _packages(index, sig)
     _graph(index, sig)
     _tested(index, sig)
@@ -186,22 +190,23 @@ def _literals(index: RepoIndex, sig: Signals, task: str) -> None:
 _MACRO_TERMS = ("macro_rules", "proc_macro", "proc_macro_attribute", "proc_macro_derive")
 
 
-def _macros(index: RepoIndex, sig: Signals) -> None:
-    """The files that define a macro or attribute the task uses: `macro_rules! name`, or a `#[proc_macro...]`
-    function `name`, or `#[proc_macro_derive(Name ...)]`; among the files holding the name and a definer's word."""
-    names = sorted(sig.mentions.macros or ())
+def _macro_definers(index: RepoIndex, names: set[str]) -> dict[str, list[str]]:
+    """Lowercased name -> the files that define it as the macro or attribute the task uses: `macro_rules! name`, a
+    `#[proc_macro...]` function `name` or `#[proc_macro_derive(Name ...)]` (among the files holding the name and a
+    definer's word). For `#[instrument]` these define `instrument`, not a method of that name elsewhere."""
     if not names:
-        return
+        return {}
     holding = index.files_with({*_MACRO_TERMS, *(n.lower() for n in names)})
     definers = set().union(*(holding.get(t, set()) for t in _MACRO_TERMS))
-    for name in names:
+    found: dict[str, list[str]] = {}
+    for name in sorted(names):
         pattern = re.compile(rf"macro_rules!\s*{name}\b|#\[proc_macro(?:_attribute)?\]\s*(?:#\[[^\]]*\]\s*)*"
                              rf"(?:pub\s+)?fn\s+{name}\b|#\[proc_macro_derive\(\s*{name}\b")
-        found = [p for p in sorted(definers & holding.get(name.lower(), set())) if p.endswith(".rs")
+        files = [p for p in sorted(definers & holding.get(name.lower(), set())) if p.endswith(".rs")
                  and kind_of(p) != "test" and pattern.search(_read(index, p) or "")]
-        for path in found:
-            entry = sig.file(path)
-            entry.macro_def = max(entry.macro_def, 1.0 / len(found))
+        if files:
+            found[name.lower()] = files
+    return found
 
 
 def _read(index: RepoIndex, path: str) -> str | None:
@@ -251,16 +256,20 @@ def _ranked(scores: dict[str, float]) -> list[tuple[str, float]]:
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def _symbol_scores(index: RepoIndex, identifiers: set[str], called: set[str]) -> dict[str, float]:
-    """Files that define a named identifier; a name defined in many files says little about each."""
+def _symbol_scores(index: RepoIndex, identifiers: set[str], called: set[str],
+                   macros: dict[str, list[str]] | None = None) -> dict[str, float]:
+    """Files that define a named identifier; a name defined in many files says little about each. A name the task
+    uses as a macro or attribute is defined by the files that define that macro (`macros`)."""
     if not identifiers:
         return {}
     plain = {i for i in identifiers - called if i.isalpha() and i.islower()}
     scores: dict[str, float] = defaultdict(float)
-    for name, paths in index.defining({i.lower() for i in identifiers}).items():
+    defining = index.defining({i.lower() for i in identifiers})
+    defining.update({name: set(paths) for name, paths in (macros or {}).items()})
+    for name, paths in defining.items():
         weight = 1.0 / math.log2(1 + len(paths))
-        if name.isalpha() and name in plain:  # `fix`, `install`: a command or an English word more than a name
-            weight *= PLAIN_WORD_WEIGHT
+        if name.isalpha() and name in plain and name not in (macros or {}):  # `fix`, `install`: a command or an
+            weight *= PLAIN_WORD_WEIGHT  # English word more than a name
         for path in paths:
             scores[path] += weight
     return dict(scores)
