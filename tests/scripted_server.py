@@ -20,6 +20,13 @@ What real local servers do, on request:
   model's maximum context length is N tokens ..."); with `overflow_stream="empty"`, a streamed one instead gets an
   empty stream, as llama-cpp-python's server does.
 - `stream_usage=False`: streams carry no usage chunk (llama-cpp-python).
+- `fixed_prompt_tokens=N`: every answer reports `prompt_tokens: N`, whatever was sent (a proxy's fixed or
+  estimated usage).
+- `cache="uncounted"`: from the second request on, `prompt_tokens` counts only the tokens after the longest prefix
+  shared with an earlier request (a caching server that counts what it processed, as Ollama's llama-server runner
+  did); `cache="cached_tokens"` also reports that prefix as `usage.prompt_tokens_details.cached_tokens`.
+- `silent_cut=N`: a prompt over N tokens is answered all the same, with `prompt_tokens: N` (Ollama's way: it keeps
+  what fits its window and drops the rest without a word).
 - always: an answer longer than the request's max_tokens stops there, with finish_reason "length".
 - `info`: JSON answers for other paths (GET /props, GET /v1/models, POST /api/show, ...); any other path is a 404.
 None of these consume a step of the script.
@@ -51,6 +58,28 @@ def prompt_tokens(body: dict[str, Any]) -> int:
     return sum(tokens.count_tokens(str(m.get("content", ""))) + TEMPLATE_TOKENS for m in body.get("messages", []))
 
 
+def prompt_ids(body: dict[str, Any]) -> list[int]:
+    """The prompt as the server's tokens: per message, its template's tokens (negative ids naming the role) and its
+    text's; as many as prompt_tokens() counts. A cache is keyed by a prefix of these."""
+    encoding = tokens.get_encoding()
+    ids: list[int] = []
+    for message in body.get("messages", []):
+        role = -1 - {"system": 0, "user": 1, "assistant": 2}.get(str(message.get("role")), 3)
+        content = str(message.get("content", ""))
+        text = encoding.encode(content, disallowed_special=()) if encoding else [0] * tokens.count_tokens(content)
+        ids += [role] * TEMPLATE_TOKENS + list(text)
+    return ids
+
+
+def _common(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 def _cut(answer: str, max_tokens: int | None) -> tuple[str, str]:
     """An answer longer than max_tokens stops there, as a model's does: (text, finish_reason)."""
     encoding = tokens.get_encoding()
@@ -69,15 +98,19 @@ class ScriptedServer:
     def __init__(self, script: list[Step] | None = None, *, accepts: tuple[str, ...] | None = None,
                  refuse_status: int = 500, context_window: int | None = None, overflow_stream: str = "error",
                  stream_usage: bool = True, info: dict[str, Any] | None = None,
-                 by_seed: dict[int, list[Step]] | None = None) -> None:
+                 by_seed: dict[int, list[Step]] | None = None, fixed_prompt_tokens: int | None = None,
+                 cache: str | None = None, silent_cut: int | None = None) -> None:
+        assert cache in (None, "uncounted", "cached_tokens"), cache
         self.script: list[Step] = list(script or [])
         self.by_seed: dict[int, list[Step]] = {seed: list(steps) for seed, steps in (by_seed or {}).items()}
         self.requests: list[dict[str, Any]] = []
-        self.usages: list[dict[str, int]] = []
+        self.usages: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self.accepts, self.refuse_status = accepts, refuse_status
         self.context_window, self.overflow_stream, self.stream_usage = context_window, overflow_stream, stream_usage
         self.info = info or {}
+        self.fixed_prompt_tokens, self.cache, self.silent_cut = fixed_prompt_tokens, cache, silent_cut
+        self.prompts: list[list[int]] = []  # every chat prompt read, as the cache would hold it
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -140,7 +173,10 @@ class ScriptedServer:
                     step = step["answer"]
                 answer = step(body) if callable(step) else str(step)
                 answer, finish = _cut(answer, body.get("max_tokens"))
-                usage = {"prompt_tokens": prompt, "completion_tokens": tokens.count_tokens(answer)}
+                usage: dict[str, Any] = {"prompt_tokens": server.reported(body, prompt),
+                                         "completion_tokens": tokens.count_tokens(answer)}
+                if server.cache == "cached_tokens":
+                    usage["prompt_tokens_details"] = {"cached_tokens": prompt - usage["prompt_tokens"]}
                 usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
                 with server.lock:
                     server.usages.append(usage)
@@ -170,7 +206,7 @@ class ScriptedServer:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-            def _stream(self, body: dict[str, Any], answer: str, usage: dict[str, int], gap: float,
+            def _stream(self, body: dict[str, Any], answer: str, usage: dict[str, Any], gap: float,
                         stall: float, finish: str) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
@@ -201,6 +237,20 @@ class ScriptedServer:
         self.httpd.daemon_threads = True
         # a short poll interval: shutdown() waits for it, once per test
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def reported(self, body: dict[str, Any], prompt: int) -> int:
+        """The prompt_tokens this server reports for a prompt of `prompt` tokens (see the class docstring)."""
+        if self.fixed_prompt_tokens is not None:
+            return self.fixed_prompt_tokens
+        if self.silent_cut is not None:
+            return min(prompt, self.silent_cut)
+        if self.cache is None:
+            return prompt
+        ids = prompt_ids(body)
+        with self.lock:
+            cached = max((_common(ids, earlier) for earlier in self.prompts), default=0)
+            self.prompts.append(ids)
+        return max(1, prompt - cached)  # a server reads at least the prompt's last token again, for its logits
 
     @property
     def url(self) -> str:
