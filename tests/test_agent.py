@@ -13,7 +13,8 @@ import pytest
 from code_assistant.settings import load_settings
 from code_assistant.index import embeddings
 from code_assistant.index import store
-from code_assistant.agent import Agent, RunResult
+from code_assistant.agent.loop import Agent
+from code_assistant.agent.state import RunResult
 from code_assistant.edit.editor import FileEditor
 from code_assistant.index.indexer import Indexer
 from code_assistant.model.chat import OpenAIChat

@@ -5,7 +5,7 @@ import logging
 from collections.abc import Callable
 
 from code_assistant.index.indexer import RepoIndex
-from code_assistant.messages import Requests
+from code_assistant.agent.requests import Requests
 from code_assistant.model.chat import ChatModel, ChatResponse, ContextOverflow
 from code_assistant.retrieve.context import Context
 from code_assistant.settings import Settings
