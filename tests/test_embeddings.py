@@ -83,12 +83,12 @@ def _quantized_activations(texts: list[str]) -> dict[str, np.ndarray]:
     run, so no padding rows), from the same graph the embedder runs, with those activations made outputs."""
     import onnxruntime
 
-    weights = embeddings._load_weights()
-    outliers = embeddings._int8_session(1).outliers
+    weights = embeddings.load_weights()
+    outliers = embeddings.int8_session().outliers
     session = onnxruntime.InferenceSession(minilm_int8.build_model(weights, outliers, expose_activations=True),
                                            providers=["CPUExecutionProvider"])
     names = [f"{prefix}.x_q" for prefix in minilm_int8.dense_weights(weights)]
-    tokenizer = embeddings._load_tokenizer()
+    tokenizer = embeddings.load_tokenizer()
     rows: dict[str, list[np.ndarray]] = {name: [] for name in names}
     for text in texts:
         ids = np.asarray([tokenizer.encode(text).ids[:256]], dtype=np.int64)
@@ -102,8 +102,8 @@ def test_no_int8_product_can_saturate_on_any_cpu() -> None:
     with 8-bit weights that overflowed and the vectors depended on the CPU (issue 23). Simulated in numpy on the real
     7-bit weights and the real activations of short, empty and long texts: nothing saturates, the simulated product
     is the exact one — and the old 8-bit weights, on the same activations, do saturate, so the simulation can tell."""
-    weights = embeddings._load_weights()
-    outliers = embeddings._int8_session(1).outliers
+    weights = embeddings.load_weights()
+    outliers = embeddings.int8_session().outliers
     activations = _quantized_activations(["", "?", "TODO", LONG_TEXT[:400]])
     old_saturated = 0
     for prefix, w in minilm_int8.dense_weights(weights).items():

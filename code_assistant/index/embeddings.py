@@ -77,21 +77,22 @@ def model_dir() -> Path:
 
 
 @functools.lru_cache(maxsize=1)
-def _load_weights() -> minilm.Weights:
+def load_weights() -> minilm.Weights:
     """The MiniLM weights, read once per process."""
     return minilm.load_weights(model_dir())
 
 
 @functools.lru_cache(maxsize=1)
-def _load_tokenizer() -> Tokenizer:
+def load_tokenizer() -> Tokenizer:
+    """The model's tokenizer, read once per process."""
     return minilm.load_tokenizer(model_dir())
 
 
 @functools.lru_cache(maxsize=2)
-def _int8_session(threads: int | None) -> minilm_int8.Int8MiniLM:
+def int8_session(threads: int | None = 1) -> minilm_int8.Int8MiniLM:
     """The int8 session, built once per process and thread count; the float weights it is built from are let go."""
     try:
-        calibration = _load_tokenizer().encode(minilm_int8.CALIBRATION_TEXT).ids
+        calibration = load_tokenizer().encode(minilm_int8.CALIBRATION_TEXT).ids
         return minilm_int8.Int8MiniLM(minilm.load_weights(model_dir()), calibration, threads)
     except Exception as exc:  # onnxruntime's errors (Fail, InvalidGraph, NotImplemented...) share no other base
         raise EmbeddingError(f"onnxruntime cannot run the int8 MiniLM graph ({str(exc).splitlines()[0][:200]}): "
@@ -148,14 +149,14 @@ class LocalMiniLM:
         model_dir()  # fail early, with a one-line error, when the package is missing
 
     def count_tokens(self, text: str) -> int:
-        return len(_load_tokenizer().encode(text, add_special_tokens=False).ids)
+        return len(load_tokenizer().encode(text, add_special_tokens=False).ids)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
         encode, max_seq_length = self._encoder()
         limit = min(self.max_tokens, max_seq_length)
-        encodings = _load_tokenizer().encode_batch(list(texts))
+        encodings = load_tokenizer().encode_batch(list(texts))
         # truncate keeping the final [SEP], exactly as the tokenizer's own truncation does for one sequence
         id_lists = [e.ids if len(e.ids) <= limit else e.ids[: limit - 1] + e.ids[-1:] for e in encodings]
         order = sorted(range(len(texts)), key=lambda i: len(id_lists[i]))  # similar lengths batch with little padding
@@ -185,9 +186,9 @@ class LocalMiniLM:
     def _encoder(self) -> tuple[Callable[[np.ndarray, np.ndarray], np.ndarray], int]:
         """The forward pass for a padded batch, and the model's maximum sequence length."""
         if self.runtime == "int8":
-            session = _int8_session(self.threads)
+            session = int8_session(self.threads)
             return session.encode, session.max_seq_length
-        weights = _load_weights()
+        weights = load_weights()
         return functools.partial(minilm.encode, weights), weights.max_seq_length
 
 

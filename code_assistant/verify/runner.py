@@ -20,8 +20,7 @@ from pathlib import Path
 from code_assistant.errors import AssistantError
 from code_assistant.verify.outputs import TestFailure, parse_test_output, strip_ansi
 
-__all__ = ["TestCommandError", "TestFailure", "TestResult", "TestRunner", "parse_test_output", "reap_leftovers",
-           "truncate_output"]
+__all__ = ["TestCommandError", "TestResult", "TestRunner", "reap_leftovers", "truncate_output"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,9 +93,11 @@ class TestRunner:
 
     def __init__(self, command: str | list[str], cwd: Path, timeout: float = 120.0,
                  env: dict[str, str] | None = None, head_lines: int = 200, tail_lines: int = 400,
-                 kill_grace: float = KILL_GRACE_S, running_file: Path | None = None) -> None:
+                 kill_grace: float = KILL_GRACE_S, running_file: Path | None = None,
+                 capture_bytes: int = MAX_CAPTURE_BYTES) -> None:
         """running_file, when given, names the run's processes while it lasts, so that `reap_leftovers` can stop
-        them if this process dies without cleaning up (kill -9)."""
+        them if this process dies without cleaning up (kill -9). capture_bytes: beyond this much output its middle
+        is dropped while reading."""
         self.running_file = running_file
         self.command = shlex.split(command) if isinstance(command, str) else list(command)
         self.cwd = Path(cwd)
@@ -112,6 +113,7 @@ class TestRunner:
         self.head_lines = head_lines
         self.tail_lines = tail_lines
         self.kill_grace = kill_grace
+        self.capture_bytes = capture_bytes
         self._cancelled = threading.Event()
         self._live: set[subprocess.Popen[bytes]] = set()  # running commands, shared with with_command's runners
         self._live_lock = threading.Lock()
@@ -119,7 +121,7 @@ class TestRunner:
     def with_command(self, command: str) -> TestRunner:
         """The same runner (directory, timeout, environment, bookkeeping) for another command."""
         runner = TestRunner(command, self.cwd, self.timeout, self.env, self.head_lines, self.tail_lines,
-                            self.kill_grace, self.running_file)
+                            self.kill_grace, self.running_file, self.capture_bytes)
         runner._cancelled, runner._live, runner._live_lock = self._cancelled, self._live, self._live_lock  # one cancel
         return runner
 
@@ -180,19 +182,19 @@ class TestRunner:
         exit_code = None if timed_out else proc.returncode
         duration = time.monotonic() - start
         raw = strip_ansi(captured.decode("utf-8", errors="replace")).replace("\r\n", "\n")
-        runner, failures, passed_count, failed_count = parse_test_output(raw, self.command, self.cwd)
+        parsed = parse_test_output(raw, self.command, self.cwd)
         output = truncate_output(raw, self.head_lines, self.tail_lines)
         if timed_out:
             output += f"{'' if output.endswith(chr(10)) or not output else chr(10)}timed out after {self.timeout:g}s\n"
         result = TestResult(self.command, exit_code, exit_code == 0 and not timed_out, timed_out, output, duration,
-                            failures, passed_count, failed_count, runner, self.timeout)
+                            parsed.failures, parsed.passed, parsed.failed, parsed.runner, self.timeout)
         logger.info("test run finished in %.1fs: %s", duration, result.summary())
         return result
 
     def _collect(self, proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, bool]:
         """Read output until EOF, the deadline (then kill the group) or shortly after the command exits."""
         assert proc.stdout is not None
-        chunks = _Capture()
+        chunks = _Capture(self.capture_bytes)
         timed_out = False
         exited_at: float | None = None
         with selectors.DefaultSelector() as selector:
