@@ -21,11 +21,15 @@ import urllib.request
 from typing import Any
 from urllib.parse import urlsplit
 
+from code_assistant.errors import ConfigError
+from code_assistant.model.prices import is_local
 from code_assistant.model.window import DEFAULT_WINDOW, OPENAI_RATIO, ContextWindow, known_window
 
 logger = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_S = 3.0
+CHECK_TIMEOUT_S = 10.0  # the first question of a run: a server that is up answers GET /models in well under a second
+OPENAI_URL = "https://api.openai.com/v1"
 OLLAMA_OLD_DEFAULT = 2048
 _NUM_CTX_RE = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
 
@@ -124,6 +128,26 @@ def _ollama(root: str, model: str, load_timeout: float) -> tuple[int, str] | Non
     return (min(window, trained) if trained else window), source
 
 
+def check_server(base_url: str | None, api_key: str | None, timeout: float = CHECK_TIMEOUT_S) -> None:
+    """One GET /models before any work, so that a wrong OPENAI_BASE_URL or key is found in seconds, not after the
+    index and a test run. No answer at all, or a refused key (401/403), is a ConfigError naming the URL; any other
+    answer means a server is there (404 included: some servers have no such route)."""
+    url = f"{(base_url or OPENAI_URL).rstrip('/')}/models"
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout):
+            return
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            raise ConfigError(f"the model server at {base_url or OPENAI_URL} refused the API key ({exc.code} on GET "
+                              f"/models); check OPENAI_API_KEY") from exc
+        logger.debug("GET %s answered %d: a server is there", url, exc.code)
+    except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+        reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+        raise ConfigError(f"the model server at {base_url or OPENAI_URL} does not answer ({reason}); check that it "
+                          f"is running and that OPENAI_BASE_URL is right") from exc
+
+
 def server_window(base_url: str, model: str, api_key: str | None = None,
                   load_timeout: float = 120.0) -> tuple[int, str] | None:
     """(window, where it came from) as the server reports it, or None."""
@@ -145,7 +169,7 @@ def resolve_window(setting: int | None, base_url: str | None, model: str, api_ke
                    load_timeout: float = 120.0) -> ContextWindow:
     """--context-window / OPENAI_CONTEXT_WINDOW, else the server's report, else the table, else DEFAULT_WINDOW."""
     hosted = base_url is None
-    table = known_window(model)
+    table = None if is_local(base_url) else known_window(model)  # a server here runs its own model, whatever its name
     ratio = OPENAI_RATIO if table and hosted else None
     if setting:
         window = ContextWindow(setting, "--context-window")
