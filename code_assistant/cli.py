@@ -95,10 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _epilog(prog: str) -> str:
-    run = f"python {prog}" if prog.endswith(".py") else prog
     return f"""\
 subcommand:
-  {run} index --repo PATH      embed the whole repository now (resumable; same as --index-all)
+  {prog} index --repo PATH      embed the whole repository now (resumable; same as --index-all)
 
 the model (the environment, or a .env file in the current directory or the repository):
   OPENAI_API_KEY         the key (not needed for a local server when OPENAI_BASE_URL is set)
