@@ -194,12 +194,14 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     TestRunner(settings.test_command, cwd=settings.repo, timeout=settings.test_timeout).check()
     replay = _replay_model(settings, args)
     if replay is None:
-        _check_server(settings)  # a missing key or a server that is not there: found before anything else happens
+        _api_key(settings)  # a missing key is reported before anything else happens
     say = console.quiet if args.json else console.say
     workflow = vcs.Workflow(settings.repo, settings.task or "", branch=args.branch, worktree=args.worktree,
                             commit=args.commit, allow_dirty=args.allow_dirty, keep_branch=args.keep_branch,
                             worktrees_dir=settings.state_path / "worktrees" / repo_id(settings.repo))
-    with RepoLock(settings.repo, settings.repo_state_dir):
+    with RepoLock(settings.repo, settings.repo_state_dir):  # another run on this repository: refused, nothing asked
+        if replay is None:
+            _check_server(settings)  # a server that is not there is found before any work
         _recover_interrupted(settings, say)
         model = replay or _run_model(settings)  # asks the server for its window: once no other run holds the repo
         if replay is None:
