@@ -233,3 +233,39 @@ def test_a_format_1_run_log_is_still_replayed(tmp_path: Path) -> None:
     log = tmp_path / "old.jsonl"
     log.write_text(json.dumps(old) + "\n" + json.dumps({**old, "kind": "final", "answer": None, "answers": []}) + "\n")
     assert read_answers(log) == ["a"]
+
+
+# ----- a local server's model and response_format -------------------------------------------------------------
+def test_the_header_names_the_model_a_local_server_serves(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    info = {"/v1/models": {"object": "list", "data": [{"id": "qwen3-coder-30b", "object": "model"}]}}
+    with ScriptedServer([answer(FIX_ADD)], info=info) as server:
+        proc = _run(repo, server)
+    _green(proc)
+    assert "[Model: qwen3-coder-30b, context window" in proc.stdout
+    assert server.chat_requests[0]["model"] == "qwen3-coder-30b"
+
+
+def test_a_named_model_or_a_server_with_several_keeps_its_name(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    several = {"/v1/models": {"data": [{"id": "qwen2.5-coder:7b"}, {"id": "llama3.2:3b"}]}}
+    with ScriptedServer([answer(FIX_ADD)], info=several) as server:
+        proc = _run(repo, server)
+    _green(proc)
+    assert "[Model: gpt-4o," in proc.stdout
+    (repo / "calc.py").write_text(CALC_PY)
+    one = {"/v1/models": {"data": [{"id": "served"}]}}
+    with ScriptedServer([answer(FIX_ADD)], info=one) as server:
+        proc = _run(repo, server, "--allow-dirty", extra_env={"OPENAI_MODEL": "my-model"})
+    _green(proc)
+    assert "[Model: my-model," in proc.stdout and server.chat_requests[0]["model"] == "my-model"
+
+
+def test_the_expected_response_format_fallback_is_no_warning(tmp_path: Path) -> None:
+    """llama-cpp-python refuses the nested json_schema form on every run; that is logged at debug level only."""
+    repo = python_repo(tmp_path)
+    with ScriptedServer([answer(FIX_ADD)], accepts=("json_object",)) as server:
+        proc = _run(repo, server)
+    _green(proc)
+    assert [r["response_format"]["type"] for r in server.chat_requests] == ["json_schema", "json_object"]
+    assert "response_format" not in proc.stderr and "WARNING" not in proc.stderr, proc.stderr

@@ -160,8 +160,8 @@ class OpenAIChat:
             except openai.APIStatusError as exc:
                 detail = _error_detail(exc)
                 if self.form is not None and refuses_response_format(exc.status_code, detail):
-                    logger.warning("the server refused response_format %r (%d); asking with the next form",
-                                   self.form, exc.status_code)
+                    logger.debug("the server refused response_format %r (%d); asking with the next form",
+                                 self.form, exc.status_code)  # expected of some servers: not worth a warning
                     self._form += 1
                     attempt -= 1
                     continue

@@ -10,6 +10,10 @@ is fine):
   num_ctx per request (it silently cuts what does not fit), so the tool sizes its requests to the window Ollama
   really runs.
 llama-cpp-python's server reports nothing; its window is learned from its first refusal (window.py).
+
+Which model a local server serves, when no model was named: the one model its GET /v1/models lists (llama.cpp,
+llama-cpp-python, vLLM, a single loaded model in LM Studio); a server listing several (Ollama's pulled models) says
+nothing about which one answers, so the default name stays.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ import urllib.request
 from typing import Any
 from urllib.parse import urlsplit
 
+from code_assistant.model.prices import is_local
 from code_assistant.model.window import DEFAULT_WINDOW, OPENAI_RATIO, ContextWindow, known_window
 
 logger = logging.getLogger(__name__)
@@ -159,3 +164,28 @@ def resolve_window(setting: int | None, base_url: str | None, model: str, api_ke
         window.ratio = ratio
     logger.info("context window of %s: %s", model, window.describe())
     return window
+
+
+def served_model(base_url: str, api_key: str | None = None) -> str | None:
+    """The id of the only model the server lists at GET /v1/models; None when it lists none or several, or cannot
+    be asked."""
+    try:
+        body = _call(f"{base_url.rstrip('/')}/models", api_key=api_key)
+    except _Unreachable as exc:
+        logger.info("no model list from %s: %s", base_url, exc)
+        return None
+    entries = body.get("data") if isinstance(body, dict) else None
+    ids = {e["id"] for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str) and e["id"].strip()} \
+        if isinstance(entries, list) else set()
+    return ids.pop() if len(ids) == 1 else None
+
+
+def model_name(model: str, named: bool, base_url: str | None, api_key: str | None = None) -> str:
+    """The model a run asks for: `model` when it was named (--model, OPENAI_MODEL) or the server is not on this
+    machine; else the one a local server serves, so that the header and the run log say what really answers."""
+    if named or not base_url or not is_local(base_url):
+        return model
+    served = served_model(base_url, api_key)
+    if served:
+        logger.info("no model named; %s serves %s", base_url, served)
+    return served or model
