@@ -52,16 +52,21 @@ def _fixed(repo: Path) -> bool:
     return "return a + b" in (repo / "calc.py").read_text()
 
 
+def _green_with(repo: Path, name: str) -> tuple[subprocess.CompletedProcess[str], ScriptedServer]:
+    """A run whose model answers once, with the corpus answer `name`; it must end green."""
+    with ScriptedServer([case(name).answer]) as server:
+        proc = _run(repo, server)
+    _green(proc)
+    return proc, server
+
+
 # ----- reasoning ----------------------------------------------------------------------------------------------------
 def test_a_think_block_holding_a_decoy_plan_is_set_aside_and_kept_in_the_run_log(tmp_path: Path) -> None:
     repo = python_repo(tmp_path)
-    reply = case("reasoning--think-decoy-empty-plan").answer
-    with ScriptedServer([reply]) as server:
-        proc = _run(repo, server)
-    _green(proc)
+    proc, _ = _green_with(repo, "reasoning--think-decoy-empty-plan")
     assert "[Plan: 1 file(s) to change]" in proc.stdout and _fixed(repo)
     plan = _steps(proc)[0]
-    assert plan["answer_format"] == "json" and plan["answers"] == [reply], "the think block stays in the log"
+    assert plan["answer_format"] == "json" and plan["answers"] == [case("reasoning--think-decoy-empty-plan").answer]
 
 
 def test_a_stream_shows_neither_a_think_block_nor_reasoning_content(tmp_path: Path) -> None:
@@ -117,18 +122,14 @@ def test_ask_answers_without_the_reasoning(tmp_path: Path) -> None:
 # ----- tolerant JSON ------------------------------------------------------------------------------------------------
 def test_trailing_commas_are_repaired(tmp_path: Path) -> None:
     repo = python_repo(tmp_path)
-    with ScriptedServer([case("sloppy-json--trailing-commas").answer]) as server:
-        proc = _run(repo, server)
-    _green(proc)
+    proc, server = _green_with(repo, "sloppy-json--trailing-commas")
     assert _fixed(repo) and len(server.chat_requests) == 1
     assert _steps(proc)[0]["answer_format"] == "json_repaired"
 
 
 def test_a_python_literal_is_repaired(tmp_path: Path) -> None:
     repo = python_repo(tmp_path)
-    with ScriptedServer([case("sloppy-json--python-literal").answer]) as server:
-        proc = _run(repo, server)
-    _green(proc)
+    _, server = _green_with(repo, "sloppy-json--python-literal")
     assert _fixed(repo) and len(server.chat_requests) == 1
 
 
@@ -156,9 +157,7 @@ def test_two_answers_that_cannot_be_repaired_leave_the_repository_as_it_was(tmp_
 # ----- other edit formats -------------------------------------------------------------------------------------------
 def test_search_replace_blocks_change_one_file_and_create_another(tmp_path: Path) -> None:
     repo = greet_repo(tmp_path)
-    with ScriptedServer([case("search-replace--create-and-modify").answer]) as server:
-        proc = _run(repo, server)
-    _green(proc)
+    proc, _ = _green_with(repo, "search-replace--create-and-modify")
     assert _fixed(repo) and (repo / "greet.py").read_text().startswith("def hello(name: str)")
     assert "[Plan: 2 file(s) to change]" in proc.stdout
     assert _steps(proc)[0]["answer_format"] == "search_replace"
@@ -166,9 +165,7 @@ def test_search_replace_blocks_change_one_file_and_create_another(tmp_path: Path
 
 def test_a_unified_diff_changes_creates_and_deletes(tmp_path: Path) -> None:
     repo = greet_repo(tmp_path)
-    with ScriptedServer([case("unified-diff--create-delete-modify").answer]) as server:
-        proc = _run(repo, server)
-    _green(proc)
+    proc, _ = _green_with(repo, "unified-diff--create-delete-modify")
     assert _fixed(repo) and (repo / "greet.py").exists() and not (repo / "old_calc.py").exists()
     assert "old_calc.py" in proc.stdout.split("Modified files:")[1]
     assert _steps(proc)[0]["answer_format"] == "unified_diff"
@@ -216,9 +213,7 @@ def test_a_plan_in_one_format_and_a_fix_in_another(tmp_path: Path) -> None:
 
 def test_a_recorded_run_in_other_formats_replays_the_same(tmp_path: Path) -> None:
     repo = greet_repo(tmp_path)
-    with ScriptedServer([case("unified-diff--create-delete-modify").answer]) as server:
-        recorded = _run(repo, server)
-    _green(recorded)
+    recorded, _ = _green_with(repo, "unified-diff--create-delete-modify")
     log = re.search(r"^Run log: (.+)$", recorded.stdout, re.MULTILINE).group(1).strip()  # type: ignore[union-attr]
     (tmp_path / "again").mkdir()
     again = greet_repo(tmp_path / "again")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from code_assistant.index.indexer import RepoIndex
 from code_assistant.agent.requests import Requests
 from code_assistant.edit.reasoning import ReasoningFilter, split_reasoning
+from code_assistant.index.indexer import RepoIndex
 from code_assistant.model.chat import ChatModel, ChatResponse, ContextOverflow, Message
 from code_assistant.retrieve.context import Context
 from code_assistant.settings import Settings
