@@ -36,12 +36,13 @@ def _chat_client(settings: Settings):  # noqa: ANN202 - openai.OpenAI
 def _chat_model(settings: Settings, schema: dict | None):  # noqa: ANN202 - model.chat.OpenAIChat
     """The chat seam with the model's context window: the setting, else the server's report, else known, else 8192."""
     from code_assistant.model.chat import OpenAIChat
-    from code_assistant.model.servers import resolve_window
+    from code_assistant.model.servers import model_name, resolve_window
 
     api_key = _api_key(settings)
-    window = resolve_window(settings.context_window, settings.base_url, settings.model, api_key if settings.api_key
+    name = model_name(settings.model, settings.model_named, settings.base_url, api_key if settings.api_key else None)
+    window = resolve_window(settings.context_window, settings.base_url, name, api_key if settings.api_key
                             else None, load_timeout=settings.request_timeout)
-    return OpenAIChat(settings.model, api_key=api_key, base_url=settings.base_url, timeout=settings.request_timeout,
+    return OpenAIChat(name, api_key=api_key, base_url=settings.base_url, timeout=settings.request_timeout,
                       max_retries=settings.max_retries, window=window, schema=schema)
 
 

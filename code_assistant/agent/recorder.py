@@ -55,7 +55,8 @@ class Recorder:
                      stop_reason=outcome.stop_reason if outcome else "crashed", candidate=state.candidate,
                      reproduction=reproduction.summary() if reproduction is not None else None)
         if state.step.answers and state.step.test_exit_code is None:
-            final.answers = state.step.answers
+            final.answers, final.reasoning = state.step.answers, state.step.reasoning
+            final.answer_format = state.step.answer_format
         self.trajectory.append(final)
 
     def cost(self) -> float | None:
