@@ -105,6 +105,20 @@ def run_cli(args: list[str], *, server_url: str | None = None, api_key: str | No
                           env=_cli_env(server_url, api_key, extra_env), timeout=timeout, stdin=subprocess.DEVNULL)
 
 
+def read_until_closed(fd: int) -> bytes:
+    """Everything a pseudo-terminal's other side writes, until it closes (EIO) or ends."""
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO: the other side is closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def run_cli_on_a_terminal(args: list[str], *, server_url: str | None = None, api_key: str | None = "test-key",
                           timeout: float = 180) -> subprocess.CompletedProcess[str]:
     """run_cli with stdout on a pseudo-terminal, as a person runs it: the answer is streamed (to stderr, captured)."""
@@ -113,18 +127,7 @@ def run_cli_on_a_terminal(args: list[str], *, server_url: str | None = None, api
                             stdin=subprocess.DEVNULL, env=_cli_env(server_url, api_key, {"TERM": "dumb"}))
     os.close(child)
     chunks: list[bytes] = []
-
-    def read() -> None:
-        while True:
-            try:
-                data = os.read(main, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                return
-            if not data:
-                return
-            chunks.append(data)
-
-    reader = threading.Thread(target=read, daemon=True)
+    reader = threading.Thread(target=lambda: chunks.append(read_until_closed(main)), daemon=True)
     reader.start()
     try:
         _, stderr = proc.communicate(timeout=timeout)
