@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from code_assistant.candidates import ScratchCopy, disk_usage
+from code_assistant.agent.candidates import ScratchCopy
 from tests.repos import ROOT, answer, git_init, modify
 from tests.scripted_server import ScriptedServer
 
@@ -33,6 +33,11 @@ FIX = answer(
     modify("inventory/stock.py", "        return int(total * (1 - discount))\n",
            "        return round(total * (1 - discount))\n"))
 TASK = "Make the failing tests in tests/test_stock.py pass"
+
+
+def disk_usage(path: Path) -> int:
+    """Bytes under path (a candidate's copy)."""
+    return sum(p.lstat().st_size for p in path.rglob("*") if not p.is_dir())
 
 
 def one_run(source: Path, candidates: int, work: Path) -> dict[str, float]:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from code_assistant.index.embeddings import LocalMiniLM, Runtime, _int8_session, _load_tokenizer, _load_weights
+from code_assistant.index.embeddings import LocalMiniLM, Runtime, int8_session, load_tokenizer, load_weights
 
 logger = logging.getLogger(__name__)
 STDLIB_FILES = ("json/decoder.py", "argparse.py", "textwrap.py", "shlex.py", "difflib.py", "heapq.py", "pathlib.py",
@@ -88,11 +88,11 @@ def _summary(cos: np.ndarray) -> str:
 
 def _load_seconds() -> dict[str, float]:
     start = time.perf_counter()
-    _load_weights()
-    _load_tokenizer()
+    load_weights()
+    load_tokenizer()
     numpy_s = time.perf_counter() - start
     start = time.perf_counter()
-    _int8_session(1)
+    int8_session(1)
     return {"numpy": numpy_s, "int8": time.perf_counter() - start}
 
 

@@ -3,12 +3,15 @@ and run the agent. Each builds its parts from the settings, does its one thing a
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from code_assistant import console
-from code_assistant.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, ConfigError
+from code_assistant.agent.stop import Stop
+from code_assistant.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, ConfigError, attach_log
 from code_assistant.settings import Settings, repo_id
 
 logger = logging.getLogger(__name__)
@@ -33,13 +36,21 @@ def _chat_client(settings: Settings):  # noqa: ANN202 - openai.OpenAI
 def _chat_model(settings: Settings, schema: dict | None):  # noqa: ANN202 - model.chat.OpenAIChat
     """The chat seam with the model's context window: the setting, else the server's report, else known, else 8192."""
     from code_assistant.model.chat import OpenAIChat
-    from code_assistant.model.servers import resolve_window
+    from code_assistant.model.servers import model_name, resolve_window
 
     api_key = _api_key(settings)
-    window = resolve_window(settings.context_window, settings.base_url, settings.model, api_key if settings.api_key
+    name = model_name(settings.model, settings.model_named, settings.base_url, api_key if settings.api_key else None)
+    window = resolve_window(settings.context_window, settings.base_url, name, api_key if settings.api_key
                             else None, load_timeout=settings.request_timeout)
-    return OpenAIChat(settings.model, api_key=api_key, base_url=settings.base_url, timeout=settings.request_timeout,
+    return OpenAIChat(name, api_key=api_key, base_url=settings.base_url, timeout=settings.request_timeout,
                       max_retries=settings.max_retries, window=window, schema=schema)
+
+
+def _check_server(settings: Settings) -> None:
+    from code_assistant.model.servers import check_server
+
+    _api_key(settings)
+    check_server(settings.base_url, settings.api_key)
 
 
 def _api_key(settings: Settings) -> str:
@@ -74,12 +85,15 @@ def context_only(settings: Settings, as_json: bool) -> int:
                           "listed_files": context.listed,
                           "chunks_embedded": context.embedded}))
         return EXIT_OK
+    console.say(context.render() or "(no files indexed)")  # what the model would be shown
+    console.say("")
     console.say(f"[Context: {len(context.files)} relevant files selected]")
     for f in context.files:
         console.say(f"  {f.path}  ({f.mode}, {f.tokens} tokens)")
-    if context.map or context.listed:
-        console.say(f"  and a map of {len(context.map)} more files (a line each) and {len(context.listed)} more "
-                    f"paths (the model may ask to read one)")
+    more = [*([f"a map of {len(context.map)} more files (a line each)"] if context.map else []),
+            *([f"{len(context.listed)} more paths"] if context.listed else [])]
+    if more:
+        console.say(f"  and {' and '.join(more)} (the model may ask to read one)")
     console.say(f"Total: {context.tokens} tokens of {context.budget}")
     if settings.verbose:
         for line in context.budget_log:
@@ -116,36 +130,44 @@ def index_all(settings: Settings, as_json: bool) -> int:
 
 
 def ask(settings: Settings, question: str, as_json: bool) -> int:
-    from code_assistant import ask
+    from code_assistant.agent import ask
 
+    _check_server(settings)
     model = _chat_model(settings, schema=None)
+    say = console.quiet if as_json else console.say
+    say(f"[Model: {model.name}, context window {model.window.describe()}]")
     index, _ = _index(settings, quiet=as_json)
     response, context = ask.answer_question(index, model, question, settings,
-                                            on_token=console.stream if settings.stream else None)
+                                            on_token=console.stream if settings.stream else None, say=say)
     if as_json:
-        print(json.dumps({"answer": response.text, "files": context.paths,
-                          "tokens": {"prompt": response.prompt_tokens, "completion": response.completion_tokens}}))
-    elif settings.stream:
-        console.say("")
-    else:
+        print(json.dumps({"answer": response.text, "files": context.paths, "tokens": console.usage_json(model.usage)}))
+    elif not settings.stream:
         console.say(response.text)
+    console.end_stream()
     return EXIT_OK
 
 
 def recover(settings: Settings) -> int:
-    from code_assistant.edit.editor import FileEditor
     from code_assistant.edit.journal import RepoLock
 
     with RepoLock(settings.repo, settings.repo_state_dir):
-        stopped = _reap(settings)
-        restored = FileEditor.recover(settings.repo, settings.repo_state_dir)
-    if stopped:
-        console.say(f"[Recovered: stopped {stopped} leftover test process(es) of an interrupted run]")
-    if restored is None:
-        console.say("[Recover: nothing to restore]")
-    else:
-        console.say(f"[Recovered: restored {len(restored)} file(s) from an interrupted run]")
+        if _recover_interrupted(settings, console.say) is None:
+            console.say("[Recover: nothing to restore]")
     return EXIT_OK
+
+
+def _recover_interrupted(settings: Settings, say: Callable[[str], None]) -> list[str] | None:
+    """What an interrupted run left behind (with the repository's lock held): its test processes stopped, its
+    files restored from the journal (returned; None when no journal was left)."""
+    from code_assistant.edit.editor import FileEditor
+
+    stopped = _reap(settings)
+    if stopped:
+        say(f"[Recovered: stopped {stopped} leftover test process(es) of an interrupted run]")
+    restored = FileEditor.recover(settings.repo, settings.repo_state_dir)
+    if restored is not None:
+        say(f"[Recovered: restored {len(restored)} file(s) from an interrupted run]")
+    return restored
 
 
 def _reap(settings: Settings) -> int:
@@ -162,76 +184,90 @@ def _running_tests(settings: Settings) -> Path:
 
 
 def run(settings: Settings, args: argparse.Namespace) -> int:
-    import dataclasses
-
+    """Check what can be checked before anything is touched, recover an interrupted run, run the agent (or best of
+    N) under the git workflow, print the result."""
     from code_assistant import vcs
-    from code_assistant.agent import Agent
-    from code_assistant.edit.editor import FileEditor
     from code_assistant.edit.journal import RepoLock
-    from code_assistant.edit.operations import PLAN_ACTIONS
-    from code_assistant.model.chat import ChatModel
     from code_assistant.model.prices import estimate_cost
-    from code_assistant.model.structured import plan_schema
-    from code_assistant.model.trajectory import ReplayModel, Trajectory, read_answers
+    from code_assistant.model.trajectory import Trajectory
     from code_assistant.verify.runner import TestRunner
 
     TestRunner(settings.test_command, cwd=settings.repo, timeout=settings.test_timeout).check()
-    model: ChatModel
-    if args.replay and settings.candidates > 1:
-        raise ConfigError("--replay repeats one recorded attempt; it cannot be combined with --candidates")
-    if args.replay:
-        replay = Path(args.replay)
-        if not replay.is_file():
-            raise ConfigError(f"replay file not found: {replay}")
-        model = ReplayModel(read_answers(replay), name=f"replay:{replay.name}")
-    else:
+    replay = _replay_model(settings, args)
+    if replay is None:
         _api_key(settings)  # a missing key is reported before anything else happens
     say = console.quiet if args.json else console.say
     workflow = vcs.Workflow(settings.repo, settings.task or "", branch=args.branch, worktree=args.worktree,
-                                commit=args.commit, allow_dirty=args.allow_dirty, keep_branch=args.keep_branch,
-                                worktrees_dir=settings.state_path / "worktrees" / repo_id(settings.repo))
-    with RepoLock(settings.repo, settings.repo_state_dir):
-        stopped = _reap(settings)
-        if stopped:
-            say(f"[Recovered: stopped {stopped} leftover test process(es) of an interrupted run]")
-        restored = FileEditor.recover(settings.repo, settings.repo_state_dir)
-        if restored is not None:
-            say(f"[Recovered: restored {len(restored)} file(s) from an interrupted run]")
-        if not args.replay:  # asks the server for its window: only once no other run holds the repository
-            model = _chat_model(settings, plan_schema(PLAN_ACTIONS) if settings.structured_output else None)
+                            commit=args.commit, allow_dirty=args.allow_dirty, keep_branch=args.keep_branch,
+                            worktrees_dir=settings.state_path / "worktrees" / repo_id(settings.repo))
+    with RepoLock(settings.repo, settings.repo_state_dir):  # another run on this repository: refused, nothing asked
+        if replay is None:
+            _check_server(settings)  # a server that is not there is found before any work
+        _recover_interrupted(settings, say)
+        model = replay or _run_model(settings)  # asks the server for its window: once no other run holds the repo
+        if replay is None:
             say(f"[Model: {model.name}, context window {model.window.describe()}]")
         if settings.max_cost is not None and estimate_cost(model.name, 1, 1, settings.base_url) is None:
             say("[--max-cost: this model has no price (a local server or an unknown model); only --max-tokens caps "
                 "the run]")
         work = dataclasses.replace(settings, repo=workflow.start())
+        trajectory = Trajectory(work.runs_dir, work.task or "task")
         try:
-            runner = TestRunner(work.test_command, cwd=work.repo, timeout=work.test_timeout,
-                                running_file=_running_tests(settings))
-            editor = FileEditor(work.repo, state_dir=work.repo_state_dir, forbidden=[work.index_path])
-            trajectory = Trajectory(work.runs_dir, work.task or "task")
-            with console.index_progress(enabled=not args.json) as progress:
-                agent = Agent(work, model, _build_indexer(work), runner, editor, say=say, trajectory=trajectory,
-                              review=console.review if work.review else None,
-                              on_token=console.stream if work.stream else None, index_progress=progress,
-                              pre_write=workflow.guard)
-                if work.candidates > 1:
-                    from code_assistant.best_of import BestOf, candidate_model
-
-                    chat = model
-                    result = BestOf(agent, lambda number: candidate_model(chat, number), work.candidates).run(
-                        work.task or "")
-                else:
-                    result = agent.run(work.task or "")
-        except BaseException:
+            result = _run_agent(work, model, settings, args, say, workflow.guard, trajectory)
+        except BaseException as exc:
+            attach_log(exc, str(trajectory.path))
             workflow.finish(False, [], 0)
             raise
-        for line in workflow.finish(result.success and result.stop_reason != "dry_run", result.files_modified,
+        for line in workflow.finish(result.success and result.stop_reason != Stop.DRY_RUN, result.files_modified,
                                     result.iterations):
             say(line)
     if args.json:
         print(json.dumps(console.result_json(result)))
     else:
         console.summary(result)
-    if result.stop_reason == "interrupted":
+    if result.stop_reason == Stop.INTERRUPTED:
         return EXIT_INTERRUPTED
     return EXIT_OK if result.success else EXIT_FAILED
+
+
+def _replay_model(settings: Settings, args: argparse.Namespace):  # noqa: ANN202 - ReplayModel | None
+    """--replay: a recorded run's answers stand in for the model (None: ask the model)."""
+    if not args.replay:
+        return None
+    from code_assistant.model.trajectory import ReplayModel, read_answers
+
+    if settings.candidates > 1:
+        raise ConfigError("--replay repeats one recorded attempt; it cannot be combined with --candidates")
+    replay = Path(args.replay)
+    if not replay.is_file():
+        raise ConfigError(f"replay file not found: {replay}")
+    return ReplayModel(read_answers(replay), name=f"replay:{replay.name}")
+
+
+def _run_model(settings: Settings):  # noqa: ANN202 - model.chat.OpenAIChat
+    from code_assistant.edit.operations import PLAN_ACTIONS
+    from code_assistant.model.structured import plan_schema
+
+    return _chat_model(settings, plan_schema(PLAN_ACTIONS) if settings.structured_output else None)
+
+
+def _run_agent(work: Settings, model, settings: Settings, args: argparse.Namespace,  # noqa: ANN001, ANN202
+               say: Callable[[str], None], pre_write: Callable[[list[str]], None], trajectory):  # noqa: ANN001
+    """The agent (or best of N) on the working tree `work` (the repository, a branch of it, or a worktree)."""
+    from code_assistant.agent.loop import Agent
+    from code_assistant.edit.editor import FileEditor
+    from code_assistant.verify.runner import TestRunner
+
+    runner = TestRunner(work.test_command, cwd=work.repo, timeout=work.test_timeout,
+                        running_file=_running_tests(settings))
+    editor = FileEditor(work.repo, state_dir=work.repo_state_dir, forbidden=[work.index_path])
+    with console.index_progress(enabled=not args.json) as progress:
+        agent = Agent(work, model, _build_indexer(work), runner, editor, say=say, trajectory=trajectory,
+                      review=console.review if work.review else None,
+                      on_token=console.stream if work.stream else None, index_progress=progress,
+                      pre_write=pre_write)
+        if work.candidates <= 1:
+            return agent.run(work.task or "")
+        from code_assistant.agent.best_of import BestOf, candidate_model
+
+        return BestOf(agent, lambda number: candidate_model(model, number), work.candidates).run(work.task or "")

@@ -4,19 +4,30 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 from rich.syntax import Syntax
 
+from code_assistant.agent.stop import Stop
+
+if TYPE_CHECKING:  # the CLI imports this module first: the pipeline is loaded only when a command needs it
+    from code_assistant.agent.candidates import CandidateOutcome
+    from code_assistant.agent.state import RunResult
+    from code_assistant.model.chat import Usage
+
 _out = Console(highlight=False, soft_wrap=True)
 _err = Console(stderr=True, highlight=False)
 PROGRESS_MIN_FILES = 200
 
 
+_line_open = False  # a streamed answer is on the terminal without its last newline
+
+
 def say(line: str) -> None:
+    end_stream()
     print(line, flush=True)
 
 
@@ -25,7 +36,17 @@ def quiet(line: str) -> None:
 
 
 def stream(piece: str) -> None:
+    global _line_open
     _err.print(piece, end="", style="dim", markup=False)
+    _line_open = bool(piece) and not piece.endswith("\n") or (_line_open and not piece)
+
+
+def end_stream() -> None:
+    """End a streamed answer's line, so that what comes next starts a line of its own."""
+    global _line_open
+    if _line_open:
+        _err.print()
+        _line_open = False
 
 
 def show_diff(diff: str) -> None:
@@ -131,31 +152,44 @@ def embed_progress(files: int, enabled: bool = True) -> Iterator[_EmbedProgress]
         progress.close()
 
 
-def result_json(result: Any) -> dict[str, Any]:
+def usage_json(usage: Usage) -> dict[str, Any]:
+    """A run's `tokens`: the server's counts, and `"estimated": true` when some were counted here."""
+    counts: dict[str, Any] = {"calls": usage.calls, "prompt_tokens": usage.prompt_tokens,
+                              "completion_tokens": usage.completion_tokens}
+    return {**counts, "estimated": True} if usage.estimated else counts
+
+
+def candidate_json(outcome: CandidateOutcome) -> dict[str, Any]:
+    return {"candidate": outcome.number, "passed": outcome.passed, "stop_reason": outcome.stop_reason,
+            "iterations": outcome.iterations, "changed_lines": outcome.changed_lines, "tokens": outcome.tokens,
+            "cost_usd": outcome.cost_usd, "started_s": outcome.started_s, "seconds": outcome.seconds,
+            "chosen": outcome.chosen}
+
+
+def result_json(result: RunResult) -> dict[str, Any]:
     return {"success": result.success, "stop_reason": result.stop_reason, "iterations": result.iterations,
             "files_modified": result.files_modified, "rolled_back": result.rolled_back, "message": result.message,
-            "tokens": result.usage, "cost_usd": result.cost_usd, "log": result.log_path,
-            "reproduction": result.reproduction, "candidates": result.candidates}
+            "tokens": usage_json(result.usage), "cost_usd": result.cost_usd, "log": result.log_path,
+            "reproduction": result.reproduction, "candidates": [candidate_json(o) for o in result.candidates]}
 
 
-def candidates_table(rows: list[dict[str, Any]]) -> None:
+def candidates_table(outcomes: list[CandidateOutcome]) -> None:
     say("Candidates:")
     say(f"  {'#':>2}  {'result':<28} {'iterations':>10} {'changed lines':>13} {'tokens':>8} {'cost':>9}")
-    for row in rows:
-        outcome = "passed" if row["passed"] else f"failed ({row['stop_reason']})"
-        cost = f"${row['cost_usd']:.4f}" if row.get("cost_usd") is not None else "-"
-        mark = "  <- applied" if row.get("chosen") else ""
-        say(f"  {row['candidate']:>2}  {outcome:<28} {row['iterations']:>10} {row['changed_lines']:>13} "
-            f"{row['tokens']:>8} {cost:>9}{mark}")
+    for o in outcomes:
+        outcome = "passed" if o.passed else f"failed ({o.stop_reason})"
+        cost = f"${o.cost_usd:.4f}" if o.cost_usd is not None else "-"
+        mark = "  <- applied" if o.chosen else ""
+        say(f"  {o.number:>2}  {outcome:<28} {o.iterations:>10} {o.changed_lines:>13} {o.tokens:>8} {cost:>9}{mark}")
 
 
-def summary(result: Any) -> None:
+def summary(result: RunResult) -> None:
     bar = "=" * 60
     if result.diff:
         say(bar)
         show_diff(result.diff)
     say(bar)
-    if result.stop_reason == "dry_run":
+    if result.stop_reason == Stop.DRY_RUN:
         say("Result: DRY RUN — nothing was written" + ("" if result.success else "; some edits would fail"))
     elif result.success:
         say(f"Result: SUCCESS ({result.stop_reason}, iteration {result.iterations})")
@@ -170,11 +204,11 @@ def summary(result: Any) -> None:
     if result.candidates:
         candidates_table(result.candidates)
     usage = result.usage
-    if usage.get("calls"):
+    if usage.calls:
         cost = f", about ${result.cost_usd:.4f}" if result.cost_usd is not None else ""
-        counted = " (partly counted here: the server sent no usage)" if usage.get("estimated") else ""
-        say(f"Model usage: {usage['calls']} call(s), {usage['prompt_tokens']} prompt + "
-            f"{usage['completion_tokens']} completion tokens{cost}{counted}")
+        counted = " (partly counted here: the server sent no usage)" if usage.estimated else ""
+        say(f"Model usage: {usage.calls} call(s), {usage.prompt_tokens} prompt + "
+            f"{usage.completion_tokens} completion tokens{cost}{counted}")
     if result.log_path:
         say(f"Run log: {result.log_path}")
     say(bar)

@@ -6,7 +6,10 @@ Each chat request takes the next step of the script:
 - a dict {"status": 500, "message": "..."}: an HTTP error with an OpenAI-style error body;
 - a dict {"sleep": seconds, "answer": str}: answer late (for timeout tests);
 - a dict {"gap": seconds, "answer": str}: stream the answer with that pause between pieces (a slow local model);
-- a dict {"stall": seconds, "answer": str}: stream the first piece, then send nothing for that long.
+- a dict {"stall": seconds, "answer": str}: stream the first piece, then send nothing for that long;
+- a dict {"reasoning": str, "answer": str}: the answer with a reasoning parser's reasoning beside it, as
+  `reasoning_content` (or the field named by "reasoning_field", e.g. "reasoning") of the message, or of the stream's
+  first deltas, before the answer's.
 A request that carries a `seed` found in `by_seed` takes the next step of that seed's own script instead: best of N
 asks each candidate with its own seed, in parallel, so each candidate's answers are scripted apart.
 Every request body is recorded in `requests` so tests can assert on what the model was sent; `usages` holds the
@@ -20,6 +23,13 @@ What real local servers do, on request:
   model's maximum context length is N tokens ..."); with `overflow_stream="empty"`, a streamed one instead gets an
   empty stream, as llama-cpp-python's server does.
 - `stream_usage=False`: streams carry no usage chunk (llama-cpp-python).
+- `fixed_prompt_tokens=N`: every answer reports `prompt_tokens: N`, whatever was sent (a proxy's fixed or
+  estimated usage).
+- `cache="uncounted"`: from the second request on, `prompt_tokens` counts only the tokens after the longest prefix
+  shared with an earlier request (a caching server that counts what it processed, as Ollama's llama-server runner
+  did); `cache="cached_tokens"` also reports that prefix as `usage.prompt_tokens_details.cached_tokens`.
+- `silent_cut=N`: a prompt over N tokens is answered all the same, with `prompt_tokens: N` (Ollama's way: it keeps
+  what fits its window and drops the rest without a word).
 - always: an answer longer than the request's max_tokens stops there, with finish_reason "length".
 - `info`: JSON answers for other paths (GET /props, GET /v1/models, POST /api/show, ...); any other path is a 404.
 None of these consume a step of the script.
@@ -51,6 +61,28 @@ def prompt_tokens(body: dict[str, Any]) -> int:
     return sum(tokens.count_tokens(str(m.get("content", ""))) + TEMPLATE_TOKENS for m in body.get("messages", []))
 
 
+def prompt_ids(body: dict[str, Any]) -> list[int]:
+    """The prompt as the server's tokens: per message, its template's tokens (negative ids naming the role) and its
+    text's; as many as prompt_tokens() counts. A cache is keyed by a prefix of these."""
+    encoding = tokens.get_encoding()
+    ids: list[int] = []
+    for message in body.get("messages", []):
+        role = -1 - {"system": 0, "user": 1, "assistant": 2}.get(str(message.get("role")), 3)
+        content = str(message.get("content", ""))
+        text = encoding.encode(content, disallowed_special=()) if encoding else [0] * tokens.count_tokens(content)
+        ids += [role] * TEMPLATE_TOKENS + list(text)
+    return ids
+
+
+def _common(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 def _cut(answer: str, max_tokens: int | None) -> tuple[str, str]:
     """An answer longer than max_tokens stops there, as a model's does: (text, finish_reason)."""
     encoding = tokens.get_encoding()
@@ -69,15 +101,19 @@ class ScriptedServer:
     def __init__(self, script: list[Step] | None = None, *, accepts: tuple[str, ...] | None = None,
                  refuse_status: int = 500, context_window: int | None = None, overflow_stream: str = "error",
                  stream_usage: bool = True, info: dict[str, Any] | None = None,
-                 by_seed: dict[int, list[Step]] | None = None) -> None:
+                 by_seed: dict[int, list[Step]] | None = None, fixed_prompt_tokens: int | None = None,
+                 cache: str | None = None, silent_cut: int | None = None) -> None:
+        assert cache in (None, "uncounted", "cached_tokens"), cache
         self.script: list[Step] = list(script or [])
         self.by_seed: dict[int, list[Step]] = {seed: list(steps) for seed, steps in (by_seed or {}).items()}
         self.requests: list[dict[str, Any]] = []
-        self.usages: list[dict[str, int]] = []
+        self.usages: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self.accepts, self.refuse_status = accepts, refuse_status
         self.context_window, self.overflow_stream, self.stream_usage = context_window, overflow_stream, stream_usage
         self.info = info or {}
+        self.fixed_prompt_tokens, self.cache, self.silent_cut = fixed_prompt_tokens, cache, silent_cut
+        self.prompts: list[list[int]] = []  # every chat prompt read, as the cache would hold it
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -136,21 +172,26 @@ class ScriptedServer:
                     time.sleep(step["sleep"])
                 gap = step.get("gap", 0.0) if isinstance(step, dict) else 0.0
                 stall = step.get("stall", 0.0) if isinstance(step, dict) else 0.0
+                reasoning = {step.get("reasoning_field", "reasoning_content"): step["reasoning"]} \
+                    if isinstance(step, dict) and "reasoning" in step else {}
                 if isinstance(step, dict):
                     step = step["answer"]
                 answer = step(body) if callable(step) else str(step)
                 answer, finish = _cut(answer, body.get("max_tokens"))
-                usage = {"prompt_tokens": prompt, "completion_tokens": tokens.count_tokens(answer)}
+                usage: dict[str, Any] = {"prompt_tokens": server.reported(body, prompt),
+                                         "completion_tokens": tokens.count_tokens(answer)}
+                if server.cache == "cached_tokens":
+                    usage["prompt_tokens_details"] = {"cached_tokens": prompt - usage["prompt_tokens"]}
                 usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
                 with server.lock:
                     server.usages.append(usage)
                 if body.get("stream"):
-                    return self._stream(body, answer, usage, gap, stall, finish)
+                    return self._stream(body, answer, usage, gap, stall, finish, reasoning)
                 return self._json(200, {
                     "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
                     "model": body.get("model", "test"),
                     "choices": [{"index": 0, "finish_reason": finish,
-                                 "message": {"role": "assistant", "content": answer}}],
+                                 "message": {"role": "assistant", "content": answer, **reasoning}}],
                     "usage": usage})
 
             def _json(self, status: int, payload: Any) -> None:
@@ -170,17 +211,18 @@ class ScriptedServer:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-            def _stream(self, body: dict[str, Any], answer: str, usage: dict[str, int], gap: float,
-                        stall: float, finish: str) -> None:
+            def _stream(self, body: dict[str, Any], answer: str, usage: dict[str, Any], gap: float,
+                        stall: float, finish: str, reasoning: dict[str, str]) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                pieces = [answer[i:i + 16] for i in range(0, len(answer), 16)] or [""]
+                deltas = [{name: text[i:i + 16]} for name, text in reasoning.items() for i in range(0, len(text), 16)]
+                deltas += [{"content": answer[i:i + 16]} for i in range(0, len(answer), 16)] or [{"content": ""}]
                 try:
-                    for n, piece in enumerate(pieces):
+                    for n, delta in enumerate(deltas):
                         chunk = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
                                  "model": body.get("model", "test"),
-                                 "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+                                 "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
                         self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                         self.wfile.flush()
                         time.sleep(stall if n == 0 and stall else gap)
@@ -201,6 +243,20 @@ class ScriptedServer:
         self.httpd.daemon_threads = True
         # a short poll interval: shutdown() waits for it, once per test
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def reported(self, body: dict[str, Any], prompt: int) -> int:
+        """The prompt_tokens this server reports for a prompt of `prompt` tokens (see the class docstring)."""
+        if self.fixed_prompt_tokens is not None:
+            return self.fixed_prompt_tokens
+        if self.silent_cut is not None:
+            return min(prompt, self.silent_cut)
+        if self.cache is None:
+            return prompt
+        ids = prompt_ids(body)
+        with self.lock:
+            cached = max((_common(ids, earlier) for earlier in self.prompts), default=0)
+            self.prompts.append(ids)
+        return max(1, prompt - cached)  # a server reads at least the prompt's last token again, for its logits
 
     @property
     def url(self) -> str:

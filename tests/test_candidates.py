@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from code_assistant.candidates import CandidateOutcome, ScratchCopy, choose, normalized
+from code_assistant.agent.candidates import CandidateOutcome, ScratchCopy, choose, normalized
 
 DIFF_A = "--- a/calc.py\n+++ b/calc.py\n@@ -4,2 +4,2 @@ def add(a, b):\n-    return a - b\n+    return a + b\n"
 DIFF_A_ELSEWHERE = "--- a/calc.py\n+++ b/calc.py\n@@ -9,2 +9,2 @@\n-    return a - b\n+    return  a + b\n"

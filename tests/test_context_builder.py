@@ -154,7 +154,7 @@ def test_the_paths_listed_are_the_longest_prefix_that_fits_the_room() -> None:
 
     previous = 0
     for room in range(0, 900, 37):
-        fitted = context_module._fit_paths(paths, room)
+        fitted = context_module.fit_paths(paths, room)
         assert fitted == paths[:len(fitted)] and len(fitted) >= previous
         assert not fitted or cost(fitted) <= room
         if len(fitted) < len(paths):  # one more would not have fitted
@@ -250,9 +250,9 @@ def test_each_language_ranks_the_defining_file_first_and_follows_imports(tmp_pat
 def test_later_passes_build_only_forms_that_can_fit_and_pick_the_same_one(index: RepoIndex, room: int) -> None:
     for path in index.files:
         text = (index.repo / path).read_text()
-        every = context_module._forms(path, text, set(), False, index)
+        every = context_module.file_forms(path, text, set(), False, index)
         best = next((f for f in every if f.mode != "outline" and f.tokens <= room), None)
-        assert context_module._fitting_form(path, text, set(), False, index, room) == best, (path, room)
+        assert context_module.fitting_form(path, text, set(), False, index, room) == best, (path, room)
 
 
 def test_with_tests_puts_the_top_source_files_test_right_after_it() -> None:

@@ -51,12 +51,16 @@ def _alive(pid: int) -> bool:
 
 
 def _sleeping_test(repo: Path) -> int:
-    """The pid of the killed run's test, still sleeping: the assistant died, its test command did not."""
-    deadline = time.monotonic() + 30
+    """The pid of the run's test of iteration 1, once it sleeps (it writes its marker first)."""
+    deadline = time.monotonic() + 60
     while not (repo / "SLEEPING").exists() or not (repo / "SLEEPING").read_text():
         assert time.monotonic() < deadline, "the slow test never started"
-        time.sleep(0.1)
-    pid = int((repo / "SLEEPING").read_text())
+        time.sleep(0.05)
+    return int((repo / "SLEEPING").read_text())
+
+
+def _orphan(repo: Path, pid: int) -> int:
+    """The killed run's test, still sleeping: the assistant died, its test command did not. Its markers go."""
     (repo / "SLEEPING").unlink()
     (repo / "STARTED").unlink()
     assert _alive(pid)
@@ -69,11 +73,11 @@ def test_kill_9_then_recover_restores_byte_for_byte(tmp_path: Path) -> None:
     with ScriptedServer([FIX]) as server:
         proc = _start(repo, server)
         _wait_for_tests(proc)
-        time.sleep(1)
+        sleeping = _sleeping_test(repo)
         assert (repo / "pkg" / "new_module.py").exists()
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-    orphan = _sleeping_test(repo)
+    orphan = _orphan(repo, sleeping)
     recovered = run_cli(["--repo", str(repo), "--recover"])
     assert recovered.returncode == 0, recovered.stderr
     assert "[Recovered: stopped 1 leftover test process(es)" in recovered.stdout
@@ -87,10 +91,10 @@ def test_the_next_run_notices_an_unfinished_journal_and_restores_first(tmp_path:
     with ScriptedServer([FIX]) as server:
         proc = _start(repo, server)
         _wait_for_tests(proc)
-        time.sleep(1)
+        sleeping = _sleeping_test(repo)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-    orphan = _sleeping_test(repo)
+    orphan = _orphan(repo, sleeping)
     assert "return a + b" in (repo / "calc.py").read_text()
     passing = f"{sys.executable} -c pass"  # the killed run's slow test would sleep again; only recovery matters here
     with ScriptedServer(['{"changes": []}']) as server:

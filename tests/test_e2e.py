@@ -140,9 +140,10 @@ def test_ctrl_c_rolls_back_and_exits_130(tmp_path: Path) -> None:
         "calc.py": "def add(a, b):\n    return a - b\n",
         "tests/test_calc.py": (
             "import os, time\nfrom calc import add\n\n\ndef test_add():\n"
-            "    if os.path.exists('STARTED'):\n        time.sleep(120)\n    open('STARTED', 'w').close()\n"
-            "    assert add(2, 3) == 5\n"),
-        "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n", ".gitignore": "STARTED\n"})
+            "    if os.path.exists('STARTED'):\n        open('SLEEPING', 'w').close()\n        time.sleep(120)\n"
+            "    open('STARTED', 'w').close()\n    assert add(2, 3) == 5\n"),
+        "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n",
+        ".gitignore": "STARTED\nSLEEPING\n"})
     with ScriptedServer([answer(FIX_ADD)]) as server:
         env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k"}
         proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), "--repo", str(repo), "--task", "fix add",
@@ -154,7 +155,10 @@ def test_ctrl_c_rolls_back_and_exits_130(tmp_path: Path) -> None:
             seen.append(line)
             if line.startswith("[Testing (iteration 1)"):
                 break
-        time.sleep(1.5)
+        deadline = time.monotonic() + 60
+        while not (repo / "SLEEPING").exists():  # the test of iteration 1 is running, and hangs
+            assert time.monotonic() < deadline, "".join(seen)
+            time.sleep(0.05)
         assert "return a + b" in (repo / "calc.py").read_text()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)

@@ -17,7 +17,7 @@ import numpy as np
 import openai
 import pytest
 
-from code_assistant.index import embeddings
+from code_assistant.index import embeddings, minilm_int8
 from code_assistant.index.embeddings import EmbeddingError, LocalMiniLM, OpenAIEmbedder, make_embedder
 from code_assistant.parse.chunker import chunk_file
 
@@ -66,6 +66,67 @@ def test_int8_agrees_with_numpy_on_real_code_chunks_and_short_queries() -> None:
     assert np.median(cosines) >= 0.998
 
 
+LONG_TEXT = "\n".join(f"def handler_{i}(request, *args):  # route {i}\n    return respond(request, status={i})"
+                      for i in range(60))  # 512+ tokens: truncated at 256
+
+
+@pytest.mark.parametrize("text", ["", "?", LONG_TEXT], ids=["empty", "one-token", "512+ tokens"])
+def test_int8_is_close_to_float32_on_the_edges(text: str) -> None:
+    assert LocalMiniLM(runtime="numpy").count_tokens(LONG_TEXT) > 512
+    int8 = np.asarray(LocalMiniLM(runtime="int8").embed([text])[0])
+    numpy = np.asarray(LocalMiniLM(runtime="numpy").embed([text])[0])
+    assert float(int8 @ numpy) >= INT8_MIN_COSINE
+
+
+def _quantized_activations(texts: list[str]) -> dict[str, np.ndarray]:
+    """The uint8 activations each dense product of the int8 graph really multiplies, for these texts (one text per
+    run, so no padding rows), from the same graph the embedder runs, with those activations made outputs."""
+    import onnxruntime
+
+    weights = embeddings.load_weights()
+    outliers = embeddings.int8_session().outliers
+    session = onnxruntime.InferenceSession(minilm_int8.build_model(weights, outliers, expose_activations=True),
+                                           providers=["CPUExecutionProvider"])
+    names = [f"{prefix}.x_q" for prefix in minilm_int8.dense_weights(weights)]
+    tokenizer = embeddings.load_tokenizer()
+    rows: dict[str, list[np.ndarray]] = {name: [] for name in names}
+    for text in texts:
+        ids = np.asarray([tokenizer.encode(text).ids[:256]], dtype=np.int64)
+        for name, x_q in zip(names, session.run(names, {"input_ids": ids, "attention_mask": np.ones_like(ids)})):
+            rows[name].append(x_q)
+    return {name[: -len(".x_q")]: np.concatenate(parts) for name, parts in rows.items()}
+
+
+def test_no_int8_product_can_saturate_on_any_cpu() -> None:
+    """AVX2 kernels without VNNI add each two adjacent uint8 x int8 products into a saturating int16 (`vpmaddubsw`);
+    with 8-bit weights that overflowed and the vectors depended on the CPU (issue 23). Simulated in numpy on the real
+    7-bit weights and the real activations of short, empty and long texts: nothing saturates, the simulated product
+    is the exact one — and the old 8-bit weights, on the same activations, do saturate, so the simulation can tell."""
+    weights = embeddings.load_weights()
+    outliers = embeddings.int8_session().outliers
+    activations = _quantized_activations(["", "?", "TODO", LONG_TEXT[:400]])
+    old_saturated = 0
+    for prefix, w in minilm_int8.dense_weights(weights).items():
+        w_q, _ = minilm_int8.int8_weight(w, outliers[prefix])
+        assert np.abs(w_q.astype(np.int32)).max() <= 63, prefix  # 2 x 255 x 63 < 32,768: no pair sum can saturate
+        x_q = activations[prefix]
+        assert x_q.dtype == np.uint8 and x_q.shape[1] == w.shape[0]
+        simulated, saturated = minilm_int8.saturating_pair_product(x_q, w_q)
+        assert saturated == 0, prefix
+        np.testing.assert_array_equal(simulated, x_q.astype(np.int64) @ w_q.astype(np.int64))
+        old_q, _ = minilm_int8.quantize_weight(w, levels=127)
+        old_saturated += minilm_int8.saturating_pair_product(x_q[:8], old_q)[1]
+    assert old_saturated > 0
+
+
+def test_the_saturating_simulation_clips_pair_sums_to_int16() -> None:
+    x_q = np.asarray([[255, 255, 1, 0, 7]], dtype=np.uint8)
+    w_q = np.asarray([[127, -127], [127, -127], [3, 3], [100, 100], [-2, 5]], dtype=np.int8)
+    product, saturated = minilm_int8.saturating_pair_product(x_q, w_q)
+    # 255*127 + 255*127 = 64,770 clips to 32,767 (and -64,770 to -32,768); 1*3 + 0; 7*-2 (odd K, padded)
+    assert product.tolist() == [[32767 + 3 - 14, -32768 + 3 + 35]] and saturated == 2
+
+
 def test_int8_vectors_do_not_depend_on_batching_or_order() -> None:
     """Each token is quantized on its own, so a text's vector is the same whatever texts share its batch."""
     texts = _real_chunks_and_queries()
@@ -82,7 +143,7 @@ def test_runtimes_have_their_own_names() -> None:
     """int8 vectors are not float noise away from float32 ones: an index or cache written by one is not reused by
     the other."""
     assert LocalMiniLM(runtime="numpy").name == "local:all-MiniLM-L6-v2"
-    assert LocalMiniLM(runtime="int8").name == "local:all-MiniLM-L6-v2-int8"
+    assert LocalMiniLM(runtime="int8").name == "local:all-MiniLM-L6-v2-int8w7"  # 7-bit weights since issue 23
     assert LocalMiniLM().runtime == "int8"  # onnxruntime comes with chromadb
 
 
@@ -231,7 +292,7 @@ def test_openai_embedder_counts_tokens_with_tiktoken(server: EmbeddingServer) ->
 
 
 def test_make_embedder_picks_the_backend() -> None:
-    assert make_embedder("local").name == "local:all-MiniLM-L6-v2-int8"
+    assert make_embedder("local").name == "local:all-MiniLM-L6-v2-int8w7"
     with pytest.raises(EmbeddingError, match="unknown embedding backend"):
         make_embedder("torch")
     with pytest.raises(EmbeddingError, match="OpenAI client"):

@@ -304,4 +304,4 @@ def test_a_new_embedder_name_never_mixes_its_vectors_with_the_old_ones(tmp_path:
     assert new_index.chunks.name != old_index.chunks.name
     assert new_index.chunks.count() == old_index.chunks.count() == old_count
     caches = sorted(p.name for p in (index_path / "embedding-cache").iterdir())
-    assert caches == ["local-all-MiniLM-L6-v2-int8.sqlite", "local-all-MiniLM-L6-v2.sqlite"]
+    assert caches == ["local-all-MiniLM-L6-v2-int8w7.sqlite", "local-all-MiniLM-L6-v2.sqlite"]

@@ -12,4 +12,13 @@ def test_imports_point_down_the_pipeline_and_siblings_have_no_cycles() -> None:
     lint = Path(sys.executable).parent / "lint-imports"
     done = subprocess.run([str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "2 kept, 0 broken" in done.stdout
+    assert "3 kept, 0 broken" in done.stdout
+
+
+def test_the_package_root_holds_only_the_cli_edge_and_the_base() -> None:
+    """Every stage of the pipeline has its own folder; loose at the root are only the CLI edge and the base."""
+    root = ROOT / "code_assistant"
+    modules = {p.stem for p in root.glob("*.py")} - {"__init__"}
+    stages = {p.name for p in root.iterdir() if (p / "__init__.py").is_file()}
+    assert modules == {"cli", "commands", "console", "settings", "languages", "errors", "tokens", "redact", "vcs"}
+    assert stages == {"agent", "retrieve", "edit", "verify", "model", "index", "parse"}

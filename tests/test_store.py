@@ -175,3 +175,14 @@ def test_collection_for_is_per_checkout_in_the_embedded_store(tmp_path: Path) ->
     client = store.open_client(tmp_path / "index")
     assert store.collection_for(client, a, "emb") == store.collection_name(str(a.resolve()), "emb")
     assert store.collection_for(client, a, "emb") != store.collection_for(client, b, "emb")
+
+
+def test_a_query_skips_records_chroma_returns_without_metadata() -> None:
+    """Chroma can return a record deleted a moment ago with its metadata None (chroma-core/chroma#2007)."""
+    result = {"ids": [["a", "gone", "b"]], "distances": [[0.1, 0.2, 0.3]],
+              "metadatas": [[{"path": "a.py", "start": 1, "end": 4, "symbol": "f", "kind": "function"}, None,
+                             {"path": "b.py", "start": 2, "end": 9}]]}
+    hits = store.query_hits(result)
+    assert [(h.path, h.start, h.end, h.symbol) for h in hits] == [("a.py", 1, 4, "f"), ("b.py", 2, 9, "")]
+    assert abs(hits[0].score - 0.9) < 1e-9
+    assert store.query_hits({"ids": [[]], "metadatas": None, "distances": None}) == []

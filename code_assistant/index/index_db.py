@@ -42,6 +42,14 @@ CREATE INDEX IF NOT EXISTS postings_file ON postings (file_id);
 """
 
 
+class FileStamp(NamedTuple):
+    """A file as the last run saw it."""
+
+    size: int
+    mtime_ns: int
+    skipped: bool  # seen but left out of the index (too big, binary, a secret, ...)
+
+
 class IndexDBError(AssistantError):
     """The index database cannot be used: busy beyond the timeout, or not writable."""
 
@@ -138,10 +146,10 @@ class IndexDB:
     def is_empty(self) -> bool:
         return self._db.execute("SELECT 1 FROM files LIMIT 1").fetchone() is None
 
-    def stats(self) -> dict[str, tuple[int, int, bool]]:
-        """path -> (size, mtime_ns, skipped) for every file seen, indexed or not."""
+    def stats(self) -> dict[str, FileStamp]:
+        """What a warm run compares with the file system, for every file seen, indexed or not."""
         rows = self._db.execute("SELECT path, size, mtime_ns, skipped FROM files")
-        return {path: (size, mtime, bool(skipped)) for path, size, mtime, skipped in rows}
+        return {path: FileStamp(size, mtime, bool(skipped)) for path, size, mtime, skipped in rows}
 
     def paths(self) -> list[str]:
         return [p for (p,) in self._db.execute("SELECT path FROM files WHERE skipped = 0 ORDER BY path")]

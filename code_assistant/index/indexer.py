@@ -22,7 +22,7 @@ from code_assistant.index.embedding_cache import EmbeddingCache
 from code_assistant.index.embeddings import Embedder
 from code_assistant.index.file_prep import PreparedFile, Preparer
 from code_assistant.index.import_graph import ModuleResolver, go_module_path, js_package
-from code_assistant.index.index_db import Entry, FileRecord, ImportRow, IndexDB
+from code_assistant.index.index_db import Entry, FileRecord, FileStamp, ImportRow, IndexDB
 from code_assistant.index.repo_files import list_repo_files
 from code_assistant.index.vectors import Vectors
 from code_assistant.parse.code_parser import Import
@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 FILES_PER_FLUSH = 500
 Progress = Callable[[int, int], None]
-_OLD_FILES = ("manifest.json", "lexicon.json")  # the JSON index of format 2, replaced by index.sqlite
+_OLD_FILES = ("manifest.json", "lexicon.json", "bm25")  # the JSON index of format 2, replaced by index.sqlite
 
 
 @dataclass
@@ -111,7 +111,7 @@ class RepoIndex:
         return self.db.files_with(terms)
 
 
-class Candidate(NamedTuple):
+class ChangedFile(NamedTuple):
     """A file whose stat changed since the last run."""
 
     path: str
@@ -130,9 +130,11 @@ class Indexer:
         ignore = index_path / ".gitignore"
         if not ignore.exists():  # an index placed inside a repository never shows up in its `git status`
             ignore.write_text("*\n", encoding="utf-8")
-        for old in _OLD_FILES:
-            (self.dir / old).unlink(missing_ok=True)
-        shutil.rmtree(self.dir / "bm25", ignore_errors=True)
+        for old in (self.dir / name for name in _OLD_FILES):  # an index of format 2 loses its files, once
+            if old.is_dir():
+                shutil.rmtree(old)
+            elif old.exists():
+                old.unlink()
         self.db = IndexDB(self.dir / "index.sqlite", embedder.name)
         slug = "".join(c if c.isalnum() else "-" for c in embedder.name)[:60]
         self.cache = EmbeddingCache(index_path / "embedding-cache" / f"{slug}.sqlite", embedder.dimension)
@@ -148,8 +150,8 @@ class Indexer:
             self.chunks.reset()
         # a private store just emptied holds no chunk of a file new to the index: nothing stale to look up
         clean = fresh_index and not self.chunks.shared
-        seen = db.stats()  # path -> (size, mtime_ns, skipped): a warm run reads nothing else
-        candidates, removed = self._scan(seen, exclude or [], stats)
+        seen = db.stats()  # a warm run reads nothing else
+        changed, removed = self._scan(seen, exclude or [], stats)
         for path in removed:
             if not seen[path][2]:
                 self.chunks.delete_ids(db.chunk_ids(path))
@@ -158,11 +160,11 @@ class Indexer:
         db.commit()
         paths_changed = stats.removed > 0  # the set of indexed paths decides how every import resolves
         updated: list[str] = []
-        known_hashes = db.hashes([p for p, _st, indexed in candidates if indexed])
-        total = len(candidates)
+        known_hashes = db.hashes([f.path for f in changed if f.indexed])
+        total = len(changed)
         with Preparer(self.repo, total) as preparer:
             for start in range(0, total, FILES_PER_FLUSH):
-                batch = candidates[start:start + FILES_PER_FLUSH]
+                batch = changed[start:start + FILES_PER_FLUSH]
                 jobs = [(c.path, known_hashes.get(c.path)) for c in batch]
                 for (path, st, indexed), prepared in zip(batch, preparer.map(jobs)):
                     if prepared is None:  # unreadable, binary, generated or holding a secret
@@ -201,12 +203,12 @@ class Indexer:
         vectors = Vectors(self.repo, db, self.cache, self.chunks, self.embedder)
         return RepoIndex(self.repo, Files(db, paths), db, self.chunks, self.embedder, vectors), stats
 
-    def _scan(self, seen: dict[str, tuple[int, int, bool]], exclude: list[Path],
-              stats: IndexStats) -> tuple[list[Candidate], list[str]]:
+    def _scan(self, seen: dict[str, FileStamp], exclude: list[Path],
+              stats: IndexStats) -> tuple[list[ChangedFile], list[str]]:
         """The files whose stat changed since the last run and the files gone."""
         current = list_repo_files(self.repo, exclude=[self.index_path, *exclude])
         current_set = set(current)
-        candidates: list[Candidate] = []
+        changed: list[ChangedFile] = []
         repo_text = str(self.repo)
         for path in current:
             try:
@@ -214,12 +216,12 @@ class Indexer:
             except OSError:
                 continue
             old = seen.get(path)
-            if old and old[0] == st.st_size and old[1] == st.st_mtime_ns:
-                if not old[2]:
+            if old and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
+                if not old.skipped:
                     stats.unchanged += 1
                 continue
-            candidates.append(Candidate(path, st, bool(old) and not old[2]))
-        return candidates, [p for p in seen if p not in current_set]
+            changed.append(ChangedFile(path, st, bool(old) and not old.skipped))
+        return changed, [p for p in seen if p not in current_set]
 
     def _update_graph(self, paths: list[str], updated: list[str], paths_changed: bool) -> None:
         """Resolve imports again: all of them when the set of paths (or go.mod) changed, else the updated files'."""

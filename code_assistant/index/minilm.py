@@ -117,8 +117,12 @@ def _layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) 
     return centered / np.sqrt(var + np.float32(eps)) * gamma + beta
 
 
-def encode(w: Weights, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Mean-pooled, L2-normalized sentence vectors for a padded batch: ids and mask are (batch, seq) int arrays."""
+def encode(w: Weights, ids: np.ndarray, mask: np.ndarray,
+           dense_inputs: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    """Mean-pooled, L2-normalized sentence vectors for a padded batch: ids and mask are (batch, seq) int arrays.
+
+    `dense_inputs`, when given, receives the input of each dense product, (batch * seq, K), under the names
+    `minilm_int8` gives them (`layer0.qkv`, `layer0.out`, `layer0.up`, `layer0.down`, ...)."""
     batch, seq = ids.shape
     hidden = w.word.shape[1]
     head_dim = hidden // w.heads
@@ -126,7 +130,13 @@ def encode(w: Weights, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
     x = _layer_norm(x, w.ln_g, w.ln_b, w.eps).reshape(batch * seq, hidden)  # dense layers work on 2-D (tokens, hidden)
     # padded keys get a large negative score, so they receive no attention weight
     key_bias = ((1.0 - mask.astype(np.float32)) * np.float32(-1e9))[:, None, None, :]
-    for layer in w.layers:
+
+    def seen(name: str, value: np.ndarray) -> None:
+        if dense_inputs is not None:
+            dense_inputs[name] = value
+
+    for i, layer in enumerate(w.layers):
+        seen(f"layer{i}.qkv", x)
         qkv = x @ layer["qkv_w"]
         qkv += layer["qkv_b"]
         qkv = qkv.reshape(batch, seq, 3, w.heads, head_dim).transpose(2, 0, 3, 1, 4)  # (3, batch, heads, seq, hd)
@@ -136,13 +146,16 @@ def encode(w: Weights, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         probs = np.exp(scores, out=scores)
         probs /= probs.sum(axis=-1, keepdims=True)
         context = (probs @ qkv[2]).transpose(0, 2, 1, 3).reshape(batch * seq, hidden)
+        seen(f"layer{i}.out", context)
         attended = context @ layer["out_w"]
         attended += layer["out_b"]
         attended += x
         x = _layer_norm(attended, layer["ln1_g"], layer["ln1_b"], w.eps)
+        seen(f"layer{i}.up", x)
         h = x @ layer["up_w"]
         h += layer["up_b"]
         _gelu_inplace(h)
+        seen(f"layer{i}.down", h)
         ff = h @ layer["down_w"]
         ff += layer["down_b"]
         ff += x

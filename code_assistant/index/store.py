@@ -16,6 +16,7 @@ import re
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import chromadb
@@ -280,11 +281,19 @@ class ChunkStore:
             result = self._collection.query(query_embeddings=[vector],  # type: ignore[arg-type]
                                             n_results=min(n, total), where=where,  # type: ignore[arg-type]
                                             include=["metadatas", "distances"])
-        hits: list[ChunkHit] = []
-        metas = (result.get("metadatas") or [[]])[0]
-        distances = (result.get("distances") or [[]])[0]
-        for meta, distance in zip(metas, distances):
-            hits.append(ChunkHit(path=str(meta["path"]), start=int(meta["start"]), end=int(meta["end"]),
-                                 symbol=str(meta.get("symbol") or ""), kind=str(meta.get("kind") or ""),
-                                 score=1.0 - float(distance)))
-        return hits
+        return query_hits(result)
+
+
+def query_hits(result: Mapping[str, Any]) -> list[ChunkHit]:
+    """The hits of a Chroma query result. A record deleted a moment ago can still come back from the vector index,
+    with its metadata None (chroma-core/chroma#2007): it is no hit."""
+    hits: list[ChunkHit] = []
+    metas = (result.get("metadatas") or [[]])[0]
+    distances = (result.get("distances") or [[]])[0]
+    for meta, distance in zip(metas, distances):
+        if not meta or "path" not in meta:
+            continue
+        hits.append(ChunkHit(path=str(meta["path"]), start=int(meta["start"]), end=int(meta["end"]),
+                             symbol=str(meta.get("symbol") or ""), kind=str(meta.get("kind") or ""),
+                             score=1.0 - float(distance)))
+    return hits

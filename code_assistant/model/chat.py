@@ -20,6 +20,7 @@ from code_assistant import redact, tokens
 from code_assistant.errors import EXIT_FAILED, AssistantError
 from code_assistant.model.fitting import message_tokens
 from code_assistant.model.structured import FORMS, refuses_response_format, response_format
+from code_assistant.model.usage import ReportedPrompt, SentPrompts, reported_prompt
 from code_assistant.model.window import ContextWindow, WindowLimit, window_limit
 
 logger = logging.getLogger(__name__)
@@ -50,6 +51,8 @@ class ChatResponse:
     completion_tokens: int = 0
     estimated: bool = False  # the server sent no counts (a stream without usage): counted here
     cut_off: bool = False    # the answer stopped at max_tokens (finish_reason "length")
+    reported: ReportedPrompt | None = None  # the server's own numbers for the prompt (its cache's part, if named)
+    reasoning: str = ""  # what a reasoning parser sent apart (reasoning_content / reasoning): never the answer
 
 
 @dataclass
@@ -126,6 +129,7 @@ class OpenAIChat:
     schema: dict[str, Any] | None = None  # the answer's JSON schema, sent as response_format (None: free text)
     usage: Usage = field(default_factory=Usage)
     sleep: Callable[[float], None] = time.sleep
+    sent: SentPrompts = field(default_factory=SentPrompts)  # this run's prompts so far (best of N's attempts share it)
 
     def __post_init__(self) -> None:
         # Retries are ours (logged, bounded); the client's own are off so the count is honest.
@@ -145,18 +149,19 @@ class OpenAIChat:
     def complete(self, messages: list[Message], on_token: Callable[[str], None] | None = None) -> ChatResponse:
         messages = redact_messages(messages)
         counted = message_tokens(messages)
+        shared = self.sent.record(messages)
         attempt = stalls = 0
         while True:
             attempt += 1
             try:
-                response = self._ask(messages, on_token, counted)
+                response = self._ask(messages, on_token, counted, shared)
                 self.usage.add(response)
                 return response
             except openai.APIStatusError as exc:
                 detail = _error_detail(exc)
                 if self.form is not None and refuses_response_format(exc.status_code, detail):
-                    logger.warning("the server refused response_format %r (%d); asking with the next form",
-                                   self.form, exc.status_code)
+                    logger.debug("the server refused response_format %r (%d); asking with the next form",
+                                 self.form, exc.status_code)  # expected of some servers: not worth a warning
                     self._form += 1
                     attempt -= 1
                     continue
@@ -198,7 +203,8 @@ class OpenAIChat:
         logger.warning("model call failed (%s); retry %d/%d in %.1fs", _short(exc), attempt, self.max_retries, delay)
         self.sleep(delay)
 
-    def _ask(self, messages: list[Message], on_token: Callable[[str], None] | None, counted: int) -> ChatResponse:
+    def _ask(self, messages: list[Message], on_token: Callable[[str], None] | None, counted: int,
+             shared: int) -> ChatResponse:
         request: dict[str, Any] = {"model": self.name, "messages": messages, "temperature": self.temperature}
         if self.seed is not None:
             request["seed"] = self.seed
@@ -209,10 +215,12 @@ class OpenAIChat:
         response = self._stream(request, on_token) if on_token else None
         if response is None:
             response = self._once(request)
-        if response.estimated:
+        if response.reported is None:  # the server sent no counts
             response.prompt_tokens = round(counted * self.window.ratio)
             response.completion_tokens = tokens.count_tokens(response.text)
-        elif warning := self.window.observe(counted, response.prompt_tokens):
+            return response
+        response.prompt_tokens = response.reported.total(expected=counted * self.window.ratio)
+        if warning := self.window.observe(counted, response.prompt_tokens, shared, response.reported.complete):
             logger.warning("%s", warning)
         return response
 
@@ -220,36 +228,64 @@ class OpenAIChat:
         completion = self._client.chat.completions.create(**request)
         if not completion.choices:
             raise ModelError("the model server returned no choices")
-        text = completion.choices[0].message.content or ""
+        message = completion.choices[0].message
         cut_off = completion.choices[0].finish_reason == "length"
-        usage = completion.usage
-        if usage is None:
-            return ChatResponse(text, estimated=True, cut_off=cut_off)
-        return ChatResponse(text, usage.prompt_tokens, usage.completion_tokens, cut_off=cut_off)
+        response = _answer(message.content or "", cut_off, completion.usage, _extra(completion).get("timings"))
+        response.reasoning = _reasoning(message)
+        return response
 
     def _stream(self, request: dict[str, Any], on_token: Callable[[str], None]) -> ChatResponse | None:
         """The answer token by token; None when the server closed the stream without a single event (llama-cpp-python
         does so for a prompt over its window): the caller then asks without streaming, which says why."""
         stream = self._client.chat.completions.create(**request, stream=True, stream_options={"include_usage": True})
         parts: list[str] = []
-        usage = None
+        thought: list[str] = []
+        usage = timings = None
         events = 0
         cut_off = False
         for chunk in stream:
             events += 1
             usage = chunk.usage or usage
+            timings = _extra(chunk).get("timings") or timings  # llama.cpp's server: with the last chunks
             for choice in chunk.choices:
                 cut_off = cut_off or choice.finish_reason == "length"
                 piece = (choice.delta.content if choice.delta else None) or ""
                 if piece:
                     parts.append(piece)
                     on_token(piece)
+                if choice.delta and (reasoning := _reasoning(choice.delta)):
+                    thought.append(reasoning)  # not shown, not parsed: kept for the run log
         if events == 0:
             logger.warning("the model server closed the stream without an answer; asking once without streaming")
             return None
-        if usage is None:
-            return ChatResponse("".join(parts), estimated=True, cut_off=cut_off)
-        return ChatResponse("".join(parts), usage.prompt_tokens, usage.completion_tokens, cut_off=cut_off)
+        response = _answer("".join(parts), cut_off, usage, timings)
+        response.reasoning = "".join(thought)
+        return response
+
+
+def _extra(obj: Any) -> dict[str, Any]:
+    """Fields a response has beyond OpenAI's (llama.cpp's `timings`, DeepSeek's cache counts)."""
+    return getattr(obj, "model_extra", None) or {}
+
+
+def _reasoning(message: Any) -> str:
+    """The reasoning a server's reasoning parser put beside the answer (llama.cpp and vLLM's `reasoning_content`,
+    newer vLLM and OpenRouter's `reasoning`), in a message or a stream delta."""
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(message, name, None) or _extra(message).get(name)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _answer(text: str, cut_off: bool, usage: Any, timings: Any) -> ChatResponse:
+    """The answer with the server's usage numbers; estimated (counted by the caller) when it sent none."""
+    reported = reported_prompt(usage.model_dump() if usage is not None else None, timings)
+    if reported is None:
+        return ChatResponse(text, estimated=True, cut_off=cut_off)
+    completion = getattr(usage, "completion_tokens", None)
+    return ChatResponse(text, reported.prompt, completion if isinstance(completion, int) else 0, cut_off=cut_off,
+                        reported=reported)
 
 
 def redact_messages(messages: list[Message]) -> list[Message]:

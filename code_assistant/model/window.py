@@ -3,9 +3,15 @@
 Our token counts are cl100k (tokens.py); a server counts with its own tokenizer and adds its chat template. The
 window therefore carries a ratio (server tokens per counted token), assumed until the server's own numbers arrive in
 a response's usage or in an error that names the window.
+
+A response's usage is evidence, not an order: proxies report fixed or estimated numbers, and caching servers may count
+only the part of a prompt they had not seen (usage.py). A low count is taken for a prompt the server cut only when no
+cache can explain it, and even then the window shrinks only to a size that still holds a run's requests; otherwise
+the run is warned once and keeps its window, and a refusal that names the server's window decides.
 """
 from __future__ import annotations
 
+import logging
 import math
 import re
 from dataclasses import dataclass
@@ -13,13 +19,23 @@ from typing import Any
 
 from code_assistant.errors import AssistantError
 
+logger = logging.getLogger(__name__)
+
 DEFAULT_WINDOW = 8192  # when nothing reports a window: every current chat model has at least this; smaller ones
 #                        answer an over-long request with an error that names their window, and are learned from it
 OPENAI_RATIO = 1.05    # OpenAI's tokenizers (cl100k, o200k) against our cl100k count, with a little room
 OTHER_RATIO = 1.3      # other tokenizers: SmolLM2's is 1.17 on this repository's code, 32k-vocabulary models more
 RATIO_MARGIN = 1.03    # on top of a ratio the server's own counts gave: code and prose tokenize differently
 MIN_OBSERVED = 200     # a prompt this short is mostly chat template; its ratio says little
-TRUNCATED_RATIO = 0.7  # a server that read far fewer tokens than we sent has cut the prompt (Ollama does, silently)
+TRUNCATED_RATIO = 0.7  # a server that read far fewer tokens than we sent has cut the prompt (Ollama does, silently),
+#                        or left a cache or an estimate out of its count; no tokenizer reads code in fewer tokens
+MAX_RATIO = 3.0        # no chat model's tokenizer needs three tokens for one cl100k token of code or prose (32k
+#                        vocabularies take about 1.5): a higher count is not of this prompt alone (a proxy's sum)
+RATIO_SAMPLES = 3      # the ratio is the largest of the last few measurements: a prose-heavy prompt raises it, and
+#                        it comes back down after, rather than staying at the highest ever seen
+MIN_USEFUL_ROOM = 1000  # counted tokens a window must leave for the requests a run builds: the system prompt (350),
+#                         the task, failing tests and a little code (a one-line task with a two-file repository needs
+#                         about 500); a window with less stops the run, so a count is never taken for one that small
 MIN_RESERVE, MAX_RESERVE = 256, 4096  # tokens kept for the answer: an eighth of the window, within these (a plan
 #                                       that fixes a bug is a few hundred tokens; a small window needs its room)
 
@@ -50,6 +66,8 @@ class ContextWindow:
     source: str                 # "--context-window", "GET /props", "known model", "default", "the server's error", …
     ratio: float = OTHER_RATIO  # server tokens per counted (cl100k) token
     measured: bool = False      # the ratio comes from the server's own counts
+    samples: tuple[float, ...] = ()  # the last measured ratios (a tuple: best of N's attempts copy the window)
+    warned: bool = False        # the run was told once that the server's counts are below ours
 
     @classmethod
     def unlimited(cls) -> ContextWindow:
@@ -58,38 +76,81 @@ class ContextWindow:
     @property
     def reserve(self) -> int:
         """Tokens kept for the answer (sent as max_tokens to OpenAI-compatible servers)."""
-        return max(MIN_RESERVE, min(MAX_RESERVE, self.tokens // 8))
+        return _reserve(self.tokens)
 
     def prompt_room(self) -> int:
         """How many counted tokens a whole request (every message) may hold."""
-        return max(0, math.floor((self.tokens - self.reserve) / self.ratio))
+        return _room(self.tokens, self.ratio)
 
     def describe(self) -> str:
         return f"{self.tokens} tokens, from {self.source}"
 
-    def observe(self, counted: int, server_prompt: int) -> str | None:
-        """Learn from the server's count of a prompt we counted. Returns a warning when the server evidently cut
-        the prompt (it read far fewer tokens than were sent): the window is then taken to be what it read."""
+    def observe(self, counted: int, server_prompt: int, shared: int = 0, complete: bool = False) -> str | None:
+        """Learn from the server's count of a prompt we counted. `shared`: counted tokens at its start that an
+        earlier request of the run sent too (a server's cache may hold them and leave them out of its count);
+        `complete`: the server's numbers account for its cache, so its count is of the whole prompt.
+
+        Returns a warning when the count is lower than any cache can explain: the server cut the prompt, and the
+        window becomes what it read, or (when that is too small for a run's requests, or its numbers are estimates)
+        the run is told once and keeps its window."""
         if counted < MIN_OBSERVED or server_prompt <= 0:
             return None
         ratio = server_prompt / counted
-        if ratio < TRUNCATED_RATIO:
-            self.tokens, self.source = max(server_prompt, MIN_RESERVE * 2), "a prompt the server cut"
-            return (f"the server read only {server_prompt} tokens of a prompt of about {counted}: it cut the prompt "
-                    f"to fit a smaller context window; requests now fit {self.tokens} tokens (set --context-window "
-                    f"or OPENAI_CONTEXT_WINDOW to the server's real window)")
-        ratio *= RATIO_MARGIN
-        self.ratio = max(self.ratio, ratio) if self.measured else ratio
-        self.measured = True
-        return None
+        if ratio > MAX_RATIO:
+            logger.debug("the server counted %d tokens of a prompt of about %d: not of this prompt; ignored",
+                         server_prompt, counted)
+            return None
+        if ratio >= TRUNCATED_RATIO:
+            if complete or not shared or ratio * RATIO_MARGIN >= self.ratio:
+                self._measured(ratio)
+            else:  # lower than before, on a prompt whose start a cache may hold: not a smaller ratio
+                logger.debug("the server counted %d tokens of a prompt of about %d, %d of them sent before; the "
+                             "ratio stays %.2f", server_prompt, counted, shared, self.ratio)
+            return None
+        if not complete and server_prompt >= TRUNCATED_RATIO * (counted - shared):
+            logger.debug("the server counted %d tokens of a prompt of about %d: the %d sent before were cached",
+                         server_prompt, counted, shared)
+            return None
+        return self._cut(counted, server_prompt)
 
     def learn(self, limit: WindowLimit, counted: int) -> None:
         """The server refused a request and named its window (and perhaps its count of the prompt)."""
         self.tokens, self.source = limit.window, "the server's error"
-        if limit.prompt_tokens and counted >= MIN_OBSERVED:
-            ratio = limit.prompt_tokens / counted * RATIO_MARGIN
-            self.ratio = max(self.ratio, ratio) if self.measured else ratio
-            self.measured = True
+        if limit.prompt_tokens and counted >= MIN_OBSERVED and (
+                TRUNCATED_RATIO <= limit.prompt_tokens / counted <= MAX_RATIO):
+            self._measured(limit.prompt_tokens / counted, refused=True)
+
+    def _measured(self, ratio: float, refused: bool = False) -> None:
+        """A measured ratio. From usage numbers it never grows so far that the room falls below what a run needs
+        (a proxy's fixed count over ever smaller requests would push it up and up); a refusal's count may."""
+        self.samples = (*self.samples, ratio)[-RATIO_SAMPLES:]
+        ratio = max(self.samples) * RATIO_MARGIN
+        if not refused:
+            ratio = min(ratio, max(self.ratio, (self.tokens - self.reserve) / MIN_USEFUL_ROOM))
+        self.ratio, self.measured = ratio, True
+
+    def _cut(self, counted: int, server_prompt: int) -> str | None:
+        """A count no cache explains: a prompt cut to the server's window, or numbers that are not counts at all."""
+        if server_prompt < self.tokens and _room(server_prompt, self.ratio) >= MIN_USEFUL_ROOM:
+            self.tokens, self.source, self.warned = server_prompt, "a prompt the server cut", True
+            return (f"the server read only {server_prompt} tokens of a prompt of about {counted}: it cut the prompt "
+                    f"to fit a smaller context window; requests now fit {self.tokens} tokens (set --context-window "
+                    f"or OPENAI_CONTEXT_WINDOW to the server's real window)")
+        if self.warned:
+            return None
+        self.warned = True
+        return (f"the server counted {server_prompt} prompt tokens where we counted about {counted}: fewer than any "
+                f"window a run works in, so its numbers look estimated; the context window stays {self.tokens} "
+                f"tokens (if the server cuts prompts silently, set --context-window or OPENAI_CONTEXT_WINDOW to its "
+                f"real window)")
+
+
+def _reserve(window: int) -> int:
+    return max(MIN_RESERVE, min(MAX_RESERVE, window // 8))
+
+
+def _room(window: int, ratio: float) -> int:
+    return max(0, math.floor((window - _reserve(window)) / ratio))
 
 
 @dataclass(frozen=True)

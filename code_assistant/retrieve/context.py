@@ -71,28 +71,56 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
     if ranked is None:
         frames = traceback_frames(extra_text, index.repo, set(index.files)) if extra_text else []
         ranked = rank(index, task + ("\n" + extra_text if extra_text else ""), frames, embed_budget=embed_budget)
-    ranking, hit_symbols, mentions, frames = ranked.files, ranked.hit_symbols, ranked.mentions, ranked.frames
-    order = list(dict.fromkeys([*(must_include or []), *(r.path for r in ranking), *(f for f, _ in frames)]))
-    if with_tests:
-        order = with_test_counterpart(order, set(index.files))
-    order = [p for p in order if not languages.is_secret_path(p)]
+    order = _order(index, ranked, must_include or [], with_tests)
 
     def keep(path: str) -> set[str]:
-        return hit_symbols.get(path, set()) | _symbols_named(index, path, mentions.identifiers) | _symbols_at(
-            index, path, [line for p, line in frames if p == path])
+        return ranked.hit_symbols.get(path, set()) | _symbols_named(index, path, ranked.mentions.identifiers) | (
+            _symbols_at(index, path, [line for p, line in ranked.frames if p == path]))
 
     reserve = 0
     if budget >= MAP_MIN_BUDGET:  # what a map of every file but the first takes, up to MAP_SHARE: a repository
-        most = _file_map(index, order[1:], keep, int(budget * MAP_SHARE))[2]  # of a few files keeps its budget
+        most = file_map(index, order[1:], keep, int(budget * MAP_SHARE)).text  # of a few files keeps its budget
         reserve = tokens.count_tokens(most) if most else 0
     log = [f"budget {budget} tokens" + (f" ({reserve} kept for the map of more files)" if reserve else "")]
+    files = _choose(index, order, keep, numbered, budget - reserve, log)  # the code gets the budget but the reserve
+    used = sum(f.tokens for f in files)
+    running = 0
+    for f in files:
+        running += f.tokens
+        log.append(f"+ {f.path} ({f.mode}, {f.tokens} tokens) -> {running}/{budget}")
+    chosen = {f.path for f in files}
+    for path in order[:CORE_FILES]:
+        if path not in chosen:
+            log.append(f"skip {path}: even its outline does not fit")
+    more = file_map(index, [p for p in order if p not in chosen], keep, budget - used) if reserve else FileMap()
+    map_tokens = tokens.count_tokens(more.text) if more.text else 0
+    if more.text:
+        log.append(f"+ map of {len(more.mapped)} more files and {len(more.listed)} paths ({map_tokens} tokens) -> "
+                   f"{used + map_tokens}/{budget}")
+    return Context(ranked.files, files, used + map_tokens, budget, log, ranked.embedded, more.mapped, more.text,
+                   more.listed)
+
+
+def _order(index: RepoIndex, ranked: Ranking, must_include: list[str], with_tests: bool) -> list[str]:
+    """The files in the order they get a seat: those that must be shown, the ranking, the traceback's files; with
+    with_tests the top source file's test after it; never a secret."""
+    order = list(dict.fromkeys([*must_include, *(r.path for r in ranked.files), *(f for f, _ in ranked.frames)]))
+    if with_tests:
+        order = with_test_counterpart(order, set(index.files))
+    return [p for p in order if not languages.is_secret_path(p)]
+
+
+def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]], numbered: bool, budget: int,
+            log: list[str]) -> list[ContextFile]:
+    """The forms of the files shown, in `order`, within budget: 1. a seat for each core file in its cheapest form,
+    2. upgrades in rank order, every core file to a skeleton before any goes whole, 3. more files while room is
+    left."""
     chosen: dict[str, ContextFile] = {}
-    total, budget = budget, budget - reserve  # the code's budget; the map gets the reserve and what code leaves
     used = 0
 
     def options(path: str) -> list[ContextFile]:
         text = _read(index.repo / path)
-        return _forms(path, text, keep(path), numbered, index) if text is not None else []
+        return file_forms(path, text, keep(path), numbered, index) if text is not None else []
 
     forms = {}
     for path in order[:CORE_FILES]:  # 1: a seat for each core file
@@ -114,39 +142,33 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
             log.append(f"stop: {budget - used} tokens left")
             break
         text = _read(index.repo / path)
-        form = _fitting_form(path, text, keep(path), numbered, index, budget - used) if text is not None else None
+        form = fitting_form(path, text, keep(path), numbered, index, budget - used) if text is not None else None
         if form:
             chosen[path] = form
             used += form.tokens
         else:
             log.append(f"skip {path}: no form fits in {budget - used} left")
-    files = [chosen[p] for p in order if p in chosen]
-    running = 0
-    for f in files:
-        running += f.tokens
-        log.append(f"+ {f.path} ({f.mode}, {f.tokens} tokens) -> {running}/{total}")
-    for path in order[:CORE_FILES]:
-        if path not in chosen:
-            log.append(f"skip {path}: even its outline does not fit")
-    mapped, listed, map_text = _file_map(index, [p for p in order if p not in chosen], keep, total - used) if (
-        reserve) else ([], [], "")
-    map_tokens = tokens.count_tokens(map_text) if map_text else 0
-    if map_text:
-        log.append(f"+ map of {len(mapped)} more files and {len(listed)} paths ({map_tokens} tokens) -> "
-                   f"{used + map_tokens}/{total}")
-    return Context(ranking, files, used + map_tokens, total, log, ranked.embedded, mapped, map_text, listed)
+    return [chosen[p] for p in order if p in chosen]
 
 
 MAP_HEADER = "### More files, ranked after those above (not shown; path: its top-level names)"
 LIST_HEADER = "### Further down the ranking (not shown; directory/: its files; directories in rank order)"
 
 
-def _file_map(index: RepoIndex, paths: list[str], keep: Callable[[str], set[str]],
-              room: int) -> tuple[list[str], list[str], str]:
+@dataclass
+class FileMap:
+    """The map of the ranked files not shown."""
+
+    mapped: list[str] = field(default_factory=list)  # the files on its lines (path and top-level names)
+    listed: list[str] = field(default_factory=list)  # then the files listed by path alone
+    text: str = ""
+
+
+def file_map(index: RepoIndex, paths: list[str], keep: Callable[[str], set[str]], room: int) -> FileMap:
     """The map of the ranked files not shown, in at most `room` tokens: a line per file in rank order (MAP_FILES at
     most), its path and up to MAP_NAMES top-level names, those the task names first; then the next files (MAP_PATHS
     at most) by path alone, grouped by directory (path_list) — a few tokens a file, so the model can still ask to
-    read a file that ranks far down. Returns (the files on lines, the files listed, the text)."""
+    read a file that ranks far down."""
     lines: list[str] = []
     mapped: list[str] = []
     used = tokens.count_tokens(MAP_HEADER) + 2
@@ -163,7 +185,7 @@ def _file_map(index: RepoIndex, paths: list[str], keep: Callable[[str], set[str]
         lines.append(line)
         mapped.append(path)
         used += cost
-    listed = _fit_paths(paths[len(mapped):len(mapped) + MAP_PATHS], room - used)
+    listed = fit_paths(paths[len(mapped):len(mapped) + MAP_PATHS], room - used)
 
     def text(listed: list[str]) -> str:
         return "\n".join([*([MAP_HEADER, *lines] if lines else []), *([LIST_HEADER, *path_list(listed)] if listed
@@ -171,10 +193,10 @@ def _file_map(index: RepoIndex, paths: list[str], keep: Callable[[str], set[str]
 
     while listed and tokens.count_tokens(text(listed)) > room:  # a seam merged differently than counted apart
         listed.pop()
-    return (mapped, listed, text(listed)) if lines or listed else ([], [], "")
+    return FileMap(mapped, listed, text(listed)) if lines or listed else FileMap()
 
 
-def _fit_paths(paths: list[str], room: int) -> list[str]:
+def fit_paths(paths: list[str], room: int) -> list[str]:
     """The longest prefix of paths whose path_list fits room with its header (counted piece by piece, then checked
     whole)."""
     used = tokens.count_tokens(LIST_HEADER)
@@ -215,7 +237,7 @@ def with_test_counterpart(order: list[str], files: set[str]) -> list[str]:
     return [*order[:at], tests[0], *(p for p in order[at:] if p != tests[0])]
 
 
-def _forms(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex) -> list[ContextFile]:
+def file_forms(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex) -> list[ContextFile]:
     """The file whole, as a skeleton and as an outline, richest first, each only if cheaper than the one before."""
     forms = [_form(path, _numbered(text) if numbered else text, "full")]
     parsed = parse_source(path, text)
@@ -235,9 +257,9 @@ def _forms(path: str, text: str, keep: set[str], numbered: bool, index: RepoInde
     return cheaper
 
 
-def _fitting_form(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex,
+def fitting_form(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex,
                   room: int) -> ContextFile | None:
-    """The first form of `_forms` other than the outline that fits in room, building no more than needed: the
+    """The first form of `file_forms` other than the outline that fits in room, building no more than needed: the
     file is not parsed when it fits whole, nor when even its skeleton's floor does not fit."""
     record = index.files.get(path)
     full = None

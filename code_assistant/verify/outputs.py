@@ -9,6 +9,7 @@ import logging
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from code_assistant.verify.outputs_common import (
     MAX_FRAMES,
@@ -197,19 +198,27 @@ _PARSERS: dict[str, Callable[[str, Path | None], tuple[list[TestFailure], int | 
 }
 
 
-def parse_test_output(output: str, command: list[str],
-                      repo: Path | None = None) -> tuple[str, list[TestFailure], int | None, int | None]:
-    """(runner, failures, passed, failed) for a test run's combined output; counts are None when unknown."""
+class ParsedOutput(NamedTuple):
+    """What a test run's output says; counts are None when unknown."""
+
+    runner: str
+    failures: list[TestFailure]
+    passed: int | None
+    failed: int | None
+
+
+def parse_test_output(output: str, command: list[str], repo: Path | None = None) -> ParsedOutput:
+    """The runner, the failing tests and the counts of a test run's combined output."""
     output = strip_ansi(output).replace("\r\n", "\n")
     runner = detect_runner(command, output)
     parser = _PARSERS.get(runner)
     if parser is None:
         logger.debug("unknown test runner for %s", command)
-        return runner, [], None, None
+        return ParsedOutput(runner, [], None, None)
     try:
         failures, passed, failed = parser(output, repo)
     except Exception:  # a parser bug must not break the agent loop; the caller falls back to the raw output
         logger.warning("could not parse %s output", runner, exc_info=True)
-        return runner, [], None, None
+        return ParsedOutput(runner, [], None, None)
     logger.debug("%s: %d failures parsed (passed=%s failed=%s)", runner, len(failures), passed, failed)
-    return runner, failures, passed, failed
+    return ParsedOutput(runner, failures, passed, failed)

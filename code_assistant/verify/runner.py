@@ -11,6 +11,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -20,8 +21,7 @@ from pathlib import Path
 from code_assistant.errors import AssistantError
 from code_assistant.verify.outputs import TestFailure, parse_test_output, strip_ansi
 
-__all__ = ["TestCommandError", "TestFailure", "TestResult", "TestRunner", "parse_test_output", "reap_leftovers",
-           "truncate_output"]
+__all__ = ["TestCommandError", "TestResult", "TestRunner", "reap_leftovers", "truncate_output"]
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +29,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_ENV = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "CI": "1", "NO_COLOR": "1", "FORCE_COLOR": "0"}
 KILL_GRACE_S = 2.0  # between SIGTERM and SIGKILL
 DRAIN_GRACE_S = 1.0  # how long to keep reading after the command exited while a grandchild holds the pipe
+PYTEST_CACHE = Path(tempfile.gettempdir()) / "code-assistant-pytest-cache"  # pytest's cache, never in the repository
 MAX_CAPTURE_BYTES = 16 * 1024 * 1024  # beyond this the middle of the output is dropped while reading
 SHELL_OPERATORS = {"&&", "||", "|", ";", ">", ">>", "<", "2>&1"}
 SHELL_BUILTINS = {"cd", "export", "source", ".", "set", "env"}
@@ -94,14 +95,18 @@ class TestRunner:
 
     def __init__(self, command: str | list[str], cwd: Path, timeout: float = 120.0,
                  env: dict[str, str] | None = None, head_lines: int = 200, tail_lines: int = 400,
-                 kill_grace: float = KILL_GRACE_S, running_file: Path | None = None) -> None:
+                 kill_grace: float = KILL_GRACE_S, running_file: Path | None = None,
+                 capture_bytes: int = MAX_CAPTURE_BYTES) -> None:
         """running_file, when given, names the run's processes while it lasts, so that `reap_leftovers` can stop
-        them if this process dies without cleaning up (kill -9)."""
+        them if this process dies without cleaning up (kill -9). capture_bytes: beyond this much output its middle
+        is dropped while reading."""
         self.running_file = running_file
         self.command = shlex.split(command) if isinstance(command, str) else list(command)
         self.cwd = Path(cwd)
         self.timeout = timeout
         self.env = {**os.environ, **DEFAULT_ENV, **(env or {})}
+        cache = f"-o cache_dir={shlex.quote(str(PYTEST_CACHE))}"  # the repository is left as it was
+        self.env["PYTEST_ADDOPTS"] = f"{self.env.get('PYTEST_ADDOPTS', '')} {cache}".strip()
         self._argv = list(self.command)
         if isinstance(command, str) and SHELL_OPERATORS.intersection(self.command):
             self._argv = ["/bin/sh", "-c", command]  # "cd web && npm test" needs a shell
@@ -112,6 +117,7 @@ class TestRunner:
         self.head_lines = head_lines
         self.tail_lines = tail_lines
         self.kill_grace = kill_grace
+        self.capture_bytes = capture_bytes
         self._cancelled = threading.Event()
         self._live: set[subprocess.Popen[bytes]] = set()  # running commands, shared with with_command's runners
         self._live_lock = threading.Lock()
@@ -119,7 +125,7 @@ class TestRunner:
     def with_command(self, command: str) -> TestRunner:
         """The same runner (directory, timeout, environment, bookkeeping) for another command."""
         runner = TestRunner(command, self.cwd, self.timeout, self.env, self.head_lines, self.tail_lines,
-                            self.kill_grace, self.running_file)
+                            self.kill_grace, self.running_file, self.capture_bytes)
         runner._cancelled, runner._live, runner._live_lock = self._cancelled, self._live, self._live_lock  # one cancel
         return runner
 
@@ -180,19 +186,19 @@ class TestRunner:
         exit_code = None if timed_out else proc.returncode
         duration = time.monotonic() - start
         raw = strip_ansi(captured.decode("utf-8", errors="replace")).replace("\r\n", "\n")
-        runner, failures, passed_count, failed_count = parse_test_output(raw, self.command, self.cwd)
+        parsed = parse_test_output(raw, self.command, self.cwd)
         output = truncate_output(raw, self.head_lines, self.tail_lines)
         if timed_out:
             output += f"{'' if output.endswith(chr(10)) or not output else chr(10)}timed out after {self.timeout:g}s\n"
         result = TestResult(self.command, exit_code, exit_code == 0 and not timed_out, timed_out, output, duration,
-                            failures, passed_count, failed_count, runner, self.timeout)
+                            parsed.failures, parsed.passed, parsed.failed, parsed.runner, self.timeout)
         logger.info("test run finished in %.1fs: %s", duration, result.summary())
         return result
 
     def _collect(self, proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, bool]:
         """Read output until EOF, the deadline (then kill the group) or shortly after the command exits."""
         assert proc.stdout is not None
-        chunks = _Capture()
+        chunks = _Capture(self.capture_bytes)
         timed_out = False
         exited_at: float | None = None
         with selectors.DefaultSelector() as selector:

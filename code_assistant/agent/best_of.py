@@ -15,14 +15,15 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from code_assistant.agent import Agent, Prepared, RunResult, Stop, StopRun
-from code_assistant.candidates import CandidateOutcome, ScratchCopy, choose
+from code_assistant.agent.candidates import CandidateOutcome, ScratchCopy, changed_lines, choose
+from code_assistant.agent.loop import Agent
+from code_assistant.agent.state import Prepared, RunResult, StopRun
+from code_assistant.agent.stop import Stop
 from code_assistant.edit.editor import FileEditor
 from code_assistant.edit.operations import EditOperation
 from code_assistant.edit.preview import Limits
-from code_assistant.model.chat import ChatModel, Message, Usage
+from code_assistant.model.chat import ChatModel, Usage
 from code_assistant.model.trajectory import Step
 from code_assistant.verify.runner import TestRunner
 
@@ -34,52 +35,16 @@ STOP_GRACE_S = 10.0  # after Ctrl-C, how long the attempts get to stop their tes
 ModelFactory = Callable[[int], ChatModel]  # candidate number -> that attempt's own model (own seed, own usage)
 
 
-class _Serialized:
-    """Calls into the shared index (SQLite, Chroma) one thread at a time: the attempts share the parent's index."""
-
-    def __init__(self, inner: Any, lock: threading.Lock) -> None:
-        self._inner, self._lock = inner, lock
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._inner, name)
-        if not callable(attribute):
-            return attribute
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                return attribute(*args, **kwargs)
-        return call
-
-
-class CandidateAgent(Agent):
-    """One attempt: the normal loop in a scratch copy; its budget is the whole run's, and it stops when told."""
-
-    def __init__(self, *args: Any, number: int, spent: Callable[[], Usage], stop: threading.Event,
-                 **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.candidate = number
-        self._spent, self._stop = spent, stop
-
-    def spent(self) -> Usage:
-        return self._spent()
-
-    def ask(self, messages: list[Message], rebuild: Callable[[], list[Message]], prompt_version: str
-            ) -> list[EditOperation]:
-        if self._stop.is_set():
-            raise KeyboardInterrupt
-        return super().ask(messages, rebuild, prompt_version)
-
-
 class BestOf:
-    """Runs `count` attempts for `parent` (the agent on the user's repository) and applies the best one."""
+    """Runs `count` attempts for `parent` (the agent on the user's repository) and applies the best one. Each attempt
+    is an Agent of its own in its own scratch copy; it gets the run's budget and stop flag, and its model joins the
+    run's usage meter."""
 
     def __init__(self, parent: Agent, make_model: ModelFactory, count: int, workers: int | None = None) -> None:
         self.parent, self.make_model, self.count = parent, make_model, count
         self.workers = max(1, min(count, workers or os.cpu_count() or 1))
         self.outcomes: list[CandidateOutcome] = []
-        self.chosen: int | None = None
-        self._models: list[ChatModel] = []
-        self._agents: dict[int, CandidateAgent] = {}
+        self._agents: dict[int, Agent] = {}
         self._lock = threading.Lock()
         self._index_lock = threading.Lock()
         self._stop = threading.Event()
@@ -87,19 +52,16 @@ class BestOf:
     # ----- the run, top to bottom -------------------------------------------------------------------------
     def run(self, task: str) -> RunResult:
         result = self.parent.guarded(lambda: self._run(task))
-        result.candidates = self.rows()
+        result.candidates = self.outcomes
         return result
 
     def _run(self, task: str) -> RunResult:
-        parent = self.parent
-        prepared = parent.prepare(task)
+        parent = self.parent.parts
+        prepared = self.parent.prepare(task)
         with self._index_lock:  # the task's vectors are made once, here; the attempts read them (embed budget 0)
             parent.requests.plan(prepared.index, task, prepared.baseline)
         parent.say(f"[Candidates: {self.count} attempts in scratch copies, {self.workers} at a time]")
-        try:
-            self.outcomes = self.attempts(task, prepared)
-        finally:
-            parent.model.usage = parent.model.usage + self._children_usage()  # the run's usage is every attempt's
+        self.outcomes = self.attempts(task, prepared)
         for outcome in self.outcomes:
             parent.say(f"[Candidate {outcome.number}: {'passed' if outcome.passed else 'failed'} "
                        f"({outcome.stop_reason}), {outcome.iterations} iteration(s), {outcome.changed_lines} changed "
@@ -107,38 +69,40 @@ class BestOf:
         winner = choose(self.outcomes)
         if winner is None:
             raise StopRun(Stop.NO_CANDIDATE, f"none of the {self.count} candidates passed")
-        self.chosen = winner.number
+        winner.chosen = True
         parent.say(f"[Chosen: candidate {winner.number} ({winner.changed_lines} changed lines)]")
         return self.apply(winner, prepared)
 
     def apply(self, winner: CandidateOutcome, prepared: Prepared) -> RunResult:
         """The winner's files into the repository (journal, guardrails, review), then the tests there once more."""
-        parent = self.parent
-        parent.iteration = winner.iterations
-        parent.step = Step(kind="candidate", step=winner.iterations, model=parent.model.name,
-                           candidate=winner.number)
+        parent = self.parent.parts
+        parent.state.iteration = winner.iterations
+        parent.state.step = Step(kind="candidate", step=winner.iterations, model=parent.model.name,
+                                 candidate=winner.number)
         s = parent.settings
         steps = max(1, s.max_iterations - 1)  # the attempt's plan and fixes each passed their own limit
-        parent.limits = Limits(s.max_changed_lines, s.max_plan_lines + steps * s.max_changed_lines,
-                               s.max_files * (steps + 1), s.allow_test_edits)
-        applied = parent.apply(self.operations(winner), is_plan=True)
+        limits = Limits(s.max_changed_lines, s.max_plan_lines + steps * s.max_changed_lines,
+                        s.max_files * (steps + 1), s.allow_test_edits)
+        applied = parent.applier.apply(self.operations(winner), is_plan=True, limits=limits)
         if applied.refused or not applied.wrote or any(not r.ok for r in applied.results):
             problems = applied.refused + [r.message.splitlines()[0] for r in applied.results if not r.ok]
             raise StopRun(Stop.REFUSED, f"candidate {winner.number} could not be applied: " + "; ".join(problems))
         parent.say("[Testing the chosen candidate in the repository...]")
-        result = parent.test(prepared.reproduction)
-        parent.record(applied, result)
+        result = parent.verifier.test(prepared.reproduction)
+        parent.recorder.record(applied, result)
         if not result.passed:
             raise StopRun(Stop.MAX_ITERATIONS, f"candidate {winner.number} passed in its copy but not in the "
                                                f"repository: {result.summary()}")
         parent.say("[Tests passed with the chosen candidate]")
-        return parent.finish(Stop.PASSED)
+        return self.parent.finish(Stop.PASSED)
 
     def operations(self, winner: CandidateOutcome) -> list[EditOperation]:
         repo = self.parent.settings.repo
         ops = []
         for path, data in winner.files.items():
             why = f"candidate {winner.number}"
+            if data == _read(repo / path):  # changed in the attempt, then back as it was: nothing to apply
+                continue
             if data is None:
                 ops.append(EditOperation(path, action="delete", description=why))
             else:
@@ -200,23 +164,9 @@ class BestOf:
             thread.join(max(0.0, deadline - time.monotonic()))
 
     def attempt(self, number: int, copy: ScratchCopy, task: str, prepared: Prepared) -> CandidateOutcome:
-        parent = self.parent
         with copy as scratch:
             assert copy.root is not None
-            settings = dataclasses.replace(parent.settings, repo=scratch, state_path=copy.root / "state",
-                                           candidates=1, reproduce=False, embed_budget=0, review=False, stream=False)
-            running = parent.runner.running_file
-            runner = TestRunner(settings.test_command, cwd=scratch, timeout=settings.test_timeout,
-                                running_file=running.with_name(f"{running.name}-{number}") if running else None)
-            editor = FileEditor(scratch, state_dir=settings.repo_state_dir, forbidden=[settings.index_path])
-            model = self.make_model(number)
-            agent = CandidateAgent(settings, model, parent.indexer, runner, editor, number=number,
-                                   spent=self._total_usage, stop=self._stop, trajectory=parent.trajectory,
-                                   say=lambda line: parent.say(f"[Candidate {number}] {line}"))
-            agent.requests = _Serialized(agent.requests, self._index_lock)  # type: ignore[assignment]
-            with self._lock:
-                self._models.append(model)
-                self._agents[number] = agent
+            agent, model = self.candidate(number, scratch, copy.root / "state")
             if self._stop.is_set():
                 raise KeyboardInterrupt
             index = dataclasses.replace(prepared.index, repo=scratch)
@@ -227,29 +177,25 @@ class BestOf:
             return CandidateOutcome(number, passed, result.stop_reason, result.iterations, changed_lines(result.diff),
                                     model.usage.total_tokens, result.cost_usd, result.diff, files, result.message)
 
-    # ----- accounting -------------------------------------------------------------------------------------
-    def _children_usage(self) -> Usage:
+    def candidate(self, number: int, scratch: Path, state_path: Path) -> tuple[Agent, ChatModel]:
+        """Attempt `number`: an Agent built from the same parts as the run's, on the scratch copy, with its own model
+        (which joins the run's usage), runner and editor, the run's budget, stop flag and index lock."""
+        parent = self.parent
+        settings = dataclasses.replace(parent.settings, repo=scratch, state_path=state_path, candidates=1,
+                                       reproduce=False, embed_budget=0, review=False, stream=False)
+        running = parent.runner.running_file
+        runner = TestRunner(settings.test_command, cwd=scratch, timeout=settings.test_timeout,
+                            running_file=running.with_name(f"{running.name}-{number}") if running else None)
+        editor = FileEditor(scratch, state_dir=settings.repo_state_dir, forbidden=[settings.index_path])
+        model = self.make_model(number)
+        parent.parts.meter.add(model)
+        agent = Agent(settings, model, parent.indexer, runner, editor, candidate=number,
+                      say=lambda line: parent.parts.say(f"[Candidate {number}] {line}"),
+                      trajectory=parent.parts.recorder.trajectory, budget=parent.parts.meter.total,
+                      stop=self._stop, index_lock=self._index_lock)
         with self._lock:
-            models = list(self._models)
-        total = Usage()
-        for model in models:
-            total = total + model.usage
-        return total
-
-    def _total_usage(self) -> Usage:
-        return self.parent.model.usage + self._children_usage()
-
-    def rows(self) -> list[dict[str, object]]:
-        """The summary table: one row per attempt."""
-        return [{"candidate": o.number, "passed": o.passed, "stop_reason": o.stop_reason, "iterations": o.iterations,
-                 "changed_lines": o.changed_lines, "tokens": o.tokens, "cost_usd": o.cost_usd,
-                 "started_s": o.started_s, "seconds": o.seconds, "chosen": o.number == self.chosen} for o in self.outcomes]
-
-
-def changed_lines(diff: str) -> int:
-    """Added plus removed lines of a unified diff."""
-    return sum(1 for line in diff.splitlines()
-               if line.startswith(("+", "-")) and not line.startswith(("+++", "---")))
+            self._agents[number] = agent
+        return agent, model
 
 
 def _read(path: Path) -> bytes | None:
@@ -260,6 +206,3 @@ def candidate_model(model: ChatModel, number: int) -> ChatModel:
     """The model an attempt asks: the same server and window, temperature above 0, its own seed and usage."""
     return dataclasses.replace(model, temperature=CANDIDATE_TEMPERATURE, seed=number,  # type: ignore[type-var]
                                usage=Usage(), window=dataclasses.replace(model.window))
-
-
-__all__ = ["BestOf", "CandidateAgent", "candidate_model", "changed_lines"]

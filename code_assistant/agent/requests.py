@@ -1,4 +1,8 @@
-"""What the model is sent — the plan, fix, follow-up and question requests — sized to the model's context window.
+"""What the model is sent — the plan, fix, reproduce, follow-up and question requests — sized to the model's window.
+
+Each request the loop sends is a small typed value (PlanRequest, FixRequest, ReproduceRequest, FollowUp) that
+`Requests.build` turns into messages, and builds again — smaller — when the server names a smaller window, or with
+the files the model asked to read shown first.
 
 A request holds the system prompt, the task, and as much of the repository as the window leaves after those and the
 answer's reserve (model/window.py): the context's budget shrinks to fit, and so do failing-test output and edit
@@ -8,11 +12,15 @@ a little code is a ContextWindowError that names the setting.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
-from code_assistant.feedback import failure_text
+from code_assistant.agent.feedback import failure_text
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.model import prompts
 from code_assistant.model.chat import Message
@@ -46,12 +54,78 @@ def too_small(window: ContextWindow, needed: int) -> ContextWindowError:
         f"a larger window on its server and set it with --context-window or OPENAI_CONTEXT_WINDOW")
 
 
+@dataclass(frozen=True)
+class PlanRequest:
+    """The first request: the task, the baseline, the context; with a reproduction test, its failing run."""
+
+    index: RepoIndex
+    task: str
+    baseline: TestResult
+    reproduced: TestResult | None = None
+    reproduction: Sequence[str] = ()
+    prompt: ClassVar[prompts.Prompt] = prompts.PLAN
+
+
+@dataclass(frozen=True)
+class ReproduceRequest:
+    """A test that captures the task and fails before any fix."""
+
+    index: RepoIndex
+    task: str
+    baseline: TestResult
+    prompt: ClassVar[prompts.Prompt] = prompts.REPRODUCE
+
+
+@dataclass(frozen=True)
+class FixRequest:
+    """The conversation so far, the failures, what became of the last edits, and the files involved."""
+
+    index: RepoIndex
+    task: str
+    result: TestResult
+    feedback: str
+    history: list[Message]
+    modified: list[str]
+    iteration: int
+    prompt: ClassVar[prompts.Prompt] = prompts.FIX
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """The conversation and one more user message (a syntax repair, a reproduction test asked for again); the model
+    asking to read files is not answered here."""
+
+    history: list[Message]
+    text: str
+    prompt: prompts.Prompt = field(default=prompts.SYNTAX)
+
+
+Request = PlanRequest | ReproduceRequest | FixRequest | FollowUp
+
+
 class Requests:
     """Builds each request from the current state of the window, so a request built again after the server named a
-    smaller window comes out smaller."""
+    smaller window comes out smaller. `index_lock`: held while the context is built from the index (best of N's
+    attempts share one index)."""
 
-    def __init__(self, settings: Settings, window: ContextWindow) -> None:
+    def __init__(self, settings: Settings, window: ContextWindow,
+                 index_lock: contextlib.AbstractContextManager[object] | None = None) -> None:
         self.settings, self.window = settings, window
+        self.index_lock = index_lock or contextlib.nullcontext()
+
+    def build(self, request: Request, asked: Sequence[str] = ()) -> list[Message]:
+        """The messages of a request; `asked`: files the model asked to read, shown first."""
+        match request:
+            case PlanRequest():
+                return self.plan(request.index, request.task, request.baseline, request.reproduced,
+                                 list(request.reproduction), list(asked))[0]
+            case ReproduceRequest():
+                return self.reproduce(request.index, request.task, request.baseline, list(asked))
+            case FixRequest():
+                return self.fix(request.index, request.task, request.result, request.feedback, request.history,
+                                request.modified, request.iteration, list(asked))
+            case FollowUp():
+                return self.follow_up(request.history, request.text)
 
     def plan(self, index: RepoIndex, task: str, baseline: TestResult,
              reproduced: TestResult | None = None, reproduction: list[str] | None = None,
@@ -74,13 +148,9 @@ class Requests:
                                        baseline=baseline.summary(), baseline_failures=before, context=context)
             return [{"role": "system", "content": prompts.SYSTEM.text}, {"role": "user", "content": user}]
 
-        fixed = message_tokens(render(""))
-        budget = min(self.settings.context_tokens, room - fixed - SLACK)
-        if budget < MIN_CONTEXT_TOKENS:
-            raise too_small(self.window, fixed + MIN_CONTEXT_TOKENS)
-        context = build_context(index, task, budget, extra_text=extra,
-                                must_include=[*(asked or []), *(reproduction or [])],
-                                embed_budget=self.settings.query_embed_budget)
+        budget = self._context_budget(room, render(""))
+        context = self._context(index, task, budget, extra_text=extra,
+                                must_include=[*(asked or []), *(reproduction or [])])
         logger.info("prompts %s + %s; context budget %d of a %d-token room", prompts.SYSTEM.version,
                     prompts.PLAN.version, budget, room)
         return self.fitted(render(context.render() or "(no files indexed)")), context
@@ -95,12 +165,8 @@ class Requests:
                                             baseline=baseline.summary(), context=context)
             return [{"role": "system", "content": prompts.SYSTEM.text}, {"role": "user", "content": user}]
 
-        fixed = message_tokens(render(""))
-        budget = min(self.settings.context_tokens, room - fixed - SLACK)
-        if budget < MIN_CONTEXT_TOKENS:
-            raise too_small(self.window, fixed + MIN_CONTEXT_TOKENS)
-        context = build_context(index, task, budget, must_include=asked,
-                                embed_budget=self.settings.query_embed_budget, with_tests=True)
+        budget = self._context_budget(room, render(""))
+        context = self._context(index, task, budget, must_include=asked, with_tests=True)
         logger.info("prompts %s + %s", prompts.SYSTEM.version, prompts.REPRODUCE.version)
         return self.fitted(render(context.render() or "(no files indexed)"))
 
@@ -120,9 +186,8 @@ class Requests:
         wanted = min(self.settings.context_tokens // 2, max(MIN_CONTEXT_TOKENS, room // 3))
         kept = fit_history(history, room - shell - wanted)
         budget = min(self.settings.context_tokens // 2, room - message_tokens(kept) - shell - SLACK)
-        context = build_context(index, task, max(budget, 1), extra_text=failures,
-                                must_include=[*(asked or []), *self._involved(index, result, modified)],
-                                embed_budget=self.settings.query_embed_budget)
+        context = self._context(index, task, max(budget, 1), extra_text=failures,
+                                must_include=[*(asked or []), *self._involved(index, result, modified)])
         logger.info("prompt %s; context budget %d of a %d-token room", prompts.FIX.version, budget, room)
         return self.fitted([*kept, {"role": "user", "content": render(context.render())}])
 
@@ -132,14 +197,28 @@ class Requests:
 
     def question(self, index: RepoIndex, question: str) -> tuple[list[Message], Context]:
         room = self.window.prompt_room()
-        fixed = message_tokens([{"role": "user", "content": prompts.ASK.render(question=question, context="")}])
-        budget = min(self.settings.context_tokens, room - fixed - SLACK)
-        if budget < MIN_CONTEXT_TOKENS:
-            raise too_small(self.window, fixed + MIN_CONTEXT_TOKENS)
-        context = build_context(index, question, budget, numbered=True, embed_budget=self.settings.query_embed_budget)
+        budget = self._context_budget(room, [{"role": "user", "content": prompts.ASK.render(question=question,
+                                                                                             context="")}])
+        context = self._context(index, question, budget, numbered=True)
         text = prompts.ASK.render(question=question, context=context.render() or "(no files indexed)")
         logger.info("prompt %s with %d files", prompts.ASK.version, len(context.files))
         return self.fitted([{"role": "user", "content": text}]), context
+
+    def _context_budget(self, room: int, shell: list[Message]) -> int:
+        """The context's budget: what the room leaves after the request without its context (`shell`), at most
+        --context-tokens; a room too small for a little code is a ContextWindowError."""
+        fixed = message_tokens(shell)
+        budget = min(self.settings.context_tokens, room - fixed - SLACK)
+        if budget < MIN_CONTEXT_TOKENS:
+            raise too_small(self.window, fixed + MIN_CONTEXT_TOKENS)
+        return budget
+
+    def _context(self, index: RepoIndex, task: str, budget: int, *, extra_text: str = "",
+                 must_include: list[str] | None = None, numbered: bool = False, with_tests: bool = False) -> Context:
+        with self.index_lock:
+            return build_context(index, task, budget, extra_text=extra_text, must_include=must_include,
+                                 numbered=numbered, with_tests=with_tests,
+                                 embed_budget=self.settings.query_embed_budget)
 
     def fitted(self, messages: list[Message]) -> list[Message]:
         """The messages within the window's room (older turns dropped, long ones clipped), or a ContextWindowError."""

@@ -36,6 +36,13 @@ class CandidateOutcome:
     message: str = ""
     started_s: float = 0.0  # when the attempt began, from the start of all attempts
     seconds: float = 0.0  # how long it ran
+    chosen: bool = False  # the attempt applied to the repository
+
+
+def changed_lines(diff: str) -> int:
+    """Added plus removed lines of a unified diff."""
+    return sum(1 for line in diff.splitlines()
+               if line.startswith(("+", "-")) and not line.startswith(("+++", "---")))
 
 
 def normalized(diff: str) -> str:
@@ -89,7 +96,3 @@ class ScratchCopy:
             shutil.rmtree(self.root, ignore_errors=True)
             self.root = None
 
-
-def disk_usage(path: Path) -> int:
-    """Bytes under path (a candidate's copy), for the benchmark."""
-    return sum(p.lstat().st_size for p in path.rglob("*") if not p.is_dir())

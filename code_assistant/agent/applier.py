@@ -1,0 +1,84 @@
+"""Applying the model's edits: previewed in a scratch copy, checked against the guardrails, shown for review, then
+written through the editor's journal; an edit that breaks a file's syntax goes back to the model before any test."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from code_assistant.agent.asker import Asker, repo_relative
+from code_assistant.agent.feedback import edit_feedback
+from code_assistant.agent.requests import FollowUp
+from code_assistant.agent.state import Applied, RunState, StopRun
+from code_assistant.agent.stop import Stop
+from code_assistant.edit.editor import FileEditor
+from code_assistant.edit.operations import READ, EditOperation
+from code_assistant.edit.preview import Limits, Preview, preview_edits, refusals
+from code_assistant.model import prompts
+from code_assistant.settings import Settings
+
+Review = Callable[[str], tuple[str, str]]  # diff -> ("y" | "n" | "q", reason)
+
+
+def limits_of(settings: Settings) -> Limits:
+    return Limits(settings.max_changed_lines, settings.max_plan_lines, settings.max_files, settings.allow_test_edits)
+
+
+class Applier:
+    """`pre_write`: told the files about to be written, before anything is (the git workflow refuses some)."""
+
+    def __init__(self, settings: Settings, editor: FileEditor, asker: Asker, state: RunState, *,
+                 say: Callable[[str], None], review: Review | None = None,
+                 pre_write: Callable[[list[str]], None] | None = None) -> None:
+        self.settings, self.editor, self.asker, self.state = settings, editor, asker, state
+        self.say, self.review, self.pre_write = say, review, pre_write
+
+    def preview(self, ops: list[EditOperation]) -> Preview:
+        """The edits applied to a scratch copy: nothing in the repository changes."""
+        return preview_edits(self.settings.repo, ops, [self.settings.index_path, self.settings.state_path])
+
+    def apply(self, ops: list[EditOperation], *, is_plan: bool, limits: Limits | None = None) -> Applied:
+        """Preview, check the guardrails (`limits`: the settings' unless given), let the user review, then write
+        ("read" changes are not edits)."""
+        ops = [op for op in ops if op.action != READ]
+        if not ops:
+            return Applied()
+        preview = self.preview(ops)
+        batch_reasons, weakened = refusals(preview, limits or limits_of(self.settings), is_plan=is_plan)
+        self.state.refused_in_a_row = self.state.refused_in_a_row + 1 if batch_reasons else 0
+        if batch_reasons:
+            for reason in batch_reasons:
+                self.say(f"[Refused: {reason}]")
+            return Applied(refused=batch_reasons, whole_batch_refused=True)
+        refused = [f"{path}: {why}" for path, why in weakened.items()]
+        ops = [op for op in ops if repo_relative(self.settings, op.file_path) not in weakened]
+        for reason in refused:
+            self.say(f"[Refused: {reason}]")
+        if self.pre_write:
+            self.pre_write(preview.files)
+        if self.review and preview.changes:
+            decision, why = self.review(preview.diff())
+            if decision == "q":
+                raise StopRun(Stop.REFUSED, "the user stopped the run at review")
+            if decision != "y":
+                reason = f"the user rejected this change at review{': ' + why if why else ''}"
+                return Applied(refused=[reason], whole_batch_refused=True)
+        if ops:
+            self.say(f"[Editing: {', '.join(dict.fromkeys(op.file_path for op in ops))}]")
+        results = self.editor.apply_edits(ops)
+        for result in results:
+            if not result.ok:
+                self.say(f"[Edit failed: {result.message.splitlines()[0]}]")
+            elif result.syntax_error:
+                self.say(f"[Syntax error after edit: {result.file_path}: {result.syntax_error}]")
+        return Applied(results, refused, preview.changed_lines)
+
+    def repair_syntax(self, applied: Applied) -> Applied:
+        """An edit that broke a file's syntax goes straight back to the model, before the tests run (once)."""
+        broken = [r for r in applied.results if r.ok and r.syntax_error]
+        if not broken:
+            return applied
+        self.say(f"[Syntax error in {', '.join(r.file_path for r in broken)}: asking for a fix before testing]")
+        request = FollowUp(self.state.messages, prompts.SYNTAX.render(
+            feedback=edit_feedback(applied.results, applied.refused)), prompts.SYNTAX)
+        repaired = self.apply(self.asker.ask(request), is_plan=False)
+        return Applied([*applied.results, *repaired.results], [*applied.refused, *repaired.refused],
+                       applied.patch_lines + repaired.patch_lines, repaired.whole_batch_refused)

@@ -1,0 +1,56 @@
+"""The parts a run is built from, each with one job, sharing one RunState: the asker (model calls), the applier
+(edits), the verifier (tests), the recorder (run log and result). The run in the repository and each best-of-N
+attempt are built the same way; an attempt gets its own state, editor, runner and model, the run's budget and a stop
+flag, and writes nothing of the run that started it."""
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from code_assistant.agent.applier import Applier, Review
+from code_assistant.agent.asker import Asker
+from code_assistant.agent.recorder import Recorder
+from code_assistant.agent.requests import Requests
+from code_assistant.agent.state import RunState, UsageMeter
+from code_assistant.agent.verifier import Verifier
+from code_assistant.edit.editor import FileEditor
+from code_assistant.model.chat import ChatModel, Usage
+from code_assistant.model.trajectory import Step, Trajectory
+from code_assistant.settings import Settings
+from code_assistant.verify.runner import TestRunner
+
+
+@dataclass
+class Parts:
+    settings: Settings
+    model: ChatModel
+    state: RunState
+    meter: UsageMeter  # this run's usage: its model's, and (best of N) its attempts'
+    requests: Requests
+    asker: Asker
+    applier: Applier
+    verifier: Verifier
+    recorder: Recorder
+    editor: FileEditor
+    say: Callable[[str], None]
+
+
+def build_parts(settings: Settings, model: ChatModel, runner: TestRunner, editor: FileEditor, *,
+                say: Callable[[str], None] = lambda line: None, trajectory: Trajectory | None = None,
+                review: Review | None = None, on_token: Callable[[str], None] | None = None,
+                pre_write: Callable[[list[str]], None] | None = None, candidate: int | None = None,
+                budget: Callable[[], Usage] | None = None, stop: threading.Event | None = None,
+                index_lock: contextlib.AbstractContextManager[object] | None = None) -> Parts:
+    """`candidate`, `budget` (the whole run's usage, which caps it), `stop` and `index_lock` (the shared index):
+    what a best-of-N attempt gets from the run it belongs to."""
+    state = RunState(Step(kind="plan", step=0, model=model.name), candidate=candidate)
+    meter = UsageMeter(model)
+    requests = Requests(settings, model.window, index_lock)
+    asker = Asker(settings, model, requests, state, say=say, budget=budget or meter.total, on_token=on_token,
+                  stop=stop)
+    applier = Applier(settings, editor, asker, state, say=say, review=review, pre_write=pre_write)
+    recorder = Recorder(settings, model.name, state, usage=meter.total, trajectory=trajectory)
+    return Parts(settings, model, state, meter, requests, asker, applier, Verifier(settings, runner, say=say),
+                 recorder, editor, say)

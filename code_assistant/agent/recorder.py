@@ -1,0 +1,64 @@
+"""Recording a run: each step appended to the trajectory once its tests ran, the final record, and the RunResult
+with the run's usage and cost."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from code_assistant.agent.state import Applied, RunResult, RunState
+from code_assistant.agent.stop import Stop
+from code_assistant.model.chat import Usage
+from code_assistant.model.prices import estimate_cost
+from code_assistant.model.trajectory import Step, Trajectory
+from code_assistant.settings import Settings
+from code_assistant.verify.runner import TestResult
+
+
+class Recorder:
+    """`usage`: what the run reports (best of N: every attempt's model; an attempt: its own)."""
+
+    def __init__(self, settings: Settings, model_name: str, state: RunState, *, usage: Callable[[], Usage],
+                 trajectory: Trajectory | None = None) -> None:
+        self.settings, self.model_name, self.state = settings, model_name, state
+        self.usage, self.trajectory = usage, trajectory
+
+    def record(self, applied: Applied, result: TestResult) -> None:
+        """The current step, complete with its edits and its test run, into the run log."""
+        step = self.state.step
+        step.step = self.state.iteration
+        step.files = list(dict.fromkeys(r.file_path for r in applied.results if r.ok))
+        step.patch_lines = applied.patch_lines
+        step.edits_failed = sum(1 for r in applied.results if not r.ok) + len(applied.refused)
+        step.test_exit_code = result.exit_code
+        step.tests_failed = result.failed_ids
+        step.tests_passed = result.passed_count
+        step.timed_out = result.timed_out
+        step.duration_s = round(step.duration_s + result.duration_s, 3)
+        if self.trajectory:
+            self.trajectory.append(step)
+
+    def result(self, success: bool, reason: Stop, files: list[str], *, rolled_back: bool, diff: str = "",
+               message: str = "", iterations: int | None = None) -> RunResult:
+        reproduction = self.state.reproduction
+        return RunResult(success, reason, self.state.iteration if iterations is None else iterations, files,
+                         rolled_back, diff, message, usage=self.usage(), cost_usd=self.cost(),
+                         log_path=str(self.trajectory.path) if self.trajectory else None,
+                         reproduction=reproduction.summary() if reproduction is not None else None)
+
+    def close(self, outcome: RunResult | None, files: list[str]) -> None:
+        """The final record (a crash too: `outcome` None); an answer whose step never reached a test run goes in it."""
+        if not self.trajectory:
+            return
+        usage, state, reproduction = self.usage(), self.state, self.state.reproduction
+        final = Step(kind="final", step=state.iteration, model=self.model_name, prompt_tokens=usage.prompt_tokens,
+                     completion_tokens=usage.completion_tokens, cost_usd=self.cost(),
+                     files=outcome.files_modified if outcome else files,
+                     stop_reason=outcome.stop_reason if outcome else "crashed", candidate=state.candidate,
+                     reproduction=reproduction.summary() if reproduction is not None else None)
+        if state.step.answers and state.step.test_exit_code is None:
+            final.answers, final.reasoning = state.step.answers, state.step.reasoning
+            final.answer_format = state.step.answer_format
+        self.trajectory.append(final)
+
+    def cost(self) -> float | None:
+        usage = self.usage()
+        return estimate_cost(self.model_name, usage.prompt_tokens, usage.completion_tokens, self.settings.base_url)

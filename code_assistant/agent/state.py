@@ -1,0 +1,120 @@
+"""What a run knows as it goes — one typed state shared by the parts it is built from — and what it ends with (the
+stop reasons are in stop.py)."""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from code_assistant.agent.candidates import CandidateOutcome
+from code_assistant.agent.stop import Stop
+from code_assistant.model.chat import Usage
+
+if TYPE_CHECKING:
+    from code_assistant.edit.operations import EditResult
+    from code_assistant.index.indexer import RepoIndex
+    from code_assistant.model.chat import ChatModel, Message
+    from code_assistant.model.trajectory import Step
+    from code_assistant.verify.runner import TestResult
+
+
+class StopRun(Exception):
+    """Raised anywhere in a run to stop it; the loop rolls back and turns it into a RunResult."""
+
+    def __init__(self, reason: Stop, message: str = "") -> None:
+        super().__init__(message or reason)
+        self.reason, self.message = reason, message
+
+
+@dataclass
+class Reproduction:
+    """The test written to capture the task: its files and its failing run before any fix (None: not reproduced)."""
+
+    paths: list[str]
+    failed: TestResult | None
+    passes_after: bool = False
+    note: str = ""
+
+    @property
+    def reproduced(self) -> bool:
+        return bool(self.paths) and self.failed is not None
+
+    def summary(self) -> str:
+        if not self.reproduced:
+            return f"not reproduced ({self.note})" if self.note else "not reproduced"
+        after = "passes after the fix" if self.passes_after else "does not pass yet"
+        return f"{', '.join(self.paths)}: failed before the fix, {after}"
+
+
+@dataclass
+class Applied:
+    """What became of one answer's edits."""
+
+    results: list[EditResult] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    patch_lines: int = 0
+    whole_batch_refused: bool = False
+
+    @property
+    def wrote(self) -> bool:
+        return any(r.ok for r in self.results)
+
+
+@dataclass
+class RunState:
+    """One run's (or one best-of-N attempt's) state, shared by its parts; no other run reads or writes it."""
+
+    step: Step  # the step being built: the answers of the last request, then its edits and test run
+    candidate: int | None = None  # best of N: which attempt this is (None: the run in the repository)
+    iteration: int = 0
+    messages: list[Message] = field(default_factory=list)  # the conversation so far: the last request and its answers
+    answers: list[str] = field(default_factory=list)  # every answer of the run (a repeated one is no progress)
+    refused_in_a_row: int = 0
+    reproduction: Reproduction | None = None
+    repo_index: RepoIndex | None = None  # the index of the repository: what the model may ask to read
+
+
+class UsageMeter:
+    """The model usage a run counts against --max-tokens and --max-cost and reports: the sum over its models (best
+    of N adds each attempt's model to the run's meter). Thread-safe: attempts run in parallel."""
+
+    def __init__(self, *models: ChatModel) -> None:
+        self._models = list(models)
+        self._lock = threading.Lock()
+
+    def add(self, model: ChatModel) -> None:
+        with self._lock:
+            self._models.append(model)
+
+    def total(self) -> Usage:
+        with self._lock:
+            models = list(self._models)
+        total = Usage()
+        for model in models:
+            total = total + model.usage
+        return total
+
+
+@dataclass
+class Prepared:
+    """What every attempt starts from: the index, the baseline run, and the reproduction test if there is one."""
+
+    index: RepoIndex
+    baseline: TestResult
+    reproduction: Reproduction | None = None
+
+
+@dataclass
+class RunResult:
+    success: bool
+    stop_reason: Stop
+    iterations: int
+    files_modified: list[str]
+    rolled_back: bool
+    diff: str = ""
+    message: str = ""
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = None
+    log_path: str | None = None
+    reproduction: str | None = None  # what became of the reproduction test, in words (None: there was none)
+    candidates: list[CandidateOutcome] = field(default_factory=list)  # best of N: one per attempt

@@ -1,0 +1,21 @@
+"""Why a run stops: a value, not a scattered flag (README, "Why a run stops"). Imports nothing, so the CLI edge can
+compare against it without loading the pipeline."""
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Stop(StrEnum):
+    """Why a run stopped (README, "Why a run stops"); the value is what --json and the run log say."""
+
+    PASSED = "passed"
+    MAX_ITERATIONS = "max_iterations"
+    NO_PROGRESS = "no_progress"
+    COST_CAP = "cost_cap"
+    NO_CHANGES = "no_changes"
+    INTERRUPTED = "interrupted"
+    REFUSED = "refused"
+    MODEL_ERROR = "model_error"
+    DRY_RUN = "dry_run"
+    NO_CANDIDATE = "no_candidate_passed"  # best of N: no attempt passed
+    ERROR = "error"  # an internal or git error: rolled back, then reported by the CLI
