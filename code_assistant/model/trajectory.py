@@ -8,6 +8,8 @@ Schema (format 1), one object per line:
   files: [str]                   patch_lines: int                edits_failed: int
   test_exit_code: int | null     tests_failed: [str]             tests_passed: int | null
   timed_out: bool                duration_s: float               stop_reason: str | null (set on "final")
+  sandbox: {requested, mode, backend, network, home_hidden, unavailable} | null (set on "final": what the test
+           command ran in, verify/sandbox.py)
 """
 from __future__ import annotations
 
@@ -51,6 +53,7 @@ class Step:
     stop_reason: str | None = None
     candidate: int | None = None  # best of N: the attempt this step belongs to (None: the run in the repository)
     reproduction: str | None = None  # on the final step: what became of the reproduction test, in words
+    sandbox: dict[str, object] | None = None  # on the final step: what the test command ran in
     format: int = FORMAT
 
 
