@@ -21,7 +21,8 @@ import pytest
 
 from code_assistant.verify.runner import RUN_TOKEN_VAR, TestRunner, reap_leftovers
 from code_assistant.verify.sandbox import Policy, Sandbox, bwrap_argv, cache_dirs, resolve
-from tests.repos import ROOT, answer, git_init, modify, python_repo, run_cli, snapshot, write_tree
+from tests.repos import (GO_FIX, NODE_FIX, ROOT, answer, go_repo, modify, node_repo, python_repo, run_cli, snapshot,
+                         write_tree)
 from tests.scripted_server import ScriptedServer
 
 PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
@@ -271,15 +272,9 @@ def test_strict_hides_home_from_the_tests(tmp_path: Path, isolated_env: Path, bw
 @pytest.mark.skipif(shutil.which("go") is None, reason="go not installed")
 def test_a_go_suite_passes_under_write_with_its_build_cache_writable(tmp_path: Path, isolated_env: Path,
                                                                       bwrap: str) -> None:
-    repo = tmp_path / "svc"
-    write_tree(repo, {
-        "go.mod": "module example.com/svc\n\ngo 1.19\n",
-        "calc/calc.go": "package calc\n\nfunc Add(a, b int) int {\n\treturn a - b\n}\n",
-        "calc/calc_test.go": ("package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n"
-                              "\tif Add(2, 3) != 5 {\n\t\tt.Errorf(\"Add(2, 3) = %d, want 5\", Add(2, 3))\n\t}\n}\n")})
-    git_init(repo)
+    repo = go_repo(tmp_path)
     env = {"GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local", "GOPROXY": "off"}  # GOCACHE: the default, in HOME
-    with ScriptedServer([answer(modify("calc/calc.go", "\treturn a - b", "\treturn a + b"))]) as server:
+    with ScriptedServer([answer(GO_FIX)]) as server:
         proc = run_cli(["--repo", str(repo), "--task", "fix Add", "--test-command", "go test ./...", "--sandbox",
                         "write"], server_url=server.url, extra_env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -290,15 +285,8 @@ def test_a_go_suite_passes_under_write_with_its_build_cache_writable(tmp_path: P
 
 @pytest.mark.skipif(shutil.which("npm") is None, reason="node/npm not installed")
 def test_a_node_suite_passes_under_write(tmp_path: Path, bwrap: str) -> None:
-    repo = tmp_path / "app"
-    write_tree(repo, {
-        "package.json": json.dumps({"name": "app", "version": "1.0.0", "scripts": {"test": "node --test"}}),
-        "src/math.js": "function add(a, b) {\n  return a - b;\n}\nmodule.exports = { add };\n",
-        "test/math.test.js": ("const test = require('node:test');\nconst assert = require('node:assert');\n"
-                              "const { add } = require('../src/math.js');\n\n"
-                              "test('adds', () => {\n  assert.strictEqual(add(2, 3), 5);\n});\n")})
-    git_init(repo)
-    with ScriptedServer([answer(modify("src/math.js", "  return a - b;", "  return a + b;"))]) as server:
+    repo = node_repo(tmp_path)
+    with ScriptedServer([answer(NODE_FIX)]) as server:
         proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", "npm test", "--sandbox", "write"],
                        server_url=server.url)
     assert proc.returncode == 0, proc.stdout + proc.stderr
