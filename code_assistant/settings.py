@@ -122,10 +122,11 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
         settings.index_path = Path(env["CODE_ASSISTANT_INDEX_PATH"]).expanduser()
     if env.get("CODE_ASSISTANT_STATE_PATH"):
         settings.state_path = Path(env["CODE_ASSISTANT_STATE_PATH"]).expanduser()
-    settings.sandbox = env.get("CODE_ASSISTANT_SANDBOX") or settings.sandbox
-    settings.sandbox_bwrap = env.get("CODE_ASSISTANT_BWRAP") or settings.sandbox_bwrap
+    # the sandbox from the environment only: a .env file may lie in the repository, which the tests can write
+    settings.sandbox = os.environ.get("CODE_ASSISTANT_SANDBOX") or settings.sandbox
+    settings.sandbox_bwrap = os.environ.get("CODE_ASSISTANT_BWRAP") or settings.sandbox_bwrap
     settings.sandbox_writable = [Path(p).expanduser() for p in
-                                 env.get("CODE_ASSISTANT_SANDBOX_WRITABLE", "").split(os.pathsep) if p]
+                                 os.environ.get("CODE_ASSISTANT_SANDBOX_WRITABLE", "").split(os.pathsep) if p]
     for key, value in cli.items():
         if value is None:
             continue

@@ -385,8 +385,10 @@ def test_ctrl_c_while_sandboxed_candidates_hang_leaves_no_process_behind(tmp_pat
     assert _in(scratch) == [] and not list(scratch.glob("ca-candidate-*"))
 
 
-def test_the_run_log_records_the_sandbox(tmp_path: Path, bwrap: str) -> None:
+def test_the_run_log_records_the_sandbox_and_the_repositorys_env_file_cannot_turn_it_off(tmp_path: Path,
+                                                                                           bwrap: str) -> None:
     repo = python_repo(tmp_path)
+    (repo / ".env").write_text("CODE_ASSISTANT_SANDBOX=off\nCODE_ASSISTANT_BWRAP=/bin/true\n")  # a test can write it
     with ScriptedServer([answer(modify("calc.py", "return a - b", "return a + b"))]) as server:
         proc = _cli(repo, server, "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -405,7 +407,8 @@ def test_without_bubblewrap_write_says_so_once_and_runs_unconfined(tmp_path: Pat
         proc = _cli(repo, server, env={"CODE_ASSISTANT_BWRAP": str(missing)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     header = f"[Sandbox: unavailable ({missing} not found; install bubblewrap); tests run unconfined]"
-    assert _header(proc.stdout) == [header]
+    assert _header(proc.stdout) == [header] and "bubblewrap" not in proc.stderr, "said once"
+    assert "[Tests passed on iteration 1]" in proc.stdout
 
 
 def test_a_bubblewrap_that_cannot_make_namespaces_is_no_sandbox(tmp_path: Path) -> None:

@@ -219,15 +219,14 @@ def resolve(requested: str, executable: str = "bwrap", *, protected: Iterable[Pa
     if requested == "strict":
         raise ConfigError(f"--sandbox strict: no sandbox on this machine ({reason}); use --sandbox write to run "
                           "the tests unconfined")
-    logger.warning("no sandbox: %s", reason)
+    logger.info("no sandbox: %s", reason)  # the header says so, once
     return Sandbox(requested, "off", unavailable=reason)
 
 
 def _unavailable(executable: str, network: bool) -> str | None:
     """Why bubblewrap cannot confine a test run here (None: it can), found by running one."""
     if not sys.platform.startswith("linux"):
-        what = "sandbox-exec is not supported yet" if sys.platform == "darwin" else f"no sandbox on {sys.platform}"
-        return what
+        return "sandbox-exec is not supported yet" if sys.platform == "darwin" else f"no sandbox on {sys.platform}"
     found = shutil.which(executable)
     if found is None:
         return f"{executable} not found; install bubblewrap"
