@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import re
 import signal
 import sys
 from pathlib import Path
 
 from code_assistant import commands
-from code_assistant.errors import EXIT_FAILED, EXIT_INTERRUPTED, AssistantError, UsageError
+from code_assistant.errors import EXIT_FAILED, EXIT_INTERRUPTED, AssistantError, UsageError, attached_log
 from code_assistant.settings import DEFAULT_TEST_COMMAND, SANDBOX_MODES, Settings, load_settings
 
 
@@ -24,8 +26,10 @@ def _default(name: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=Path(sys.argv[0]).name, description="Index a repository, plan edits with a chat model, test, fix, "
-                "and roll back byte for byte when the tests do not go green.")
+    prog = Path(sys.argv[0]).name
+    p = _Parser(prog=prog, description="Index a repository, plan edits with a chat model, test, fix, "
+                "and roll back byte for byte when the tests do not go green.",
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_epilog(prog))
     p.add_argument("--repo", required=True, help="the repository to work on")
     p.add_argument("--task", help="what to do, in plain words")
     p.add_argument("--test-command", help=f"test command, split like a shell (default: {DEFAULT_TEST_COMMAND})")
@@ -93,6 +97,22 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _epilog(prog: str) -> str:
+    return f"""\
+subcommand:
+  {prog} index --repo PATH      embed the whole repository now (resumable; same as --index-all)
+
+the model (the environment, or a .env file in the current directory or the repository):
+  OPENAI_API_KEY         the key (not needed for a local server when OPENAI_BASE_URL is set)
+  OPENAI_BASE_URL        any OpenAI-compatible server (Ollama, vLLM, LM Studio, llama.cpp)
+  OPENAI_MODEL           the chat model (default gpt-4o; --model wins)
+  OPENAI_CONTEXT_WINDOW  the model's context window in tokens (--context-window wins)
+
+exit status:
+  0 done and green   1 failed (everything rolled back)   2 usage or configuration error (nothing touched)
+  130 interrupted (rolled back)"""
+
+
 def _setup_logging(verbose: bool) -> None:
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -109,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["index"]:  # `code-assistant index --repo PATH`: the whole repository, embedded
         argv = [*argv[1:], "--index-all"]
     verbose = "-v" in argv or "--verbose" in argv
+    as_json = "--json" in argv
     try:
         args = build_parser().parse_args(argv)
         _setup_logging(args.verbose)
@@ -135,24 +156,38 @@ def main(argv: list[str] | None = None) -> int:
             return commands.context_only(settings, args.json)
         signal.signal(signal.SIGTERM, _raise_interrupt)
         return commands.run(settings, args)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("error: interrupted", file=sys.stderr)
+        if as_json:
+            _print_json({"stop_reason": "interrupted", "message": "interrupted"}, EXIT_INTERRUPTED, exc)
         return EXIT_INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - the CLI edge turns every error into one line
-        return _report_error(exc, verbose)
+        return _report_error(exc, verbose, as_json)
 
 
-def _report_error(exc: Exception, verbose: bool) -> int:
-    """The one place an error becomes a line on stderr and an exit status."""
+def _report_error(exc: Exception, verbose: bool, as_json: bool = False) -> int:
+    """The one place an error becomes a line on stderr and an exit status (and, with --json, the JSON object)."""
     if verbose and not isinstance(exc, UsageError):
         logging.getLogger(__name__).exception("failed")
     if isinstance(exc, AssistantError):
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    first = str(exc).splitlines()[0] if str(exc) else ""
-    print(f"error: {type(exc).__name__}: {first}" + ("" if verbose else " (run with -v for details)"),
-          file=sys.stderr)
-    return EXIT_FAILED
+        message, code, kind = str(exc), exc.exit_code, _snake(type(exc).__name__)
+        print(f"error: {message}", file=sys.stderr)
+    else:
+        message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        code, kind = EXIT_FAILED, "internal_error"
+        print(f"error: {message}" + ("" if verbose else " (run with -v for details)"), file=sys.stderr)
+    if as_json:
+        _print_json({"error": kind, "message": message}, code, exc)
+    return code
+
+
+def _print_json(fields: dict[str, object], exit_code: int, exc: BaseException) -> None:
+    """--json promises one object on stdout whatever happens: on an error, what it was and the run log if any."""
+    print(json.dumps({"success": False, **fields, "exit_code": exit_code, "log": attached_log(exc)}), flush=True)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from code_assistant import console
 from code_assistant.agent.stop import Stop
-from code_assistant.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, ConfigError
+from code_assistant.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, ConfigError, attach_log
 from code_assistant.settings import Settings, repo_id
 
 if TYPE_CHECKING:
@@ -40,13 +40,21 @@ def _chat_client(settings: Settings):  # noqa: ANN202 - openai.OpenAI
 def _chat_model(settings: Settings, schema: dict | None):  # noqa: ANN202 - model.chat.OpenAIChat
     """The chat seam with the model's context window: the setting, else the server's report, else known, else 8192."""
     from code_assistant.model.chat import OpenAIChat
-    from code_assistant.model.servers import resolve_window
+    from code_assistant.model.servers import model_name, resolve_window
 
     api_key = _api_key(settings)
-    window = resolve_window(settings.context_window, settings.base_url, settings.model, api_key if settings.api_key
+    name = model_name(settings.model, settings.model_named, settings.base_url, api_key if settings.api_key else None)
+    window = resolve_window(settings.context_window, settings.base_url, name, api_key if settings.api_key
                             else None, load_timeout=settings.request_timeout)
-    return OpenAIChat(settings.model, api_key=api_key, base_url=settings.base_url, timeout=settings.request_timeout,
+    return OpenAIChat(name, api_key=api_key, base_url=settings.base_url, timeout=settings.request_timeout,
                       max_retries=settings.max_retries, window=window, schema=schema)
+
+
+def _check_server(settings: Settings) -> None:
+    from code_assistant.model.servers import check_server
+
+    _api_key(settings)
+    check_server(settings.base_url, settings.api_key)
 
 
 def _api_key(settings: Settings) -> str:
@@ -81,12 +89,15 @@ def context_only(settings: Settings, as_json: bool) -> int:
                           "listed_files": context.listed,
                           "chunks_embedded": context.embedded}))
         return EXIT_OK
+    console.say(context.render() or "(no files indexed)")  # what the model would be shown
+    console.say("")
     console.say(f"[Context: {len(context.files)} relevant files selected]")
     for f in context.files:
         console.say(f"  {f.path}  ({f.mode}, {f.tokens} tokens)")
-    if context.map or context.listed:
-        console.say(f"  and a map of {len(context.map)} more files (a line each) and {len(context.listed)} more "
-                    f"paths (the model may ask to read one)")
+    more = [*([f"a map of {len(context.map)} more files (a line each)"] if context.map else []),
+            *([f"{len(context.listed)} more paths"] if context.listed else [])]
+    if more:
+        console.say(f"  and {' and '.join(more)} (the model may ask to read one)")
     console.say(f"Total: {context.tokens} tokens of {context.budget}")
     if settings.verbose:
         for line in context.budget_log:
@@ -125,17 +136,18 @@ def index_all(settings: Settings, as_json: bool) -> int:
 def ask(settings: Settings, question: str, as_json: bool) -> int:
     from code_assistant.agent import ask
 
+    _check_server(settings)
     model = _chat_model(settings, schema=None)
+    say = console.quiet if as_json else console.say
+    say(f"[Model: {model.name}, context window {model.window.describe()}]")
     index, _ = _index(settings, quiet=as_json)
     response, context = ask.answer_question(index, model, question, settings,
-                                            on_token=console.stream if settings.stream else None)
+                                            on_token=console.stream if settings.stream else None, say=say)
     if as_json:
-        print(json.dumps({"answer": response.text, "files": context.paths,
-                          "tokens": {"prompt": response.prompt_tokens, "completion": response.completion_tokens}}))
-    elif settings.stream:
-        console.say("")
-    else:
+        print(json.dumps({"answer": response.text, "files": context.paths, "tokens": console.usage_json(model.usage)}))
+    elif not settings.stream:
         console.say(response.text)
+    console.end_stream()
     return EXIT_OK
 
 
@@ -181,6 +193,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     from code_assistant import vcs
     from code_assistant.edit.journal import RepoLock
     from code_assistant.model.prices import estimate_cost
+    from code_assistant.model.trajectory import Trajectory
     from code_assistant.verify.runner import TestRunner
 
     TestRunner(settings.test_command, cwd=settings.repo, timeout=settings.test_timeout).check()
@@ -192,7 +205,9 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     workflow = vcs.Workflow(settings.repo, settings.task or "", branch=args.branch, worktree=args.worktree,
                             commit=args.commit, allow_dirty=args.allow_dirty, keep_branch=args.keep_branch,
                             worktrees_dir=settings.state_path / "worktrees" / repo_id(settings.repo))
-    with RepoLock(settings.repo, settings.repo_state_dir):
+    with RepoLock(settings.repo, settings.repo_state_dir):  # another run on this repository: refused, nothing asked
+        if replay is None:
+            _check_server(settings)  # a server that is not there is found before any work
         _recover_interrupted(settings, say)
         model = replay or _run_model(settings)  # asks the server for its window: once no other run holds the repo
         if replay is None:
@@ -202,9 +217,11 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
                 "the run]")
         say(f"[Sandbox: {sandbox.describe()}]")
         work = dataclasses.replace(settings, repo=workflow.start())
+        trajectory = Trajectory(work.runs_dir, work.task or "task")
         try:
-            result = _run_agent(work, model, settings, args, say, workflow.guard, sandbox)
-        except BaseException:
+            result = _run_agent(work, model, settings, args, say, workflow.guard, trajectory, sandbox)
+        except BaseException as exc:
+            attach_log(exc, str(trajectory.path))
             workflow.finish(False, [], 0)
             raise
         for line in workflow.finish(result.success and result.stop_reason != Stop.DRY_RUN, result.files_modified,
@@ -250,18 +267,17 @@ def _run_model(settings: Settings):  # noqa: ANN202 - model.chat.OpenAIChat
 
 
 def _run_agent(work: Settings, model, settings: Settings, args: argparse.Namespace,  # noqa: ANN001, ANN202
-               say: Callable[[str], None], pre_write: Callable[[list[str]], None], sandbox: Sandbox | None = None):
+               say: Callable[[str], None], pre_write: Callable[[list[str]], None], trajectory,  # noqa: ANN001
+               sandbox: Sandbox | None = None):
     """The agent (or best of N) on the working tree `work` (the repository, a branch of it, or a worktree); its
     test runs confined by `sandbox`."""
     from code_assistant.agent.loop import Agent
     from code_assistant.edit.editor import FileEditor
-    from code_assistant.model.trajectory import Trajectory
     from code_assistant.verify.runner import TestRunner
 
     runner = TestRunner(work.test_command, cwd=work.repo, timeout=work.test_timeout,
                         running_file=_running_tests(settings), sandbox=sandbox)
     editor = FileEditor(work.repo, state_dir=work.repo_state_dir, forbidden=[work.index_path])
-    trajectory = Trajectory(work.runs_dir, work.task or "task")
     with console.index_progress(enabled=not args.json) as progress:
         agent = Agent(work, model, _build_indexer(work), runner, editor, say=say, trajectory=trajectory,
                       review=console.review if work.review else None,

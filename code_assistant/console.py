@@ -23,7 +23,11 @@ _err = Console(stderr=True, highlight=False)
 PROGRESS_MIN_FILES = 200
 
 
+_line_open = False  # a streamed answer is on the terminal without its last newline
+
+
 def say(line: str) -> None:
+    end_stream()
     print(line, flush=True)
 
 
@@ -32,7 +36,17 @@ def quiet(line: str) -> None:
 
 
 def stream(piece: str) -> None:
+    global _line_open
     _err.print(piece, end="", style="dim", markup=False)
+    _line_open = bool(piece) and not piece.endswith("\n") or (_line_open and not piece)
+
+
+def end_stream() -> None:
+    """End a streamed answer's line, so that what comes next starts a line of its own."""
+    global _line_open
+    if _line_open:
+        _err.print()
+        _line_open = False
 
 
 def show_diff(diff: str) -> None:

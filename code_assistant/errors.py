@@ -25,3 +25,13 @@ class ConfigError(AssistantError):
 
 class UsageError(ConfigError):
     """The command line itself is wrong (an unknown option, a missing argument)."""
+
+
+def attach_log(exc: BaseException, path: str) -> None:
+    """Note on an error which run log the run that raised it was writing (--json reports it)."""
+    exc.run_log = path  # type: ignore[attr-defined]
+
+
+def attached_log(exc: BaseException) -> str | None:
+    log = getattr(exc, "run_log", None)
+    return log if isinstance(log, str) else None

@@ -41,6 +41,7 @@ class Settings:
     max_iterations: int = 3
     test_timeout: float = 120.0
     model: str = DEFAULT_MODEL
+    model_named: bool = False  # --model or OPENAI_MODEL named it (else a local server's only model is asked for)
     api_key: str | None = None
     base_url: str | None = None
     embedding_backend: str = "local"  # "local" (MiniLM shipped in a pip package) or "openai" (/embeddings endpoint)
@@ -136,6 +137,7 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
         if isinstance(current, Path) or key in ("index_path", "state_path", "log_dir"):
             value = Path(str(value)).expanduser().resolve()
         setattr(settings, key, value)
+    settings.model_named = bool(env.get("OPENAI_MODEL")) or cli.get("model") is not None
     if settings.embedding_backend not in ("local", "openai"):
         raise ConfigError(f"EMBEDDING_BACKEND must be 'local' or 'openai', not {settings.embedding_backend!r}")
     if settings.max_iterations < 1:

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,8 +117,7 @@ NODE_FIX = modify("src/math.js", "  return a - b;", "  return a + b;")
 GO_FIX = modify("calc/calc.go", "\treturn a - b", "\treturn a + b")
 
 
-def run_cli(args: list[str], *, server_url: str | None = None, api_key: str | None = "test-key",
-            timeout: float = 180, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _cli_env(server_url: str | None, api_key: str | None, extra_env: dict[str, str] | None) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # the repos' own pytest runs: no stray plugin folders
     if server_url:
@@ -124,8 +125,46 @@ def run_cli(args: list[str], *, server_url: str | None = None, api_key: str | No
     if api_key:
         env["OPENAI_API_KEY"] = api_key
     env.update(extra_env or {})
+    return env
+
+
+def run_cli(args: list[str], *, server_url: str | None = None, api_key: str | None = "test-key",
+            timeout: float = 180, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(ROOT / "main.py"), *args], capture_output=True, text=True,
-                          env=env, timeout=timeout, stdin=subprocess.DEVNULL)
+                          env=_cli_env(server_url, api_key, extra_env), timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def read_until_closed(fd: int) -> bytes:
+    """Everything a pseudo-terminal's other side writes, until it closes (EIO) or ends."""
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO: the other side is closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def run_cli_on_a_terminal(args: list[str], *, server_url: str | None = None, api_key: str | None = "test-key",
+                          timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """run_cli with stdout on a pseudo-terminal, as a person runs it: the answer is streamed (to stderr, captured)."""
+    main, child = pty.openpty()
+    proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), *args], stdout=child, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=_cli_env(server_url, api_key, {"TERM": "dumb"}))
+    os.close(child)
+    chunks: list[bytes] = []
+    reader = threading.Thread(target=lambda: chunks.append(read_until_closed(main)), daemon=True)
+    reader.start()
+    try:
+        _, stderr = proc.communicate(timeout=timeout)
+    finally:
+        reader.join(10)
+        os.close(main)
+    stdout = b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+    return subprocess.CompletedProcess(args, proc.returncode, stdout, stderr.decode("utf-8", "replace"))
 
 
 def progress_lines(stdout: str) -> list[str]:

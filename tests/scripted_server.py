@@ -6,7 +6,10 @@ Each chat request takes the next step of the script:
 - a dict {"status": 500, "message": "..."}: an HTTP error with an OpenAI-style error body;
 - a dict {"sleep": seconds, "answer": str}: answer late (for timeout tests);
 - a dict {"gap": seconds, "answer": str}: stream the answer with that pause between pieces (a slow local model);
-- a dict {"stall": seconds, "answer": str}: stream the first piece, then send nothing for that long.
+- a dict {"stall": seconds, "answer": str}: stream the first piece, then send nothing for that long;
+- a dict {"reasoning": str, "answer": str}: the answer with a reasoning parser's reasoning beside it, as
+  `reasoning_content` (or the field named by "reasoning_field", e.g. "reasoning") of the message, or of the stream's
+  first deltas, before the answer's.
 A request that carries a `seed` found in `by_seed` takes the next step of that seed's own script instead: best of N
 asks each candidate with its own seed, in parallel, so each candidate's answers are scripted apart.
 Every request body is recorded in `requests` so tests can assert on what the model was sent; `usages` holds the
@@ -169,6 +172,8 @@ class ScriptedServer:
                     time.sleep(step["sleep"])
                 gap = step.get("gap", 0.0) if isinstance(step, dict) else 0.0
                 stall = step.get("stall", 0.0) if isinstance(step, dict) else 0.0
+                reasoning = {step.get("reasoning_field", "reasoning_content"): step["reasoning"]} \
+                    if isinstance(step, dict) and "reasoning" in step else {}
                 if isinstance(step, dict):
                     step = step["answer"]
                 answer = step(body) if callable(step) else str(step)
@@ -181,12 +186,12 @@ class ScriptedServer:
                 with server.lock:
                     server.usages.append(usage)
                 if body.get("stream"):
-                    return self._stream(body, answer, usage, gap, stall, finish)
+                    return self._stream(body, answer, usage, gap, stall, finish, reasoning)
                 return self._json(200, {
                     "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
                     "model": body.get("model", "test"),
                     "choices": [{"index": 0, "finish_reason": finish,
-                                 "message": {"role": "assistant", "content": answer}}],
+                                 "message": {"role": "assistant", "content": answer, **reasoning}}],
                     "usage": usage})
 
             def _json(self, status: int, payload: Any) -> None:
@@ -207,16 +212,17 @@ class ScriptedServer:
                 self.end_headers()
 
             def _stream(self, body: dict[str, Any], answer: str, usage: dict[str, Any], gap: float,
-                        stall: float, finish: str) -> None:
+                        stall: float, finish: str, reasoning: dict[str, str]) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                pieces = [answer[i:i + 16] for i in range(0, len(answer), 16)] or [""]
+                deltas = [{name: text[i:i + 16]} for name, text in reasoning.items() for i in range(0, len(text), 16)]
+                deltas += [{"content": answer[i:i + 16]} for i in range(0, len(answer), 16)] or [{"content": ""}]
                 try:
-                    for n, piece in enumerate(pieces):
+                    for n, delta in enumerate(deltas):
                         chunk = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
                                  "model": body.get("model", "test"),
-                                 "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+                                 "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
                         self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                         self.wfile.flush()
                         time.sleep(stall if n == 0 and stall else gap)

@@ -188,7 +188,8 @@ def test_unreachable_chroma_host_is_one_line_and_exit_2(tmp_path: Path) -> None:
     done = run_cli(["--repo", str(repo), "--task", TASK, "--context-only", "--json", "--index-path",
                     str(tmp_path / "index")], extra_env={"CHROMA_HOST": "127.0.0.1", "CHROMA_PORT": str(port)})
     assert done.returncode == 2, done.stderr
-    assert done.stdout == ""
+    error = json.loads(done.stdout)  # --json: one object on every exit
+    assert (error["success"], error["error"], error["exit_code"]) == (False, "store_error", 2)
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and f"127.0.0.1:{port}" in lines[0], done.stderr
     assert not (tmp_path / "index" / "chroma").exists()

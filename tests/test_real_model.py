@@ -19,7 +19,7 @@ import pytest
 
 from code_assistant.model.trajectory import read_answers
 from tests.llama_server import LlamaServer, RecordingProxy, answer_of
-from tests.repos import CALC_PY, ROOT, TEST_CALC_PY, python_repo, run_cli, snapshot
+from tests.repos import CALC_PY, ROOT, TEST_CALC_PY, python_repo, read_until_closed, run_cli, snapshot
 
 WINDOW = 2048
 PYTEST = f"{sys.executable} -m pytest -q"
@@ -123,14 +123,7 @@ def test_ask_learns_the_window_from_the_refusal_and_streams_to_the_terminal(llam
 
 
 def _drain(fd: int) -> str:
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:  # EIO: the other side is closed
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(fd)
-    return b"".join(chunks).decode(errors="replace")
+    try:
+        return read_until_closed(fd).decode(errors="replace")
+    finally:
+        os.close(fd)

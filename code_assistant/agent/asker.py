@@ -13,7 +13,8 @@ from code_assistant.agent.requests import PlanRequest, ReproduceRequest, Request
 from code_assistant.agent.state import RunState, StopRun
 from code_assistant.agent.stop import Stop
 from code_assistant.edit.operations import READ, EditOperation, PathError, resolve_repo_path
-from code_assistant.edit.plan import PlanParseError, parse_plan
+from code_assistant.edit.plan import PlanParseError, parse_answer
+from code_assistant.edit.reasoning import ReasoningFilter, split_reasoning
 from code_assistant.model import prompts
 from code_assistant.model.chat import ChatModel, ChatResponse, ContextOverflow, Message, Usage
 from code_assistant.model.prices import estimate_cost
@@ -23,6 +24,7 @@ from code_assistant.settings import Settings
 logger = logging.getLogger(__name__)
 
 READ_ROUNDS = 1  # answers per request that may ask to read files; after that, "read" changes are ignored
+REASONING_ONLY = "(reasoning only, no answer)"  # the conversation's record of an answer that was all reasoning
 
 
 def step_kind(request: Request) -> str:
@@ -111,15 +113,17 @@ class Asker:
                 state.step.completion_tokens += self.model.usage.completion_tokens - before[1]
                 state.step.answers.append(response.text)
                 state.step.answer = response.text
-                state.messages.append({"role": "assistant", "content": response.text})
-                state.answers.append(response.text)
+                state.step.reasoning.append(response.reasoning)
+                visible = _visible(response.text)
+                state.messages.append({"role": "assistant", "content": visible or REASONING_ONLY})
+                state.answers.append(visible)
                 self.check_budget()
                 try:
-                    return parse_plan(response.text)
+                    plan = parse_answer(response.text, cut_off=response.cut_off)
+                    state.step.answer_format = plan.format
+                    return plan.ops
                 except PlanParseError as exc:
-                    error = str(exc) if not response.cut_off else (
-                        f"it was cut off at the limit for an answer ({response.completion_tokens} tokens), so its "
-                        f"JSON is incomplete; send fewer or shorter changes")
+                    error = _why(exc, response, visible)
                     if attempt == 1:
                         raise PlanParseError(f"the model's answer could not be parsed twice: {error}") from exc
                     logger.warning("unparsable answer (%s); asking again", error)
@@ -136,12 +140,22 @@ class Asker:
         """The model's answer to the state's messages; a server that names a smaller window is asked once more, with
         the request built again to fit it."""
         try:
-            return self.model.complete(self.state.messages, on_token=self.on_token)
+            return self._streamed()
         except ContextOverflow:
             self.say(f"[Context window: {self.model.window.tokens} tokens, from the server's refusal; asking again "
                      f"with a smaller request]")
             self.state.messages = rebuild()
-            return self.model.complete(self.state.messages, on_token=self.on_token)
+            return self._streamed()
+
+    def _streamed(self) -> ChatResponse:
+        """One chat call, its answer streamed to on_token with the reasoning blocks left out."""
+        if self.on_token is None:
+            return self.model.complete(self.state.messages)
+        shown = ReasoningFilter(self.on_token)
+        try:
+            return self.model.complete(self.state.messages, on_token=shown)
+        finally:
+            shown.close()
 
     def _noted(self, request: Request, shown: Sequence[str], note: str) -> list[Message]:
         """The request with the read files shown, and the note about them at the end of its last message."""
@@ -159,6 +173,22 @@ class Asker:
             self.say(f"[Not shown: {path} is not a file of the repository's index]")
             return None
         return rel
+
+
+def _visible(text: str) -> str:
+    """The answer as the conversation keeps it: without its reasoning blocks (the run log keeps them)."""
+    answer = split_reasoning(text).answer
+    return text if answer == text.strip() else answer
+
+
+def _why(error: PlanParseError, response: ChatResponse, visible: str) -> str:
+    """What the re-ask tells the model: an answer cut off at max_tokens is said to be cut off, whatever broke."""
+    if not response.cut_off:
+        return str(error)
+    limit = f"it was cut off at the limit for an answer ({response.completion_tokens} tokens)"
+    if error.only_reasoning or (not visible.strip() and response.reasoning):
+        return f"{limit} while still reasoning, before any plan; reason briefly, then send the plan"
+    return f"{limit}, so it is incomplete; send fewer or shorter changes"
 
 
 def repo_relative(settings: Settings, path: str) -> str | None:

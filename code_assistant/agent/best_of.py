@@ -101,6 +101,8 @@ class BestOf:
         ops = []
         for path, data in winner.files.items():
             why = f"candidate {winner.number}"
+            if data == _read(repo / path):  # changed in the attempt, then back as it was: nothing to apply
+                continue
             if data is None:
                 ops.append(EditOperation(path, action="delete", description=why))
             else:

@@ -57,7 +57,8 @@ class Recorder:
                      reproduction=reproduction.summary() if reproduction is not None else None,
                      sandbox=self.sandbox)
         if state.step.answers and state.step.test_exit_code is None:
-            final.answers = state.step.answers
+            final.answers, final.reasoning = state.step.answers, state.step.reasoning
+            final.answer_format = state.step.answer_format
         self.trajectory.append(final)
 
     def cost(self) -> float | None:

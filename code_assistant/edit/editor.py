@@ -169,6 +169,10 @@ class FileEditor:
             path.unlink()
             fsync_dir(path.parent)
             return EditResult(True, rel, action, f"deleted {rel}")
+        if action == "modify" and not exists and not op.search.strip() and not (op.content or op.replace):
+            return EditResult(False, rel, action, f"{rel} does not exist, and this edit holds no text to write into "
+                                                  "it. Check the path, or use action 'create' with the file's full "
+                                                  "content to make a new file.")
         if action == "create" or (action == "modify" and not exists and not op.search.strip()):
             if exists and not op.overwrite:
                 return EditResult(False, rel, action, f"{rel} already exists. To change it, send a search/replace "
@@ -198,7 +202,8 @@ class FileEditor:
         old_text, bom = _read_text(old) if old is not None else ("", False)
         new = _encode(new_text, bom)
         if old is not None and new == old:
-            return EditResult(True, rel, action, f"{rel}: the edit changed nothing", strategy)
+            return EditResult(False, rel, action, f"{rel}: this edit changes nothing (its new text is what the file "
+                                                  "already holds); send only edits that change the file", strategy)
         broke = None
         if old is not None and _syntax_problem(path, old_text) is None:
             broke = _syntax_problem(path, new_text)

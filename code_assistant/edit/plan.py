@@ -1,74 +1,39 @@
-"""Parse a model answer into edit operations. Pure functions; errors are written for the model."""
+"""Parse a model answer into edit operations. Pure functions; errors are written for the model.
+
+In order: reasoning blocks are set aside (reasoning.py) and never parsed; the JSON plan the prompts ask for, strict or
+safely repaired (plan_json.py); when the answer holds no JSON plan, SEARCH/REPLACE blocks (search_replace.py), then a
+unified diff (unified_diff.py). Every format ends as the same EditOperation list, so the matcher, the guardrails and
+the journal treat them alike; Plan.format says which one was read.
+"""
 from __future__ import annotations
 
-import json
-import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from code_assistant.edit.operations import PLAN_ACTIONS, EditOperation
+from code_assistant.edit.plan_json import JsonPlanError, find_plan_json
+from code_assistant.edit.reasoning import split_reasoning
+from code_assistant.edit.search_replace import BlockError, has_blocks, parse_blocks
+from code_assistant.edit.unified_diff import DiffError, has_diff, parse_diff
 
-_FENCE_RE = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)```", re.DOTALL)
+JSON, JSON_REPAIRED, SEARCH_REPLACE, UNIFIED_DIFF = "json", "json_repaired", "search_replace", "unified_diff"
+FORMATS = (JSON, JSON_REPAIRED, SEARCH_REPLACE, UNIFIED_DIFF)
 
 
 class PlanParseError(ValueError):
-    """The answer is not a usable plan; the message is sent back to the model."""
+    """The answer is not a usable plan; the message is sent back to the model. `only_reasoning`: the answer held
+    reasoning and nothing after it; `incomplete`: its JSON stops before it closes."""
+
+    def __init__(self, message: str, *, only_reasoning: bool = False, incomplete: bool = False) -> None:
+        super().__init__(message)
+        self.only_reasoning, self.incomplete = only_reasoning, incomplete
 
 
-def _candidates(text: str) -> list[str]:
-    """JSON texts to try, most likely first: fenced blocks, the whole answer, then each balanced {...} object."""
-    found = [m.group(1) for m in _FENCE_RE.finditer(text)]
-    found.append(text.strip())
-    found.extend(_balanced_objects(text))
-    return found
-
-
-def _balanced_objects(text: str) -> list[str]:
-    objects: list[str] = []
-    start = text.find("{")
-    while start != -1:
-        depth, in_string, escaped = 0, False, False
-        for i in range(start, len(text)):
-            ch = text[i]
-            if in_string:
-                if escaped:
-                    escaped = False
-                elif ch == "\\":
-                    escaped = True
-                elif ch == '"':
-                    in_string = False
-            elif ch == '"':
-                in_string = True
-            elif ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    objects.append(text[start:i + 1])
-                    break
-        start = text.find("{", start + 1)
-        if len(objects) >= 20:
-            break
-    return objects
-
-
-def extract_json(text: str) -> dict:
-    """The first JSON object in the answer that has a "changes" key (or any object, as a last resort)."""
-    if "{" not in text:
-        raise PlanParseError("the answer contains no JSON object")
-    first_error: str | None = None
-    fallback: dict | None = None
-    for candidate in _candidates(text):
-        try:
-            value = json.loads(candidate)
-        except json.JSONDecodeError as exc:
-            first_error = first_error or f"invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
-            continue
-        if isinstance(value, dict) and "changes" in value:
-            return value
-        if isinstance(value, dict) and fallback is None:
-            fallback = value
-    if fallback is not None:
-        raise PlanParseError('the JSON object has no "changes" list')
-    raise PlanParseError(first_error or "the answer contains no JSON object")
+@dataclass(frozen=True)
+class Plan:
+    ops: list[EditOperation]
+    format: str  # one of FORMATS
+    reasoning: str = ""  # what the answer's reasoning blocks held
 
 
 def _text_field(item: dict, key: str, index: int) -> str:
@@ -82,9 +47,8 @@ def _text_field(item: dict, key: str, index: int) -> str:
     return value
 
 
-def parse_plan(text: str) -> list[EditOperation]:
-    """Turn an answer (bare JSON, fenced, or surrounded by prose) into EditOperations."""
-    data = extract_json(text)
+def operations(data: dict) -> list[EditOperation]:
+    """A JSON plan's "changes", field by field, as EditOperations (a repaired plan is checked the same way)."""
     changes = data.get("changes")
     if not isinstance(changes, list):
         raise PlanParseError('"changes" must be a list of objects')
@@ -103,9 +67,10 @@ def parse_plan(text: str) -> list[EditOperation]:
         content_raw = item.get("content")
         content = _text_field(item, "content", index) if content_raw is not None else None
         symbol = item.get("symbol")
+        overwrite = item.get("overwrite", False)
         if action == "modify" and not search and content is not None:
             action = "create"  # a whole-file rewrite of an existing file
-            item.setdefault("overwrite", True)
+            overwrite = item.get("overwrite", True)
         if action == "create" and content is None:
             content = replace
         if action in ("replace_symbol", "insert_after_symbol") and (not symbol or content is None):
@@ -113,6 +78,55 @@ def parse_plan(text: str) -> list[EditOperation]:
         ops.append(EditOperation(
             file_path=path.strip(), search=search, replace=replace, action=action, content=content,
             description=str(item.get("description") or ""), symbol=str(symbol) if symbol else None,
-            overwrite=bool(item.get("overwrite", False)),
+            overwrite=bool(overwrite),
         ))
     return ops
+
+
+def parse_answer(text: str, *, cut_off: bool = False) -> Plan:
+    """The plan an answer holds, in whichever format it came, with the reasoning set aside. `cut_off`: the answer
+    stopped at its token limit. A JSON plan that parses is whole even then (only trailing prose can be missing), but
+    blocks or a diff may have lost their last lines or the edits after them: refused as incomplete."""
+    plan = _parse(text)
+    if cut_off and plan.format in (SEARCH_REPLACE, UNIFIED_DIFF):
+        raise PlanParseError(f"it was cut off, so its last {plan.format.replace('_', '/')} edits may be missing",
+                             incomplete=True)
+    return plan
+
+
+def _parse(text: str) -> Plan:
+    reasoned = split_reasoning(text)
+    answer = reasoned.answer
+    if not answer.strip():
+        if reasoned.unclosed:
+            raise PlanParseError("the answer is only reasoning: its reasoning block never closes and no plan "
+                                 "follows it", only_reasoning=True)
+        if reasoned.reasoning:
+            raise PlanParseError("the answer is only reasoning: no plan follows the reasoning block",
+                                 only_reasoning=True)
+        raise PlanParseError("the answer is empty")
+    try:
+        data, repaired = find_plan_json(answer)
+    except JsonPlanError as exc:
+        if has_blocks(answer):
+            return Plan(_read(parse_blocks, answer, BlockError), SEARCH_REPLACE, reasoned.reasoning)
+        if has_diff(answer):
+            return Plan(_read(parse_diff, answer, DiffError), UNIFIED_DIFF, reasoned.reasoning)
+        raise PlanParseError(str(exc), incomplete=exc.incomplete) from exc
+    return Plan(operations(data), JSON_REPAIRED if repaired else JSON, reasoned.reasoning)
+
+
+def _read(reader: Callable[[str], list[EditOperation]], answer: str, error: type[ValueError]
+          ) -> list[EditOperation]:
+    try:
+        ops = reader(answer)
+    except error as exc:
+        raise PlanParseError(str(exc)) from exc
+    if not ops:
+        raise PlanParseError("the answer's edit blocks hold no change")
+    return ops
+
+
+def parse_plan(text: str) -> list[EditOperation]:
+    """Turn an answer (bare JSON, fenced, surrounded by prose, repaired, or another edit format) into EditOperations."""
+    return parse_answer(text).ops

@@ -52,6 +52,7 @@ class ChatResponse:
     estimated: bool = False  # the server sent no counts (a stream without usage): counted here
     cut_off: bool = False    # the answer stopped at max_tokens (finish_reason "length")
     reported: ReportedPrompt | None = None  # the server's own numbers for the prompt (its cache's part, if named)
+    reasoning: str = ""  # what a reasoning parser sent apart (reasoning_content / reasoning): never the answer
 
 
 @dataclass
@@ -159,8 +160,8 @@ class OpenAIChat:
             except openai.APIStatusError as exc:
                 detail = _error_detail(exc)
                 if self.form is not None and refuses_response_format(exc.status_code, detail):
-                    logger.warning("the server refused response_format %r (%d); asking with the next form",
-                                   self.form, exc.status_code)
+                    logger.debug("the server refused response_format %r (%d); asking with the next form",
+                                 self.form, exc.status_code)  # expected of some servers: not worth a warning
                     self._form += 1
                     attempt -= 1
                     continue
@@ -227,15 +228,18 @@ class OpenAIChat:
         completion = self._client.chat.completions.create(**request)
         if not completion.choices:
             raise ModelError("the model server returned no choices")
-        text = completion.choices[0].message.content or ""
+        message = completion.choices[0].message
         cut_off = completion.choices[0].finish_reason == "length"
-        return _answer(text, cut_off, completion.usage, _extra(completion).get("timings"))
+        response = _answer(message.content or "", cut_off, completion.usage, _extra(completion).get("timings"))
+        response.reasoning = _reasoning(message)
+        return response
 
     def _stream(self, request: dict[str, Any], on_token: Callable[[str], None]) -> ChatResponse | None:
         """The answer token by token; None when the server closed the stream without a single event (llama-cpp-python
         does so for a prompt over its window): the caller then asks without streaming, which says why."""
         stream = self._client.chat.completions.create(**request, stream=True, stream_options={"include_usage": True})
         parts: list[str] = []
+        thought: list[str] = []
         usage = timings = None
         events = 0
         cut_off = False
@@ -249,15 +253,29 @@ class OpenAIChat:
                 if piece:
                     parts.append(piece)
                     on_token(piece)
+                if choice.delta and (reasoning := _reasoning(choice.delta)):
+                    thought.append(reasoning)  # not shown, not parsed: kept for the run log
         if events == 0:
             logger.warning("the model server closed the stream without an answer; asking once without streaming")
             return None
-        return _answer("".join(parts), cut_off, usage, timings)
+        response = _answer("".join(parts), cut_off, usage, timings)
+        response.reasoning = "".join(thought)
+        return response
 
 
 def _extra(obj: Any) -> dict[str, Any]:
     """Fields a response has beyond OpenAI's (llama.cpp's `timings`, DeepSeek's cache counts)."""
     return getattr(obj, "model_extra", None) or {}
+
+
+def _reasoning(message: Any) -> str:
+    """The reasoning a server's reasoning parser put beside the answer (llama.cpp and vLLM's `reasoning_content`,
+    newer vLLM and OpenRouter's `reasoning`), in a message or a stream delta."""
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(message, name, None) or _extra(message).get(name)
+        if isinstance(value, str) and value:
+            return value
+    return ""
 
 
 def _answer(text: str, cut_off: bool, usage: Any, timings: Any) -> ChatResponse:

@@ -10,6 +10,10 @@ is fine):
   num_ctx per request (it silently cuts what does not fit), so the tool sizes its requests to the window Ollama
   really runs.
 llama-cpp-python's server reports nothing; its window is learned from its first refusal (window.py).
+
+Which model a local server serves, when no model was named: the one model its GET /v1/models lists (llama.cpp,
+llama-cpp-python, vLLM, a single loaded model in LM Studio); a server listing several (Ollama's pulled models) says
+nothing about which one answers, so the default name stays.
 """
 from __future__ import annotations
 
@@ -21,11 +25,16 @@ import urllib.request
 from typing import Any
 from urllib.parse import urlsplit
 
+from code_assistant.errors import ConfigError
+from code_assistant.model.prices import is_local
 from code_assistant.model.window import DEFAULT_WINDOW, OPENAI_RATIO, ContextWindow, known_window
 
 logger = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_S = 3.0
+CHECK_TIMEOUT_S = 10.0  # the first question of a run: a server that is up answers GET /models in well under a second
+OPENAI_URL = "https://api.openai.com/v1"
+_MODEL_LISTS: dict[str, Any] = {}  # GET /models answers this process has had, by URL
 OLLAMA_OLD_DEFAULT = 2048
 _NUM_CTX_RE = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
 
@@ -124,6 +133,30 @@ def _ollama(root: str, model: str, load_timeout: float) -> tuple[int, str] | Non
     return (min(window, trained) if trained else window), source
 
 
+def check_server(base_url: str | None, api_key: str | None, timeout: float = CHECK_TIMEOUT_S) -> None:
+    """One GET /models before any work, so that a wrong OPENAI_BASE_URL or key is found in seconds, not after the
+    index and a test run. No answer at all, or a refused key (401/403), is a ConfigError naming the URL; any other
+    answer means a server is there (404 included: some servers have no such route)."""
+    url = f"{(base_url or OPENAI_URL).rstrip('/')}/models"
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as answer:
+            try:
+                _MODEL_LISTS[url] = json.loads(answer.read() or b"null")  # served_model reads it: asked once
+            except ValueError:
+                pass
+            return
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            raise ConfigError(f"the model server at {base_url or OPENAI_URL} refused the API key ({exc.code} on GET "
+                              f"/models); check OPENAI_API_KEY") from exc
+        logger.debug("GET %s answered %d: a server is there", url, exc.code)
+    except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+        reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+        raise ConfigError(f"the model server at {base_url or OPENAI_URL} does not answer ({reason}); check that it "
+                          f"is running and that OPENAI_BASE_URL is right") from exc
+
+
 def server_window(base_url: str, model: str, api_key: str | None = None,
                   load_timeout: float = 120.0) -> tuple[int, str] | None:
     """(window, where it came from) as the server reports it, or None."""
@@ -145,7 +178,7 @@ def resolve_window(setting: int | None, base_url: str | None, model: str, api_ke
                    load_timeout: float = 120.0) -> ContextWindow:
     """--context-window / OPENAI_CONTEXT_WINDOW, else the server's report, else the table, else DEFAULT_WINDOW."""
     hosted = base_url is None
-    table = known_window(model)
+    table = None if is_local(base_url) else known_window(model)  # a server here runs its own model, whatever its name
     ratio = OPENAI_RATIO if table and hosted else None
     if setting:
         window = ContextWindow(setting, "--context-window")
@@ -159,3 +192,29 @@ def resolve_window(setting: int | None, base_url: str | None, model: str, api_ke
         window.ratio = ratio
     logger.info("context window of %s: %s", model, window.describe())
     return window
+
+
+def served_model(base_url: str, api_key: str | None = None) -> str | None:
+    """The id of the only model the server lists at GET /v1/models; None when it lists none or several, or cannot
+    be asked."""
+    url = f"{base_url.rstrip('/')}/models"
+    try:
+        body = _MODEL_LISTS[url] if url in _MODEL_LISTS else _call(url, api_key=api_key)
+    except _Unreachable as exc:
+        logger.info("no model list from %s: %s", base_url, exc)
+        return None
+    entries = body.get("data") if isinstance(body, dict) else None
+    ids = {e["id"] for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str) and e["id"].strip()} \
+        if isinstance(entries, list) else set()
+    return ids.pop() if len(ids) == 1 else None
+
+
+def model_name(model: str, named: bool, base_url: str | None, api_key: str | None = None) -> str:
+    """The model a run asks for: `model` when it was named (--model, OPENAI_MODEL) or the server is not on this
+    machine; else the one a local server serves, so that the header and the run log say what really answers."""
+    if named or not base_url or not is_local(base_url):
+        return model
+    served = served_model(base_url, api_key)
+    if served:
+        logger.info("no model named; %s serves %s", base_url, served)
+    return served or model

@@ -1,15 +1,20 @@
 """The run log: one JSON object per step in runs/<timestamp>-<slug>.jsonl, plus replaying a recorded run.
 
-Schema (format 1), one object per line:
-  format: 1                      kind: "plan" | "fix" | "final"
+Schema (format 2), one object per line:
+  format: 2                      kind: "plan" | "fix" | "final"
   step: int (0 = plan)           prompt_version: str | null      model: str
-  answer: str | null (redacted)  answers: [str] (every answer of the step, redacted)
+  answer: str | null (redacted)  answers: [str] (every answer of the step, redacted; reasoning blocks included)
+  answer_format: str | null      the format the step's plan was read in: "json", "json_repaired", "search_replace",
+                                 "unified_diff" (null: no answer of the step could be read)
+  reasoning: [str]               per answer, what the server sent apart as reasoning_content (redacted; "" for none)
   prompt_tokens, completion_tokens: int      cost_usd: float | null
   files: [str]                   patch_lines: int                edits_failed: int
   test_exit_code: int | null     tests_failed: [str]             tests_passed: int | null
   timed_out: bool                duration_s: float               stop_reason: str | null (set on "final")
+  candidate: int | null          reproduction: str | null
   sandbox: {requested, mode, backend, network, home_hidden, unavailable} | null (set on "final": what the test
            command ran in, verify/sandbox.py)
+Format 1 is format 2 without answer_format and reasoning; both are read (--replay).
 """
 from __future__ import annotations
 
@@ -28,7 +33,8 @@ from code_assistant.model.window import ContextWindow
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2
+READABLE_FORMATS = (1, 2)  # format 1 lacks only answer_format and reasoning
 
 
 @dataclass
@@ -39,6 +45,8 @@ class Step:
     prompt_version: str | None = None
     answer: str | None = None
     answers: list[str] = field(default_factory=list)  # every answer of this step (a re-ask makes two)
+    answer_format: str | None = None  # the format the plan was read in (edit.plan.FORMATS)
+    reasoning: list[str] = field(default_factory=list)  # per answer: the server's separate reasoning, "" for none
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float | None = None
@@ -77,6 +85,7 @@ class Trajectory:
         if record["answer"]:
             record["answer"] = redact.redact(record["answer"])[0]
         record["answers"] = [redact.redact(a)[0] for a in record["answers"]]
+        record["reasoning"] = [redact.redact(r)[0] for r in record["reasoning"]]
         with self._lock, self.path.open("a", encoding="utf-8") as handle:  # best of N: attempts log from threads
             handle.write(json.dumps(record) + "\n")
 
@@ -89,7 +98,7 @@ def read_answers(path: Path) -> list[str]:
         if not line.strip():
             continue
         record = json.loads(line)
-        if record.get("format") != FORMAT:
+        if record.get("format") not in READABLE_FORMATS:
             raise ValueError(f"{path}: unsupported trajectory format {record.get('format')!r}")
         if record.get("candidate") is not None:
             continue

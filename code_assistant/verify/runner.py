@@ -11,6 +11,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -29,6 +30,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_ENV = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "CI": "1", "NO_COLOR": "1", "FORCE_COLOR": "0"}
 KILL_GRACE_S = 2.0  # between SIGTERM and SIGKILL
 DRAIN_GRACE_S = 1.0  # how long to keep reading after the command exited while a grandchild holds the pipe
+PYTEST_CACHE = Path(tempfile.gettempdir()) / "code-assistant-pytest-cache"  # pytest's cache, never in the repository
 MAX_CAPTURE_BYTES = 16 * 1024 * 1024  # beyond this the middle of the output is dropped while reading
 SHELL_OPERATORS = {"&&", "||", "|", ";", ">", ">>", "<", "2>&1"}
 SHELL_BUILTINS = {"cd", "export", "source", ".", "set", "env"}
@@ -105,6 +107,8 @@ class TestRunner:
         self.cwd = Path(cwd)
         self.timeout = timeout
         self.env = {**os.environ, **DEFAULT_ENV, **(env or {})}
+        cache = f"-o cache_dir={shlex.quote(str(PYTEST_CACHE))}"  # the repository is left as it was
+        self.env["PYTEST_ADDOPTS"] = f"{self.env.get('PYTEST_ADDOPTS', '')} {cache}".strip()
         self._argv = list(self.command)
         if isinstance(command, str) and SHELL_OPERATORS.intersection(self.command):
             self._argv = ["/bin/sh", "-c", command]  # "cd web && npm test" needs a shell

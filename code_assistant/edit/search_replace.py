@@ -1,0 +1,112 @@
+"""SEARCH/REPLACE blocks, as models trained on aider's edit format write them, read into edit operations. Pure.
+
+    calc.py
+    ```python
+    <<<<<<< SEARCH
+    def add(a, b):
+        return a - b
+    =======
+    def add(a, b):
+        return a + b
+    >>>>>>> REPLACE
+    ```
+
+The file's path is on the nearest line above the block that is not a fence (above the fence, or just inside it; in
+its own fence; in bold or backticks; after a "#"); a block without one belongs to the file of the block before it.
+An empty SEARCH creates the file. Markers take 5 to 9 characters, as aider's do; the older ORIGINAL/UPDATED words
+are read too. The blocks become "modify" and "create" operations, which go through the same matcher, guardrails and
+journal as JSON edits.
+"""
+from __future__ import annotations
+
+import re
+
+from code_assistant.edit.operations import EditOperation
+
+_HEAD_RE = re.compile(r"^[ \t]*<{5,9} ?(?:SEARCH|ORIGINAL)\b.*$")
+_DIVIDER_RE = re.compile(r"^[ \t]*={5,9}[ \t]*$")
+_TAIL_RE = re.compile(r"^[ \t]*>{5,9} ?(?:REPLACE|UPDATED)\b.*$")
+_FENCE_RE = re.compile(r"^[ \t]*(```+|~~~+)(.*)$")
+_LABEL_RE = re.compile(r"^(?:#+|\*+|-|(?:file(?:name)?|path)\s*:)\s*", re.IGNORECASE)
+_QUOTED_RE = re.compile(r"`([^`\s]+)`")
+NAME_LOOKBACK = 8  # lines above a block searched for its file's path (blank and fence lines among them)
+_BARE_NAMES = {"Makefile", "Dockerfile", "Justfile", "Rakefile", "Gemfile", "Procfile", "LICENSE", "Jenkinsfile"}
+
+
+class BlockError(ValueError):
+    """The blocks cannot be read; the message is written for the model."""
+
+
+def has_blocks(text: str) -> bool:
+    return any(_HEAD_RE.match(line) for line in text.splitlines())
+
+
+def _path_like(name: str) -> bool:
+    return bool(name) and len(name) < 256 and not re.search(r"\s", name) and (
+        "." in name or "/" in name or name in _BARE_NAMES) and not name.startswith(("<", "=", ">"))
+
+
+def _clean(line: str) -> str | None:
+    """The path a line names, or None: `calc.py`, **calc.py**, # calc.py, File: calc.py, calc.py:."""
+    text = _LABEL_RE.sub("", line.strip()).strip()
+    text = text.strip("*`'\"").rstrip(":").strip("*`'\"")
+    if _path_like(text):
+        return text
+    quoted = [q for q in _QUOTED_RE.findall(line) if _path_like(q.rstrip(":"))]
+    return quoted[-1].rstrip(":") if len(set(quoted)) == 1 else None
+
+
+def _name_above(lines: list[str], head: int) -> str | None:
+    """The path on the nearest lines above `head`, fences skipped (a fence's info string may name it too)."""
+    for line in reversed(lines[max(0, head - NAME_LOOKBACK):head]):
+        if not line.strip():
+            continue
+        fence = _FENCE_RE.match(line)
+        if fence:
+            info = fence.group(2).strip()
+            named = _clean(re.split(r"[\s:]", info, maxsplit=1)[-1]) if info else None
+            if named:
+                return named
+            continue
+        if _HEAD_RE.match(line) or _DIVIDER_RE.match(line) or _TAIL_RE.match(line):
+            return None  # the end of the block before: this block has no name of its own
+        return _clean(line)
+    return None
+
+
+def parse_blocks(text: str) -> list[EditOperation]:
+    """Every SEARCH/REPLACE block of the answer, in order, as edit operations. Raises BlockError."""
+    lines = text.splitlines(keepends=True)
+    bare = [line.rstrip("\r\n") for line in lines]
+    ops: list[EditOperation] = []
+    current: str | None = None
+    i = 0
+    while i < len(lines):
+        if not _HEAD_RE.match(bare[i]):
+            i += 1
+            continue
+        number = len(ops) + 1
+        current = _name_above(bare, i) or current
+        if current is None:
+            raise BlockError(f"SEARCH/REPLACE block {number} names no file: put the file's path alone on the line "
+                             f"before `<<<<<<< SEARCH`")
+        divider = _next(bare, i + 1, _DIVIDER_RE, number, current, "=======")
+        tail = _next(bare, divider + 1, _TAIL_RE, number, current, ">>>>>>> REPLACE")
+        search, replace = "".join(lines[i + 1:divider]), "".join(lines[divider + 1:tail])
+        if search.strip():
+            ops.append(EditOperation(current, search=search, replace=replace, action="modify"))
+        else:
+            ops.append(EditOperation(current, action="create", content=replace, description="an empty SEARCH"))
+        i = tail + 1
+    return ops
+
+
+def _next(bare: list[str], start: int, marker: re.Pattern[str], number: int, path: str, name: str) -> int:
+    """The line of the block's next marker; another block starting first, or none at all, is an error."""
+    for j in range(start, len(bare)):
+        if marker.match(bare[j]):
+            return j
+        if _HEAD_RE.match(bare[j]) or (marker is _DIVIDER_RE and _TAIL_RE.match(bare[j])):
+            break
+    raise BlockError(f"SEARCH/REPLACE block {number} ({path}) is not closed: expected `{name}`. Send every block "
+                     f"whole: `<<<<<<< SEARCH`, the lines, `=======`, the new lines, `>>>>>>> REPLACE`")
