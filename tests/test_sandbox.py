@@ -171,7 +171,9 @@ def test_a_test_command_whose_python_lives_under_tmp_runs_in_the_sandbox(tmp_pat
                                  capture_output=True, text=True, check=True).stdout.strip()
         Path(purelib, "outer.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # pytest from this env
         write_tree(tmp_path, {"tests/test_a.py": "def test_ok():\n    pass\n"})
-        result = TestRunner(f"{python} -m pytest -q -p no:cacheprovider", tmp_path, sandbox=resolve("write")).run()
+        on_path = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', os.defpath)}"}
+        result = TestRunner(f"{python} -m pytest -q -p no:cacheprovider", tmp_path, env=on_path,
+                            sandbox=resolve("write")).run()
         assert result.passed and result.passed_count == 1, result.output
     finally:
         shutil.rmtree(home)
