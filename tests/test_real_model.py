@@ -93,7 +93,9 @@ def test_a_run_keeps_every_request_within_the_window_and_stops_cleanly(llama: Ll
 
 def test_ask_learns_the_window_from_the_refusal_and_streams_to_the_terminal(llama: LlamaServer, repo: Path,
                                                                             index_dir: Path) -> None:
-    """No window is set and llama-cpp-python reports none: the first request is sized for the default 8,192 tokens.
+    """No window is set and llama-cpp-python reports none: the first request is sized for the default 8,192 tokens
+    (the question names helpers.py, whose 120 functions alone are over 2,048 tokens, so the context holds more than
+    the server's window whatever else ranks).
     The server drops that stream without a word; asked once without streaming, it names its window; the question
     is asked again within it, and the answer streams to the terminal."""
     before = _restore(repo)
@@ -103,7 +105,7 @@ def test_ask_learns_the_window_from_the_refusal_and_streams_to_the_terminal(llam
         terminal_side, process_side = pty.openpty()
         try:
             proc = subprocess.run([sys.executable, str(ROOT / "main.py"), "--repo", str(repo), "--ask",
-                                   "Why does add() return the wrong sum?", "--model", "smollm2", "--index-path",
+                                   "Why does add() return the wrong sum? And what does helpers.py do?", "--model", "smollm2", "--index-path",
                                    str(index_dir)], stdout=process_side, stderr=subprocess.PIPE,
                                   stdin=subprocess.DEVNULL, env=env, timeout=600, text=True, check=False)
         finally:
@@ -111,6 +113,7 @@ def test_ask_learns_the_window_from_the_refusal_and_streams_to_the_terminal(llam
         terminal = _drain(terminal_side)
     assert proc.returncode == 0, terminal + proc.stderr
     assert "Traceback" not in proc.stderr and snapshot(repo) == before
+    assert len(proxy.chats) == 3, [(c["status"], c.get("usage"), c.get("response")) for c in proxy.chats]
     first, second, *rest = proxy.chats
     assert first["stream"] and first["events"] == 0, "llama-cpp-python drops a stream over its window"
     assert second["status"] == 400 and second["request"].get("stream") is not True

@@ -13,8 +13,11 @@ import signal
 import socket
 import subprocess
 import sys
+import sysconfig
+import tempfile
 import threading
 import time
+import venv
 from pathlib import Path
 
 import pytest
@@ -89,6 +92,20 @@ def test_a_tree_under_tmp_gets_read_only_neighbours_not_private_ones() -> None:
     assert "--ro-bind /tmp/x" not in " ".join(bwrap_argv("bwrap", Policy((Path("/tmp/x"),)), ["true"], tree))
 
 
+
+def test_a_virtual_environment_under_tmp_stays_visible_read_only_over_the_private_tmp(tmp_path: Path) -> None:
+    venv_bin, other_bin = tmp_path / "venv" / "bin", tmp_path / "tools" / "bin"
+    venv_bin.mkdir(parents=True)
+    other_bin.mkdir(parents=True)
+    tree = Path("/srv/proj")
+    sandbox = Sandbox("write", "write", "bubblewrap", "bwrap")
+    by_path = sandbox.policy(tree, {"PATH": f"{other_bin}:/usr/bin"}, [str(venv_bin / "python"), "-m", "pytest"])
+    assert set(by_path.kept) == {tmp_path / "venv", tmp_path / "tools"}
+    text = " ".join(bwrap_argv("bwrap", by_path, ["true"], tree))
+    assert text.index("--tmpfs /tmp") < text.index(f"--ro-bind-try {tmp_path / 'venv'} {tmp_path / 'venv'}")
+    in_a_shell = sandbox.policy(tree, {"PATH": "/usr/bin"}, ["/bin/sh", "-c", f"{venv_bin / 'python'} -m pytest"])
+    assert in_a_shell.kept == (tmp_path / "venv",)
+
 def test_strict_takes_the_network_and_hides_home_but_not_what_may_be_written() -> None:
     home, tree = Path("/home/me"), Path("/home/me/src/proj")
     policy = Policy((tree, home / ".npm"), network=False, hidden=(home, Path("/run/user/1000")),
@@ -141,6 +158,25 @@ def test_the_parsers_see_the_same_output_inside(tmp_path: Path, bwrap: str) -> N
                                                                       for f in outside.failures]
     assert (inside.passed_count, inside.exit_code, inside.runner) == (outside.passed_count, 1, "pytest")
 
+
+
+def test_a_test_command_whose_python_lives_under_tmp_runs_in_the_sandbox(tmp_path: Path, bwrap: str) -> None:
+    """A checkout in /tmp with its .venv (CI's clean clone was one): the private /tmp must not hide the
+    interpreter, or every run fails its baseline and no fix can ever pass."""
+    home = Path(tempfile.mkdtemp(prefix="ca-venv-", dir="/tmp"))  # not beside the repository: another /tmp entry
+    try:
+        venv.EnvBuilder(with_pip=False, symlinks=True).create(home / ".venv")
+        python = home / ".venv" / "bin" / "python"
+        purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+        Path(purelib, "outer.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # pytest from this env
+        write_tree(tmp_path, {"tests/test_a.py": "def test_ok():\n    pass\n"})
+        on_path = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', os.defpath)}"}
+        result = TestRunner(f"{python} -m pytest -q -p no:cacheprovider", tmp_path, env=on_path,
+                            sandbox=resolve("write")).run()
+        assert result.passed and result.passed_count == 1, result.output
+    finally:
+        shutil.rmtree(home)
 
 def test_a_timeout_kills_everything_the_sandboxed_command_started(tmp_path: Path, bwrap: str) -> None:
     script = ("import subprocess, sys, time\n"

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,7 +81,9 @@ class Policy:
     protected: tuple[Path, ...] = ()  # read-only even inside a writable path: .git, the index, the state directory
     network: bool = True
     hidden: tuple[Path, ...] = ()  # replaced by an empty private directory: $XDG_RUNTIME_DIR, HOME under strict
-    kept: tuple[Path, ...] = ()  # read-only again inside a hidden directory: the programs' install prefixes
+    # read-only again inside a hidden directory or over the private /tmp: the programs' install prefixes (a
+    # virtual environment under /tmp is as much the test command's as one in HOME)
+    kept: tuple[Path, ...] = ()
 
 
 def _inside(path: Path, parent: Path) -> bool:
@@ -149,9 +152,9 @@ class Sandbox:
                 "network": self.mode != "strict", "home_hidden": self.mode == "strict",
                 "unavailable": self.unavailable}
 
-    def policy(self, tree: Path, env: Mapping[str, str]) -> Policy:
-        """The policy of one test run in `tree` with this environment; missing caches of installed tools are
-        created first (a bind needs its directory)."""
+    def policy(self, tree: Path, env: Mapping[str, str], argv: Sequence[str] = ()) -> Policy:
+        """The policy of one test run of argv in `tree` with this environment; missing caches of installed tools
+        are created first (a bind needs its directory)."""
         tree = tree.resolve()
         writable = [tree]
         for cache, path in cache_dirs(env):
@@ -159,13 +162,14 @@ class Sandbox:
                 writable.append(path.resolve())
         writable += [p.resolve() for p in self.extra if p.exists()]
         writable = list(dict.fromkeys(p for p in writable if p == tree or not _inside(p, tree)))
-        hidden, kept = [], []
+        search_path = env.get("PATH", os.defpath)
+        hidden, kept = [], _install_prefixes(search_path, TMP, _programs(argv))
         if env.get("XDG_RUNTIME_DIR"):  # the session's D-Bus and the systemd user manager: ways out of any sandbox
             hidden.append(Path(env["XDG_RUNTIME_DIR"]).resolve())
         home = Path(env.get("HOME") or Path.home()).resolve()
         if self.mode == "strict" and home != Path("/"):
             hidden.append(home)
-            kept = _install_prefixes(env.get("PATH", os.defpath), home)
+            kept += _install_prefixes(search_path, home)
         protected = [tree / ".git", *(p.resolve() for p in self.protected)]
         return Policy(tuple(writable), tuple(protected), self.mode != "strict", tuple(h for h in hidden if h.is_dir()),
                       tuple(kept))
@@ -174,7 +178,7 @@ class Sandbox:
         """argv as it runs in the sandbox (as it is when the sandbox is off)."""
         if not self.active or self.executable is None:
             return argv
-        policy = self.policy(cwd, env)
+        policy = self.policy(cwd, env, argv)
         logger.debug("sandbox %s: writable %s, read-only %s", self.mode, policy.writable, policy.protected)
         return bwrap_argv(self.executable, policy, argv, cwd.resolve())
 
@@ -193,17 +197,29 @@ def _prepare(path: Path, tool: str, env: Mapping[str, str]) -> bool:
     return True
 
 
-def _install_prefixes(search_path: str, home: Path) -> list[Path]:
-    """The install prefixes, inside HOME, of the PATH's directories (read-only under strict's hidden HOME)."""
+def _programs(argv: Sequence[str]) -> list[Path]:
+    """The programs a test command starts by path or by name: its first word, and for a shell's `-c` script that
+    script's first word (best effort: a script that does not split is left to PATH)."""
+    words = list(argv[:1])
+    if len(argv) > 2 and Path(argv[0]).name in ("sh", "bash") and argv[1] == "-c":
+        try:
+            words += shlex.split(argv[2])[:1]
+        except ValueError:
+            pass
+    return [Path(w) for w in words if w]
+
+
+def _install_prefixes(search_path: str, inside: Path, programs: Iterable[Path] = ()) -> list[Path]:
+    """The install prefixes, inside `inside` (HOME under strict, /tmp always), of the PATH's directories and of the
+    programs named by path (a virtual environment's bin/python): read-only over the hidden or private directory."""
+    places = [Path(entry) for entry in search_path.split(os.pathsep) if entry and Path(entry).is_absolute()]
+    places += [program.parent for program in programs if program.is_absolute()]
     prefixes = []
-    for entry in search_path.split(os.pathsep):
-        if not entry or not Path(entry).is_absolute():
-            continue
-        path = Path(entry).resolve()
-        if _inside(path, home):
-            prefix = path.parent if path.name in _BIN_DIRS and path.parent != home else path
-            prefixes.append(prefix)
-    return list(dict.fromkeys(prefixes))
+    for place in places:
+        path = Path(os.path.abspath(place)) if place.is_symlink() else place.resolve()  # a venv's bin, not its target
+        if _inside(path, inside):
+            prefixes.append(path.parent if path.name in _BIN_DIRS and path.parent != inside else path)
+    return list(dict.fromkeys(p for p in prefixes if p.is_dir()))
 
 
 def resolve(requested: str, executable: str = "bwrap", *, protected: Iterable[Path] = (),
