@@ -92,7 +92,7 @@ def lazy_order(record: dict, fast: fusion.Model, full: fusion.Model) -> list[str
     vectors the record has only because the extraction's own pick asked for them are dropped when this pick would
     not have (vectors it would ask for but the record lacks stay missing: the replay can only under-state dense)."""
     first, drop = _as_lazy(record, fast)
-    sig, paths, matrix = _features(record, drop)
+    sig, paths, matrix = features_of(record, drop)
     if not any(f.dense is not None for f in sig.files.values()):
         return [p for p, _ in first]
     return [p for p, _ in fusion.order(paths, matrix, full)]
@@ -103,7 +103,7 @@ def lazy_order(record: dict, fast: fusion.Model, full: fusion.Model) -> list[str
 _FEATURES: dict[int, tuple[dict, dict[frozenset[str], tuple[Signals, list[str], np.ndarray]]]] = {}
 
 
-def _features(record: dict, drop: frozenset[str] = frozenset()) -> tuple[Signals, list[str], np.ndarray]:
+def features_of(record: dict, drop: frozenset[str] = frozenset()) -> tuple[Signals, list[str], np.ndarray]:
     """The record's signals (vectors of `drop` taken away), candidate paths and feature matrix, computed once."""
     kept, by_drop = _FEATURES.setdefault(id(record), (record, {}))
     assert kept is record
@@ -116,7 +116,7 @@ def _features(record: dict, drop: frozenset[str] = frozenset()) -> tuple[Signals
 def _as_lazy(record: dict, fast: fusion.Model) -> tuple[list[tuple[str, float]], frozenset[str]]:
     """The fast model's order of the record's candidates, and the files whose vectors the lazy flow under that model
     would not have (those the extraction made only for its own pick)."""
-    sig, paths, matrix = _features(record)
+    sig, paths, matrix = features_of(record)
     first = fusion.order(paths, matrix, fast)
     return first, frozenset(set(record.get("asked", [])) - set(dense_asks(first, sig)))
 
@@ -124,5 +124,5 @@ def _as_lazy(record: dict, fast: fusion.Model) -> tuple[list[tuple[str, float]],
 def query_for(record: dict, fast: fusion.Model | None = None) -> Query:
     """The record as a training query (its gold files' rows; none when no gold file is a candidate). With `fast`,
     the dense features are those the lazy flow would have under that fast model (see lazy_order)."""
-    _sig, paths, matrix = _features(record, frozenset() if fast is None else _as_lazy(record, fast)[1])
+    _sig, paths, matrix = features_of(record, frozenset() if fast is None else _as_lazy(record, fast)[1])
     return Query(np.asarray(matrix), tuple(paths.index(g) for g in golds_of(record) if g in paths))
