@@ -11,7 +11,7 @@ from pathlib import Path
 
 from code_assistant import commands
 from code_assistant.errors import EXIT_FAILED, EXIT_INTERRUPTED, AssistantError, UsageError, attached_log
-from code_assistant.settings import DEFAULT_TEST_COMMAND, Settings, load_settings
+from code_assistant.settings import DEFAULT_TEST_COMMAND, SANDBOX_MODES, Settings, load_settings
 
 
 class _Parser(argparse.ArgumentParser):
@@ -69,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--max-tokens", type=int, help="stop when the run has used this many tokens")
     g.add_argument("--review", action="store_true", default=None, help="show each diff and apply it only after y")
     g.add_argument("--dry-run", action="store_true", default=None, help="plan and print the diff; write nothing")
+    g.add_argument("--sandbox", choices=SANDBOX_MODES, help="what the test command may write: off (anything), write "
+                   "(the repository, /tmp and toolchain caches), strict (that, no network, HOME hidden); "
+                   f"default {_default('sandbox')} where bubblewrap works ($CODE_ASSISTANT_SANDBOX)")
     v = p.add_argument_group("success that means the task is done")
     v.add_argument("--reproduce", action="store_true", default=None,
                    help="first ask for a test that fails before the fix (default: when the suite is green)")
@@ -140,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             max_cost=args.max_cost, max_tokens=args.max_tokens, log_dir=args.log_dir, review=args.review,
             dry_run=args.dry_run, stream=sys.stdout.isatty() and not args.no_stream and not args.json,
             verbose=args.verbose, embed_budget=args.embed_budget, reproduce=args.reproduce,
-            candidates=args.candidates)
+            candidates=args.candidates, sandbox=args.sandbox)
         if args.recover:
             return commands.recover(settings)
         if args.index_all:

@@ -8,11 +8,15 @@ import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from code_assistant import console
 from code_assistant.agent.stop import Stop
 from code_assistant.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, ConfigError, attach_log
 from code_assistant.settings import Settings, repo_id
+
+if TYPE_CHECKING:
+    from code_assistant.verify.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
 
@@ -192,6 +196,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     from code_assistant.verify.runner import TestRunner
 
     TestRunner(settings.test_command, cwd=settings.repo, timeout=settings.test_timeout).check()
+    sandbox = _sandbox(settings)
     replay = _replay_model(settings, args)
     if replay is None:
         _api_key(settings)  # a missing key is reported before anything else happens
@@ -209,10 +214,11 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         if settings.max_cost is not None and estimate_cost(model.name, 1, 1, settings.base_url) is None:
             say("[--max-cost: this model has no price (a local server or an unknown model); only --max-tokens caps "
                 "the run]")
+        say(f"[Sandbox: {sandbox.describe()}]")
         work = dataclasses.replace(settings, repo=workflow.start())
         trajectory = Trajectory(work.runs_dir, work.task or "task")
         try:
-            result = _run_agent(work, model, settings, args, say, workflow.guard, trajectory)
+            result = _run_agent(work, model, settings, args, say, workflow.guard, trajectory, sandbox)
         except BaseException as exc:
             attach_log(exc, str(trajectory.path))
             workflow.finish(False, [], 0)
@@ -221,12 +227,21 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
                                     result.iterations):
             say(line)
     if args.json:
-        print(json.dumps(console.result_json(result)))
+        print(json.dumps({**console.result_json(result), "sandbox": sandbox.record()}))
     else:
         console.summary(result)
     if result.stop_reason == Stop.INTERRUPTED:
         return EXIT_INTERRUPTED
     return EXIT_OK if result.success else EXIT_FAILED
+
+
+def _sandbox(settings: Settings) -> Sandbox:
+    """What the test command may write; `strict` where no sandbox can be had is a ConfigError, raised before
+    anything is touched."""
+    from code_assistant.verify.sandbox import resolve
+
+    return resolve(settings.sandbox, settings.sandbox_bwrap, writable=settings.sandbox_writable,
+                   protected=[settings.index_path, settings.state_path, settings.runs_dir])
 
 
 def _replay_model(settings: Settings, args: argparse.Namespace):  # noqa: ANN202 - ReplayModel | None
@@ -251,14 +266,16 @@ def _run_model(settings: Settings):  # noqa: ANN202 - model.chat.OpenAIChat
 
 
 def _run_agent(work: Settings, model, settings: Settings, args: argparse.Namespace,  # noqa: ANN001, ANN202
-               say: Callable[[str], None], pre_write: Callable[[list[str]], None], trajectory):  # noqa: ANN001
-    """The agent (or best of N) on the working tree `work` (the repository, a branch of it, or a worktree)."""
+               say: Callable[[str], None], pre_write: Callable[[list[str]], None], trajectory,  # noqa: ANN001
+               sandbox: Sandbox | None = None):
+    """The agent (or best of N) on the working tree `work` (the repository, a branch of it, or a worktree); its
+    test runs confined by `sandbox`."""
     from code_assistant.agent.loop import Agent
     from code_assistant.edit.editor import FileEditor
     from code_assistant.verify.runner import TestRunner
 
     runner = TestRunner(work.test_command, cwd=work.repo, timeout=work.test_timeout,
-                        running_file=_running_tests(settings))
+                        running_file=_running_tests(settings), sandbox=sandbox)
     editor = FileEditor(work.repo, state_dir=work.repo_state_dir, forbidden=[work.index_path])
     with console.index_progress(enabled=not args.json) as progress:
         agent = Agent(work, model, _build_indexer(work), runner, editor, say=say, trajectory=trajectory,

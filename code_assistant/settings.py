@@ -16,6 +16,7 @@ DEFAULT_TEST_COMMAND = "pytest"
 # two cores; an embeddings API is fast enough for ten times as many.
 EMBED_BUDGETS = {"local": 200, "openai": 2000}
 MIN_CONTEXT_WINDOW = 512  # below this no request (system prompt, task, some code, an answer) fits at all
+SANDBOX_MODES = ("off", "write", "strict")  # what the test command may write: anything; the tree; that, no network
 
 
 def cache_home() -> Path:
@@ -62,6 +63,9 @@ class Settings:
     dry_run: bool = False
     reproduce: bool | None = None   # write a failing test first; None: when the suite is green before the change
     candidates: int = 1             # independent attempts, each in a scratch copy; the best one is applied
+    sandbox: str = "write"          # SANDBOX_MODES; write: unconfined (and said so) where no sandbox can be had
+    sandbox_bwrap: str = "bwrap"    # the bubblewrap executable (CODE_ASSISTANT_BWRAP)
+    sandbox_writable: list[Path] = field(default_factory=list)  # more paths a test may write (os.pathsep list)
     stream: bool = False
     verbose: bool = False
 
@@ -119,6 +123,11 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
         settings.index_path = Path(env["CODE_ASSISTANT_INDEX_PATH"]).expanduser()
     if env.get("CODE_ASSISTANT_STATE_PATH"):
         settings.state_path = Path(env["CODE_ASSISTANT_STATE_PATH"]).expanduser()
+    # the sandbox from the environment only: a .env file may lie in the repository, which the tests can write
+    settings.sandbox = os.environ.get("CODE_ASSISTANT_SANDBOX") or settings.sandbox
+    settings.sandbox_bwrap = os.environ.get("CODE_ASSISTANT_BWRAP") or settings.sandbox_bwrap
+    settings.sandbox_writable = [Path(p).expanduser() for p in
+                                 os.environ.get("CODE_ASSISTANT_SANDBOX_WRITABLE", "").split(os.pathsep) if p]
     for key, value in cli.items():
         if value is None:
             continue
@@ -135,6 +144,8 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
         raise ConfigError("--max-iterations must be at least 1")
     if settings.test_timeout <= 0:
         raise ConfigError("--test-timeout must be positive")
+    if settings.sandbox not in SANDBOX_MODES:
+        raise ConfigError(f"--sandbox (CODE_ASSISTANT_SANDBOX) must be off, write or strict, not {settings.sandbox!r}")
     if settings.candidates < 1:
         raise ConfigError("--candidates must be at least 1")
     if settings.candidates > 1 and settings.dry_run:

@@ -61,6 +61,31 @@ def python_repo(root: Path, files: dict[str, str] | None = None, git: bool = Tru
     return repo
 
 
+NODE_APP = {  # node's built-in runner; add() subtracts, so `npm test` fails on 'adds'
+    "package.json": json.dumps({"name": "app", "version": "1.0.0", "scripts": {"test": "node --test"}}),
+    "src/math.js": "function add(a, b) {\n  return a - b;\n}\nmodule.exports = { add };\n",
+    "test/math.test.js": ("const test = require('node:test');\nconst assert = require('node:assert');\n"
+                          "const { add } = require('../src/math.js');\n\n"
+                          "test('adds', () => {\n  assert.strictEqual(add(2, 3), 5);\n});\n")}
+GO_SVC = {  # a Go module whose Add subtracts, so `go test ./...` fails on TestAdd
+    "go.mod": "module example.com/svc\n\ngo 1.19\n",
+    "calc/calc.go": "package calc\n\nfunc Add(a, b int) int {\n\treturn a - b\n}\n",
+    "calc/calc_test.go": ("package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n"
+                          "\tif Add(2, 3) != 5 {\n\t\tt.Errorf(\"Add(2, 3) = %d, want 5\", Add(2, 3))\n\t}\n}\n")}
+
+
+def node_repo(root: Path) -> Path:
+    repo = write_tree(root / "app", NODE_APP)
+    git_init(repo)
+    return repo
+
+
+def go_repo(root: Path) -> Path:
+    repo = write_tree(root / "svc", GO_SVC)
+    git_init(repo)
+    return repo
+
+
 def snapshot(root: Path) -> dict[str, tuple[bytes, int] | str]:
     """Every path below root (except .git) with its bytes and mode: the unit of 'byte for byte'."""
     result: dict[str, tuple[bytes, int] | str] = {}
@@ -86,6 +111,10 @@ def modify(path: str, search: str, replace: str, description: str = "") -> dict:
 
 def create(path: str, content: str) -> dict:
     return {"file_path": path, "action": "create", "description": "new file", "content": content}
+
+
+NODE_FIX = modify("src/math.js", "  return a - b;", "  return a + b;")
+GO_FIX = modify("calc/calc.go", "\treturn a - b", "\treturn a + b")
 
 
 def _cli_env(server_url: str | None, api_key: str | None, extra_env: dict[str, str] | None) -> dict[str, str]:

@@ -201,9 +201,10 @@ def test_ctrl_c_while_candidates_run_stops_their_tests_and_removes_their_copies(
     with ScriptedServer(by_seed={n: [_fix(0)] for n in (1, 2)}) as server:
         env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k", "TMPDIR": str(scratch),
                "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+        # unconfined: the marks are written outside the copies and name host pids (sandboxed: test_sandbox.py)
         proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), "--repo", str(repo), "--task", "fix add",
-                                 "--test-command", PYTEST, "--candidates", "2"], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=env)
+                                 "--test-command", PYTEST, "--candidates", "2", "--sandbox", "off"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         deadline = time.monotonic() + 120
         while len(list(marks.iterdir())) < 2 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.2)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.repos import (ROOT, answer, create, git_init, modify, progress_lines, python_repo,
-                         run_cli, snapshot, write_tree)
+from tests.repos import (GO_FIX, NODE_FIX, ROOT, answer, create, go_repo, modify, node_repo, progress_lines,
+                         python_repo, run_cli, snapshot, write_tree)
 from tests.scripted_server import ScriptedServer
 
 PYTEST = f"{sys.executable} -m pytest -q"
@@ -180,16 +180,8 @@ def test_context_only_json_needs_no_key_and_ranks_the_right_file(tmp_path: Path)
 
 @pytest.mark.skipif(shutil.which("node") is None or shutil.which("npm") is None, reason="node/npm not installed")
 def test_node_repo_with_npm_test(tmp_path: Path) -> None:
-    repo = tmp_path / "app"
-    write_tree(repo, {
-        "package.json": json.dumps({"name": "app", "version": "1.0.0", "scripts": {"test": "node --test"}}),
-        "src/math.js": "function add(a, b) {\n  return a - b;\n}\nmodule.exports = { add };\n",
-        "test/math.test.js": ("const test = require('node:test');\nconst assert = require('node:assert');\n"
-                              "const { add } = require('../src/math.js');\n\n"
-                              "test('adds', () => {\n  assert.strictEqual(add(2, 3), 5);\n});\n")})
-    git_init(repo)
-    fix = modify("src/math.js", "  return a - b;", "  return a + b;")
-    with ScriptedServer([answer(fix)]) as server:
+    repo = node_repo(tmp_path)
+    with ScriptedServer([answer(NODE_FIX)]) as server:
         proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", "npm test"],
                        server_url=server.url)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -198,18 +190,11 @@ def test_node_repo_with_npm_test(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("go") is None, reason="go not installed")
 def test_go_module_with_go_test(tmp_path: Path) -> None:
-    repo = tmp_path / "svc"
-    write_tree(repo, {
-        "go.mod": "module example.com/svc\n\ngo 1.19\n",
-        "calc/calc.go": "package calc\n\nfunc Add(a, b int) int {\n\treturn a - b\n}\n",
-        "calc/calc_test.go": ("package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n"
-                              "\tif Add(2, 3) != 5 {\n\t\tt.Errorf(\"Add(2, 3) = %d, want 5\", Add(2, 3))\n\t}\n}\n")})
-    git_init(repo)
-    fix = modify("calc/calc.go", "\treturn a - b", "\treturn a + b")
+    repo = go_repo(tmp_path)
     gocache = tmp_path / "gocache"
     env = {"GOCACHE": str(gocache), "GOPATH": str(tmp_path / "gopath"), "GOFLAGS": "-mod=mod",
            "GOTOOLCHAIN": "local", "GOPROXY": "off"}
-    with ScriptedServer([answer(fix)]) as server:
+    with ScriptedServer([answer(GO_FIX)]) as server:
         proc = run_cli(["--repo", str(repo), "--task", "fix Add", "--test-command", "go test ./..."],
                        server_url=server.url, extra_env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr

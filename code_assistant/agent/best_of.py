@@ -185,7 +185,8 @@ class BestOf:
                                        reproduce=False, embed_budget=0, review=False, stream=False)
         running = parent.runner.running_file
         runner = TestRunner(settings.test_command, cwd=scratch, timeout=settings.test_timeout,
-                            running_file=running.with_name(f"{running.name}-{number}") if running else None)
+                            running_file=running.with_name(f"{running.name}-{number}") if running else None,
+                            sandbox=parent.runner.sandbox)  # the same confinement, around the scratch copy
         editor = FileEditor(scratch, state_dir=settings.repo_state_dir, forbidden=[settings.index_path])
         model = self.make_model(number)
         parent.parts.meter.add(model)

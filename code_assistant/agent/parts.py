@@ -51,6 +51,7 @@ def build_parts(settings: Settings, model: ChatModel, runner: TestRunner, editor
     asker = Asker(settings, model, requests, state, say=say, budget=budget or meter.total, on_token=on_token,
                   stop=stop)
     applier = Applier(settings, editor, asker, state, say=say, review=review, pre_write=pre_write)
-    recorder = Recorder(settings, model.name, state, usage=meter.total, trajectory=trajectory)
+    recorder = Recorder(settings, model.name, state, usage=meter.total, trajectory=trajectory,
+                        sandbox=runner.sandbox.record() if runner.sandbox else None)
     return Parts(settings, model, state, meter, requests, asker, applier, Verifier(settings, runner, say=say),
                  recorder, editor, say)

@@ -17,9 +17,10 @@ class Recorder:
     """`usage`: what the run reports (best of N: every attempt's model; an attempt: its own)."""
 
     def __init__(self, settings: Settings, model_name: str, state: RunState, *, usage: Callable[[], Usage],
-                 trajectory: Trajectory | None = None) -> None:
+                 trajectory: Trajectory | None = None, sandbox: dict[str, object] | None = None) -> None:
+        """sandbox: what the test command runs in (Sandbox.record()), for the final record."""
         self.settings, self.model_name, self.state = settings, model_name, state
-        self.usage, self.trajectory = usage, trajectory
+        self.usage, self.trajectory, self.sandbox = usage, trajectory, sandbox
 
     def record(self, applied: Applied, result: TestResult) -> None:
         """The current step, complete with its edits and its test run, into the run log."""
@@ -53,7 +54,8 @@ class Recorder:
                      completion_tokens=usage.completion_tokens, cost_usd=self.cost(),
                      files=outcome.files_modified if outcome else files,
                      stop_reason=outcome.stop_reason if outcome else "crashed", candidate=state.candidate,
-                     reproduction=reproduction.summary() if reproduction is not None else None)
+                     reproduction=reproduction.summary() if reproduction is not None else None,
+                     sandbox=self.sandbox)
         if state.step.answers and state.step.test_exit_code is None:
             final.answers, final.reasoning = state.step.answers, state.step.reasoning
             final.answer_format = state.step.answer_format

@@ -12,6 +12,8 @@ Schema (format 2), one object per line:
   test_exit_code: int | null     tests_failed: [str]             tests_passed: int | null
   timed_out: bool                duration_s: float               stop_reason: str | null (set on "final")
   candidate: int | null          reproduction: str | null
+  sandbox: {requested, mode, backend, network, home_hidden, unavailable} | null (set on "final": what the test
+           command ran in, verify/sandbox.py)
 Format 1 is format 2 without answer_format and reasoning; both are read (--replay).
 """
 from __future__ import annotations
@@ -59,6 +61,7 @@ class Step:
     stop_reason: str | None = None
     candidate: int | None = None  # best of N: the attempt this step belongs to (None: the run in the repository)
     reproduction: str | None = None  # on the final step: what became of the reproduction test, in words
+    sandbox: dict[str, object] | None = None  # on the final step: what the test command ran in
     format: int = FORMAT
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from code_assistant.errors import AssistantError
 from code_assistant.verify.outputs import TestFailure, parse_test_output, strip_ansi
+from code_assistant.verify.sandbox import Sandbox
 
 __all__ = ["TestCommandError", "TestResult", "TestRunner", "reap_leftovers", "truncate_output"]
 
@@ -96,11 +97,12 @@ class TestRunner:
     def __init__(self, command: str | list[str], cwd: Path, timeout: float = 120.0,
                  env: dict[str, str] | None = None, head_lines: int = 200, tail_lines: int = 400,
                  kill_grace: float = KILL_GRACE_S, running_file: Path | None = None,
-                 capture_bytes: int = MAX_CAPTURE_BYTES) -> None:
+                 capture_bytes: int = MAX_CAPTURE_BYTES, sandbox: Sandbox | None = None) -> None:
         """running_file, when given, names the run's processes while it lasts, so that `reap_leftovers` can stop
         them if this process dies without cleaning up (kill -9). capture_bytes: beyond this much output its middle
-        is dropped while reading."""
+        is dropped while reading. sandbox: what the command may write (verify/sandbox.py; None: anything)."""
         self.running_file = running_file
+        self.sandbox = sandbox
         self.command = shlex.split(command) if isinstance(command, str) else list(command)
         self.cwd = Path(cwd)
         self.timeout = timeout
@@ -125,7 +127,7 @@ class TestRunner:
     def with_command(self, command: str) -> TestRunner:
         """The same runner (directory, timeout, environment, bookkeeping) for another command."""
         runner = TestRunner(command, self.cwd, self.timeout, self.env, self.head_lines, self.tail_lines,
-                            self.kill_grace, self.running_file, self.capture_bytes)
+                            self.kill_grace, self.running_file, self.capture_bytes, self.sandbox)
         runner._cancelled, runner._live, runner._live_lock = self._cancelled, self._live, self._live_lock  # one cancel
         return runner
 
@@ -161,12 +163,13 @@ class TestRunner:
         self.check()
         logger.info("running %s in %s (timeout %gs)", shlex.join(self.command), self.cwd, self.timeout)
         start = time.monotonic()
+        argv = self.sandbox.wrap(self._argv, self.cwd, self.env) if self.sandbox else self._argv
         token = uuid.uuid4().hex
         if self.running_file:
             _write_running(self.running_file, token)
         try:
             try:
-                proc = subprocess.Popen(self._argv, cwd=self.cwd, env={**self.env, RUN_TOKEN_VAR: token},
+                proc = subprocess.Popen(argv, cwd=self.cwd, env={**self.env, RUN_TOKEN_VAR: token},
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         start_new_session=True)
             except OSError as exc:

@@ -1,0 +1,453 @@
+"""The sandbox the test command runs in: what a test may write, reach and leave behind.
+
+The policy's command line is checked directly (pure functions); everything else runs for real: bubblewrap around the
+repositories' real test commands, through the CLI with the scripted model. Tests that need bubblewrap fail when it is
+missing (CI installs it); the paths without a sandbox point the bwrap lookup at a missing or broken executable.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from code_assistant.verify.runner import RUN_TOKEN_VAR, TestRunner, reap_leftovers
+from code_assistant.verify.sandbox import Policy, Sandbox, bwrap_argv, cache_dirs, resolve
+from tests.repos import (GO_FIX, NODE_FIX, ROOT, answer, go_repo, modify, node_repo, python_repo, run_cli, snapshot,
+                         write_tree)
+from tests.scripted_server import ScriptedServer
+
+PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
+NO_CHANGES = answer()
+
+
+@pytest.fixture
+def bwrap() -> str:
+    """bubblewrap, which CI installs: without it these tests fail rather than pass for nothing."""
+    found = shutil.which("bwrap")
+    if found is None:
+        pytest.fail("bubblewrap is not installed (apt-get install bubblewrap): the sandbox tests need it")
+    return found
+
+
+def _cli(repo: Path, server: ScriptedServer, *extra: str, task: str = "fix add",
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return run_cli(["--repo", str(repo), "--task", task, "--test-command", PYTEST, *extra], server_url=server.url,
+                   extra_env=env)
+
+
+def _header(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if line.startswith("[Sandbox: ")]
+
+
+def _in(directory: Path) -> list[int]:
+    """The processes working in `directory` or below (their cwd, deleted or not): what test runs there started."""
+    pids = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if Path(os.readlink(entry / "cwd")).is_relative_to(directory):
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+def _until(condition: object, what: str, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+# ----- the policy, as a command line ------------------------------------------------------------------------------
+def test_write_binds_the_tree_over_a_read_only_root_and_keeps_git_read_only() -> None:
+    tree = Path("/home/me/src/proj")
+    policy = Policy((tree, Path("/home/me/.cache/go-build")), (tree / ".git", Path("/home/me/.cache/ca/state")))
+    argv = bwrap_argv("/usr/bin/bwrap", policy, ["pytest", "-q"], tree)
+    text = " ".join(argv)
+    assert argv[:3] == ["/usr/bin/bwrap", "--die-with-parent", "--unshare-pid"]
+    assert "--unshare-net" not in argv and "--new-session" not in argv
+    assert text.index("--ro-bind / /") < text.index("--tmpfs /tmp") < text.index(f"--bind {tree} {tree}")
+    assert text.index(f"--bind {tree} {tree}") < text.index(f"--ro-bind-try {tree}/.git {tree}/.git")
+    assert "--bind /home/me/.cache/go-build /home/me/.cache/go-build" in text
+    assert "/home/me/.cache/ca/state" not in text, "outside every writable path it is read-only already"
+    assert argv[-8:] == ["--setenv", "TMPDIR", "/tmp", "--chdir", str(tree), "--", "pytest", "-q"]
+
+
+def test_a_tree_under_tmp_gets_read_only_neighbours_not_private_ones() -> None:
+    tree = Path("/tmp/work/a/proj")
+    text = " ".join(bwrap_argv("bwrap", Policy((tree,)), ["true"], tree))
+    assert text.index("--tmpfs /tmp") < text.index("--ro-bind /tmp/work /tmp/work") < text.index(f"--bind {tree}")
+    assert "--ro-bind /tmp/x" not in " ".join(bwrap_argv("bwrap", Policy((Path("/tmp/x"),)), ["true"], tree))
+
+
+def test_strict_takes_the_network_and_hides_home_but_not_what_may_be_written() -> None:
+    home, tree = Path("/home/me"), Path("/home/me/src/proj")
+    policy = Policy((tree, home / ".npm"), network=False, hidden=(home, Path("/run/user/1000")),
+                    kept=(home / ".local",))
+    text = " ".join(bwrap_argv("bwrap", policy, ["npm", "test"], tree))
+    assert "--unshare-net" in text
+    assert (text.index("--tmpfs /home/me ") < text.index("--ro-bind-try /home/me/.local /home/me/.local")
+            < text.index(f"--bind {tree} {tree}"))
+    assert "--bind /home/me/.npm /home/me/.npm" in text and "--tmpfs /run/user/1000" in text
+    over_tree = Policy((tree,), hidden=(tree, tree / "sub"))  # HOME as the repository: hiding it would cover it
+    assert "--tmpfs" not in " ".join(bwrap_argv("bwrap", over_tree, ["true"], tree)).replace("--tmpfs /tmp", "")
+
+
+def test_caches_follow_their_tools_variables_else_the_defaults() -> None:
+    home = {"HOME": "/home/me"}
+    defaults = {cache.name: str(path) for cache, path in cache_dirs(home)}
+    assert defaults["Go build cache"] == "/home/me/.cache/go-build"
+    assert defaults["Go module cache"] == "/home/me/go/pkg/mod"
+    assert defaults["npm cache"] == "/home/me/.npm" and defaults["pip cache"] == "/home/me/.cache/pip"
+    assert defaults["cargo registry"] == "/home/me/.cargo/registry" and "cargo target" not in defaults
+    moved = {cache.name: str(path) for cache, path in cache_dirs({
+        **home, "XDG_CACHE_HOME": "/x", "GOCACHE": "/g", "GOPATH": "/p1:/p2", "CARGO_HOME": "/c",
+        "CARGO_TARGET_DIR": "/t", "npm_config_cache": "/n", "PIP_CACHE_DIR": "relative/pip"})}
+    assert moved["Go build cache"] == "/g" and moved["Go module cache"] == "/p1/pkg/mod"
+    assert moved["cargo git"] == "/c/git" and moved["cargo target"] == "/t" and moved["npm cache"] == "/n"
+    assert moved["uv cache"] == "/x/uv" and "pip cache" not in moved, "a relative path is no place to bind"
+    assert "Go build cache" not in {c.name for c, _ in cache_dirs({**home, "GOCACHE": "off"})}
+
+
+def test_the_header_and_the_record_say_what_is_in_force() -> None:
+    write = Sandbox("write", "write", "bubblewrap", "/usr/bin/bwrap")
+    assert write.describe() == "write (bubblewrap): repository + /tmp writable, network on"
+    strict = Sandbox("strict", "strict", "bubblewrap", "/usr/bin/bwrap")
+    assert strict.describe() == "strict (bubblewrap): repository + /tmp writable, network off, HOME hidden"
+    assert strict.record() == {"requested": "strict", "mode": "strict", "backend": "bubblewrap", "network": False,
+                               "home_hidden": True, "unavailable": None}
+    missing = Sandbox("write", "off", unavailable="bwrap not found; install bubblewrap")
+    assert missing.describe() == "unavailable (bwrap not found; install bubblewrap); tests run unconfined"
+    assert missing.wrap(["pytest"], Path("/"), {}) == ["pytest"] and Sandbox("off", "off").wrap(["x"], Path("/"),
+                                                                                                 {}) == ["x"]
+
+
+# ----- the runner inside the sandbox ------------------------------------------------------------------------------
+def test_the_parsers_see_the_same_output_inside(tmp_path: Path, bwrap: str) -> None:
+    write_tree(tmp_path, {"tests/test_a.py": "def test_ok():\n    pass\n\n\ndef test_bad():\n    assert 1 + 1 == 3\n"})
+    outside = TestRunner(PYTEST, tmp_path).run()
+    inside = TestRunner(PYTEST, tmp_path, sandbox=resolve("write")).run()
+    assert inside.failed_ids == outside.failed_ids == ["tests/test_a.py::test_bad"]
+    assert [(f.file, f.line, f.message) for f in inside.failures] == [(f.file, f.line, f.message)
+                                                                      for f in outside.failures]
+    assert (inside.passed_count, inside.exit_code, inside.runner) == (outside.passed_count, 1, "pytest")
+
+
+def test_a_timeout_kills_everything_the_sandboxed_command_started(tmp_path: Path, bwrap: str) -> None:
+    script = ("import subprocess, sys, time\n"
+              "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+              "open('STARTED', 'w').close()\ntime.sleep(300)\n")
+    write_tree(tmp_path, {"hang.py": script})
+    result = TestRunner([sys.executable, "hang.py"], tmp_path, timeout=3, sandbox=resolve("write")).run()
+    assert result.timed_out and (tmp_path / "STARTED").exists()
+    _until(lambda: not _in(tmp_path), "a process of the timed-out run is still alive", seconds=10)
+
+
+def test_the_session_runtime_directory_is_hidden_and_tmp_is_private(tmp_path: Path, bwrap: str) -> None:
+    runtime, tree = tmp_path / "run", tmp_path / "tree"
+    runtime.mkdir()
+    (runtime / "bus").write_text("the session's D-Bus stands here")
+    tree.mkdir()
+    script = ("import os, tempfile\nprint(sorted(os.listdir(os.environ['XDG_RUNTIME_DIR'])), tempfile.gettempdir())\n"
+              "open('/tmp/left-behind', 'w').close()\n")
+    result = TestRunner([sys.executable, "-c", script], tree, env={"XDG_RUNTIME_DIR": str(runtime)},
+                        sandbox=resolve("write")).run()
+    assert result.passed and result.output == "[] /tmp\n", result.output
+    assert not Path("/tmp/left-behind").exists()
+
+
+def test_leftovers_of_a_sandboxed_run_are_reaped_through_its_token(tmp_path: Path, bwrap: str) -> None:
+    running = tmp_path / "running-tests"
+    running.write_text("cafe")
+    work = tmp_path / "work"
+    work.mkdir()
+    argv = resolve("write").wrap([sys.executable, "-c", "import time; time.sleep(300)"], work, dict(os.environ))
+    leftover = subprocess.Popen(argv, cwd=work, env={**os.environ, RUN_TOKEN_VAR: "cafe"}, start_new_session=True)
+    try:
+        _until(lambda: len(_in(work)) >= 3, "bwrap, its pid 1 and the sleeping command")
+        assert reap_leftovers(running) >= 1  # the rest may die with bwrap before the scan reaches them
+        assert leftover.wait(timeout=10) != 0
+        _until(lambda: not _in(work), "a process of the reaped run is still alive", seconds=10)
+    finally:
+        leftover.kill()
+
+
+# ----- through the CLI -------------------------------------------------------------------------------------------
+HOSTILE = '''import os
+
+_refused = []
+for _target in (os.path.expanduser("~/pwned"),
+                os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sibling", "pwned")):
+    try:
+        with open(_target, "w") as _out:
+            _out.write("written by the model's code")
+    except OSError as exc:
+        _refused.append(f"{_target}: {exc.strerror}")
+if _refused:
+    raise OSError("refused: " + "; ".join(_refused))
+'''
+HOSTILE_FIX = answer(modify("calc.py", '"""A tiny calculator."""\n', '"""A tiny calculator."""\n' + HOSTILE),
+                     modify("calc.py", "    return a - b", "    return a + b"))
+CLEAN_UP = answer(modify("calc.py", HOSTILE, ""))
+
+
+def test_a_test_cannot_write_home_or_beside_the_repository_and_the_model_hears_of_it(
+        tmp_path: Path, isolated_env: Path, bwrap: str) -> None:
+    repo = python_repo(tmp_path)
+    (tmp_path / "sibling").mkdir()
+    with ScriptedServer([HOSTILE_FIX, CLEAN_UP]) as server:
+        proc = _cli(repo, server, "--sandbox", "write")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _header(proc.stdout) == ["[Sandbox: write (bubblewrap): repository + /tmp writable, network on]"]
+    assert not (isolated_env / "pwned").exists() and not (tmp_path / "sibling" / "pwned").exists()
+    fix_request = server.chat_requests[1]["messages"][-1]["content"]
+    assert f"{isolated_env}/pwned: Read-only file system" in fix_request, "the test saw its write fail"
+    assert f"{tmp_path}/sibling/pwned: Read-only file system" in fix_request
+    assert "[Tests passed on iteration 2]" in proc.stdout, "the run went on as for any failure"
+
+
+def test_sandbox_off_runs_the_tests_as_before(tmp_path: Path, isolated_env: Path) -> None:
+    repo = python_repo(tmp_path)
+    (tmp_path / "sibling").mkdir()
+    with ScriptedServer([HOSTILE_FIX]) as server:
+        proc = _cli(repo, server, "--sandbox", "off")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _header(proc.stdout) == ["[Sandbox: off; tests run unconfined]"]
+    assert (isolated_env / "pwned").exists() and (tmp_path / "sibling" / "pwned").exists()
+
+
+def test_strict_cuts_off_a_server_that_write_lets_a_test_reach(tmp_path: Path, bwrap: str) -> None:
+    accepted: list[object] = []
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+
+        def serve() -> None:
+            while True:
+                try:
+                    connection, _ = listener.accept()
+                except OSError:
+                    return
+                accepted.append(connection)
+                connection.close()
+
+        threading.Thread(target=serve, daemon=True).start()
+        repo = python_repo(tmp_path, {"tests/test_reach.py": (
+            f"import socket\n\n\ndef test_reach():\n    socket.create_connection(('127.0.0.1', {port}), timeout=5)"
+            ".close()\n"), "pytest.ini": "[pytest]\npythonpath = .\n"})
+        with ScriptedServer([NO_CHANGES]) as server:
+            strict = _cli(repo, server, "--sandbox", "strict", "--max-iterations", "1", "--json", task="check the server")
+        assert strict.returncode == 1, strict.stdout + strict.stderr
+        assert json.loads(strict.stdout)["sandbox"]["network"] is False, strict.stdout + strict.stderr
+        assert "ConnectionRefusedError" in server.chat_requests[0]["messages"][-1]["content"]
+        assert accepted == [], "nothing reached the server from inside"
+        with ScriptedServer([NO_CHANGES]) as server:
+            write = _cli(repo, server, "--sandbox", "write", "--no-reproduce", task="check the server")
+        assert write.returncode == 0, write.stdout + write.stderr
+        _until(lambda: len(accepted) > 0, "under write the same test reaches the server", seconds=10)
+
+
+def test_strict_hides_home_from_the_tests(tmp_path: Path, isolated_env: Path, bwrap: str) -> None:
+    (isolated_env / ".ssh").mkdir()
+    (isolated_env / ".ssh" / "id_ed25519").write_text("secret\n")
+    repo = python_repo(tmp_path, {"tests/test_home.py": (
+        "import os\n\n\ndef test_home():\n    assert not os.path.exists(os.path.expanduser('~/.ssh/id_ed25519'))\n"
+        "    open(os.path.expanduser('~/scratch'), 'w').write('private')\n"), "pytest.ini": "[pytest]\n"})
+    with ScriptedServer([NO_CHANGES]) as server:
+        proc = _cli(repo, server, "--sandbox", "strict", "--no-reproduce", task="check home")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    strict = "[Sandbox: strict (bubblewrap): repository + /tmp writable, network off, HOME hidden]"
+    assert _header(proc.stdout) == [strict]
+    assert not (isolated_env / "scratch").exists(), "HOME was an empty private directory"
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="go not installed")
+def test_a_go_suite_passes_under_write_with_its_build_cache_writable(tmp_path: Path, isolated_env: Path,
+                                                                      bwrap: str) -> None:
+    repo = go_repo(tmp_path)
+    env = {"GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local", "GOPROXY": "off"}  # GOCACHE: the default, in HOME
+    with ScriptedServer([answer(GO_FIX)]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "fix Add", "--test-command", "go test ./...", "--sandbox",
+                        "write"], server_url=server.url, extra_env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _header(proc.stdout) == ["[Sandbox: write (bubblewrap): repository + /tmp writable, network on]"]
+    assert "TestAdd" in server.chat_requests[0]["messages"][-1]["content"]
+    assert any((isolated_env / ".cache" / "go-build").iterdir()), "go wrote its build cache"
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="node/npm not installed")
+def test_a_node_suite_passes_under_write(tmp_path: Path, bwrap: str) -> None:
+    repo = node_repo(tmp_path)
+    with ScriptedServer([answer(NODE_FIX)]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", "npm test", "--sandbox", "write"],
+                       server_url=server.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _header(proc.stdout) == ["[Sandbox: write (bubblewrap): repository + /tmp writable, network on]"]
+    assert "adds" in server.chat_requests[0]["messages"][-1]["content"]
+
+
+def test_a_candidate_cannot_write_the_repository_from_its_scratch_copy(tmp_path: Path, bwrap: str) -> None:
+    repo = python_repo(tmp_path)
+    escape = (f"import os\n\ntry:\n    open({str(repo / 'escaped')!r}, 'w').close()\nexcept OSError as exc:\n"
+              "    raise OSError(f'the repository: {exc.strerror}')\n")
+    hostile = answer(modify("calc.py", '"""A tiny calculator."""\n', '"""A tiny calculator."""\n' + escape),
+                     modify("calc.py", "    return a - b", "    return a + b"))
+    clean = answer(modify("calc.py", escape, ""))
+    with ScriptedServer(by_seed={1: [hostile, clean], 2: [NO_CHANGES]}) as server:
+        proc = _cli(repo, server, "--candidates", "2", "--json", env={"TMPDIR": str(tmp_path)})
+        first = [r["body"] for r in server.requests if r["path"].endswith("/chat/completions")
+                 and r["body"].get("seed") == 1]
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not (repo / "escaped").exists()
+    assert "the repository: Read-only file system" in first[1]["messages"][-1]["content"]
+    assert "return a + b" in (repo / "calc.py").read_text() and "escaped" not in (repo / "calc.py").read_text()
+
+
+SLOW_TEST = {
+    "calc.py": "def add(a, b):\n    return a - b\n",
+    "tests/test_calc.py": ("import os, subprocess, sys, time\nfrom calc import add\n\n\ndef test_add():\n"
+                           "    if os.path.exists('STARTED'):\n"
+                           "        subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+                           "        open('SLEEPING', 'w').close()\n        time.sleep(300)\n"
+                           "    open('STARTED', 'w').close()\n    assert add(2, 3) == 5\n"),
+    "pytest.ini": "[pytest]\npythonpath = .\n", ".gitignore": "STARTED\nSLEEPING\n"}
+
+
+def _start_hanging(repo: Path, server: ScriptedServer) -> subprocess.Popen[str]:
+    """A run whose test of iteration 1 hangs, with a child of its own; returned once both are running."""
+    env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), "--repo", str(repo), "--task", "fix add",
+                             "--test-command", PYTEST, "--sandbox", "write"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("[Testing (iteration 1)"):
+            break
+    _until(lambda: (repo / "SLEEPING").exists(), "the slow test never started")
+    _until(lambda: len(_in(repo)) >= 4, "bwrap, its pid 1, pytest and the test's child")
+    return proc
+
+
+def test_ctrl_c_during_a_sandboxed_hanging_test_leaves_no_process_behind(tmp_path: Path, bwrap: str) -> None:
+    repo = python_repo(tmp_path, SLOW_TEST)
+    with ScriptedServer([answer(modify("calc.py", "return a - b", "return a + b"))]) as server:
+        proc = _start_hanging(repo, server)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert _in(repo) == [], "every process of the sandboxed test is gone"
+    assert "return a - b" in (repo / "calc.py").read_text()
+
+
+def test_kill_9_of_the_assistant_takes_its_sandboxed_test_along(tmp_path: Path, bwrap: str) -> None:
+    repo = python_repo(tmp_path, SLOW_TEST)
+    with ScriptedServer([answer(modify("calc.py", "return a - b", "return a + b"))]) as server:
+        proc = _start_hanging(repo, server)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    _until(lambda: not _in(repo), "the test outlived the assistant", seconds=10)
+    recovered = run_cli(["--repo", str(repo), "--recover"])
+    assert recovered.returncode == 0, recovered.stderr
+    assert "leftover" not in recovered.stdout and "[Recovered: restored 1 file(s)" in recovered.stdout
+    assert "return a - b" in (repo / "calc.py").read_text()
+
+
+def test_ctrl_c_while_sandboxed_candidates_hang_leaves_no_process_behind(tmp_path: Path, bwrap: str) -> None:
+    marks, scratch = tmp_path / "marks", tmp_path / "tmp"
+    marks.mkdir()
+    scratch.mkdir()
+    repo = python_repo(tmp_path, {**SLOW_TEST, "tests/test_calc.py": (
+        "import os, time\nfrom calc import add\n\n\ndef test_add():\n"
+        "    if 'ca-candidate-' in os.getcwd():  # only in a candidate's copy: hang, saying which\n"
+        f"        open(os.path.join({str(marks)!r}, os.path.basename(os.path.dirname(os.getcwd()))), 'w').close()\n"
+        "        time.sleep(300)\n    assert add(2, 3) == 5\n")})
+    fix = answer(modify("calc.py", "return a - b", "return a + b"))
+    with ScriptedServer(by_seed={1: [fix], 2: [fix]}) as server:
+        env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k", "TMPDIR": str(scratch),
+               "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "CODE_ASSISTANT_SANDBOX_WRITABLE": str(marks)}
+        proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), "--repo", str(repo), "--task", "fix add",
+                                 "--test-command", PYTEST, "--candidates", "2", "--sandbox", "write"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        _until(lambda: len(list(marks.iterdir())) == 2 or proc.poll() is not None, "the candidates' tests hang")
+        assert len(list(marks.iterdir())) == 2, "both wrote their mark: a path made writable by the setting"
+        _until(lambda: len(_in(scratch)) >= 6, "bwrap, its pid 1 and pytest, for each candidate")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert _in(scratch) == [] and not list(scratch.glob("ca-candidate-*"))
+
+
+def test_the_run_log_records_the_sandbox_and_the_repositorys_env_file_cannot_turn_it_off(tmp_path: Path,
+                                                                                           bwrap: str) -> None:
+    repo = python_repo(tmp_path)
+    (repo / ".env").write_text("CODE_ASSISTANT_SANDBOX=off\nCODE_ASSISTANT_BWRAP=/bin/true\n")  # a test can write it
+    with ScriptedServer([answer(modify("calc.py", "return a - b", "return a + b"))]) as server:
+        proc = _cli(repo, server, "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["sandbox"] == {"requested": "write", "mode": "write", "backend": "bubblewrap", "network": True,
+                                 "home_hidden": False, "unavailable": None}, "write is the default"
+    final = json.loads(Path(result["log"]).read_text().splitlines()[-1])
+    assert final["kind"] == "final" and final["sandbox"] == result["sandbox"]
+
+
+# ----- no sandbox to be had ---------------------------------------------------------------------------------------
+def test_without_bubblewrap_write_says_so_once_and_runs_unconfined(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    missing = tmp_path / "no-bwrap"
+    with ScriptedServer([answer(modify("calc.py", "return a - b", "return a + b"))]) as server:
+        proc = _cli(repo, server, env={"CODE_ASSISTANT_BWRAP": str(missing)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    header = f"[Sandbox: unavailable ({missing} not found; install bubblewrap); tests run unconfined]"
+    assert _header(proc.stdout) == [header] and "bubblewrap" not in proc.stderr, "said once"
+    assert "[Tests passed on iteration 1]" in proc.stdout
+
+
+def test_a_bubblewrap_that_cannot_make_namespaces_is_no_sandbox(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    broken = tmp_path / "bwrap"
+    broken.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace, likely because the kernel "
+                      "does not allow non-privileged user namespaces.' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    with ScriptedServer([answer(modify("calc.py", "return a - b", "return a + b"))]) as server:
+        proc = _cli(repo, server, "--json", env={"CODE_ASSISTANT_BWRAP": str(broken)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sandbox = json.loads(proc.stdout)["sandbox"]
+    assert (sandbox["requested"], sandbox["mode"]) == ("write", "off")
+    assert sandbox["unavailable"].startswith(f"{broken} cannot create its namespaces: bwrap: No permissions")
+
+
+def test_strict_without_a_sandbox_is_one_line_and_touches_nothing(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    with ScriptedServer([answer(modify("calc.py", "return a - b", "return a + b"))]) as server:
+        proc = _cli(repo, server, env={"CODE_ASSISTANT_BWRAP": str(tmp_path / "no-bwrap"),
+                                       "CODE_ASSISTANT_SANDBOX": "strict"})
+        assert server.chat_requests == []
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    error = (f"error: --sandbox strict: no sandbox on this machine ({tmp_path / 'no-bwrap'} not found; install "
+             "bubblewrap); use --sandbox write to run the tests unconfined")
+    assert proc.stderr.strip().splitlines() == [error]
+    assert proc.stdout == "" and snapshot(repo) == before
+
+
+@pytest.mark.parametrize("how", [["--sandbox", "tight"], ["--sandbox"]])
+def test_a_bad_sandbox_mode_is_a_usage_error(tmp_path: Path, how: list[str]) -> None:
+    repo = python_repo(tmp_path)
+    proc = run_cli(["--repo", str(repo), "--task", "x", *how])
+    assert proc.returncode == 2 and "--sandbox" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_bad_sandbox_mode_in_the_environment_is_a_one_line_error(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    proc = run_cli(["--repo", str(repo), "--task", "x"], extra_env={"CODE_ASSISTANT_SANDBOX": "tight"})
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: --sandbox (CODE_ASSISTANT_SANDBOX) must be off, write or strict, not 'tight'"
