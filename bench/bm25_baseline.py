@@ -1,4 +1,5 @@
-"""The localization benchmark's BM25 baseline: whole non-test files (path + content), identifier-aware tokens.
+"""The localization benchmark's BM25 baseline: whole non-test files of the task's language (path + content),
+identifier-aware tokens.
 
 Self-contained: it does not use the assistant's own tokenizer or lexical index.
 """
@@ -20,15 +21,35 @@ IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
 WORD_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 
+# The languages of the benchmark sets: an instance's `language` and the extensions of its files. A declaration file
+# (`.d.ts`) is a type description, not the code a fix goes to: it is of no language here.
+LANGUAGE_EXTS = {"py": (".py",), "js": (".js", ".jsx", ".mjs", ".cjs"), "ts": (".ts", ".tsx", ".mts", ".cts"),
+                 "go": (".go",), "rs": (".rs",)}
+_OTHER_TEST_DIRS = {"test", "tests", "__tests__", "spec", "testdata"}
+_OTHER_TEST_NAME = re.compile(r".+_test\.go$|.+\.(test|spec)\.[cm]?[jt]sx?$")
+
+
+def language_of(path: str) -> str | None:
+    """py | js | ts | go | rs by extension; None for anything else, declaration files included."""
+    if path.endswith((".d.ts", ".d.mts", ".d.cts")):
+        return None
+    return next((lang for lang, exts in LANGUAGE_EXTS.items() if path.endswith(exts)), None)
+
+
 def is_test_path(path: str) -> bool:
+    """A test file: for Python files the rule of the SWE-bench sets (test/ or tests/ directories, test_*.py,
+    *_test.py, conftest.py); for every other file the rule of multilang_dev.md (under test/, tests/, __tests__/,
+    spec/ or testdata/, or named *_test.go, *.test.js|ts, *.spec.js|ts)."""
     parts = path.split("/")
     name = parts[-1]
-    return (
-        any(p in ("test", "tests") for p in parts[:-1])
-        or (name.startswith("test_") and name.endswith(".py"))
-        or name.endswith("_test.py")
-        or name == "conftest.py"
-    )
+    if name.endswith(".py"):
+        return (
+            any(p in ("test", "tests") for p in parts[:-1])
+            or name.startswith("test_")
+            or name.endswith("_test.py")
+            or name == "conftest.py"
+        )
+    return any(p in _OTHER_TEST_DIRS for p in parts[:-1]) or bool(_OTHER_TEST_NAME.match(name))
 
 
 def tokenize(text: str) -> list[str]:
@@ -55,14 +76,15 @@ def read_text(path: Path) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
-def source_files(repo: Path, exts: tuple[str, ...]) -> dict[str, str]:
-    """Non-test text files with one of the extensions: repo-relative path -> content."""
+def source_files(repo: Path, language: str = "py") -> dict[str, str]:
+    """Non-test text files of the language (LANGUAGE_EXTS; declaration files are not): repo-relative path ->
+    content."""
     docs = {}
     for root, dirs, files in os.walk(repo):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             rel = (Path(root) / name).relative_to(repo).as_posix()
-            if not name.endswith(exts) or is_test_path(rel):
+            if language_of(rel) != language or is_test_path(rel):
                 continue
             text = read_text(repo / rel)
             if text is not None:

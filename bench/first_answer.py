@@ -12,6 +12,9 @@ For each repository (copied to a scratch directory first, so the source is never
     python -m bench.first_answer /path/to/repo [more repos] [--task "..."] [--rewrite 300] [--index-all]
     python -m bench.first_answer /path/to/repo --main /other/checkout/main.py   # another version of the tool
 
+The task, unless given, is one for the repository's main language (TASKS: the language most of its code files are
+in); a rewritten file gets a comment line in its own language's syntax.
+
 Prints a markdown table (one row per repository); progress goes to stderr.
 """
 from __future__ import annotations
@@ -31,8 +34,26 @@ from pathlib import Path
 
 logger = logging.getLogger("first_answer")
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_TASK = "The parser raises a KeyError when the configuration file has an empty section"
+# a task a user of a repository in that language might bring, by the suffix most of its code files have
+TASKS = {
+    ".py": "The parser raises a KeyError when the configuration file has an empty section",
+    ".go": "The command panics with a nil pointer dereference when the config file has an empty section",
+    ".js": "Calling the parser with an empty options object throws TypeError: cannot read properties of undefined",
+    ".ts": "Calling the parser with an empty options object throws TypeError: cannot read properties of undefined",
+    ".rs": "The parser returns an error instead of an empty value when the configuration file has an empty section",
+    ".java": "The parser throws a NullPointerException when the configuration file has an empty section",
+}
 CODE_SUFFIXES = (".py", ".js", ".ts", ".go", ".java", ".rs")
+_COMMENT = {".py": "#"}  # a line comment in the file's language: "//" for the others
+
+
+def main_suffix(repo: Path) -> str:
+    """The code suffix most of the repository's files have (.py when it has none)."""
+    counts = {suffix: 0 for suffix in CODE_SUFFIXES}
+    for path in repo.rglob("*"):
+        if path.suffix in counts and ".git" not in path.parts and "node_modules" not in path.parts:
+            counts[path.suffix] += 1
+    return max(CODE_SUFFIXES, key=lambda s: (counts[s], s == ".py"))
 
 
 @dataclass
@@ -50,6 +71,7 @@ class Row:
     rewrite_chunks: int = 0
     update_after_rewrite_s: float = 0.0
     index_all: dict = field(default_factory=dict)
+    task: str = ""
 
 
 def _cli(main: Path, python: str, args: list[str], timeout: float) -> tuple[dict, float, float]:
@@ -85,7 +107,7 @@ def _rewrite(repo: Path, n: int) -> int:
             break
         if path.is_file() and path.suffix in CODE_SUFFIXES and ".git" not in path.parts:
             with path.open("a", encoding="utf-8") as handle:
-                handle.write("\n# rewritten by bench.first_answer\n")
+                handle.write(f"\n{_COMMENT.get(path.suffix, '//')} rewritten by bench.first_answer\n")
             done += 1
     return done
 
@@ -96,7 +118,8 @@ def measure(source: Path, args: argparse.Namespace, work: Path) -> Row:
     logger.info("copying %s", source)
     shutil.copytree(source, repo, symlinks=True, ignore=shutil.ignore_patterns(".git"))
     row.files = sum(1 for p in repo.rglob("*") if p.is_file())
-    task = ["--task", args.task, "--context-only", "--json"]
+    row.task = args.task or TASKS[main_suffix(repo)]
+    task = ["--task", row.task, "--context-only", "--json"]
     index = work / f"{row.repo}-index"
     logger.info("cold first context ...")
     cold, row.cold_s, row.cold_rss_mb = _cli(args.main, args.python, ["--repo", str(repo), *task, "--index-path",
@@ -123,7 +146,8 @@ def measure(source: Path, args: argparse.Namespace, work: Path) -> Row:
 
 
 def render(rows: list[Row], args: argparse.Namespace) -> str:
-    out = [f"First answer on never-seen repositories (`{args.main}`, task: {args.task!r})", "",
+    tasks = "; ".join(f"{r.repo}: {r.task!r}" for r in rows)
+    out = [f"First answer on never-seen repositories (`{args.main}`; tasks: {tasks})", "",
            "| repository | files | cold first context | chunks embedded | peak RSS | index alone (non-model) "
            "| warm query | after rewriting N files: query / update alone |",
            "|---|---:|---:|---:|---:|---:|---:|---|"]
@@ -146,7 +170,7 @@ def render(rows: list[Row], args: argparse.Namespace) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("repos", nargs="+", type=Path)
-    parser.add_argument("--task", default=DEFAULT_TASK)
+    parser.add_argument("--task", default=None, help="the task (default: TASKS, by the repository's main language)")
     parser.add_argument("--rewrite", type=int, default=300, help="files rewritten before the third query (0: skip)")
     parser.add_argument("--index-all", action="store_true", help="also embed everything with `main.py index`")
     parser.add_argument("--main", type=Path, default=ROOT / "main.py")

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from bench import rankers
+from bench.localize_cli import golds_of
 from bench.localize_report import KS, metrics, rank_of
 from code_assistant.retrieve import fit, fusion
 
@@ -70,7 +71,7 @@ def fit_models(records: list[dict], l2: float, loss: str = "softmax") -> tuple[f
 
 
 def ranks(records: list[dict], fast: fusion.Model, full: fusion.Model) -> list[int | None]:
-    return [rank_of(r["gold"], rankers.lazy_order(r, fast, full)) for r in records]
+    return [rank_of(golds_of(r), rankers.lazy_order(r, fast, full)) for r in records]
 
 
 CHOOSE_BY = ["repo"]  # --choose-by: the unit held out when choosing loss and penalty inside the training data
@@ -139,7 +140,7 @@ def cross_report(sets: dict[str, list[dict]], losses: tuple[str, ...]) -> list[s
         fast, full = fit_models(sets[train], l2, loss)
         recs = sets[test]
         bm25 = [r["bm25"]["rank"] for r in recs]
-        hand = [rank_of(r["gold"], rankers.hand_fusion(r)) for r in recs]
+        hand = [rank_of(golds_of(r), rankers.hand_fusion(r)) for r in recs]
         fitted = ranks(recs, fast, full)
         lines.append(f"| **{test}** | {train} ({loss}, {l2:g}) | {len(recs)} | {_cells(bm25)} | {_cells(hand)} | "
                      f"{_cells(fitted)} |")
@@ -152,19 +153,26 @@ def cross_report(sets: dict[str, list[dict]], losses: tuple[str, ...]) -> list[s
 
 
 def leave_one_set_out(sets: dict[str, list[dict]], losses: tuple[str, ...],
-                      fixed: tuple[str, float] | None = None) -> list[str]:
-    """Each set scored by models fitted on every other set alone and on all the others together (loss and penalty
-    chosen inside the training sets, or `fixed`)."""
+                      fixed: tuple[str, float] | None = None, singles: bool = True) -> list[str]:
+    """Each set scored by models fitted on every other set alone (with `singles`) and on all the others together
+    (loss and penalty chosen inside the training sets, or `fixed`); a set of several languages also per language."""
     lines = ["| scored on | trained on (loss, L2) | n | BM25 whole files | fitted fusion |", "|---|---|---|---|---|"]
     for test in sets:
         others = [n for n in sets if n != test]
-        for train_names in [*([n] for n in others), *([others] if len(others) > 1 else [])]:
+        groups = [*([n] for n in others if singles), *([others] if len(others) > 1 or not singles else [])]
+        for train_names in groups:
             train = [r for n in train_names for r in sets[n]]
             loss, l2 = fixed or choose(train, losses)
             recs = sets[test]
             fitted = ranks(recs, *fit_models(train, l2, loss))
+            bm25 = [r["bm25"]["rank"] for r in recs]
             lines.append(f"| {test} | {' + '.join(train_names)} ({loss}, {l2:g}) | {len(recs)} | "
-                         f"{_cells([r['bm25']['rank'] for r in recs])} | {_cells(fitted)} |")
+                         f"{_cells(bm25)} | {_cells(fitted)} |")
+            languages = sorted({r.get("language", "py") for r in recs})
+            for language in languages if len(languages) > 1 else []:
+                idx = [i for i, r in enumerate(recs) if r.get("language", "py") == language]
+                lines.append(f"| {test}: {language} | (the same) | {len(idx)} | {_cells([bm25[i] for i in idx])} | "
+                             f"{_cells([fitted[i] for i in idx])} |")
     return lines
 
 
@@ -217,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--more-sets", nargs="+", default=[], metavar="NAME",
                    help="further record folders (e.g. heldout from bench/mine_commits.py): print a table of each set "
                         "scored by models fitted on the others instead of the two-set report")
+    p.add_argument("--no-singles", action="store_true",
+                   help="with --more-sets: score each set by the models fitted on all the others only, not also on "
+                        "each other set alone")
     p.add_argument("--balance", choices=("query", "repo", "set"), default="query",
                    help="weigh every training query the same (default), or every repository, or every set")
     p.add_argument("--ship-on", nargs="+", default=["dev", "sympy"], metavar="NAME",
@@ -238,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     sets = load(args.records, names)
     print("records: " + ", ".join(f"{n} {len(sets[n])}" for n in names), file=sys.stderr)
     if args.more_sets:
-        lines = leave_one_set_out(sets, tuple(args.loss), fixed)
+        lines = leave_one_set_out(sets, tuple(args.loss), fixed, singles=not args.no_singles)
     else:
         lines = cross_report(sets, tuple(args.loss))
         for loss in args.loss:

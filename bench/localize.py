@@ -32,15 +32,16 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from bench.bm25_baseline import bm25_rank, is_test_path, source_files
+from bench.bm25_baseline import bm25_rank, is_test_path, language_of, source_files
 from bench.checkout import materialize
-from bench.localize_cli import cli_result, fit_budget, load_token_counter, rank_of, run_cli
+from bench.localize_cli import cli_result, fit_budget, golds_of, load_token_counter, rank_of, run_cli
 from bench.localize_report import render
 
 log = logging.getLogger("localize")
 
 SETS = {"dev": Path("/work/shared/bench/swebench_lite_dev.json"),
-        "sympy": Path("/work/shared/bench/swebench_lite_sympy.json")}
+        "sympy": Path("/work/shared/bench/swebench_lite_sympy.json"),
+        "multilang": Path("/work/shared/bench/multilang_dev.json")}
 RECORD_VERSION = 2
 DEFAULT_MAIN = Path(__file__).resolve().parent.parent / "main.py"
 
@@ -56,10 +57,16 @@ def with_set_files(items: list[str], parser: argparse.ArgumentParser) -> dict[st
     return sets
 
 
-def gold_files(patch: str) -> list[str]:
-    """Non-test files changed by the gold patch (`diff --git a/PATH b/PATH`)."""
+def gold_files(patch: str, language: str = "py") -> list[str]:
+    """The files the gold patch (`diff --git a/PATH b/PATH`) changes that count as gold: for a Python instance its
+    non-test files (every SWE-bench Lite and mined patch has one); for another language its non-test source files of
+    that language (multilang_dev.md: docs, changelogs, configs and declaration files do not count), else its non-test
+    files."""
     paths = re.findall(r"^diff --git a/(\S+) b/", patch, flags=re.MULTILINE)
-    return [p for p in paths if not is_test_path(p)] or paths
+    non_test = [p for p in paths if not is_test_path(p)]
+    if language != "py":
+        return [p for p in non_test if language_of(p) == language] or non_test or paths
+    return non_test or paths
 
 
 def ordered(instances: list[dict]) -> list[dict]:
@@ -129,9 +136,10 @@ def evaluate(inst: dict, set_name: str, args: argparse.Namespace, count, runner:
     """One instance: materialize, BM25 baseline, the assistant. Errors become fields of the record."""
     name = inst["repo"].split("/")[-1]
     dest = args.work / name
-    gold = gold_files(inst["patch"])[0]
+    language = inst.get("language", "py")
+    golds = gold_files(inst["patch"], language)
     rec: dict = {"version": RECORD_VERSION, "set": set_name, "instance_id": inst["instance_id"], "repo": inst["repo"],
-                 "gold": gold}
+                 "language": language, "gold": golds[0], "golds": golds}
     git_dir = args.mirrors / inst["repo"].replace("/", "+") / "repo"
     if not git_dir.is_dir():
         rec["error"] = f"no mirror at {git_dir}"
@@ -142,13 +150,14 @@ def evaluate(inst: dict, set_name: str, args: argparse.Namespace, count, runner:
         rec["error"] = f"materialize failed: {exc}"
         return rec
     task = inst["problem_statement"]
-    baseline = bm25_rank(source_files(dest, (".py",)), task)
-    rec["bm25"] = {"rank": rank_of(gold, baseline), "files": baseline[:50],
-                   "in_context": gold in fit_budget(baseline, dest, args.budget, count)}
+    baseline = bm25_rank(source_files(dest, language), task)
+    fitted = fit_budget(baseline, dest, args.budget, count)
+    rec["bm25"] = {"rank": rank_of(golds, baseline), "files": baseline[:50],
+                   "in_context": any(g in fitted for g in golds)}
     if args.cli:
         cmd = [sys.executable, str(DEFAULT_MAIN), "--repo", str(dest), "--task", task, "--context-only", "--json",
                "--index-path", str(args.index / name), "--embed-budget", str(args.embed_budget)]
-        cli = cli_result(run_cli(cmd, args.timeout, dict(os.environ)), dest, gold, args.budget, count)
+        cli = cli_result(run_cli(cmd, args.timeout, dict(os.environ)), dest, golds, args.budget, count)
         if "error" in cli:
             rec["error"] = f"assistant: {cli['error']}"
         rec.update(ranking=cli.get("files", []), context=cli.get("context_files", []), map=cli.get("map_files", []),
@@ -224,13 +233,17 @@ def main(argv: list[str] | None = None) -> int:
                 rec = evaluate(inst, set_name, args, count, runner)
             except Exception as exc:
                 log.exception("instance %s failed", inst["instance_id"])
+                golds = gold_files(inst["patch"], inst.get("language", "py"))
                 rec = {"set": set_name, "instance_id": inst["instance_id"], "repo": inst["repo"],
-                       "gold": gold_files(inst["patch"])[0], "error": f"{type(exc).__name__}: {exc}"}
+                       "language": inst.get("language", "py"), "gold": golds[0], "golds": golds,
+                       "error": f"{type(exc).__name__}: {exc}"}
             rec["seconds_total"] = round(time.perf_counter() - started, 2)
             path.write_text(json.dumps(rec))
             records[set_name].append(rec)
-            print(f"    bm25 {rec.get('bm25', {}).get('rank')} | assistant {rank_of(rec['gold'], rec.get('ranking', []))}"
-                  f" {'ctx' if rec['gold'] in rec.get('context', []) else ''} {rec.get('error', '')}"
+            shown = any(g in rec.get("context", []) for g in golds_of(rec))
+            ranked = rank_of(golds_of(rec), rec.get("ranking", []))
+            print(f"    bm25 {rec.get('bm25', {}).get('rank')} | assistant {ranked} {'ctx' if shown else ''}"
+                  f" {rec.get('error', '')}"
                   f" ({rec['seconds_total']:.0f}s)", file=sys.stderr, flush=True)
     if not args.snapshot_only:
         print(render(records, args.budget))

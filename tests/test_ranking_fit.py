@@ -34,12 +34,31 @@ def _synthetic(n_queries: int, seed: int) -> list[fit.Query]:
 
 @pytest.mark.parametrize("loss", ["softmax", "pairwise"])
 def test_fit_learns_the_informative_features_and_ranks_held_out_gold_first(loss: str) -> None:
-    model = fit.fit(_synthetic(150, seed=1), fusion.NAMES, l2=1.0, loss=loss)
+    model = fit.fit(_synthetic(300, seed=1), fusion.NAMES, l2=1.0, loss=loss)  # ~40 features, most of them noise
     weight = dict(zip(model.names, model.weights))
     noise = max(abs(w) for n, w in weight.items() if n not in ("bm25_rr", "named", "test"))
     assert weight["bm25_rr"] > 2 * noise and weight["named"] > 2 * noise and weight["test"] < -noise
     held_out = fit.ranks(_synthetic(100, seed=2), model)
     assert sum(r == 1 for r in held_out) >= 60  # chance is 1 in 30
+
+
+@pytest.mark.parametrize("loss", ["softmax", "pairwise"])
+def test_a_fix_of_two_files_is_right_when_either_ranks_first_and_both_teach_the_fit(loss: str) -> None:
+    """Two gold rows per query, each found by a different feature: the fit learns both features, and a query counts
+    as right when its best ranked gold row is first."""
+    rng = np.random.default_rng(4)
+    queries = []
+    for _ in range(120):
+        m = rng.random((20, len(fusion.NAMES))) * 0.1
+        first, second = rng.choice(20, size=2, replace=False)
+        m[first, fusion.NAMES.index("bm25_rr")] += 1.0
+        m[second, fusion.NAMES.index("symbols")] += 1.0
+        queries.append(fit.Query(m, (int(first), int(second))))
+    model = fit.fit(queries, fusion.NAMES, l2=1.0, loss=loss)
+    weight = dict(zip(model.names, model.weights))
+    assert weight["bm25_rr"] > 0.5 and weight["symbols"] > 0.5
+    assert fit.ranks(queries[:10], model) == [1] * 10
+    assert fit.ranks([fit.Query(queries[0].matrix, ())], model) == [None]  # no gold file among the candidates
 
 
 def test_fit_refuses_data_without_a_usable_query() -> None:

@@ -1,6 +1,7 @@
 """Imports resolved to repository files, and the test files that go with a source file (and back)."""
 from __future__ import annotations
 
+import json
 import logging
 import posixpath
 import re
@@ -21,13 +22,48 @@ def go_module_path(go_mod_text: str) -> str | None:
     return match.group(1) if match else None
 
 
+_ENTRY_FIELDS = ("source", "module", "main", "types", "typings")  # package.json fields naming the entry, best first
+
+
+def js_package(path: str, text: str) -> tuple[str, str, list[str]] | None:
+    """(name, directory, entry files as declared) of a workspace package from its package.json (path, text);
+    None when it has no name or is not JSON. `exports` counts by its "." entry (a string or its conditions)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        return None
+    entries = [data[f] for f in _ENTRY_FIELDS if isinstance(data.get(f), str)]
+    exports = data.get("exports")
+    if isinstance(exports, dict):
+        exports = exports.get(".", exports if not any(k.startswith(".") for k in exports) else None)
+    entries += _strings(exports)
+    directory = posixpath.dirname(path)
+    return data["name"], directory, [posixpath.normpath(posixpath.join(directory, e)) for e in entries]
+
+
+def _strings(value: object) -> list[str]:
+    """The strings of a (nested) exports condition, in order."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
 class ModuleResolver:
     """Lookup tables over one repository's file list (repo-relative posix paths), built once."""
 
     def __init__(self, files: Iterable[str], go_module: str | None = None,
-                 java_roots: Iterable[str] | None = None) -> None:
+                 java_roots: Iterable[str] | None = None,
+                 js_packages: Iterable[tuple[str, str, list[str]]] = ()) -> None:
         self.files = set(files)
         self.go_module = go_module
+        # a monorepo's workspaces: `@scope/pkg/sub` resolves inside the package's directory, longest name first
+        self.js_packages = sorted(js_packages, key=lambda p: -len(p[0]))
         go_mods = sorted(f for f in self.files if posixpath.basename(f) == "go.mod")
         self.go_root = posixpath.dirname(go_mods[0]) if go_mods else ""
         self.by_dir: dict[str, list[str]] = defaultdict(list)
@@ -122,14 +158,32 @@ class ModuleResolver:
 
     # --- javascript / typescript
     def _js(self, path: str, spec: str) -> list[str]:
-        if not spec.startswith("."):
-            return []
-        target = posixpath.normpath(posixpath.join(posixpath.dirname(path), spec))
+        if spec.startswith("."):
+            return self._js_file(posixpath.normpath(posixpath.join(posixpath.dirname(path), spec)))
+        for name, directory, entries in self.js_packages:
+            if spec == name or spec.startswith(name + "/"):
+                return self._js_workspace(directory, entries, spec[len(name):].strip("/"))
+        return []
+
+    def _js_file(self, target: str) -> list[str]:
+        """The file a specifier's target path is: itself, its TypeScript source, with an extension, or its index."""
         candidates = [target]
         stem, ext = posixpath.splitext(target)
         candidates += [stem + alt for alt in _TS_FOR_JS.get(ext, ())]
         candidates += [target + e for e in _JS_EXTS] + [f"{target}/index{e}" for e in _JS_EXTS]
         return next(([c] for c in candidates if c in self.files), [])
+
+    def _js_workspace(self, directory: str, entries: list[str], rest: str) -> list[str]:
+        """A workspace package's file: its declared entry (or, when that is a build output the index does not
+        hold, src/index), or the subpath under the package, its src/ or its lib/."""
+        def under(*parts: str) -> str:
+            return "/".join(p for p in (directory, *parts) if p)
+
+        if rest:
+            targets = [under(rest), under("src", rest), under("lib", rest)]
+        else:
+            targets = [*entries, under("src", "index"), under("index"), under("lib", "index")]
+        return next((found for t in targets if (found := self._js_file(t))), [])
 
     # --- go
     def _go(self, module: str) -> list[str]:

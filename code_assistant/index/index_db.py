@@ -281,6 +281,11 @@ class IndexDB:
             graph.setdefault(src, []).append(dst)
         return graph
 
+    def importers(self, paths: Sequence[str]) -> dict[str, int]:
+        """How many files import each of paths (those imported by none are left out)."""
+        return dict(self._rows_in("SELECT files.path, COUNT(*) FROM edges JOIN files ON files.id = edges.dst "
+                                  "WHERE files.path IN ({}) GROUP BY files.path", paths))
+
     def neighbours(self, path: str) -> tuple[list[str], list[str]]:
         """(files path imports, files that import path)."""
         out = [p for (p,) in self._db.execute("SELECT b.path FROM files a JOIN edges ON edges.src = a.id "
@@ -305,6 +310,15 @@ class IndexDB:
         found = self._rows_in("SELECT terms.term, COUNT(*) FROM terms JOIN postings ON postings.term_id = terms.id "
                               "WHERE terms.term IN ({}) GROUP BY terms.term", set(terms))
         return dict(found), n_docs
+
+    def files_with(self, terms: Iterable[str]) -> dict[str, set[str]]:
+        """Term -> the indexed files holding it (path or text): for rare terms, the few files to look in."""
+        found: dict[str, set[str]] = {}
+        for term, path in self._rows_in("SELECT terms.term, files.path FROM terms JOIN postings ON postings.term_id = "
+                                        "terms.id JOIN files ON files.id = postings.file_id WHERE files.skipped = 0 "
+                                        "AND terms.term IN ({})", set(terms)):
+            found.setdefault(term, set()).add(path)
+        return found
 
     def bm25(self, query_tokens: Sequence[str]) -> dict[str, float]:
         """BM25 of every file containing a query token (each occurrence in the query counts, as in bm25s)."""

@@ -21,7 +21,7 @@ from code_assistant.index import store
 from code_assistant.index.embedding_cache import EmbeddingCache
 from code_assistant.index.embeddings import Embedder
 from code_assistant.index.file_prep import PreparedFile, Preparer
-from code_assistant.index.import_graph import ModuleResolver, go_module_path
+from code_assistant.index.import_graph import ModuleResolver, go_module_path, js_package
 from code_assistant.index.index_db import Entry, FileRecord, FileStamp, ImportRow, IndexDB
 from code_assistant.index.repo_files import list_repo_files
 from code_assistant.index.vectors import Vectors
@@ -105,6 +105,10 @@ class RepoIndex:
     def doc_freq(self, terms: set[str]) -> tuple[dict[str, int], int]:
         """Files holding each term, and the number of files."""
         return self.db.doc_freq(terms)
+
+    def files_with(self, terms: set[str]) -> dict[str, set[str]]:
+        """Term -> the files holding it."""
+        return self.db.files_with(terms)
 
 
 class ChangedFile(NamedTuple):
@@ -221,7 +225,7 @@ class Indexer:
 
     def _update_graph(self, paths: list[str], updated: list[str], paths_changed: bool) -> None:
         """Resolve imports again: all of them when the set of paths (or go.mod) changed, else the updated files'."""
-        if paths_changed or any(Path(p).name == "go.mod" for p in updated):
+        if paths_changed or any(Path(p).name in ("go.mod", "package.json") for p in updated):
             self.db.set_edges(self._resolve_graph(self.db.imports(), paths), replace_all=True)
         elif updated:
             graph: dict[str, list[str]] = {path: [] for path in updated}
@@ -241,7 +245,16 @@ class Indexer:
         """Resolve (path, language, raw imports) against the indexed paths."""
         go_mod = self.repo / "go.mod"
         module = go_module_path(go_mod.read_text(encoding="utf-8", errors="replace")) if go_mod.is_file() else None
-        resolver = ModuleResolver(paths, go_module=module)
+        packages = []
+        for path in paths:  # a monorepo's workspaces, by their package.json
+            if Path(path).name == "package.json":
+                try:
+                    found = js_package(path, (self.repo / path).read_text(encoding="utf-8", errors="replace"))
+                except OSError:
+                    continue
+                if found:
+                    packages.append(found)
+        resolver = ModuleResolver(paths, go_module=module, js_packages=packages)
         graph: dict[str, list[str]] = {}
         for path, language, raw in imports:
             targets: set[str] = set()

@@ -18,16 +18,34 @@ def _git_files(repo: Path) -> list[str] | None:
     return None if out is None else [p for p in out.split("\0") if p]
 
 
+def _gitignore_spec(lines: list[str]) -> pathspec.PathSpec:
+    """A .gitignore's patterns; a line git would ignore as invalid (a lone `!`) is left out, as git does."""
+    try:
+        return pathspec.PathSpec.from_lines("gitignore", lines)
+    except ValueError:  # pathspec's GitIgnorePatternError
+        valid = []
+        for line in lines:
+            try:
+                pathspec.PathSpec.from_lines("gitignore", [line])
+            except ValueError:
+                continue
+            valid.append(line)
+        return pathspec.PathSpec.from_lines("gitignore", valid)
+
+
 def _walk_files(repo: Path) -> list[str]:
     """Files below repo, honouring .gitignore files (root and nested) when git is not available."""
     found: list[str] = []
-    specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+    specs: list[tuple[str, pathspec.PathSpec]] = []
     for dirpath, dirnames, filenames in os.walk(repo):
         rel_dir = os.path.relpath(dirpath, repo).replace(os.sep, "/")
         rel_dir = "" if rel_dir == "." else rel_dir
         if ".gitignore" in filenames:
             lines = (Path(dirpath) / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
-            specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
+            # git's rule for one path: the last pattern that matches it decides. The walk prunes ignored directories
+            # itself, so GitIgnoreSpec's rule for files below an excluded directory is not needed, and it gets
+            # `*` + `!*/` ("ignore all but directories", go-zero's .gitignore) wrong: it keeps the directories out.
+            specs.append((rel_dir, _gitignore_spec(lines)))
 
         def ignored(rel: str, is_dir: bool) -> bool:
             for base, spec in specs:
@@ -39,6 +57,7 @@ def _walk_files(repo: Path) -> list[str]:
             return False
 
         dirnames[:] = sorted(d for d in dirnames if d not in languages.IGNORED_DIRS
+                             and not (Path(dirpath) / d / "pyvenv.cfg").is_file()  # a virtualenv by any name
                              and not ignored(f"{rel_dir}/{d}" if rel_dir else d, True))
         for name in sorted(filenames):
             rel = f"{rel_dir}/{name}" if rel_dir else name

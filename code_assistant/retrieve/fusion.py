@@ -4,15 +4,19 @@ files worth embedding; the full one adds the dense features once they do."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
-from code_assistant.retrieve import fusion_weights
+from code_assistant import languages
+from code_assistant.retrieve import file_roles, fusion_weights
 from code_assistant.retrieve.signals import SIGNAL_DEPTH, FileSignals, Signals
 
 RANK_SCALE = 8  # a signal's rank r becomes RANK_SCALE / (RANK_SCALE + r - 1): 1 at the top, 0.5 at rank 9
 SYMBOLS_CAP = 3.0  # beyond three well-defined names, more hits say little more
+MAJOR_DEPTH = 20  # the task's language: the most common among BM25's top files of this many
+_SAME_LANGUAGE = {"tsx": "typescript"}  # a .tsx file is TypeScript here; .jsx is javascript already
 
 # Name and meaning of each feature; the fast model uses those not starting with "dense".
 FEATURES: dict[str, str] = {
@@ -36,6 +40,18 @@ FEATURES: dict[str, str] = {
     "aux": "docs, examples, scripts, setup",
     "other": "not code: data, config, prose",
     "init": "a package's __init__ (re-exports, named in every issue)",
+    "entry": "a module entry named by its directory (index.js, mod.rs, lib.rs, main.go; not __init__)",
+    "barrel": "an entry that defines at most one name and imports two or more (re-exports)",
+    "decl": "a type declaration file (.d.ts)",
+    "config": "a build, bundler, runner or linter config (webpack.config.js, .eslintrc.js, build.rs, ...)",
+    "vendored": "a vendored copy (vendor/, third_party/, a Python package's packages/)",
+    "generated": "generated code by name or directory (.pb.go, *_gen.go, __generated__/)",
+    "lang_major": "of the language most of BM25's top files are in (the task's language)",
+    "literal": "holds a message the task quotes, by the run of words matched and the message's rarity",
+    "tested": "the source counterpart of a test file the task names, traces, quotes or uses the names of",
+    "pkg_named": "in a package (directory) the task names by import path, 1/sqrt(its files)",
+    "dir_mate": "the best BM25 of another candidate in its directory over the task's best (package mates)",
+    "importers": "log(1 + files importing it) / log(1 + files): how much of a hub it is",
     "log_tokens": "log of its size in tokens",
     "dense_present": "it has vectors",
     "dense_rel": "best chunk similarity minus the task's best (0 without vectors)",
@@ -71,11 +87,26 @@ def _rr(rank: int) -> float:
     return RANK_SCALE / (RANK_SCALE + rank - 1) if rank else 0.0
 
 
+def language(path: str) -> str | None:
+    """The file's language, TSX counted as TypeScript."""
+    found = languages.language_for(path)
+    return _SAME_LANGUAGE.get(found, found) if found else None
+
+
+def major_language(sig: Signals) -> str | None:
+    """The language most of BM25's top MAJOR_DEPTH non-test files are in (declarations not counted)."""
+    top = sorted((f for f in sig.files.values() if f.bm25_rank and f.kind != "test"), key=lambda f: f.bm25_rank)
+    counts = Counter(language(f.path) for f in top[:MAJOR_DEPTH] if not file_roles.is_declaration(f.path))
+    return max(sorted(counts, key=str), key=lambda lang: counts[lang]) if counts else None
+
+
 def feature_row(f: FileSignals, best_bm25: float, best_dense: float | None, dense_rank: int,
-                about_tests: bool) -> list[float]:
+                about_tests: bool, major: str | None = None, n_files: int = 1) -> list[float]:
     """One file's features, in NAMES order."""
     test = f.kind == "test"
     has_dense = f.dense is not None and best_dense is not None
+    init = f.path.endswith("/__init__.py") or f.path == "__init__.py"
+    entry = file_roles.is_entry(f.path)
     return [
         f.bm25 / best_bm25 if best_bm25 > 0 else 0.0,
         _rr(f.bm25_rank),
@@ -96,7 +127,19 @@ def feature_row(f: FileSignals, best_bm25: float, best_dense: float | None, dens
         float(test and about_tests),
         float(f.kind == "aux"),
         float(f.kind == "other"),
-        float(f.path.endswith("/__init__.py") or f.path == "__init__.py"),
+        float(init),
+        float(entry and not init),
+        float(entry and f.n_symbols <= 1 and f.n_imports >= 2),
+        float(file_roles.is_declaration(f.path)),
+        float(file_roles.is_config(f.path)),
+        float(file_roles.is_vendored(f.path)),
+        float(file_roles.is_generated(f.path)),
+        float(major is not None and language(f.path) == major),
+        f.literal,
+        f.tested,
+        f.pkg_named,
+        f.dir_bm25 / best_bm25 if best_bm25 > 0 else 0.0,
+        math.log1p(f.importers) / math.log1p(max(n_files, 1)),
         math.log1p(f.tokens),
         float(has_dense),
         (f.dense - best_dense) if has_dense else 0.0,  # type: ignore[operator]
@@ -111,7 +154,9 @@ def features(sig: Signals) -> tuple[list[str], np.ndarray]:
     dense = sorted((-f.dense, f.path) for f in sig.files.values() if f.dense is not None)
     dense_rank = {path: position for position, (_score, path) in enumerate(dense, start=1)}
     best_dense = -dense[0][0] if dense else None
-    rows = [feature_row(sig.files[p], best_bm25, best_dense, dense_rank.get(p, 0), sig.about_tests) for p in paths]
+    major = major_language(sig)
+    rows = [feature_row(sig.files[p], best_bm25, best_dense, dense_rank.get(p, 0), sig.about_tests, major,
+                        sig.n_files) for p in paths]
     return paths, np.asarray(rows, dtype=float).reshape(len(paths), len(NAMES))
 
 

@@ -75,6 +75,12 @@ def reasons(f: FileSignals, sig: Signals) -> list[str]:
         out.append("stem named in task")
     if f.trace_pos:
         out.append(f"traceback (frame file {f.trace_pos} from the innermost)")
+    if f.literal:
+        out.append("holds a message the task quotes")
+    if f.tested:
+        out.append("the code of a test the task points at")
+    if f.pkg_named:
+        out.append("in a package the task names")
     out.extend(f"imports/imported by {anchor}" for anchor in f.via)
     if f.kind != "code":
         out.append(f"{f.kind} file{' (task about tests)' if f.kind == 'test' and sig.about_tests else ''}")

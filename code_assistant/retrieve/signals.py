@@ -6,17 +6,24 @@ score, so the bench can store them and the fit can replay them."""
 from __future__ import annotations
 
 import math
+import posixpath
 import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import islice
 
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.index.lexical import tokenize
+from code_assistant.retrieve import phrases
+from code_assistant.retrieve.counterparts import counterparts
+from code_assistant.retrieve.file_roles import module_stem
 from code_assistant.retrieve.mentions import TEST_TASK_RE, Mentions, find_mentions, kind_of
 
-SIGNAL_DEPTH = 100  # files taken from the top of the BM25 ranking as candidates
+SIGNAL_DEPTH = 100  # files taken from the top of the BM25 ranking as candidates (non-test files; tests apart)
+SOURCE_KINDS = frozenset({"code", "aux"})  # what BM25 always ranks: a file of scripts/ or utils/ is code too
+LITERAL_TERMS = 3  # a quoted message's rarest words: the files holding all of them are read for the message
+LITERAL_FILES = 40  # a message more files hold than this is too common to point at any of them
+PACKAGE_FILES = 30  # a package (directory) the task names makes candidates of its files, if it has at most this many
 ANCHORS = 3  # top files of BM25 and of the symbol signal whose import neighbours become candidates
 PATH_WORD_FILES = 3  # a stem the task uses as a word makes candidates of at most this many files sharing it
 PLAIN_WORD_WEIGHT = 0.4  # a definition matching a plain lowercase word from the task, e.g. `fix`
@@ -46,6 +53,15 @@ class FileSignals:
     graph_named: float = 0.0  # imports or is imported by a file the task names or traces, 1/sqrt(its degree)
     graph_top: float = 0.0  # likewise for the top ANCHORS files of BM25 and of the symbol signal
     via: list[str] = field(default_factory=list)  # the anchors it is linked to
+    literal: float = 0.0  # it holds a message the task quotes: the run of words matched, by the message's rarity
+    tested: float = 0.0  # the source counterpart of a test file the task points at (names, traces, quotes)
+    pkg_named: float = 0.0  # its directory is a package the task names (a Go import path): 1/sqrt(its files)
+    macro_def: float = 0.0  # defines a macro or attribute the task uses (macro_rules!, proc_macro): 1 / its definers
+    # (not a feature of its own: it decides which files define the name for the symbol signal)
+    dir_bm25: float = 0.0  # the best BM25 of another candidate in its directory (its package mates)
+    n_symbols: int = 0  # definitions in the file
+    n_imports: int = 0  # import statements in the file (an entry that re-exports has many and defines few)
+    importers: int = 0  # files that import it (a hub module: the application class every plugin imports)
     dense: float | None = None  # best chunk's cosine similarity to the task; None: it has no vectors
     dense_rank: int = 0  # 1-based among the files with vectors (for reasons; fusion ranks again)
 
@@ -65,8 +81,9 @@ class Signals:
 
     @property
     def lexical_kinds(self) -> set[str]:
-        """Kinds of file BM25 ranks: code, and tests when the task is about tests (prose and fixtures echo issues)."""
-        return {"code", "test"} if self.about_tests else {"code"}
+        """Kinds of file BM25 ranks: code (aux code too), and tests when the task is about tests (prose and
+        fixtures echo issues)."""
+        return {*SOURCE_KINDS, "test"} if self.about_tests else set(SOURCE_KINDS)
 
     def file(self, path: str) -> FileSignals:
         """The path's entry, made on first mention."""
@@ -80,11 +97,12 @@ def gather(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | No
     mentions = find_mentions(task, index)
     frames = [f for f in (extra_frames or []) if f[0] in index.files] + mentions.traceback
     sig = Signals({}, bool(TEST_TASK_RE.search(task)), len(index.files), mentions, frames)
-    lexical = ((p, s) for p, s in _ranked(index.bm25(tokenize(task))) if kind_of(p) in sig.lexical_kinds)
-    for position, (path, score) in enumerate(islice(lexical, SIGNAL_DEPTH), start=1):  # classify no more files
-        entry = sig.file(path)
-        entry.bm25, entry.bm25_rank = score, position
-    scores = _symbol_scores(index, mentions.identifiers, mentions.called or set())
+    _lexical(index, sig, task)
+    macros = _macro_definers(index, mentions.macros or set())
+    for paths in macros.values():
+        for path in paths:
+            sig.file(path).macro_def = 1.0 / len(paths)
+    scores = _symbol_scores(index, mentions.identifiers | (mentions.macros or set()), mentions.called or set(), macros)
     for position, (path, score) in enumerate(_ranked(scores), start=1):
         entry = sig.file(path)
         entry.symbols, entry.symbol_rank = score, position
@@ -92,38 +110,173 @@ def gather(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | No
     _path_words(index, sig, task)
     for position, path in enumerate(dict.fromkeys(p for p, _line in reversed(frames)), start=1):
         sig.file(path).trace_pos = position  # once per file: a long stay in one file is no extra evidence
+    _literals(index, sig, task)
+    _packages(index, sig)
     _graph(index, sig)
-    records = index.db.records(list(sig.files))
-    for path, entry in sig.files.items():
-        entry.tokens = records[path].tokens if path in records else 0
+    _tested(index, sig)
+    _details(index, sig, list(sig.files))
+    _mates(sig)
     return sig
+
+
+def _details(index: RepoIndex, sig: Signals, paths: list[str]) -> None:
+    """Size, definitions and imports of the files, from their index records."""
+    records = index.db.records(paths)
+    importers = index.db.importers(paths)
+    for path in paths:
+        entry, record = sig.files[path], records.get(path)
+        if record is not None:
+            entry.tokens, entry.n_symbols, entry.n_imports = record.tokens, len(record.symbols), len(record.imports)
+            entry.importers = importers.get(path, 0)
+
+
+def _lexical(index: RepoIndex, sig: Signals, task: str) -> None:
+    """BM25's top SIGNAL_DEPTH files of each kind it ranks, each ranked among the files at least as likely to be
+    the fix: code among code, aux code (scripts, utils, examples) among code and aux, tests (when the task is about
+    tests) among all three. A task quoting a test case cannot push the module it tests out with its test files, nor
+    can a repository's examples push its code down."""
+    code = aux = joint = 0
+    for path, score in _ranked(index.bm25(tokenize(task))):  # classify no more files than needed
+        kind = kind_of(path)
+        if kind == "code":
+            code, aux, joint = code + 1, aux + 1, joint + 1
+            rank = code
+        elif kind == "aux":
+            aux, joint = aux + 1, joint + 1
+            rank = aux
+        elif kind == "test" and sig.about_tests:
+            joint += 1
+            rank = joint
+        else:
+            continue
+        if rank <= SIGNAL_DEPTH:
+            entry = sig.file(path)
+            entry.bm25, entry.bm25_rank = score, rank
+        if code >= SIGNAL_DEPTH and aux >= SIGNAL_DEPTH and (joint >= SIGNAL_DEPTH or not sig.about_tests):
+            break
+
+
+def _literals(index: RepoIndex, sig: Signals, task: str) -> None:
+    """Files holding a message the task quotes (phrases.py): for each message the files that have its rarest
+    words are read and scored by the longest run of its words they hold in order; a message many files hold
+    says less about each."""
+    texts: dict[str, set[tuple[str, str, str]] | None] = {}
+    for message in phrases.quoted_messages(task):
+        content = {t for t in tokenize(" ".join(message)) if len(t) >= 3}
+        df, _ = index.doc_freq(content)
+        rare = sorted((t for t in content if df.get(t)), key=lambda t: (df[t], t))[:LITERAL_TERMS]
+        if len(rare) < 2:
+            continue
+        holding = index.files_with(set(rare))
+        files = set.intersection(*(holding.get(t, set()) for t in rare))
+        files = {f for f in files if kind_of(f) in ("code", "aux", "test")}
+        if not files or len(files) > LITERAL_FILES:
+            continue
+        runs = {}
+        for path in sorted(files):
+            if path not in texts:
+                text = _read(index, path)
+                texts[path] = phrases.trigrams(phrases.words(text)) if text is not None else None
+            grams = texts[path]
+            run = phrases.longest_run(message, grams) if grams else 0
+            if run >= phrases.MIN_WORDS:
+                runs[path] = run
+        for path, run in runs.items():
+            entry = sig.file(path)
+            score = min(run, phrases.RUN_CAP) / phrases.RUN_CAP / math.log2(1 + len(runs))
+            entry.literal = max(entry.literal, score)
+
+
+_MACRO_TERMS = ("macro_rules", "proc_macro", "proc_macro_attribute", "proc_macro_derive")
+
+
+def _macro_definers(index: RepoIndex, names: set[str]) -> dict[str, list[str]]:
+    """Lowercased name -> the files that define it as the macro or attribute the task uses: `macro_rules! name`, a
+    `#[proc_macro...]` function `name` or `#[proc_macro_derive(Name ...)]` (among the files holding the name and a
+    definer's word). For `#[instrument]` these define `instrument`, not a method of that name elsewhere."""
+    if not names:
+        return {}
+    holding = index.files_with({*_MACRO_TERMS, *(n.lower() for n in names)})
+    definers = set().union(*(holding.get(t, set()) for t in _MACRO_TERMS))
+    found: dict[str, list[str]] = {}
+    for name in sorted(names):
+        pattern = re.compile(rf"macro_rules!\s*{name}\b|#\[proc_macro(?:_attribute)?\]\s*(?:#\[[^\]]*\]\s*)*"
+                             rf"(?:pub\s+)?fn\s+{name}\b|#\[proc_macro_derive\(\s*{name}\b")
+        files = [p for p in sorted(definers & holding.get(name.lower(), set())) if p.endswith(".rs")
+                 and kind_of(p) != "test" and pattern.search(_read(index, p) or "")]
+        if files:
+            found[name.lower()] = files
+    return found
+
+
+def _read(index: RepoIndex, path: str) -> str | None:
+    try:
+        return (index.repo / path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _packages(index: RepoIndex, sig: Signals) -> None:
+    """Files of the packages (directories) the task names by import path, if the package is small enough to say
+    something about each: 1/sqrt(its files)."""
+    for directory in sig.mentions.packages or []:
+        mates = [p for p in index.files if posixpath.dirname(p) == directory and kind_of(p) == "code"]
+        if 0 < len(mates) <= PACKAGE_FILES:
+            for path in mates:
+                sig.file(path).pkg_named = 1.0 / math.sqrt(len(mates))
+
+
+def _tested(index: RepoIndex, sig: Signals) -> None:
+    """The source counterpart (counterparts.py) of each test file the task points at - names it, traces through
+    it, quotes its message or defines the names it uses - is the code that test exercises."""
+    pointed = [f.path for f in sig.files.values() if f.kind == "test" and (f.named or f.stem or f.trace_pos or
+                                                                           f.literal or f.symbols)]
+    if not pointed:
+        return
+    files = set(index.files)
+    for test in pointed:
+        sources = [s for s in counterparts(test, files) if kind_of(s) in SOURCE_KINDS]
+        if sources:
+            sig.file(sources[0]).tested = 1.0
+
+
+def _mates(sig: Signals) -> None:
+    """For each candidate, the best BM25 of another candidate in its directory (Go's package mates, a module's
+    siblings)."""
+    by_dir: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for f in sig.files.values():
+        if f.bm25:
+            by_dir[posixpath.dirname(f.path)].append((f.bm25, f.path))
+    for f in sig.files.values():
+        f.dir_bm25 = max((score for score, path in by_dir.get(posixpath.dirname(f.path), []) if path != f.path),
+                         default=0.0)
 
 
 def _ranked(scores: dict[str, float]) -> list[tuple[str, float]]:
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def _symbol_scores(index: RepoIndex, identifiers: set[str], called: set[str]) -> dict[str, float]:
-    """Files that define a named identifier; a name defined in many files says little about each."""
+def _symbol_scores(index: RepoIndex, identifiers: set[str], called: set[str],
+                   macros: dict[str, list[str]] | None = None) -> dict[str, float]:
+    """Files that define a named identifier; a name defined in many files says little about each. A name the task
+    uses as a macro or attribute is defined by the files that define that macro (`macros`)."""
     if not identifiers:
         return {}
     plain = {i for i in identifiers - called if i.isalpha() and i.islower()}
     scores: dict[str, float] = defaultdict(float)
-    for name, paths in index.defining({i.lower() for i in identifiers}).items():
+    defining = index.defining({i.lower() for i in identifiers})
+    defining.update({name: set(paths) for name, paths in (macros or {}).items()})
+    for name, paths in defining.items():
         weight = 1.0 / math.log2(1 + len(paths))
-        if name.isalpha() and name in plain:  # `fix`, `install`: a command or an English word more than a name
-            weight *= PLAIN_WORD_WEIGHT
+        if name.isalpha() and name in plain and name not in (macros or {}):  # `fix`, `install`: a command or an
+            weight *= PLAIN_WORD_WEIGHT  # English word more than a name
         for path in paths:
             scores[path] += weight
     return dict(scores)
 
 
 def _stem(path: str) -> str:
-    name = path.rsplit("/", 1)[-1]
-    stem = name.rsplit(".", 1)[0]
-    if stem == "__init__" and "/" in path:  # a package's __init__ is named by the package
-        stem = path.rsplit("/", 2)[-2]
-    return stem
+    return module_stem(path)  # a package's __init__, index.js or mod.rs is named by its directory
 
 
 def _named(index: RepoIndex, sig: Signals) -> None:
@@ -209,9 +362,7 @@ def add_dense(index: RepoIndex, sig: Signals, task: str) -> None:
     for position, (path, score) in enumerate(_ranked(best), start=1):
         entry = sig.file(path)
         entry.dense, entry.dense_rank = score, position
-    records = index.db.records(new)
-    for path in new:
-        sig.files[path].tokens = records[path].tokens if path in records else 0
+    _details(index, sig, new)
 
 
 def task_windows(task: str, max_tokens: int, count: Callable[[str], int]) -> list[str]:
