@@ -26,8 +26,7 @@ def _build_indexer(settings: Settings):  # noqa: ANN202 - indexer.Indexer; impor
 
     client = _chat_client(settings) if settings.embedding_backend == "openai" else None
     embedder = embeddings.make_embedder(settings.embedding_backend, model=settings.embedding_model, client=client)
-    chroma = store.open_client(settings.index_path)
-    chunk_store = store.ChunkStore(chroma, store.collection_for(chroma, settings.repo, embedder.name))
+    chunk_store = store.LazyChunkStore(settings.index_path, settings.repo, embedder.name)
     return indexer.Indexer(settings.repo, settings.index_path, embedder, chunk_store)
 
 

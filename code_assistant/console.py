@@ -1,25 +1,38 @@
 """Everything the CLI shows a person: progress lines, the index progress bar, streamed answers, review, summary."""
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
-from rich.syntax import Syntax
 
 from code_assistant.agent.stop import Stop
 
 if TYPE_CHECKING:  # the CLI imports this module first: the pipeline is loaded only when a command needs it
+    from rich.console import Console
+    from rich.progress import Progress
+
     from code_assistant.agent.candidates import CandidateOutcome
     from code_assistant.agent.state import RunResult
     from code_assistant.model.chat import Usage
 
-_out = Console(highlight=False, soft_wrap=True)
-_err = Console(stderr=True, highlight=False)
+
+
+@functools.cache
+def _out() -> Console:
+    """rich takes a tenth of a second to import: only output that needs it (colour, bars) loads it."""
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True)
+
+
+@functools.cache
+def _err() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
 PROGRESS_MIN_FILES = 200
 
 
@@ -37,7 +50,7 @@ def quiet(line: str) -> None:
 
 def stream(piece: str) -> None:
     global _line_open
-    _err.print(piece, end="", style="dim", markup=False)
+    _err().print(piece, end="", style="dim", markup=False)
     _line_open = bool(piece) and not piece.endswith("\n") or (_line_open and not piece)
 
 
@@ -45,15 +58,17 @@ def end_stream() -> None:
     """End a streamed answer's line, so that what comes next starts a line of its own."""
     global _line_open
     if _line_open:
-        _err.print()
+        _err().print()
         _line_open = False
 
 
 def show_diff(diff: str) -> None:
     if not diff.strip():
         return
-    if _out.is_terminal:
-        _out.print(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))
+    if sys.stdout.isatty():
+        from rich.syntax import Syntax
+
+        _out().print(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))
     else:
         sys.stdout.write(diff if diff.endswith("\n") else diff + "\n")
         sys.stdout.flush()
@@ -79,7 +94,7 @@ class _IndexProgress:
     """A progress bar for big repositories on a terminal; nothing otherwise."""
 
     def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled and _out.is_terminal
+        self.enabled = enabled and sys.stdout.isatty()
         self._bar: Progress | None = None
         self._task: Any = None
 
@@ -87,8 +102,10 @@ class _IndexProgress:
         if not self.enabled or total < PROGRESS_MIN_FILES:
             return
         if self._bar is None:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
             self._bar = Progress(TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                 console=_out, transient=True)
+                                 console=_out(), transient=True)
             self._bar.start()
             self._task = self._bar.add_task("index", total=total)
         self._bar.update(self._task, completed=done)
@@ -123,18 +140,21 @@ class _EmbedProgress:
     def __call__(self, report: Any) -> None:
         if not self.enabled:
             return
-        if _out.is_terminal:
+        if sys.stdout.isatty():
             if self._bar is None:
+                from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                           TimeRemainingColumn)
+
                 self._bar = Progress(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(),
                                      TextColumn("files, {task.fields[chunks]} chunks, {task.fields[rate]}/s"),
-                                     TimeElapsedColumn(), TimeRemainingColumn(), console=_out, transient=True)
+                                     TimeElapsedColumn(), TimeRemainingColumn(), console=_out(), transient=True)
                 self._bar.start()
                 self._task = self._bar.add_task("embed", total=self.files, chunks=0, rate="0.0")
             rate = report.embedded / max(self._bar.tasks[0].elapsed or 1e-9, 1e-9)
             self._bar.update(self._task, completed=report.files, chunks=report.embedded, rate=f"{rate:.1f}")
         elif report.files > self._last_files:  # a batch was written
             self._last_files = report.files
-            _err.print(f"[Embedding: {report.files}/{self.files} files, {report.embedded} chunks embedded, "
+            _err().print(f"[Embedding: {report.files}/{self.files} files, {report.embedded} chunks embedded, "
                        f"{report.reused} reused]", markup=False)
 
     def close(self) -> None:

@@ -17,10 +17,17 @@ _MODEL_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "OPENAI_CONTE
               "CHROMA_SSL", "CHROMA_AUTH_TOKEN")
 
 
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Built embedding graphs are content-addressed: every test (and every CLI it starts) may share one cache."""
+    return tmp_path_factory.mktemp("models")
+
+
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, model_cache: Path) -> Path:
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CODE_ASSISTANT_MODEL_CACHE", str(model_cache))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     for name in _MODEL_ENV:
         monkeypatch.delenv(name, raising=False)

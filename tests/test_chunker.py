@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+from pathlib import Path
 
 from code_assistant.parse.chunker import Chunk, chunk_file
 from code_assistant.parse.code_parser import parse_source
@@ -116,3 +118,19 @@ def test_regex_languages_get_definition_chunks() -> None:
     chunks = chunk_file("g.rb", source, max_tokens=256)
     covered(source, chunks)
     assert parse_source("g.rb", source).parser == "regex"
+
+
+def test_a_layout_rebuilds_the_same_chunks_without_the_chunker() -> None:
+    """A warm query plans its vector fill from the layout the index keeps: the chunks must be exactly the ones the
+    chunker made, text included (their ids hash the text)."""
+    from code_assistant.index.vectors import from_layout, to_layout
+
+    package = Path(__file__).resolve().parent.parent / "code_assistant"
+    files = sorted(package.rglob("*.py"))[:40]
+    assert files
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        chunks = chunk_file(path.name, text, max_tokens=120)
+        layout = to_layout(chunks, text)
+        assert all(entry[5] is None for entry in layout), path  # header + lines, always, today
+        assert from_layout(path.name, text, json.loads(json.dumps(layout))) == chunks, path

@@ -6,7 +6,10 @@ import base64
 import hashlib
 import json
 import math
+import os
 import struct
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,6 +24,7 @@ from code_assistant.index import embeddings, minilm_int8
 from code_assistant.index.embeddings import EmbeddingError, LocalMiniLM, OpenAIEmbedder, make_embedder
 from code_assistant.parse.chunker import chunk_file
 
+ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "minilm_reference.json").read_text(encoding="utf-8"))
 SAMPLES: list[dict[str, Any]] = FIXTURE["samples"]
 INT8_MIN_COSINE = 0.99  # the bar for the int8 runtime, against sentence-transformers and against numpy
@@ -84,7 +88,7 @@ def _quantized_activations(texts: list[str]) -> dict[str, np.ndarray]:
     import onnxruntime
 
     weights = embeddings.load_weights()
-    outliers = embeddings.int8_session().outliers
+    outliers = embeddings.int8_outliers()
     session = onnxruntime.InferenceSession(minilm_int8.build_model(weights, outliers, expose_activations=True),
                                            providers=["CPUExecutionProvider"])
     names = [f"{prefix}.x_q" for prefix in minilm_int8.dense_weights(weights)]
@@ -103,7 +107,7 @@ def test_no_int8_product_can_saturate_on_any_cpu() -> None:
     7-bit weights and the real activations of short, empty and long texts: nothing saturates, the simulated product
     is the exact one — and the old 8-bit weights, on the same activations, do saturate, so the simulation can tell."""
     weights = embeddings.load_weights()
-    outliers = embeddings.int8_session().outliers
+    outliers = embeddings.int8_outliers()
     activations = _quantized_activations(["", "?", "TODO", LONG_TEXT[:400]])
     old_saturated = 0
     for prefix, w in minilm_int8.dense_weights(weights).items():
@@ -125,6 +129,27 @@ def test_the_saturating_simulation_clips_pair_sums_to_int16() -> None:
     product, saturated = minilm_int8.saturating_pair_product(x_q, w_q)
     # 255*127 + 255*127 = 64,770 clips to 32,767 (and -64,770 to -32,768); 1*3 + 0; 7*-2 (odd K, padded)
     assert product.tolist() == [[32767 + 3 - 14, -32768 + 3 + 35]] and saturated == 2
+
+
+def test_the_int8_graph_is_built_once_and_read_back_after_that(tmp_path: Path) -> None:
+    script = ("import json, sys\nfrom code_assistant.index import embeddings\n"
+              "print(json.dumps(embeddings.LocalMiniLM(runtime='int8').embed(['def add(a, b):'])[0]))")
+    env = {**os.environ, "CODE_ASSISTANT_MODEL_CACHE": str(tmp_path / "models")}
+    first = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT)
+    built = sorted((tmp_path / "models").glob("*.onnx"))
+    assert first.returncode == 0 and len(built) == 1, first.stderr
+    stamp = built[0].stat().st_mtime_ns
+    second = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert second.returncode == 0 and built[0].stat().st_mtime_ns == stamp, "read back, not built again"
+    assert json.loads(first.stdout) == json.loads(second.stdout)
+    assert sorted((tmp_path / "models").glob("*.onnx")) == built
+
+
+def test_a_new_runtime_or_new_weights_get_a_graph_of_their_own(tmp_path: Path) -> None:
+    one = minilm_int8.model_file(tmp_path, "a" * 64, "1.32.0")
+    assert one == minilm_int8.model_file(tmp_path, "a" * 64, "1.32.0")
+    assert one != minilm_int8.model_file(tmp_path, "a" * 64, "1.33.0")
+    assert one != minilm_int8.model_file(tmp_path, "b" * 64, "1.32.0")
 
 
 def test_int8_vectors_do_not_depend_on_batching_or_order() -> None:

@@ -107,3 +107,35 @@ def test_the_lazy_and_the_full_index_rank_the_same_file_first(tmp_path: Path) ->
 
     assert top(tmp_path / "lazy", full=False) == top(tmp_path / "full", full=True) == [
         "billing/invoice.py", "billing/tax.py", "billing/customer.py"]
+
+
+def test_a_warm_query_on_an_unchanged_repository_chunks_no_file(tmp_path: Path) -> None:
+    """Which chunks a file has is known from the index once it was chunked: the same query again re-chunks
+    nothing (counted), and finds every chunk it wants stored."""
+    repo = _ledger_repo(tmp_path, 6)
+    embedder = embeddings.make_embedder("local")
+
+    def query() -> tuple[int, int]:
+        chunks = store.LazyChunkStore(tmp_path / "index", repo, embedder.name)
+        index, _ = Indexer(repo, tmp_path / "index", embedder, chunks).update()
+        ranked = rank(index, "settle_3_1 posts the wrong ledger entry", embed_budget=200)
+        return index.vectors.chunked, ranked.embedded
+
+    cold_chunked, cold_embedded = query()
+    assert cold_chunked > 0 and cold_embedded > 0
+    assert query() == (0, 0), "a warm query: no file chunked, no chunk embedded"
+
+
+def test_context_only_without_vectors_loads_neither_chroma_nor_onnxruntime(tmp_path: Path) -> None:
+    """The fast path imports only what it uses: in the CLI's own process, after a --context-only --embed-budget 0
+    answer on a repository with no vectors, chromadb and onnxruntime were never imported."""
+    repo = _ledger_repo(tmp_path, 2)
+    script = ("import sys\nfrom code_assistant import cli\n"
+              f"code = cli.main(['--repo', {str(repo)!r}, '--task', 'exchange_rate fails', '--context-only', "
+              f"'--json', '--embed-budget', '0', '--index-path', {str(tmp_path / 'index')!r}])\n"
+              "print(code, [m for m in ('chromadb', 'onnxruntime') if m in sys.modules])\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    answer, status = done.stdout.strip().splitlines()
+    assert json.loads(answer)["files"][0] == "ledger/rates.py"
+    assert status == "0 []", status

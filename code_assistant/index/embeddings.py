@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import importlib.util
+import json
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -14,6 +17,7 @@ import numpy as np
 from code_assistant import tokens
 from code_assistant.errors import AssistantError
 from code_assistant.index import minilm, minilm_int8
+from code_assistant.settings import cache_home
 
 if TYPE_CHECKING:
     import openai
@@ -88,15 +92,62 @@ def load_tokenizer() -> Tokenizer:
     return minilm.load_tokenizer(model_dir())
 
 
+@functools.lru_cache(maxsize=1)
+def int8_outliers() -> dict[str, np.ndarray]:
+    """The input channels each dense product of the int8 graph multiplies in float (minilm_int8.outlier_channels)."""
+    return minilm_int8.outlier_channels(load_weights(), load_tokenizer().encode(minilm_int8.CALIBRATION_TEXT).ids)
+
+
 @functools.lru_cache(maxsize=2)
 def int8_session(threads: int | None = 1) -> minilm_int8.Int8MiniLM:
-    """The int8 session, built once per process and thread count; the float weights it is built from are let go."""
+    """The int8 session, once per process and thread count, from the graph kept in the model cache: built (and
+    kept) the first time these weights meet this onnxruntime, read back after that."""
+    import onnxruntime
+
     try:
-        calibration = load_tokenizer().encode(minilm_int8.CALIBRATION_TEXT).ids
-        return minilm_int8.Int8MiniLM(minilm.load_weights(model_dir()), calibration, threads)
+        path = minilm_int8.model_file(model_cache(), weights_sha256(), onnxruntime.__version__)
+        if not path.is_file():
+            model = minilm_int8.build_model(load_weights(), int8_outliers())
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            partial.write_bytes(model)
+            os.replace(partial, path)  # whole or not at all: a process reading it never sees half a model
+            logger.info("built the int8 MiniLM graph into %s", path)
+        return minilm_int8.Int8MiniLM(path, max_seq_length(), threads)
     except Exception as exc:  # onnxruntime's errors (Fail, InvalidGraph, NotImplemented...) share no other base
         raise EmbeddingError(f"onnxruntime cannot run the int8 MiniLM graph ({str(exc).splitlines()[0][:200]}): "
                              "pip install -U 'onnxruntime>=1.32'") from exc
+
+
+def model_cache() -> Path:
+    """Where built graphs are kept (content-addressed, so any number of runs and users may share it)."""
+    return Path(os.environ.get("CODE_ASSISTANT_MODEL_CACHE") or cache_home() / "models")
+
+
+def weights_sha256() -> str:
+    """The weights file's sha256, computed once per installed file (kept beside the graphs, keyed by size and
+    mtime): hashing 88 MB on every start would cost more than the graph it keys."""
+    weights = model_dir() / "model.safetensors"
+    stat = weights.stat()
+    known = model_cache() / "weights-sha256.json"
+    stamp = {"path": str(weights), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    try:
+        record = json.loads(known.read_text(encoding="utf-8"))
+        if {k: record.get(k) for k in stamp} == stamp and isinstance(record.get("sha256"), str):
+            return str(record["sha256"])
+    except (OSError, ValueError):
+        pass
+    digest = hashlib.sha256()
+    with open(weights, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    known.parent.mkdir(parents=True, exist_ok=True)
+    known.write_text(json.dumps({**stamp, "sha256": digest.hexdigest()}), encoding="utf-8")
+    return digest.hexdigest()
+
+
+def max_seq_length() -> int:
+    return int(json.loads((model_dir() / "sentence_bert_config.json").read_text()).get("max_seq_length", 256))
 
 
 @functools.lru_cache(maxsize=1)

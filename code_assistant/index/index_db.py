@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS terms (id INTEGER PRIMARY KEY, term TEXT NOT NULL UNI
 CREATE TABLE IF NOT EXISTS postings (term_id INTEGER NOT NULL, file_id INTEGER NOT NULL, tf INTEGER NOT NULL,
     PRIMARY KEY (term_id, file_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS postings_file ON postings (file_id);
+CREATE TABLE IF NOT EXISTS layouts (file_id INTEGER PRIMARY KEY, hash TEXT NOT NULL, layout TEXT NOT NULL);
 """
 
 
@@ -135,7 +136,7 @@ class IndexDB:
 
     def clear(self) -> None:
         self._term_cache.clear()
-        for table in ("meta", "files", "symbols", "edges", "terms", "postings"):
+        for table in ("meta", "files", "symbols", "edges", "terms", "postings", "layouts"):
             self._db.execute(f"DELETE FROM {table}")  # fixed table names
         self._db.commit()
 
@@ -169,6 +170,18 @@ class IndexDB:
     def chunk_ids(self, path: str) -> list[str]:
         row = self._db.execute("SELECT chunk_ids FROM files WHERE path = ? AND skipped = 0", (path,)).fetchone()
         return json.loads(row[0]) if row and row[0] else []
+
+    def layout(self, path: str, digest: str) -> list | None:
+        """How this version of the file is chunked for embedding (vectors.py stores it), if it was."""
+        row = self._db.execute("SELECT l.layout FROM layouts l JOIN files f ON f.id = l.file_id "
+                               "WHERE f.path = ? AND f.skipped = 0 AND l.hash = ?", (path, digest)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def set_layout(self, path: str, digest: str, layout: list) -> None:
+        file_id = self._file_id(path)
+        if file_id is not None:
+            self._db.execute("INSERT OR REPLACE INTO layouts (file_id, hash, layout) VALUES (?, ?, ?)",
+                             (file_id, digest, json.dumps(layout, separators=(",", ":"))))
 
     # ----- vectors, filled on demand ---------------------------------------------------------------------------
     def set_vectors(self, path: str, chunk_ids: list[str], chunks: int, complete: bool) -> None:
@@ -351,5 +364,6 @@ class IndexDB:
             return
         self._db.execute("DELETE FROM symbols WHERE file_id = ?", (file_id,))
         self._db.execute("DELETE FROM postings WHERE file_id = ?", (file_id,))
+        self._db.execute("DELETE FROM layouts WHERE file_id = ?", (file_id,))
         if edges:
             self._db.execute("DELETE FROM edges WHERE src = ? OR dst = ?", (file_id, file_id))

@@ -29,7 +29,9 @@ win back the bit it costs (cosine to float32 on one-token texts 0.984 without th
 """
 from __future__ import annotations
 
+import hashlib
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -216,11 +218,23 @@ def dense_weights(w: Weights) -> dict[str, np.ndarray]:
             for name in ("qkv", "out", "up", "down")}
 
 
-class Int8MiniLM:
-    """An onnxruntime session of the int8 graph. `threads` is onnxruntime's intra-op thread count (None: its default,
-    one per core); the session never spins waiting for work, so idle threads leave the cores to other jobs."""
+SCHEME = "int8w7-o4"  # the quantization's name: any change to it (levels, outliers, calibration) changes this too
 
-    def __init__(self, w: Weights, calibration_ids: list[int], threads: int | None = 1) -> None:
+
+def model_file(cache: Path, weights_sha256: str, runtime_version: str) -> Path:
+    """Where the graph built from these weights for this onnxruntime is kept: a new version of either, or of the
+    quantization, is a new file."""
+    key = hashlib.sha256("\0".join([SCHEME, str(WEIGHT_LEVELS), str(OUTLIER_CHANNELS), CALIBRATION_TEXT,
+                                    weights_sha256, runtime_version]).encode()).hexdigest()[:16]
+    return cache / f"all-MiniLM-L6-v2-{SCHEME}-{key}.onnx"
+
+
+class Int8MiniLM:
+    """An onnxruntime session of the int8 graph (the serialized model, or its file). `threads` is onnxruntime's
+    intra-op thread count (None: its default, one per core); the session never spins waiting for work, so idle
+    threads leave the cores to other jobs."""
+
+    def __init__(self, model: bytes | Path, max_seq_length: int, threads: int | None = 1) -> None:
         import onnxruntime
 
         options = onnxruntime.SessionOptions()
@@ -228,11 +242,10 @@ class Int8MiniLM:
         options.inter_op_num_threads = 1
         options.log_severity_level = 3  # errors only: graph-optimizer notes are not the user's business
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.outliers = outlier_channels(w, calibration_ids)
         self.session: onnxruntime.InferenceSession = onnxruntime.InferenceSession(
-            build_model(w, self.outliers), options, providers=["CPUExecutionProvider"])
-        self.max_seq_length = w.max_seq_length
-        logger.debug("built the int8 MiniLM onnxruntime session (%s threads)", threads or "default")
+            str(model) if isinstance(model, Path) else model, options, providers=["CPUExecutionProvider"])
+        self.max_seq_length = max_seq_length
+        logger.debug("opened the int8 MiniLM onnxruntime session (%s threads)", threads or "default")
 
     def encode(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """Same contract as `minilm.encode`: (batch, seq) int ids and mask -> (batch, hidden) unit vectors."""

@@ -13,18 +13,18 @@ import hashlib
 import logging
 import os
 import re
+import sys
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-import chromadb
-from chromadb.config import Settings as ChromaSettings
-from chromadb.errors import AuthorizationError, ChromaAuthError
 
 from code_assistant.errors import AssistantError
 from code_assistant.vcs import try_git
+
+if TYPE_CHECKING:  # chromadb takes ~1.5 s to import: only a run that reads or writes vectors pays it
+    import chromadb
 
 logger = logging.getLogger(__name__)
 
@@ -151,7 +151,9 @@ def server_config(env: Mapping[str, str] | None = None) -> ServerConfig | None:
 
 def _explain(exc: BaseException, where: str) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
-    auth = isinstance(exc, (ChromaAuthError, AuthorizationError)) or re.search(
+    errors = sys.modules.get("chromadb.errors")  # an error of Chroma's means chromadb is imported already
+    chroma_auth = (errors.ChromaAuthError, errors.AuthorizationError) if errors else ()
+    auth = isinstance(exc, chroma_auth) or re.search(
         r"unauthori[sz]ed|forbidden|\b40[13]\b|authenticat", text, re.IGNORECASE)
     if auth:
         return f"the Chroma server at {where} refused the request ({text[:120]}); check CHROMA_AUTH_TOKEN"
@@ -174,6 +176,9 @@ def _errors_as_store_error(where: str) -> Iterator[None]:
 
 def open_client(index_path: Path, env: Mapping[str, str] | None = None) -> chromadb.api.ClientAPI:
     """A Chroma server when CHROMA_HOST is set, otherwise an embedded persistent store at index_path."""
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
     settings = ChromaSettings(anonymized_telemetry=False)  # a fresh object: chromadb caches clients by settings
     server = server_config(env)
     if server:
@@ -297,3 +302,60 @@ def query_hits(result: Mapping[str, Any]) -> list[ChunkHit]:
                              symbol=str(meta.get("symbol") or ""), kind=str(meta.get("kind") or ""),
                              score=1.0 - float(distance)))
     return hits
+
+
+class LazyChunkStore(ChunkStore):
+    """The repository's ChunkStore (named as `collection_for` names it), opened — and chromadb imported, ~1.5 s —
+    only when a vector is read or written. Until then what needs no Chroma is answered without it: whether the store
+    is shared, where it is, and that an embedded store never created holds nothing."""
+
+    def __init__(self, index_path: Path, repo: Path, embedder_name: str, env: Mapping[str, str] | None = None) -> None:
+        server = server_config(env)
+        self.shared = server is not None
+        self.where = server.address if server else str(index_path / "chroma")
+        self.name = collection_name(repo_identity(repo) if server else str(repo.resolve()), embedder_name)
+        self._index_path, self._env = index_path, env
+        self._opened: tuple[Any, Any] | None = None  # (client, collection), once opened
+
+    @property
+    def opened(self) -> bool:
+        return self._opened is not None
+
+    def _open_store(self) -> tuple[Any, Any]:
+        if self._opened is None:
+            client = open_client(self._index_path, self._env)
+            self._opened = (client, None)
+            with self._guard():
+                self._opened = (client, ChunkStore._open(self))
+            logger.debug("opened the chunk store %s on %s", self.name, self.where)
+        return self._opened
+
+    @property
+    def _client(self) -> Any:  # type: ignore[override]
+        return self._open_store()[0]
+
+    @property
+    def _collection(self) -> Any:  # type: ignore[override]
+        return self._open_store()[1]
+
+    @_collection.setter
+    def _collection(self, collection: Any) -> None:
+        self._opened = (self._client, collection)
+
+    def _nothing_stored(self) -> bool:
+        """An embedded store that was never created: no chunk to count, find or drop."""
+        return not self.opened and not self.shared and not Path(self.where).exists()
+
+    def reset(self) -> bool:
+        return False if self._nothing_stored() else super().reset()
+
+    def count(self) -> int:
+        return 0 if self._nothing_stored() else super().count()
+
+    def delete_file(self, path: str, keep: Collection[str] = ()) -> None:
+        if not self._nothing_stored():
+            super().delete_file(path, keep)
+
+    def delete_ids(self, ids: Collection[str]) -> None:
+        if ids and not self._nothing_stored():
+            super().delete_ids(ids)

@@ -80,12 +80,37 @@ def _relevance(texts: list[str], query: str) -> list[float]:
     return [sum(lexical.bm25_idf(df[w], n) for w in words) for words in holds]
 
 
+LAYOUT_VERSION = 1  # how a chunk is rebuilt from a layout; a change to it (or to the chunker) bumps it
+
+
+def to_layout(chunks: list[Chunk], text: str) -> list[list[object]]:
+    """Each chunk as [start line, end line, symbol, kind, header, None]: its text is the header and those lines
+    (the chunker's way); a chunk made otherwise keeps its whole text in the last place instead."""
+    lines = text.splitlines()
+    layout: list[list[object]] = []
+    for c in chunks:
+        body = "\n".join(lines[c.start_line - 1:c.end_line]) + "\n"
+        split = c.text.endswith(body)
+        layout.append([c.start_line, c.end_line, c.symbol, c.kind, c.text[:len(c.text) - len(body)] if split else "",
+                       None if split else c.text])
+    return layout
+
+
+def from_layout(path: str, text: str, layout: list[list]) -> list[Chunk]:
+    """The chunks `to_layout` described, rebuilt from the file's text without parsing or counting tokens."""
+    lines = text.splitlines()
+    return [Chunk(path, start, end, symbol, kind,
+                  whole if whole is not None else header + "\n".join(lines[start - 1:end]) + "\n")
+            for start, end, symbol, kind, header, whole in layout]
+
+
 class Vectors:
     """Fills the vector store for chosen files (or all), never doing the same work twice."""
 
     def __init__(self, repo: Path, db: IndexDB, cache: EmbeddingCache, chunks: store.ChunkStore,
                  embedder: Embedder) -> None:
         self.repo, self.db, self.cache, self.store, self.embedder = repo, db, cache, chunks, embedder
+        self.chunked = 0  # files chunked by this process (a warm query chunks none: their layouts are stored)
 
     def missing(self, paths: Sequence[str] | None = None) -> list[str]:
         """Of paths (every indexed file when None), the ones whose vectors are not complete."""
@@ -194,16 +219,22 @@ class Vectors:
                                    complete))
 
     def _chunks(self, path: str) -> tuple[list[str], list[Chunk]] | None:
-        """The current version's chunk ids and chunks, if the file is still the version the index knows."""
+        """The current version's chunk ids and chunks, if the file is still the version the index knows: chunked
+        once (parsing it and counting its tokens line by line), then rebuilt from the layout the index keeps."""
         record = self.db.records([path]).get(path)
         text = read_text(self.repo / path)
         if record is None or text is None or file_digest(text) != record.hash:
             return None
         if languages.language_for(path) not in languages.EMBEDDED_LANGUAGES:
             return [], []  # ranked by BM25 and by name only (see languages.EMBEDDED_LANGUAGES)
-        # the model adds [CLS] and [SEP] to what count_tokens counts
-        chunks = chunk_file(path, text, parse_source(path, text), max_tokens=self.embedder.max_tokens - 2,
-                            count_tokens=self.embedder.count_tokens)
+        stored = self.db.layout(path, record.hash)
+        if stored is not None and stored[:1] == [LAYOUT_VERSION]:
+            chunks = from_layout(path, text, stored[1:])
+        else:  # the model adds [CLS] and [SEP] to what count_tokens counts
+            chunks = chunk_file(path, text, parse_source(path, text), max_tokens=self.embedder.max_tokens - 2,
+                                count_tokens=self.embedder.count_tokens)
+            self.db.set_layout(path, record.hash, [LAYOUT_VERSION, *to_layout(chunks, text)])
+            self.chunked += 1
         return [store.chunk_id(path, record.hash, i, c.text) for i, c in enumerate(chunks)], chunks
 
     def _flush(self, pending: _Pending, report: FillReport, progress: FillProgress | None) -> None:
