@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Collection
 from pathlib import Path
 
 import bm25s
@@ -76,15 +77,16 @@ def read_text(path: Path) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
-def source_files(repo: Path, language: str = "py") -> dict[str, str]:
-    """Non-test text files of the language (LANGUAGE_EXTS; declaration files are not): repo-relative path ->
-    content."""
+def source_files(repo: Path, language: str | Collection[str] = "py") -> dict[str, str]:
+    """Non-test text files of the language, or of any of several (LANGUAGE_EXTS; declaration files are of none):
+    repo-relative path -> content."""
+    languages = {language} if isinstance(language, str) else set(language)
     docs = {}
     for root, dirs, files in os.walk(repo):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             rel = (Path(root) / name).relative_to(repo).as_posix()
-            if language_of(rel) != language or is_test_path(rel):
+            if language_of(rel) not in languages or is_test_path(rel):
                 continue
             text = read_text(repo / rel)
             if text is not None:

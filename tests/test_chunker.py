@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 from code_assistant.parse.chunker import Chunk, chunk_file
@@ -134,3 +135,22 @@ def test_a_layout_rebuilds_the_same_chunks_without_the_chunker() -> None:
         layout = to_layout(chunks, text)
         assert all(entry[5] is None for entry in layout), path  # header + lines, always, today
         assert from_layout(path.name, text, json.loads(json.dumps(layout))) == chunks, path
+
+
+def test_a_line_the_file_repeats_is_counted_once() -> None:
+    """Chunking counts tokens line by line (the model's tokenizer, a call per line): blank lines, closing brackets
+    and `return` recur all through a file, and each distinct line costs one call, with the same chunks as a count
+    of every line would give."""
+    source = "".join(f"def f{i}(x):\n\n    if x:\n        return None\n\n    return x * {i}\n\n\n" for i in range(40))
+    asked: list[str] = []
+
+    def count(text: str) -> int:
+        asked.append(text)
+        return len(text.split()) + 1
+
+    chunks = chunk_file("m.py", source, max_tokens=30, count_tokens=count)
+    lines = set(source.splitlines())
+    assert Counter(text for text in asked if text[:-1] in lines) == Counter(f"{line}\n" for line in lines)
+    assert len(lines) == 2 * 40 + 3 and source.count("\n") == 8 * 40  # a quarter of the lines are distinct
+    covered(source, chunks)
+    assert [c.symbol for c in chunks[:2]] == ["f0", "f1"]

@@ -59,8 +59,12 @@ class _Costs:
 
     def __init__(self, lines: list[str], count_tokens: Callable[[str], int] | None) -> None:
         self.count = count_tokens or (lambda text: len(text) // 3 + 1)
-        per_line = [len(line) + 1 for line in lines] if count_tokens is None else [count_tokens(line + "\n")
-                                                                                  for line in lines]
+        if count_tokens is None:
+            per_line = [len(line) + 1 for line in lines]
+        else:  # a file repeats many lines (blank ones, closing brackets, `return`): each is counted once
+            counted: dict[str, int] = {}
+            per_line = [counted[line] if line in counted else counted.setdefault(line, count_tokens(line + "\n"))
+                        for line in lines]
         self.prefix = [0, *accumulate(per_line)]
         self.chars = count_tokens is None
 
