@@ -174,9 +174,11 @@ class LocalMiniLM:
     `minilm_int8.py`), "numpy" (the float32 reference) or "auto" (int8 when onnxruntime is installed, as it is with
     chromadb). The two have different names, so an index never mixes their vectors.
 
-    `threads` caps the threads of one embed call (None: the library's default, one per core). One is the default: the
-    indexer embeds while other work runs, and on 2 busy cores a second thread made numpy's many small attention
-    products thrash (1.3 vs 14.7 chunks/s) and onnxruntime no faster (BENCHMARKS.md).
+    `threads` caps the threads of one embed call (None: the library's default, one per core; "auto": by runtime).
+    numpy gets one: on 2 busy cores a second thread made its many small attention products thrash (1.3 vs 14.7
+    chunks/s). int8 gets up to two: onnxruntime's threads do not spin, and a query's fill is waited for — 60 chunks
+    of the first answer on pytest took 0.5 s less with two (BENCHMARKS.md, issue 30), while on busy cores a second
+    thread was only no faster (1.25x, measured when one became the default).
 
     Texts are sorted by length and batched, so padding is small. A batch holds at most `batch_size` texts and
     `batch_tokens` padded tokens (None: no cap): 512 keeps int8's activations in cache, ~20% more chunks/s than 32
@@ -185,7 +187,7 @@ class LocalMiniLM:
 
     dimension = 384
 
-    def __init__(self, batch_size: int = 32, threads: int | None = 1, runtime: Runtime = "auto",
+    def __init__(self, batch_size: int = 32, threads: int | None | Literal["auto"] = "auto", runtime: Runtime = "auto",
                  batch_tokens: int | None = 512) -> None:
         if runtime == "auto":
             runtime = "int8" if importlib.util.find_spec("onnxruntime") is not None else "numpy"
@@ -195,7 +197,7 @@ class LocalMiniLM:
         self.name = LOCAL_INT8_NAME if runtime == "int8" else LOCAL_NAME
         self.batch_size = batch_size
         self.batch_tokens = batch_tokens
-        self.threads = threads
+        self.threads = (min(2, os.cpu_count() or 1) if runtime == "int8" else 1) if threads == "auto" else threads
         self.max_tokens = 256
         model_dir()  # fail early, with a one-line error, when the package is missing
 

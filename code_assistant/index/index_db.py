@@ -21,7 +21,8 @@ from code_assistant.index import lexical
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4  # 4: vectors are filled on demand (chunk_ids = the stored ones, vectors = complete)
+SCHEMA_VERSION = 5  # 4: vectors are filled on demand (chunk_ids = the stored ones, vectors = complete);
+# 5: a copy of each vector this machine stored, searched exactly (index/nearest.py)
 LOCK_TIMEOUT_S = 60.0  # another process writing the same index (a second CLI run) is waited for this long
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -40,6 +41,9 @@ CREATE TABLE IF NOT EXISTS postings (term_id INTEGER NOT NULL, file_id INTEGER N
     PRIMARY KEY (term_id, file_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS postings_file ON postings (file_id);
 CREATE TABLE IF NOT EXISTS layouts (file_id INTEGER PRIMARY KEY, hash TEXT NOT NULL, layout TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunk_vectors (file_id INTEGER NOT NULL, chunk_id TEXT NOT NULL, start INTEGER NOT NULL,
+    end INTEGER NOT NULL, symbol TEXT NOT NULL, kind TEXT NOT NULL, vector BLOB NOT NULL,
+    PRIMARY KEY (file_id, chunk_id)) WITHOUT ROWID;
 """
 
 
@@ -96,10 +100,23 @@ class Entry:
     length: int
 
 
+class VectorRow(NamedTuple):
+    """A stored chunk's vector with where it is (float32 bytes, as the store got it)."""
+
+    chunk_id: str
+    path: str
+    start: int
+    end: int
+    symbol: str
+    kind: str
+    vector: bytes
+
+
 class IndexDB:
     def __init__(self, path: Path, embedder_name: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.vector_writes = 0  # bumped by every change to the vectors' copy: a reader's cache of them is stale
         self._term_cache: dict[str, int] = {}  # term -> id: ids are never reused, so a bulk update asks only once
         try:
             self._db = self._open()
@@ -136,7 +153,8 @@ class IndexDB:
 
     def clear(self) -> None:
         self._term_cache.clear()
-        for table in ("meta", "files", "symbols", "edges", "terms", "postings", "layouts"):
+        self.vector_writes += 1
+        for table in ("meta", "files", "symbols", "edges", "terms", "postings", "layouts", "chunk_vectors"):
             self._db.execute(f"DELETE FROM {table}")  # fixed table names
         self._db.commit()
 
@@ -188,6 +206,32 @@ class IndexDB:
         """The chunks of the current version that have a vector in the store; complete when all of them do."""
         self._db.execute("UPDATE files SET chunk_ids = ?, chunks = ?, vectors = ? WHERE path = ? AND skipped = 0",
                          (json.dumps(chunk_ids), chunks, int(complete), path))
+
+    def put_vectors(self, rows: Sequence[VectorRow]) -> None:
+        """Keep a copy of vectors just written to the store, beside the records of their files (the current
+        versions: a row of a file the index no longer has, or of an older version, is dropped with it)."""
+        ids = self._ids_of({r.path for r in rows})
+        self._db.executemany("INSERT OR REPLACE INTO chunk_vectors (file_id, chunk_id, start, end, symbol, kind, "
+                             "vector) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             [(ids[r.path], r.chunk_id, r.start, r.end, r.symbol, r.kind, r.vector)
+                              for r in rows if r.path in ids])
+        self.vector_writes += 1
+
+    def vector_rows(self, paths: Sequence[str] | None = None) -> list[VectorRow]:
+        """The copies of the stored vectors: of every file, or of the files in paths (in chunk id order)."""
+        query = ("SELECT v.chunk_id, f.path, v.start, v.end, v.symbol, v.kind, v.vector FROM chunk_vectors v "
+                 "JOIN files f ON f.id = v.file_id WHERE f.skipped = 0")
+        rows = (self._db.execute(query).fetchall() if paths is None
+                else self._rows_in(query + " AND f.path IN ({})", paths))
+        return sorted((VectorRow(*row) for row in rows), key=lambda r: r.chunk_id)
+
+    def vector_copies(self) -> tuple[int, int]:
+        """(vectors copied here, chunks the records say are stored): equal when every stored vector was made on
+        this machine, which a shared store's (found on the server, never copied) need not be."""
+        copied = self._db.execute("SELECT COUNT(*) FROM chunk_vectors").fetchone()[0]
+        claimed = self._db.execute("SELECT COALESCE(SUM(json_array_length(chunk_ids)), 0) FROM files "
+                                   "WHERE skipped = 0 AND chunk_ids IS NOT NULL").fetchone()[0]
+        return copied, claimed
 
     def without_vectors(self, paths: Sequence[str] | None = None) -> list[str]:
         """Of paths (all indexed files when None), those whose chunks are not all in the store yet, in that order."""
@@ -365,5 +409,7 @@ class IndexDB:
         self._db.execute("DELETE FROM symbols WHERE file_id = ?", (file_id,))
         self._db.execute("DELETE FROM postings WHERE file_id = ?", (file_id,))
         self._db.execute("DELETE FROM layouts WHERE file_id = ?", (file_id,))
+        self._db.execute("DELETE FROM chunk_vectors WHERE file_id = ?", (file_id,))
+        self.vector_writes += 1
         if edges:
             self._db.execute("DELETE FROM edges WHERE src = ? OR dst = ?", (file_id, file_id))

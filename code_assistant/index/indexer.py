@@ -23,6 +23,7 @@ from code_assistant.index.embeddings import Embedder
 from code_assistant.index.file_prep import PreparedFile, Preparer
 from code_assistant.index.import_graph import ModuleResolver, go_module_path, js_package
 from code_assistant.index.index_db import Entry, FileRecord, FileStamp, ImportRow, IndexDB
+from code_assistant.index.nearest import ChunkSearch
 from code_assistant.index.repo_files import list_repo_files
 from code_assistant.index.vectors import Vectors
 from code_assistant.parse.code_parser import Import
@@ -85,6 +86,7 @@ class RepoIndex:
     chunks: store.ChunkStore
     embedder: Embedder
     vectors: Vectors
+    search: ChunkSearch
 
     @property
     def graph(self) -> dict[str, list[str]]:
@@ -201,7 +203,8 @@ class Indexer:
         logger.info("indexed %s: %d files (%d added, %d changed, %d removed) in %.2fs", self.repo, stats.files,
                     stats.added, stats.changed, stats.removed, stats.seconds)
         vectors = Vectors(self.repo, db, self.cache, self.chunks, self.embedder)
-        return RepoIndex(self.repo, Files(db, paths), db, self.chunks, self.embedder, vectors), stats
+        return RepoIndex(self.repo, Files(db, paths), db, self.chunks, self.embedder, vectors,
+                         ChunkSearch(db, self.chunks)), stats
 
     def _scan(self, seen: dict[str, FileStamp], exclude: list[Path],
               stats: IndexStats) -> tuple[list[ChangedFile], list[str]]:

@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import sys
+import threading
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -222,6 +223,9 @@ class ChunkStore:
     def _guard(self) -> contextlib.AbstractContextManager[None]:
         return _errors_as_store_error(self.where)
 
+    def warm_up(self) -> None:
+        """A hint that vectors are about to be written (see LazyChunkStore); this store is open already."""
+
     def reset(self) -> bool:
         """Drop every chunk of a private (embedded) collection; True when something was dropped.
 
@@ -304,6 +308,13 @@ def query_hits(result: Mapping[str, Any]) -> list[ChunkHit]:
     return hits
 
 
+def _import_chromadb() -> None:
+    try:
+        import chromadb  # noqa: F401 - imported for the store that opens it next
+    except Exception:  # noqa: BLE001 - the same import in the opening thread raises it, named
+        logger.debug("chromadb failed to import in the background", exc_info=True)
+
+
 class LazyChunkStore(ChunkStore):
     """The repository's ChunkStore (named as `collection_for` names it), opened — and chromadb imported, ~1.5 s —
     only when a vector is read or written. Until then what needs no Chroma is answered without it: whether the store
@@ -316,6 +327,14 @@ class LazyChunkStore(ChunkStore):
         self.name = collection_name(repo_identity(repo) if server else str(repo.resolve()), embedder_name)
         self._index_path, self._env = index_path, env
         self._opened: tuple[Any, Any] | None = None  # (client, collection), once opened
+        self._importer: threading.Thread | None = None
+
+    def warm_up(self) -> None:
+        """Import chromadb in the background: a fill calls this before its model work, which releases the GIL, so
+        the import (about a second of Python) runs beside it instead of after it. Opening the store waits for it."""
+        if self._opened is None and self._importer is None and "chromadb" not in sys.modules:
+            self._importer = threading.Thread(target=_import_chromadb, name="chromadb-import")
+            self._importer.start()
 
     @property
     def opened(self) -> bool:
@@ -323,6 +342,8 @@ class LazyChunkStore(ChunkStore):
 
     def _open_store(self) -> tuple[Any, Any]:
         if self._opened is None:
+            if self._importer is not None:
+                self._importer.join()
             client = open_client(self._index_path, self._env)
             self._opened = (client, None)
             with self._guard():

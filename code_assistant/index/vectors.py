@@ -5,7 +5,8 @@ made where they change an answer — the chunks of a query's top candidates, wit
 every file with `code-assistant index`. Either way a file is chunked from its current text, each chunk's vector comes
 from the embedding cache (by text hash, shared by every repository) or else from the model, and goes into the
 repository's Chroma collection as it is made. The index database records which chunks of each file version are
-stored, so nothing is embedded or stored twice and an interrupted fill continues where it stopped.
+stored, so nothing is embedded or stored twice and an interrupted fill continues where it stopped, and keeps a copy
+of each vector beside them, which a query searches without opening Chroma (index/nearest.py).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from code_assistant.index import lexical, store
 from code_assistant.index.embedding_cache import EmbeddingCache
 from code_assistant.index.embeddings import Embedder
 from code_assistant.index.file_prep import file_digest
-from code_assistant.index.index_db import IndexDB
+from code_assistant.index.index_db import IndexDB, VectorRow
 from code_assistant.index.repo_files import read_text
 from code_assistant.parse.chunker import Chunk, chunk_file
 from code_assistant.parse.code_parser import parse_source
@@ -129,6 +130,8 @@ class Vectors:
         report = report if report is not None else FillReport()
         todo = self.missing(paths)
         report.files_asked = len(todo)
+        if todo and budget != 0:
+            self.store.warm_up()  # chromadb comes in beside the chunking and the model's work
         pending = _Pending()
         try:
             if query is not None:
@@ -244,6 +247,11 @@ class Vectors:
         for start in range(0, len(pending.ids), STORE_BATCH):
             self.store.add(pending.ids[start:start + STORE_BATCH], pending.vectors[start:start + STORE_BATCH],
                            pending.metas[start:start + STORE_BATCH])
+        import numpy as np
+
+        self.db.put_vectors([VectorRow(cid, meta["path"], meta["start"], meta["end"], meta["symbol"], meta["kind"],
+                                       np.asarray(vector, dtype=np.float32).tobytes())
+                             for cid, vector, meta in zip(pending.ids, pending.vectors, pending.metas)])
         for path, stored, total, complete in pending.states:
             self.db.set_vectors(path, stored, total, complete)
             report.files += complete

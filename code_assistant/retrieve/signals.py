@@ -346,12 +346,12 @@ def _graph(index: RepoIndex, sig: Signals) -> None:
 def add_dense(index: RepoIndex, sig: Signals, task: str) -> None:
     """The dense signal over whatever vectors exist: files the whole store's nearest chunks belong to join the
     candidates, then every candidate with vectors gets its best chunk's similarity."""
-    if index.chunks.count() == 0:
+    if index.search.count() == 0:
         return  # nothing embedded: not even the task needs the model
     best: dict[str, float] = {}
     for vector in index.embedder.embed(task_windows(task, index.embedder.max_tokens, index.embedder.count_tokens)):
-        hits = index.chunks.query(vector, DENSE_CHUNKS)
-        hits += index.chunks.query(vector, RERANK_CHUNKS, paths=[p for p in sig.files if p in index.files])
+        hits = index.search.query(vector, DENSE_CHUNKS)
+        hits += index.search.query(vector, RERANK_CHUNKS, paths=[p for p in sig.files if p in index.files])
         for hit in hits:
             if hit.path not in index.files:
                 continue
