@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from code_assistant.index import embeddings, store
+from code_assistant.index.index_db import IndexDB
 from code_assistant.index.indexer import Indexer, RepoIndex
 from code_assistant.index.nearest import ChunkSearch, nearest
 from tests.repos import ROOT, run_cli, write_tree
@@ -79,15 +80,27 @@ def test_a_private_store_is_searched_exactly_with_chroma_s_answer(tmp_path: Path
     assert index.chunks.queries == [False, True] * 3, "only the comparison's own searches reached Chroma"
 
 
+def _ledger(functions: int) -> str:
+    """A module of many definitions, each its own chunk: a query embeds only the few most like it."""
+    return "\n\n".join(f"def post_entry_{i}(ledger, amount):\n" + "".join(
+        f"    ledger.account_{i}_{k} = ledger.balance_{k} + amount * {i * 31 + k}\n" for k in range(40))
+        + "    return ledger\n" for i in range(functions))
+
+
 def test_a_warm_query_with_vectors_never_imports_chromadb(tmp_path: Path) -> None:
     """The same question again on an index with vectors: the query is embedded (onnxruntime) and compared with the
-    copy; chromadb is not imported, and the answer is the cold run's."""
-    repo = write_tree(tmp_path / "repo", FILES)
-    args = ["--repo", str(repo), "--task", "the invoice total is wrong for several lines", "--context-only",
+    copy; chromadb is not imported — not even for the candidates whose other chunks were never embedded — and the
+    answer is the cold run's."""
+    repo = write_tree(tmp_path / "repo", {**FILES, "billing/ledger.py": _ledger(12)})
+    args = ["--repo", str(repo), "--task", "post_entry_3 books the wrong amount to the ledger", "--context-only",
             "--json", "--index-path", str(tmp_path / "index")]
     cold = run_cli(args)
     assert cold.returncode == 0, cold.stderr
     assert json.loads(cold.stdout)["chunks_embedded"] > 0
+    (db_path,) = (tmp_path / "index" / "repos").glob("*/index.sqlite")
+    db = IndexDB(db_path, embeddings.LOCAL_INT8_NAME)
+    assert "billing/ledger.py" in db.without_vectors(), "a candidate the cold query embedded only in part"
+    db.close()
     script = ("import sys\nfrom code_assistant import cli\n"
               f"code = cli.main({args!r})\n"
               "print(code, [m for m in ('chromadb', 'onnxruntime') if m in sys.modules])\n")

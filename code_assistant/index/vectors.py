@@ -130,8 +130,6 @@ class Vectors:
         report = report if report is not None else FillReport()
         todo = self.missing(paths)
         report.files_asked = len(todo)
-        if todo and budget != 0:
-            self.store.warm_up()  # chromadb comes in beside the chunking and the model's work
         pending = _Pending()
         try:
             if query is not None:
@@ -200,6 +198,8 @@ class Vectors:
         if budget is not None:
             missing = missing[:max(0, budget - report.embedded)]
         text_of = {keys[(p.path, k)]: p.chunks[k].text for p, k in order}
+        if missing:
+            self.store.warm_up()  # vectors to store: chromadb is imported beside the model's work
         for start in range(0, len(missing), EMBED_BATCH):
             part = missing[start:start + EMBED_BATCH]
             made_now = dict(zip(part, self.embedder.embed([text_of[key] for key in part])))
