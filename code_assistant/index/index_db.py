@@ -116,7 +116,7 @@ class IndexDB:
     def __init__(self, path: Path, embedder_name: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self.vector_writes = 0  # bumped by every change to the vectors' copy: a reader's cache of them is stale
+        self.vector_writes = 0  # bumped by every change to the vectors or their copy: what a reader cached is stale
         self._term_cache: dict[str, int] = {}  # term -> id: ids are never reused, so a bulk update asks only once
         try:
             self._db = self._open()
@@ -206,6 +206,7 @@ class IndexDB:
         """The chunks of the current version that have a vector in the store; complete when all of them do."""
         self._db.execute("UPDATE files SET chunk_ids = ?, chunks = ?, vectors = ? WHERE path = ? AND skipped = 0",
                          (json.dumps(chunk_ids), chunks, int(complete), path))
+        self.vector_writes += 1
 
     def put_vectors(self, rows: Sequence[VectorRow]) -> None:
         """Keep a copy of vectors just written to the store, beside the records of their files (the current

@@ -44,13 +44,16 @@ class ChunkSearch:
     def __init__(self, db: IndexDB, chunks: ChunkStore, exact_limit: int = EXACT_LIMIT) -> None:
         self.db, self.chunks, self.exact_limit = db, chunks, exact_limit
         self._all: tuple[int, list[VectorRow], np.ndarray] | None = None  # (db.vector_writes, rows, matrix)
+        self._counts: tuple[int, int, int] | None = None  # (db.vector_writes, copied, claimed)
 
     def _copied(self) -> int | None:
         """How many vectors the copy holds, when it holds every stored one (a private store); else None."""
         if self.chunks.shared:
             return None
-        copied, claimed = self.db.vector_copies()
-        if copied != claimed:  # stored by an older version of the index, or found on a server once
+        if self._counts is None or self._counts[0] != self.db.vector_writes:
+            self._counts = (self.db.vector_writes, *self.db.vector_copies())
+        _, copied, claimed = self._counts
+        if copied != claimed:  # found on a server once, say
             logger.debug("vector copy incomplete (%d of %d): Chroma answers", copied, claimed)
             return None
         return copied
