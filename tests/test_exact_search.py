@@ -149,3 +149,31 @@ def test_a_changed_file_s_old_vectors_leave_the_copy_with_its_old_version(tmp_pa
     index.vectors.fill()
     assert [r.symbol for r in index.db.vector_rows(["billing/tax.py"])] == ["shipping_zone"]
     assert index.search.count() == index.chunks.count()
+
+
+def test_an_edit_drops_its_old_vectors_without_opening_chroma_until_the_store_is_next_opened(
+        tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    """The update after an edit forgets the old version's vectors: the copy at once, Chroma's when it is next opened
+    (their ids wait in a list beside it), so a query that writes no vector still imports no chromadb."""
+    repo = write_tree(tmp_path / "repo", FILES)
+    args = ["--repo", str(repo), "--task", "VAT rate for France is wrong", "--context-only", "--json",
+            "--index-path", str(tmp_path / "index")]
+    assert run_cli(args).returncode == 0
+    (db_path,) = (tmp_path / "index" / "repos").glob("*/index.sqlite")
+    db = IndexDB(db_path, embeddings.LOCAL_INT8_NAME)
+    old_ids = db.chunk_ids("billing/tax.py")
+    db.close()
+    assert old_ids, "the cold query stored the file's vectors"
+    tax = repo / "billing" / "tax.py"
+    tax.write_text(tax.read_text().replace("0.20", "0.21"))
+    script = ("import sys\nfrom code_assistant import cli\n"
+              f"code = cli.main({[*args, '--embed-budget', '0']!r})\n"
+              "print(code, [m for m in ('chromadb', 'onnxruntime') if m in sys.modules])\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    code, imported = done.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert code == "0" and "chromadb" not in imported, done.stdout
+    chunks = store.LazyChunkStore(tmp_path / "index", repo, embedder.name)
+    assert set(chunks.deferred.read_text().split()) == set(old_ids)
+    assert chunks.existing(old_ids) == set(), "deleted when the store opens, before it answers"
+    assert not chunks.deferred.exists()

@@ -316,9 +316,14 @@ def _import_chromadb() -> None:
 
 
 class LazyChunkStore(ChunkStore):
-    """The repository's ChunkStore (named as `collection_for` names it), opened — and chromadb imported, ~1.5 s —
+    """The repository's ChunkStore (named as `collection_for` names it), opened — and chromadb imported, ~1 s —
     only when a vector is read or written. Until then what needs no Chroma is answered without it: whether the store
-    is shared, where it is, and that an embedded store never created holds nothing."""
+    is shared, where it is, and that an embedded store never created holds nothing.
+
+    Dropping the vectors of a changed file's old version does not open a private store either: their ids are written
+    to a list beside it (`deferred`), and the next opening deletes them before anything else is asked of it, so no
+    search or write ever sees them. A query searches the index database's copy, which drops them at once.
+    """
 
     def __init__(self, index_path: Path, repo: Path, embedder_name: str, env: Mapping[str, str] | None = None) -> None:
         server = server_config(env)
@@ -328,6 +333,8 @@ class LazyChunkStore(ChunkStore):
         self._index_path, self._env = index_path, env
         self._opened: tuple[Any, Any] | None = None  # (client, collection), once opened
         self._importer: threading.Thread | None = None
+        slug = hashlib.sha256(self.name.encode()).hexdigest()[:16]
+        self.deferred = index_path / "chroma-deferred" / f"{slug}.ids"  # ids to delete when next opened (private)
 
     def warm_up(self) -> None:
         """Import chromadb in the background: a fill calls this before its model work, which releases the GIL, so
@@ -349,7 +356,18 @@ class LazyChunkStore(ChunkStore):
             with self._guard():
                 self._opened = (client, ChunkStore._open(self))
             logger.debug("opened the chunk store %s on %s", self.name, self.where)
+            self._delete_deferred()
         return self._opened
+
+    def _delete_deferred(self) -> None:
+        """Delete what `delete_ids` deferred, then forget the list (an interrupt in between deletes them again)."""
+        try:
+            ids = list(dict.fromkeys(self.deferred.read_text(encoding="utf-8").split()))
+        except FileNotFoundError:
+            return
+        super().delete_ids(ids)
+        self.deferred.unlink(missing_ok=True)
+        logger.debug("deleted %d deferred chunk ids from %s", len(ids), self.name)
 
     @property
     def _client(self) -> Any:  # type: ignore[override]
@@ -378,5 +396,11 @@ class LazyChunkStore(ChunkStore):
             super().delete_file(path, keep)
 
     def delete_ids(self, ids: Collection[str]) -> None:
-        if ids and not self._nothing_stored():
+        if not ids or self._nothing_stored():
+            return
+        if self.opened or self.shared:
             super().delete_ids(ids)
+            return
+        self.deferred.parent.mkdir(parents=True, exist_ok=True)
+        with self.deferred.open("a", encoding="utf-8") as pending:  # appended whole lines: a crash loses no id
+            pending.write("".join(f"{chunk_id}\n" for chunk_id in ids))
