@@ -106,6 +106,21 @@ def test_a_virtual_environment_under_tmp_stays_visible_read_only_over_the_privat
     in_a_shell = sandbox.policy(tree, {"PATH": "/usr/bin"}, ["/bin/sh", "-c", f"{venv_bin / 'python'} -m pytest"])
     assert in_a_shell.kept == (tmp_path / "venv",)
 
+
+def test_strict_keeps_a_virtual_environment_in_home_that_the_test_command_names(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HOME is hidden under strict, but the install prefix of the program the command names by path (the project's
+    venv in HOME) stays readable over it, as a PATH entry's does."""
+    monkeypatch.setattr("code_assistant.verify.sandbox.TMP", tmp_path / "elsewhere")  # this HOME is not under it
+    home = tmp_path / "home"
+    (home / "venvs" / "proj" / "bin").mkdir(parents=True)
+    (home / ".ssh").mkdir()
+    policy = Sandbox("strict", "strict", "bubblewrap", "bwrap").policy(
+        Path("/srv/proj"), {"HOME": str(home), "PATH": "/usr/bin"},
+        [str(home / "venvs" / "proj" / "bin" / "python"), "-m", "pytest"])
+    assert policy.hidden == (home,) and policy.kept == (home / "venvs" / "proj",)
+
+
 def test_strict_takes_the_network_and_hides_home_but_not_what_may_be_written() -> None:
     home, tree = Path("/home/me"), Path("/home/me/src/proj")
     policy = Policy((tree, home / ".npm"), network=False, hidden=(home, Path("/run/user/1000")),

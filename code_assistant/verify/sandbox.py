@@ -169,7 +169,7 @@ class Sandbox:
         home = Path(env.get("HOME") or Path.home()).resolve()
         if self.mode == "strict" and home != Path("/"):
             hidden.append(home)
-            kept += _install_prefixes(search_path, home)
+            kept += _install_prefixes(search_path, home, _programs(argv))  # a venv in HOME, as in /tmp
         protected = [tree / ".git", *(p.resolve() for p in self.protected)]
         return Policy(tuple(writable), tuple(protected), self.mode != "strict", tuple(h for h in hidden if h.is_dir()),
                       tuple(kept))
