@@ -21,7 +21,6 @@ import numpy as np
 from bench import fit_ranking, rankers
 from bench.localize_cli import golds_of
 from bench.localize_report import metrics, rank_of
-from code_assistant.retrieve import fusion
 
 SETS = ("dev", "sympy", "heldout", "heldout2", "multilang", "mined_ml")
 SKIP_SHARES = (0.25, 0.5)  # skip policies measured: this share of the training queries, the surest ones, embed nothing
@@ -30,11 +29,6 @@ SKIP_SHARES = (0.25, 0.5)  # skip policies measured: this share of the training 
 def lead(ordered: list[tuple[str, float]]) -> float:
     """How far the first file's score is ahead of the second's (infinite with one candidate)."""
     return ordered[0][1] - ordered[1][1] if len(ordered) > 1 else float("inf")
-
-
-def fast_order(record: dict, fast: fusion.Model) -> list[tuple[str, float]]:
-    _sig, paths, matrix = rankers.features_of(record)
-    return fusion.order(paths, matrix, fast)
 
 
 def _cell(ranks: list[int | None]) -> str:
@@ -50,11 +44,11 @@ def measure(sets: dict[str, list[dict]], l2: float) -> list[str]:
     for test, records in sets.items():
         train = [r for name, rs in sets.items() if name != test for r in rs]
         fast, full = fit_ranking.fit_models(train, l2, "pairwise")
-        limits = {share: float(np.quantile([lead(fast_order(r, fast)) for r in train], 1.0 - share))
+        limits = {share: float(np.quantile([lead(rankers.fast_order(r, fast)) for r in train], 1.0 - share))
                   for share in SKIP_SHARES}
         rows = []
         for r in records:
-            first, lazy, golds = fast_order(r, fast), rankers.lazy_order(r, fast, full), golds_of(r)
+            first, lazy, golds = rankers.fast_order(r, fast), rankers.lazy_order(r, fast, full), golds_of(r)
             f5 = [p for p, _ in first[:5]]
             rows.append({"language": r.get("language", "python"), "top1": f5[:1] != lazy[:1],
                          "top5": set(f5) != set(lazy[:5]), "fast": rank_of(golds, [p for p, _ in first]),

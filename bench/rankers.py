@@ -113,12 +113,17 @@ def features_of(record: dict, drop: frozenset[str] = frozenset()) -> tuple[Signa
     return by_drop[drop]
 
 
+def fast_order(record: dict, fast: fusion.Model) -> list[tuple[str, float]]:
+    """The fast model's order of the record's candidates (before any dense signal)."""
+    _sig, paths, matrix = features_of(record)
+    return fusion.order(paths, matrix, fast)
+
+
 def _as_lazy(record: dict, fast: fusion.Model) -> tuple[list[tuple[str, float]], frozenset[str]]:
     """The fast model's order of the record's candidates, and the files whose vectors the lazy flow under that model
     would not have (those the extraction made only for its own pick)."""
-    sig, paths, matrix = features_of(record)
-    first = fusion.order(paths, matrix, fast)
-    return first, frozenset(set(record.get("asked", [])) - set(dense_asks(first, sig)))
+    first = fast_order(record, fast)
+    return first, frozenset(set(record.get("asked", [])) - set(dense_asks(first, features_of(record)[0])))
 
 
 def query_for(record: dict, fast: fusion.Model | None = None) -> Query:
