@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-
 from code_assistant.agent.stop import Stop
 
 if TYPE_CHECKING:  # the CLI imports this module first: the pipeline is loaded only when a command needs it
@@ -18,6 +17,7 @@ if TYPE_CHECKING:  # the CLI imports this module first: the pipeline is loaded o
     from code_assistant.agent.state import RunResult
     from code_assistant.model.chat import Usage
 
+PROGRESS_MIN_FILES = 200
 
 
 @functools.cache
@@ -33,7 +33,6 @@ def _err() -> Console:
     from rich.console import Console
 
     return Console(stderr=True, highlight=False)
-PROGRESS_MIN_FILES = 200
 
 
 _line_open = False  # a streamed answer is on the terminal without its last newline
@@ -155,7 +154,7 @@ class _EmbedProgress:
         elif report.files > self._last_files:  # a batch was written
             self._last_files = report.files
             _err().print(f"[Embedding: {report.files}/{self.files} files, {report.embedded} chunks embedded, "
-                       f"{report.reused} reused]", markup=False)
+                         f"{report.reused} reused]", markup=False)
 
     def close(self) -> None:
         if self._bar is not None:

@@ -62,9 +62,8 @@ class _Costs:
         if count_tokens is None:
             per_line = [len(line) + 1 for line in lines]
         else:  # a file repeats many lines (blank ones, closing brackets, `return`): each is counted once
-            counted: dict[str, int] = {}
-            per_line = [counted[line] if line in counted else counted.setdefault(line, count_tokens(line + "\n"))
-                        for line in lines]
+            counted = {line: count_tokens(line + "\n") for line in dict.fromkeys(lines)}
+            per_line = [counted[line] for line in lines]
         self.prefix = [0, *accumulate(per_line)]
         self.chars = count_tokens is None
 
