@@ -1,7 +1,5 @@
 """Entrance from a checkout: `python main.py --repo PATH --task "..."` runs the same CLI as `code-assistant`."""
-import sys
-
-from code_assistant.cli import main
+from code_assistant.cli import entry, main  # noqa: F401 - main: the CLI as a function, for scripts
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

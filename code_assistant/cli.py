@@ -5,11 +5,10 @@ import argparse
 import json
 import logging
 import re
-import signal
 import sys
 from pathlib import Path
 
-from code_assistant import commands
+from code_assistant import commands, interrupts
 from code_assistant.errors import EXIT_FAILED, EXIT_INTERRUPTED, AssistantError, UsageError, attached_log
 from code_assistant.settings import DEFAULT_TEST_COMMAND, SANDBOX_MODES, Settings, load_settings
 
@@ -92,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--replay", metavar="FILE.jsonl", help="re-run a recorded trajectory's answers; no model calls")
     r.add_argument("--recover", action="store_true",
                    help="restore the repository from an interrupted run, stop its leftover test processes, and exit")
+    r.add_argument("--undo", action="store_true", help=argparse.SUPPRESS)  # `undo` subcommand
     r.add_argument("--no-stream", action="store_true", help="do not stream the model's answer to the terminal")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging and tracebacks")
     return p
@@ -99,8 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _epilog(prog: str) -> str:
     return f"""\
-subcommand:
+subcommands:
   {prog} index --repo PATH      embed the whole repository now (resumable; same as --index-all)
+  {prog} undo --repo PATH       take back the last run that left changes; edits made since by anyone else stay
 
 the model (the environment, or a .env file in the current directory or the repository):
   OPENAI_API_KEY         the key (not needed for a local server when OPENAI_BASE_URL is set)
@@ -110,7 +111,7 @@ the model (the environment, or a .env file in the current directory or the repos
 
 exit status:
   0 done and green   1 failed (everything rolled back)   2 usage or configuration error (nothing touched)
-  130 interrupted (rolled back)"""
+  130 interrupted (rolled back: Ctrl-C, SIGTERM, SIGHUP, SIGQUIT)"""
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -120,14 +121,12 @@ def _setup_logging(verbose: bool) -> None:
         logging.getLogger(noisy).setLevel(logging.INFO if verbose else logging.ERROR)
 
 
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["index"]:  # `code-assistant index --repo PATH`: the whole repository, embedded
         argv = [*argv[1:], "--index-all"]
+    elif argv[:1] == ["undo"]:  # `code-assistant undo --repo PATH`: the last run taken back
+        argv = [*argv[1:], "--undo"]
     verbose = "-v" in argv or "--verbose" in argv
     as_json = "--json" in argv
     try:
@@ -144,18 +143,8 @@ def main(argv: list[str] | None = None) -> int:
             dry_run=args.dry_run, stream=sys.stdout.isatty() and not args.no_stream and not args.json,
             verbose=args.verbose, embed_budget=args.embed_budget, reproduce=args.reproduce,
             candidates=args.candidates, sandbox=args.sandbox)
-        if args.recover:
-            return commands.recover(settings)
-        if args.index_all:
-            return commands.index_all(settings, args.json)
-        if args.ask:
-            return commands.ask(settings, args.ask, args.json)
-        if not settings.task or not settings.task.strip():
-            raise UsageError("--task is required (or use --ask, --recover)")
-        if args.context_only:
-            return commands.context_only(settings, args.json)
-        signal.signal(signal.SIGTERM, _raise_interrupt)
-        return commands.run(settings, args)
+        with interrupts.installed():  # Ctrl-C, SIGTERM, SIGHUP, SIGQUIT: roll back, once; never cut short
+            return _dispatch(args, settings)
     except KeyboardInterrupt as exc:
         print("error: interrupted", file=sys.stderr)
         if as_json:
@@ -163,6 +152,30 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - the CLI edge turns every error into one line
         return _report_error(exc, verbose, as_json)
+
+
+def entry() -> None:
+    """The process's entrance (main.py, the `code-assistant` script): the command, then its exit status; a signal
+    that arrives while the process is only exiting changes nothing."""
+    code = main()
+    interrupts.settle()
+    sys.exit(code)
+
+
+def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    if args.recover:
+        return commands.recover(settings)
+    if args.undo:
+        return commands.undo(settings, args.json)
+    if args.index_all:
+        return commands.index_all(settings, args.json)
+    if args.ask:
+        return commands.ask(settings, args.ask, args.json)
+    if not settings.task or not settings.task.strip():
+        raise UsageError("--task is required (or use --ask, --recover, undo)")
+    if args.context_only:
+        return commands.context_only(settings, args.json)
+    return commands.run(settings, args)
 
 
 def _report_error(exc: Exception, verbose: bool, as_json: bool = False) -> int:

@@ -16,6 +16,8 @@ from code_assistant.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, Config
 from code_assistant.settings import Settings, repo_id
 
 if TYPE_CHECKING:
+    from code_assistant.edit.editor import FileEditor
+    from code_assistant.edit.takeback import FileOutcome
     from code_assistant.verify.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
@@ -159,18 +161,44 @@ def recover(settings: Settings) -> int:
     return EXIT_OK
 
 
-def _recover_interrupted(settings: Settings, say: Callable[[str], None]) -> list[str] | None:
+def _recover_interrupted(settings: Settings, say: Callable[[str], None]) -> list[FileOutcome] | None:
     """What an interrupted run left behind (with the repository's lock held): its test processes stopped, its
-    files restored from the journal (returned; None when no journal was left)."""
+    change taken out of the files by the ownership rule (returned; None when no journal was left)."""
     from code_assistant.edit.editor import FileEditor
+    from code_assistant.edit.ownership import Fate
 
     stopped = _reap(settings)
     if stopped:
         say(f"[Recovered: stopped {stopped} leftover test process(es) of an interrupted run]")
-    restored = FileEditor.recover(settings.repo, settings.repo_state_dir)
-    if restored is not None:
-        say(f"[Recovered: restored {len(restored)} file(s) from an interrupted run]")
-    return restored
+    outcomes = FileEditor.recover(settings.repo, settings.repo_state_dir)
+    if outcomes is not None:
+        restored = sum(1 for o in outcomes if o.fate == Fate.RESTORED)
+        say(f"[Recovered: restored {restored} file(s) from an interrupted run]")
+        for outcome in outcomes:
+            if outcome.fate != Fate.RESTORED:
+                say(f"[Recovered: {outcome.describe()}]")
+    return outcomes
+
+
+def undo(settings: Settings, as_json: bool) -> int:
+    """Take back the last run that left changes (after recovering an interrupted one): its lines go, what anyone
+    else wrote since stays; a file that cannot be separated refuses the whole undo (history.UndoError, exit 2)."""
+    from code_assistant.edit.history import undo_last
+    from code_assistant.edit.journal import RepoLock
+
+    say = console.quiet if as_json else console.say
+    with RepoLock(settings.repo, settings.repo_state_dir):
+        _recover_interrupted(settings, say)
+        undone = undo_last(settings.repo, settings.repo_state_dir)
+    if as_json:
+        print(json.dumps({"success": True, "undone": undone.run, "taken_back": console.taken_back_json(undone.outcomes),
+                          "reverted_commit": undone.reverted, "revert_commit": undone.revert_commit}))
+    elif undone.reverted:
+        console.say(f"[Undo: the run's commit {undone.reverted[:12]} reverted by a new commit {undone.revert_commit}]")
+    else:
+        console.say(f"[Undo: took back run {undone.run}]")
+        console.taken_back(undone.outcomes, "taken back")
+    return EXIT_OK
 
 
 def _reap(settings: Settings) -> int:
@@ -190,6 +218,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     """Check what can be checked before anything is touched, recover an interrupted run, run the agent (or best of
     N) under the git workflow, print the result."""
     from code_assistant import vcs
+    from code_assistant.edit.editor import FileEditor
     from code_assistant.edit.journal import RepoLock
     from code_assistant.model.prices import estimate_cost
     from code_assistant.model.trajectory import Trajectory
@@ -217,8 +246,10 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         say(f"[Sandbox: {sandbox.describe()}]")
         work = dataclasses.replace(settings, repo=workflow.start())
         trajectory = Trajectory(work.runs_dir, work.task or "task")
+        editor = FileEditor(work.repo, state_dir=work.repo_state_dir, forbidden=[work.index_path],
+                            originals=trajectory.path.with_suffix(".originals"))
         try:
-            result = _run_agent(work, model, settings, args, say, workflow.guard, trajectory, sandbox)
+            result = _run_agent(work, model, settings, args, say, workflow.guard, trajectory, editor, sandbox)
         except BaseException as exc:
             attach_log(exc, str(trajectory.path))
             workflow.finish(False, [], 0)
@@ -226,6 +257,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         for line in workflow.finish(result.success and result.stop_reason != Stop.DRY_RUN, result.files_modified,
                                     result.iterations):
             say(line)
+        if workflow.committed:
+            editor.record_commit(workflow.committed)
     if args.json:
         print(json.dumps({**console.result_json(result), "sandbox": sandbox.record()}))
     else:
@@ -267,16 +300,14 @@ def _run_model(settings: Settings):  # noqa: ANN202 - model.chat.OpenAIChat
 
 def _run_agent(work: Settings, model, settings: Settings, args: argparse.Namespace,  # noqa: ANN001, ANN202
                say: Callable[[str], None], pre_write: Callable[[list[str]], None], trajectory,  # noqa: ANN001
-               sandbox: Sandbox | None = None):
+               editor: FileEditor, sandbox: Sandbox | None = None):
     """The agent (or best of N) on the working tree `work` (the repository, a branch of it, or a worktree); its
     test runs confined by `sandbox`."""
     from code_assistant.agent.loop import Agent
-    from code_assistant.edit.editor import FileEditor
     from code_assistant.verify.runner import TestRunner
 
     runner = TestRunner(work.test_command, cwd=work.repo, timeout=work.test_timeout,
                         running_file=_running_tests(settings), sandbox=sandbox)
-    editor = FileEditor(work.repo, state_dir=work.repo_state_dir, forbidden=[work.index_path])
     with console.index_progress(enabled=not args.json) as progress:
         agent = Agent(work, model, _build_indexer(work), runner, editor, say=say, trajectory=trajectory,
                       review=console.review if work.review else None,

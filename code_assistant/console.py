@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # the CLI imports this module first: the pipeline is loaded o
 
     from code_assistant.agent.candidates import CandidateOutcome
     from code_assistant.agent.state import RunResult
+    from code_assistant.edit.takeback import FileOutcome
     from code_assistant.model.chat import Usage
 
 PROGRESS_MIN_FILES = 200
@@ -141,8 +142,14 @@ class _EmbedProgress:
             return
         if sys.stdout.isatty():
             if self._bar is None:
-                from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                           TimeRemainingColumn)
+                from rich.progress import (
+                    BarColumn,
+                    MofNCompleteColumn,
+                    Progress,
+                    TextColumn,
+                    TimeElapsedColumn,
+                    TimeRemainingColumn,
+                )
 
                 self._bar = Progress(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(),
                                      TextColumn("files, {task.fields[chunks]} chunks, {task.fields[rate]}/s"),
@@ -189,7 +196,8 @@ def result_json(result: RunResult) -> dict[str, Any]:
     return {"success": result.success, "stop_reason": result.stop_reason, "iterations": result.iterations,
             "files_modified": result.files_modified, "rolled_back": result.rolled_back, "message": result.message,
             "tokens": usage_json(result.usage), "cost_usd": result.cost_usd, "log": result.log_path,
-            "reproduction": result.reproduction, "candidates": [candidate_json(o) for o in result.candidates]}
+            "reproduction": result.reproduction, "candidates": [candidate_json(o) for o in result.candidates],
+            "taken_back": taken_back_json(result.taken_back)}
 
 
 def candidates_table(outcomes: list[CandidateOutcome]) -> None:
@@ -200,6 +208,24 @@ def candidates_table(outcomes: list[CandidateOutcome]) -> None:
         cost = f"${o.cost_usd:.4f}" if o.cost_usd is not None else "-"
         mark = "  <- applied" if o.chosen else ""
         say(f"  {o.number:>2}  {outcome:<28} {o.iterations:>10} {o.changed_lines:>13} {o.tokens:>8} {cost:>9}{mark}")
+
+
+def taken_back(outcomes: list[FileOutcome], what: str = "rolled back") -> None:
+    """What a rollback, recovery or undo did, true to the byte: 'exactly as it was' only when every file is."""
+    from code_assistant.edit.takeback import exactly_as_before
+
+    if not outcomes:
+        say("Nothing was changed.")
+    elif exactly_as_before(outcomes):
+        say(f"All changes were {what}: every file the assistant touched is byte for byte as it was.")
+    else:
+        say(f"The assistant's changes were {what}; edits made meanwhile by someone else were kept:")
+        for outcome in outcomes:
+            say(f"  - {outcome.describe()}")
+
+
+def taken_back_json(outcomes: list[FileOutcome]) -> list[dict[str, Any]]:
+    return [{"path": o.path, "outcome": o.fate, "why": o.why, "original": o.original} for o in outcomes]
 
 
 def summary(result: RunResult) -> None:
@@ -216,8 +242,9 @@ def summary(result: RunResult) -> None:
         for path in result.files_modified:
             say(f"  - {path}")
     else:
-        say(f"Result: FAILED ({result.stop_reason}{': ' + result.message if result.message else ''})")
-        say("All changes were rolled back; the repository is exactly as it was.")
+        detail = result.message if result.message and result.message != result.stop_reason else ""
+        say(f"Result: FAILED ({result.stop_reason}{': ' + detail if detail else ''})")
+        taken_back(result.taken_back)
     if result.reproduction:
         say(f"Reproduction test: {result.reproduction}")
     if result.candidates:

@@ -120,6 +120,19 @@ def commit_paths(repo: Path, paths: list[str], message: str) -> str:
     return git(repo, "rev-parse", "--short", "HEAD").strip()
 
 
+def revert(repo: Path, commit: str) -> str:
+    """A new commit that takes `commit` back (git revert); a revert git refuses (local changes in its files, a
+    conflict) is a GitError and changes nothing. Returns the new commit's short sha."""
+    identity = [] if _has_identity(repo) else ["-c", "user.name=code-assistant", "-c",
+                                               "user.email=code-assistant@localhost"]
+    try:
+        git(repo, *identity, "revert", "--no-edit", commit)
+    except GitError:
+        try_git(repo, "revert", "--abort")
+        raise
+    return git(repo, "rev-parse", "--short", "HEAD").strip()
+
+
 def _has_identity(repo: Path) -> bool:
     return bool(git(repo, "config", "user.email", check=False).strip())
 
@@ -144,6 +157,7 @@ class Workflow:
         self.original_branch: str | None = None
         self.dirty_at_start: set[str] = set()
         self.created_branch = False
+        self.committed: str | None = None  # the full sha of the run's commit, once made
 
     @property
     def active(self) -> bool:
@@ -185,6 +199,7 @@ class Workflow:
             skipped = [f for f in files if f in self.dirty_at_start]
             if own:
                 sha = commit_paths(self.work_repo, own, commit_message(self.task, iterations, own))
+                self.committed = git(self.work_repo, "rev-parse", "HEAD").strip()
                 where = self.branch or current_branch(self.work_repo)
                 lines.append(f"[Committed {sha} on {where}: {len(own)} file(s)]")
             if skipped:

@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -169,3 +170,60 @@ def run_cli_on_a_terminal(args: list[str], *, server_url: str | None = None, api
 
 def progress_lines(stdout: str) -> list[str]:
     return [line for line in stdout.splitlines() if line.startswith("[")]
+
+
+# ----- a run caught in the middle: its test of iteration 1 sleeps, so that something can happen meanwhile -----------
+PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
+SLOW_SECOND_RUN = {
+    "calc.py": "def add(a, b):\n    return a - b\n",
+    "tests/test_calc.py": ("import os, time\nfrom calc import add\n\n\ndef test_add():\n"
+                           "    if os.path.exists('STARTED'):\n"
+                           "        open('SLEEPING', 'w').write(str(os.getpid()))\n        time.sleep(120)\n"
+                           "    open('STARTED', 'w').close()\n    assert add(2, 3) == 5\n"),
+    "pytest.ini": "[pytest]\npythonpath = .\n", ".gitignore": "STARTED\nSLEEPING\n",
+}
+
+
+def start_run(repo: Path, server_url: str, *more: str, task: str = "fix add") -> subprocess.Popen[str]:
+    """The CLI in a session of its own (so a kill reaches it alone), its test command unconfined: a sandboxed test
+    dies with the assistant (tests/test_sandbox.py), this one is left behind for --recover to find."""
+    return subprocess.Popen([sys.executable, str(ROOT / "main.py"), "--repo", str(repo), "--task", task,
+                             "--test-command", PYTEST, "--sandbox", "off", *more], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=_cli_env(server_url, "k", None),
+                            start_new_session=True)
+
+
+def wait_for_tests(proc: subprocess.Popen[str]) -> list[str]:
+    """Read the run's lines up to its first test iteration; returns them."""
+    assert proc.stdout is not None
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if line.startswith("[Testing (iteration 1)"):
+            return seen
+    raise AssertionError("the run never reached its first test iteration: " + "".join(seen))
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def sleeping_test(repo: Path) -> int:
+    """The pid of the run's test of iteration 1, once it sleeps (it writes its marker first)."""
+    deadline = time.monotonic() + 60
+    while not (repo / "SLEEPING").exists() or not (repo / "SLEEPING").read_text():
+        assert time.monotonic() < deadline, "the slow test never started"
+        time.sleep(0.05)
+    return int((repo / "SLEEPING").read_text())
+
+
+def orphan(repo: Path, pid: int) -> int:
+    """The killed run's test, still sleeping: the assistant died, its test command did not. Its markers go."""
+    (repo / "SLEEPING").unlink()
+    (repo / "STARTED").unlink()
+    assert alive(pid)
+    return pid

@@ -6,96 +6,59 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from code_assistant.settings import load_settings
 from code_assistant.edit.journal import RepoLock
-from tests.repos import ROOT, answer, modify, python_repo, run_cli, snapshot
+from code_assistant.settings import load_settings
+from tests.repos import (
+    PYTEST,
+    ROOT,
+    SLOW_SECOND_RUN,
+    alive,
+    answer,
+    modify,
+    orphan,
+    python_repo,
+    run_cli,
+    sleeping_test,
+    snapshot,
+    start_run,
+    wait_for_tests,
+)
 from tests.scripted_server import ScriptedServer
 
-PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
-SLOW_SECOND_RUN = {
-    "calc.py": "def add(a, b):\n    return a - b\n",
-    "tests/test_calc.py": ("import os, time\nfrom calc import add\n\n\ndef test_add():\n"
-                           "    if os.path.exists('STARTED'):\n"
-                           "        open('SLEEPING', 'w').write(str(os.getpid()))\n        time.sleep(120)\n"
-                           "    open('STARTED', 'w').close()\n    assert add(2, 3) == 5\n"),
-    "pytest.ini": "[pytest]\npythonpath = .\n", ".gitignore": "STARTED\nSLEEPING\n",
-}
 FIX = answer(modify("calc.py", "    return a - b", "    return a + b"),
              {"file_path": "pkg/new_module.py", "action": "create", "content": "X = 1\n"})
-
-
-def _start(repo: Path, server: ScriptedServer) -> subprocess.Popen[str]:
-    env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    # unconfined: a sandboxed test dies with the assistant (tests/test_sandbox.py); this one is left for --recover
-    return subprocess.Popen([sys.executable, str(ROOT / "main.py"), "--repo", str(repo), "--task", "fix add",
-                             "--test-command", PYTEST, "--sandbox", "off"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, start_new_session=True)
-
-
-def _wait_for_tests(proc: subprocess.Popen[str]) -> None:
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith("[Testing (iteration 1)"):
-            return
-    raise AssertionError("the run never reached its first test iteration")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def _sleeping_test(repo: Path) -> int:
-    """The pid of the run's test of iteration 1, once it sleeps (it writes its marker first)."""
-    deadline = time.monotonic() + 60
-    while not (repo / "SLEEPING").exists() or not (repo / "SLEEPING").read_text():
-        assert time.monotonic() < deadline, "the slow test never started"
-        time.sleep(0.05)
-    return int((repo / "SLEEPING").read_text())
-
-
-def _orphan(repo: Path, pid: int) -> int:
-    """The killed run's test, still sleeping: the assistant died, its test command did not. Its markers go."""
-    (repo / "SLEEPING").unlink()
-    (repo / "STARTED").unlink()
-    assert _alive(pid)
-    return pid
 
 
 def test_kill_9_then_recover_restores_byte_for_byte(tmp_path: Path) -> None:
     repo = python_repo(tmp_path, SLOW_SECOND_RUN)
     before = {k: v for k, v in snapshot(repo).items() if k != "STARTED"}
     with ScriptedServer([FIX]) as server:
-        proc = _start(repo, server)
-        _wait_for_tests(proc)
-        sleeping = _sleeping_test(repo)
+        proc = start_run(repo, server.url)
+        wait_for_tests(proc)
+        sleeping = sleeping_test(repo)
         assert (repo / "pkg" / "new_module.py").exists()
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-    orphan = _orphan(repo, sleeping)
+    left_behind = orphan(repo, sleeping)
     recovered = run_cli(["--repo", str(repo), "--recover"])
     assert recovered.returncode == 0, recovered.stderr
     assert "[Recovered: stopped 1 leftover test process(es)" in recovered.stdout
     assert "[Recovered: restored 2 file(s)" in recovered.stdout
     assert snapshot(repo) == before
-    assert not _alive(orphan)
+    assert not alive(left_behind)
 
 
 def test_the_next_run_notices_an_unfinished_journal_and_restores_first(tmp_path: Path) -> None:
     repo = python_repo(tmp_path, SLOW_SECOND_RUN)
     with ScriptedServer([FIX]) as server:
-        proc = _start(repo, server)
-        _wait_for_tests(proc)
-        sleeping = _sleeping_test(repo)
+        proc = start_run(repo, server.url)
+        wait_for_tests(proc)
+        sleeping = sleeping_test(repo)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-    orphan = _orphan(repo, sleeping)
+    left_behind = orphan(repo, sleeping)
     assert "return a + b" in (repo / "calc.py").read_text()
     passing = f"{sys.executable} -c pass"  # the killed run's slow test would sleep again; only recovery matters here
     with ScriptedServer(['{"changes": []}']) as server:
@@ -103,7 +66,7 @@ def test_the_next_run_notices_an_unfinished_journal_and_restores_first(tmp_path:
                         server_url=server.url)
     assert proc2.stdout.startswith("[Recovered: stopped 1 leftover test process(es)"), proc2.stdout + proc2.stderr
     assert "[Recovered: restored 2 file(s)" in proc2.stdout
-    assert not _alive(orphan)
+    assert not alive(left_behind)
     assert "return a - b" in (repo / "calc.py").read_text()
     assert not (repo / "pkg").exists()
 

@@ -1,6 +1,7 @@
 """The disk side: hostile paths refused, bytes kept, rollback and crash recovery byte for byte, one run per repo."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -10,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from code_assistant.edit.editor import FileEditor
+from code_assistant.edit import history
+from code_assistant.edit.editor import ChangedOutsideError, FileEditor
 from code_assistant.edit.journal import RepoLock, RepoLockedError
 from code_assistant.edit.operations import EditOperation, PathError, resolve_repo_path
+from code_assistant.edit.ownership import Fate
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -126,7 +129,8 @@ def test_rollback_restores_everything_byte_for_byte(repo: Path, state: Path) -> 
     diff = editor.diff()
     assert "+    return 43" in diff and "+++ /dev/null" in diff and "--- /dev/null" in diff
     touched = editor.rollback()
-    assert sorted(touched) == ["new/deep/mod.py", "nonl.txt", "pkg/app.py", "run.sh", "win.py"]
+    assert sorted(o.path for o in touched) == ["new/deep/mod.py", "nonl.txt", "pkg/app.py", "run.sh", "win.py"]
+    assert {o.fate for o in touched} == {Fate.RESTORED}
     assert editor.modified_files == []
     assert snapshot(repo) == before
     assert not (repo / "new").exists()
@@ -163,15 +167,50 @@ def test_edit_that_breaks_syntax_is_applied_but_flagged(repo: Path, state: Path)
     assert ok.ok and ok.syntax_error is None
 
 
-def test_finish_drops_backups_and_marks_the_journal_done(repo: Path, state: Path) -> None:
+def test_finish_keeps_the_original_and_the_final_state_for_undo_and_marks_the_journal_done(repo: Path,
+                                                                                           state: Path) -> None:
     editor = FileEditor(repo, state_dir=state)
     assert editor.apply_edit(EditOperation("pkg/app.py", "return 1", "return 2"))
+    assert editor.apply_edit(EditOperation("pkg/app.py", "return 2", "return 3"))
+    assert len(list(state.rglob("backups/*"))) == 3  # the original, and both states the run announced
     editor.finish()
-    assert not any(state.rglob("backups/*"))
+    kept = sorted(p.read_bytes() for p in state.rglob("backups/*"))
+    assert kept == [b"def main():\n    return 1\n", b"def main():\n    return 3\n"]
     journal = next(state.rglob("journal.jsonl")).read_text()
-    assert '"op": "done"' in journal
+    assert json.loads(journal.splitlines()[-1])["how"] == "finished"
     assert FileEditor.recover(repo, state) is None
-    assert (repo / "pkg/app.py").read_text() == "def main():\n    return 2\n"
+    assert (repo / "pkg/app.py").read_text() == "def main():\n    return 3\n"
+
+
+def test_a_file_changed_outside_the_run_is_never_written_over(repo: Path, state: Path) -> None:
+    editor = FileEditor(repo, state_dir=state)
+    assert editor.apply_edit(EditOperation("pkg/app.py", "return 1", "return 2"))
+    assert editor.changed_outside() == []
+    (repo / "pkg/app.py").write_text("# mine\ndef main():\n    return 2\n")
+    assert editor.changed_outside() == ["pkg/app.py"]
+    with pytest.raises(ChangedOutsideError, match="pkg/app.py was changed outside the assistant during the run"):
+        editor.apply_edit(EditOperation("pkg/app.py", "return 2", "return 3"))
+    assert (repo / "pkg/app.py").read_text() == "# mine\ndef main():\n    return 2\n"
+    [outcome] = editor.rollback()
+    assert outcome.fate == Fate.MERGED and (repo / "pkg/app.py").read_text() == "# mine\ndef main():\n    return 1\n"
+
+
+def test_finished_runs_are_kept_for_undo_up_to_a_count_and_a_size(repo: Path, state: Path) -> None:
+    for n in range(history.MAX_RUNS + 3):
+        editor = FileEditor(repo, state_dir=state)
+        assert editor.apply_edit(EditOperation("pkg/app.py", action="create", overwrite=True,
+                                               content=f"def main():\n    return {n + 2}\n"))
+        editor.finish()
+    assert len(history.kept_runs(state, repo)) == history.MAX_RUNS
+    assert history.prune(state, max_bytes=0) == history.MAX_RUNS
+    assert history.kept_runs(state, repo) == [] and not any((state / "runs").iterdir())
+
+
+def test_scratch_editors_keep_no_history(repo: Path, state: Path) -> None:
+    editor = FileEditor(repo, state_dir=state, history=False)
+    assert editor.apply_edit(EditOperation("pkg/app.py", "return 1", "return 2"))
+    editor.finish()
+    assert history.kept_runs(state, repo) == [] and not any((state / "runs").iterdir())
 
 
 CHILD = """
@@ -196,7 +235,8 @@ def test_recover_after_a_crashed_run_restores_byte_for_byte(repo: Path, state: P
     assert snapshot(repo) != before
     restored = FileEditor.recover(repo, state)
     assert restored is not None
-    assert set(restored) == {"pkg/app.py", "made/here/new.py", "run.sh", "win.py"}
+    assert {o.path for o in restored} == {"pkg/app.py", "made/here/new.py", "run.sh", "win.py"}
+    assert {o.fate for o in restored} == {Fate.RESTORED}
     assert snapshot(repo) == before
     assert FileEditor.recover(repo, state) is None
 

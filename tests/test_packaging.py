@@ -27,7 +27,7 @@ def _pyproject() -> dict:
 def test_one_package_and_its_console_script_are_declared() -> None:
     assert _pyproject()["tool"]["setuptools"]["packages"]["find"]["include"] == ["code_assistant", "code_assistant.*"]
     assert "py-modules" not in _pyproject()["tool"]["setuptools"]
-    assert _pyproject()["project"]["scripts"] == {"code-assistant": "code_assistant.cli:main"}
+    assert _pyproject()["project"]["scripts"] == {"code-assistant": "code_assistant.cli:entry"}
 
 
 def test_root_modules_are_entrances_that_only_re_export() -> None:

@@ -9,7 +9,7 @@ from code_assistant.agent.feedback import edit_feedback
 from code_assistant.agent.requests import FollowUp
 from code_assistant.agent.state import Applied, RunState, StopRun
 from code_assistant.agent.stop import Stop
-from code_assistant.edit.editor import FileEditor
+from code_assistant.edit.editor import ChangedOutsideError, FileEditor
 from code_assistant.edit.operations import READ, EditOperation
 from code_assistant.edit.preview import Limits, Preview, preview_edits, refusals
 from code_assistant.model import prompts
@@ -61,6 +61,9 @@ class Applier:
             if decision != "y":
                 reason = f"the user rejected this change at review{': ' + why if why else ''}"
                 return Applied(refused=[reason], whole_batch_refused=True)
+        changed = self.editor.changed_outside()
+        if changed:  # nothing goes on top of an edit the model has not seen
+            raise ChangedOutsideError(changed)
         if ops:
             self.say(f"[Editing: {', '.join(dict.fromkeys(op.file_path for op in ops))}]")
         results = self.editor.apply_edits(ops)

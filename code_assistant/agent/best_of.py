@@ -187,7 +187,7 @@ class BestOf:
         runner = TestRunner(settings.test_command, cwd=scratch, timeout=settings.test_timeout,
                             running_file=running.with_name(f"{running.name}-{number}") if running else None,
                             sandbox=parent.runner.sandbox)  # the same confinement, around the scratch copy
-        editor = FileEditor(scratch, state_dir=settings.repo_state_dir, forbidden=[settings.index_path])
+        editor = FileEditor(scratch, state_dir=settings.repo_state_dir, forbidden=[settings.index_path], history=False)
         model = self.make_model(number)
         parent.parts.meter.add(model)
         agent = Agent(settings, model, parent.indexer, runner, editor, candidate=number,

@@ -14,7 +14,7 @@ from code_assistant.agent.reproduction import reproduce
 from code_assistant.agent.requests import FixRequest, PlanRequest
 from code_assistant.agent.state import Applied, Prepared, RunResult, StopRun
 from code_assistant.agent.stop import Stop
-from code_assistant.edit.editor import FileEditor
+from code_assistant.edit.editor import ChangedOutsideError, FileEditor
 from code_assistant.edit.operations import EditOperation
 from code_assistant.edit.plan import PlanParseError
 from code_assistant.index.indexer import Indexer, RepoIndex
@@ -111,6 +111,9 @@ class Agent:
         except PlanParseError as exc:
             outcome = self.give_up(Stop.MODEL_ERROR, str(exc))
             return outcome
+        except ChangedOutsideError as exc:
+            outcome = self.give_up(Stop.CHANGED_OUTSIDE, str(exc))
+            return outcome
         except BaseException as exc:  # a model, git or internal error: roll back, then let the CLI report it
             outcome = self.give_up(Stop.MODEL_ERROR if isinstance(exc, ModelError) else Stop.ERROR, str(exc))
             raise
@@ -150,6 +153,7 @@ class Agent:
     def give_up(self, reason: Stop, message: str) -> RunResult:
         editor = self.parts.editor
         files = editor.modified_files
-        restored = editor.rollback()
-        logger.info("rolled back %d file(s) after %s", len(restored), reason)
-        return self.parts.recorder.result(False, reason, files, rolled_back=True, message=message)
+        taken_back = editor.rollback()
+        logger.info("rolled back %d file(s) after %s", len(taken_back), reason)
+        return self.parts.recorder.result(False, reason, files, rolled_back=bool(taken_back), message=message,
+                                          taken_back=taken_back)

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from code_assistant.agent.state import Applied, RunResult, RunState
 from code_assistant.agent.stop import Stop
+from code_assistant.edit.takeback import FileOutcome
 from code_assistant.model.chat import Usage
 from code_assistant.model.prices import estimate_cost
 from code_assistant.model.trajectory import Step, Trajectory
@@ -38,12 +39,15 @@ class Recorder:
             self.trajectory.append(step)
 
     def result(self, success: bool, reason: Stop, files: list[str], *, rolled_back: bool, diff: str = "",
-               message: str = "", iterations: int | None = None) -> RunResult:
+               message: str = "", iterations: int | None = None,
+               taken_back: list[FileOutcome] | None = None) -> RunResult:
         reproduction = self.state.reproduction
-        return RunResult(success, reason, self.state.iteration if iterations is None else iterations, files,
-                         rolled_back, diff, message, usage=self.usage(), cost_usd=self.cost(),
+        return RunResult(success=success, stop_reason=reason,
+                         iterations=self.state.iteration if iterations is None else iterations, files_modified=files,
+                         rolled_back=rolled_back, diff=diff, message=message, usage=self.usage(), cost_usd=self.cost(),
                          log_path=str(self.trajectory.path) if self.trajectory else None,
-                         reproduction=reproduction.summary() if reproduction is not None else None)
+                         reproduction=reproduction.summary() if reproduction is not None else None,
+                         taken_back=taken_back or [])
 
     def close(self, outcome: RunResult | None, files: list[str]) -> None:
         """The final record (a crash too: `outcome` None); an answer whose step never reached a test run goes in it."""

@@ -12,6 +12,7 @@ from code_assistant.model.chat import Usage
 
 if TYPE_CHECKING:
     from code_assistant.edit.operations import EditResult
+    from code_assistant.edit.takeback import FileOutcome
     from code_assistant.index.indexer import RepoIndex
     from code_assistant.model.chat import ChatModel, Message
     from code_assistant.model.trajectory import Step
@@ -118,3 +119,4 @@ class RunResult:
     log_path: str | None = None
     reproduction: str | None = None  # what became of the reproduction test, in words (None: there was none)
     candidates: list[CandidateOutcome] = field(default_factory=list)  # best of N: one per attempt
+    taken_back: list[FileOutcome] = field(default_factory=list)  # a rollback: what became of each file it touched

@@ -18,4 +18,5 @@ class Stop(StrEnum):
     MODEL_ERROR = "model_error"
     DRY_RUN = "dry_run"
     NO_CANDIDATE = "no_candidate_passed"  # best of N: no attempt passed
+    CHANGED_OUTSIDE = "changed_outside"  # a file the run wrote was changed by somebody else before its next write
     ERROR = "error"  # an internal or git error: rolled back, then reported by the CLI

@@ -1,9 +1,11 @@
 """The disk side of editing: safe paths, journaled backups outside the repository, atomic writes, rollback, recovery.
 
 Every model path goes through `resolve_repo_path`. Before the first write of a file in a run, the original is copied
-into the state dir and a JSON-lines journal entry is fsync'ed; only then is the file written (temp file + os.replace).
-`rollback` and `recover` replay the journal backwards and restore byte for byte; the journal, atomic writes and the
-repository lock live in `journal.py`.
+into the state dir and a JSON-lines journal entry is fsync'ed; before every write, the bytes it will leave are
+announced the same way; only then is the file written (temp file + os.replace). The editor knows what it last left
+in each file: it never writes over a file somebody else changed since (ChangedOutsideError), and `rollback` and
+`recover` take out only the run's own change (takeback.py), so what the user wrote meanwhile stays. The journal,
+atomic writes and the repository lock live in `journal.py`; finished runs are kept for undo (history.py).
 """
 from __future__ import annotations
 
@@ -14,15 +16,43 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
+from code_assistant.edit import history
 from code_assistant.edit.diff import unified_diff
-from code_assistant.edit.journal import (Journal, JournalEntry, atomic_write, default_state_dir, fsync_dir, inside,
-                                         replay)
+from code_assistant.edit.journal import (
+    Ending,
+    FileMoved,
+    Journal,
+    JournalEntry,
+    Op,
+    atomic_write,
+    default_state_dir,
+    fsync_dir,
+    inside,
+    read_state,
+    remove_if,
+)
 from code_assistant.edit.matching import apply_search_replace
-from code_assistant.edit.symbol_edit import apply_symbol_edit
 from code_assistant.edit.operations import ACTIONS, EditOperation, EditResult, PathError, resolve_repo_path
+from code_assistant.edit.symbol_edit import apply_symbol_edit
+from code_assistant.edit.takeback import FileOutcome, take_out
+from code_assistant.errors import AssistantError
 from code_assistant.parse import code_parser
 
 logger = logging.getLogger(__name__)
+
+WRITE_ATTEMPTS = 3  # an edit whose file keeps changing under it between read and write is given up after this
+
+
+class ChangedOutsideError(AssistantError):
+    """A file the run wrote was changed by somebody else since: the run must not write over what the model never
+    saw. `paths`: the files, repository-relative."""
+
+    def __init__(self, paths: list[str]) -> None:
+        names = ", ".join(paths)
+        super().__init__(f"{names} {'was' if len(paths) == 1 else 'were'} changed outside the assistant during the run",
+                         exit_code=1)
+        self.paths = paths
+
 
 def _read_text(data: bytes) -> tuple[str, bool]:
     bom = data.startswith(codecs.BOM_UTF8)
@@ -61,14 +91,19 @@ class FileEditor:
     """Applies model edits to one repository, journaling originals so the run can be rolled back byte for byte."""
 
     def __init__(self, repo_path: str | Path, state_dir: str | Path | None = None,
-                 forbidden: Iterable[Path] = ()) -> None:
+                 forbidden: Iterable[Path] = (), *, originals: Path | None = None, history: bool = True) -> None:
+        """`originals`: where a file's original is saved when the user's and the run's edits overlap at a rollback
+        (beside the run's log); `history`: keep a finished run's journal for undo (not for scratch copies)."""
         self.repo = Path(repo_path).resolve()
         self.state_dir = Path(state_dir).resolve() if state_dir else default_state_dir(self.repo)
         if inside(self.state_dir, self.repo):
             raise PathError(f"state dir {self.state_dir} is inside the repository; backups must live outside it")
         self.forbidden = [Path(f).resolve() for f in forbidden] + [self.state_dir]
+        self.originals, self.history = originals, history
         self._journal: Journal | None = None
         self._touched: dict[str, JournalEntry] = {}  # rel path -> its first journal entry
+        self._left: dict[str, bytes | None] = {}  # rel path -> what the run last left in it (None: absent)
+        self.last_run: Journal | None = None  # the journal of the last finished run (kept for undo)
 
     # ---- public API -------------------------------------------------------------------------------------------
     def apply_edit(self, op: EditOperation) -> EditResult:
@@ -80,7 +115,12 @@ class FileEditor:
         if op.action == "delete" and (self.repo / op.file_path.strip()).is_symlink():
             return EditResult(False, op.file_path, op.action, f"{op.file_path} is a symlink; deleting links is refused")
         try:
-            return self._apply(op, path, rel)
+            for _ in range(WRITE_ATTEMPTS):
+                try:
+                    return self._apply(op, path, rel)
+                except FileMoved:  # written by somebody else between our read and our write: read it again
+                    logger.info("%s changed while it was being edited; reading it again", rel)
+            raise ChangedOutsideError([rel])
         except PathError as exc:
             return EditResult(False, rel, op.action, str(exc))
         except OSError as exc:
@@ -100,30 +140,49 @@ class FileEditor:
             results.append(result)
         return results
 
-    def rollback(self) -> list[str]:
+    def changed_outside(self) -> list[str]:
+        """Files this run wrote that no longer hold what it left in them: somebody else changed them since."""
+        return [rel for rel, left in self._left.items() if read_state(self.repo / rel) != left]
+
+    def rollback(self) -> list[FileOutcome]:
+        """Take the run's change out of every file it touched; what somebody else wrote meanwhile stays."""
         if self._journal is None:
             return []
-        touched = replay(self.repo, self._journal)
-        self._journal.close("rolled_back")
-        self._journal, self._touched = None, {}
-        logger.info("rolled back %d file(s)", len(touched))
-        return touched
+        outcomes = take_out(self.repo, self._journal)
+        self._journal.close(Ending.ROLLED_BACK)
+        shutil.rmtree(self._journal.run_dir, ignore_errors=True)
+        self._journal, self._touched, self._left = None, {}, {}
+        logger.info("rolled back %d file(s)", len(outcomes))
+        return outcomes
 
     def finish(self) -> None:
-        if self._journal is not None:
-            self._journal.close("finished")
-        self._journal, self._touched = None, {}
+        """The run's change stays: its journal is kept for undo (with `history`), else dropped."""
+        journal, self.last_run = self._journal, None
+        if journal is not None:
+            journal.close(Ending.FINISHED)
+            if self.history:
+                self.last_run = journal
+                history.prune(self.state_dir)
+            else:
+                shutil.rmtree(journal.run_dir, ignore_errors=True)
+        self._journal, self._touched, self._left = None, {}, {}
+
+    def record_commit(self, commit: str) -> None:
+        """The last finished run was committed (--commit): an undo reverts that commit."""
+        if self.last_run is not None:
+            self.last_run.append(JournalEntry(Op.COMMITTED, commit=commit))
 
     @property
     def modified_files(self) -> list[str]:
         return list(self._touched)
 
     def diff(self) -> str:
+        """The run's own change: each file before the run against what the run left in it (edits somebody else
+        made meanwhile are not the run's and are not shown)."""
         chunks: list[str] = []
         for rel, entry in self._touched.items():
-            before = None if entry.op == "created" else self._backup_bytes(entry)
-            current = self.repo / rel
-            after = current.read_bytes() if current.is_file() else None
+            before = None if entry.op == Op.CREATED else self._backup_bytes(entry)
+            after = self._left.get(rel, before)
             if before == after:
                 continue
             chunks.append(unified_diff(None if before is None else _read_text(before)[0],
@@ -131,28 +190,33 @@ class FileEditor:
         return "".join(chunks)
 
     @staticmethod
-    def recover(repo_path: str | Path, state_dir: str | Path | None = None) -> list[str] | None:
+    def recover(repo_path: str | Path, state_dir: str | Path | None = None) -> list[FileOutcome] | None:
+        """Take out what interrupted runs (killed, crashed) left, by the ownership rule; None when there were none."""
         root = Path(repo_path).resolve()
         runs = (Path(state_dir) if state_dir else default_state_dir(root)) / "runs"
-        restored: list[str] = []
+        outcomes: list[FileOutcome] = []
         found = False
         for run_dir in sorted(runs.iterdir(), reverse=True) if runs.is_dir() else []:
             journal = Journal(run_dir)
             if not journal.path.is_file():
                 continue
-            entries = journal.entries()
-            if any(e.op == "done" for e in entries):
-                shutil.rmtree(run_dir, ignore_errors=True)  # a finished run: nothing to restore, tidy it away
+            ending = journal.ending()
+            if ending == Ending.FINISHED:
+                continue  # kept for undo
+            if ending is not None:
+                shutil.rmtree(run_dir, ignore_errors=True)  # closed: nothing to restore, tidy it away
                 continue
-            pid = (entries[0].pid or 0) if entries else 0
+            begin = journal.begin()
+            pid = (begin.pid or 0) if begin else 0
             if pid and pid != os.getpid() and _alive(pid):
                 logger.warning("run %s belongs to live process %d; not recovering it", run_dir, pid)
                 continue
             found = True
             logger.warning("recovering an unfinished run from %s", run_dir)
-            restored += replay(root, journal)
-            journal.close("recovered")
-        return list(dict.fromkeys(restored)) if found else None
+            outcomes += take_out(root, journal)
+            journal.close(Ending.RECOVERED)
+            shutil.rmtree(run_dir, ignore_errors=True)
+        return outcomes if found else None
 
     # ---- internals --------------------------------------------------------------------------------------------
     def _apply(self, op: EditOperation, path: Path, rel: str) -> EditResult:
@@ -165,9 +229,11 @@ class FileEditor:
         if action == "delete":
             if not exists:
                 return EditResult(False, rel, action, f"cannot delete {rel}: it does not exist")
-            self._remember(path, rel)
-            path.unlink()
+            old = path.read_bytes()
+            self._claim(path, rel, None, old)
+            remove_if(path, old)
             fsync_dir(path.parent)
+            self._left[rel] = None
             return EditResult(True, rel, action, f"deleted {rel}")
         if action == "modify" and not exists and not op.search.strip() and not (op.content or op.replace):
             return EditResult(False, rel, action, f"{rel} does not exist, and this edit holds no text to write into "
@@ -209,29 +275,48 @@ class FileEditor:
             broke = _syntax_problem(path, new_text)
         elif old is None:
             broke = _syntax_problem(path, new_text)
-        self._remember(path, rel)
         mode = path.stat().st_mode & 0o7777 if path.exists() else None
-        atomic_write(path, new, mode)
+        self._claim(path, rel, new, old)
+        atomic_write(path, new, mode, expect=old)
+        self._left[rel] = new
         message = f"{'created' if old is None else 'edited'} {rel}" + (f" ({strategy} match)" if old else "")
         if broke:
             message += f"; the file no longer parses: {broke}"
         return EditResult(True, rel, action, message, strategy, broke)
 
-    def _remember(self, path: Path, rel: str) -> None:
-        """Journal the original of a file before its first write in this run (creating missing parent dirs)."""
+    def _claim(self, path: Path, rel: str, data: bytes | None, old: bytes | None) -> None:
+        """Before the run writes `data` into a file (None: deletes it), having read `old` from it: the file must
+        still hold what the run last left there; its original is journaled (first write) and the new bytes
+        announced. The write itself checks `old` once more (FileMoved)."""
+        if rel in self._left and old != self._left[rel]:
+            raise ChangedOutsideError([rel])
+        self._remember(path, rel, old)
+        assert self._journal is not None
+        self._journal.announce(rel, data)
+
+    def _remember(self, path: Path, rel: str, old: bytes | None) -> None:
+        """Journal the original of a file (`old`, as read) before its first write in this run (creating missing
+        parent dirs). A file journaled whose first write did not happen (it changed under it) is journaled again."""
         if rel in self._touched:
+            entry = self._touched[rel]
+            if rel not in self._left:
+                if (entry.op == Op.CREATED) != (old is None):
+                    raise ChangedOutsideError([rel])
+                if old is not None:
+                    assert self._journal is not None
+                    self._journal.backup(old, int(Path(str(entry.backup)).name))
             if not path.parent.is_dir():
                 path.parent.mkdir(parents=True, exist_ok=True)
             return
         if self._journal is None:
-            self._journal = Journal.start(self.state_dir, self.repo)
-        if path.exists():
-            backup = self._journal.backup(path, len(self._touched))
-            entry = JournalEntry("modified", rel, backup=str(backup.relative_to(self._journal.run_dir)),
+            self._journal = Journal.start(self.state_dir, self.repo, self.originals)
+        if old is not None:
+            backup = self._journal.backup(old, len(self._touched))
+            entry = JournalEntry(Op.MODIFIED, rel, backup=str(backup.relative_to(self._journal.run_dir)),
                                  mode=path.stat().st_mode & 0o7777)
         else:
             missing = [p for p in reversed(path.parents) if inside(p, self.repo) and not p.exists()]
-            entry = JournalEntry("created", rel, dirs=tuple(p.relative_to(self.repo).as_posix() for p in missing))
+            entry = JournalEntry(Op.CREATED, rel, dirs=tuple(p.relative_to(self.repo).as_posix() for p in missing))
         self._journal.append(entry)
         self._touched[rel] = entry
         for dir_ in entry.dirs:

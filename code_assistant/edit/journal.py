@@ -1,20 +1,23 @@
-"""Crash-safe bookkeeping for edits: the per-run journal with its backups, replay, atomic writes, the repo lock.
+"""Crash-safe bookkeeping for edits: the per-run journal with its backups, atomic writes, the repo lock.
 
 Before the first write of a file in a run, the original is copied into the state dir and a JSON-lines journal entry
-is fsync'ed; only then is the file written (temp file + os.replace). Replaying a journal backwards restores every
-touched file byte for byte.
+is fsync'ed; before every write, the bytes it will leave (their sha256 and a copy) are announced the same way; only
+then is the file written (temp file + os.replace). So the journal always knows, for each file, what was there before
+the run and what the run left there: takeback.py turns that into a rollback, a recovery or an undo that takes out
+the run's change and nothing else.
 """
 from __future__ import annotations
 
-import errno
 import fcntl
+import hashlib
 import json
 import logging
 import os
 import shutil
 import time
 import uuid
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
 
@@ -23,7 +26,7 @@ from code_assistant.settings import cache_home, repo_id
 
 logger = logging.getLogger(__name__)
 
-JOURNAL_VERSION = 1
+JOURNAL_VERSION = 2  # 2: every write announced with the sha256 and a copy of the bytes it leaves
 TMP_MARK = ".ca-tmp-"
 
 
@@ -47,8 +50,17 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
-    """Write via a temp file in the same directory, fsync, os.replace; keep `mode` (new files follow the umask)."""
+class FileMoved(Exception):
+    """The file changed between being read and being replaced (somebody else wrote it): nothing was written."""
+
+
+ANY = object()  # atomic_write's `expect` when whatever the file holds may be replaced
+
+
+def atomic_write(path: Path, data: bytes, mode: int | None = None, *, expect: bytes | None | object = ANY) -> None:
+    """Write via a temp file in the same directory, fsync, os.replace; keep `mode` (new files follow the umask).
+    `expect`: what the file must still hold at the moment it is replaced (None: that it does not exist), else
+    FileMoved and nothing is written; what is left between that look and the replace is microseconds."""
     tmp = path.parent / f".{path.name}{TMP_MARK}{uuid.uuid4().hex[:8]}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
@@ -58,18 +70,63 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
             if mode is not None:
                 os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        if expect is None:
+            _create(tmp, path)
+        else:
+            if expect is not ANY and read_state(path) != expect:
+                raise FileMoved(str(path))
+            os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
 
 
+def _create(tmp: Path, path: Path) -> None:
+    """tmp becomes path only if no file is there: a hard link fails when one is (where links work)."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise FileMoved(str(path)) from None
+    except OSError:  # a filesystem without hard links: look, then replace
+        if path.exists():
+            raise FileMoved(str(path)) from None
+        os.replace(tmp, path)
+        return
+    tmp.unlink()
+
+
+def remove_if(path: Path, expect: bytes) -> None:
+    """Delete the file if it still holds `expect`, else FileMoved."""
+    if read_state(path) != expect:
+        raise FileMoved(str(path))
+    path.unlink()
+
+
+class Op(StrEnum):
+    """The kinds of journal line."""
+
+    BEGIN = "begin"  # v, repo, pid, time, originals: where a conflicting file's original is saved
+    MODIFIED = "modified"  # path, backup: the original's copy under the run's directory, mode
+    CREATED = "created"  # path, dirs: the parent directories the write created, outermost first
+    DELETED = "deleted"  # as modified; written by version 1 only, still read
+    WROTE = "wrote"  # path, sha (of the bytes about to be left) and blob (their copy), or absent: the file removed
+    COMMITTED = "committed"  # commit: the run's change was committed (--commit); an undo reverts it with git
+    DONE = "done"  # how (an Ending), time
+
+
+class Ending(StrEnum):
+    """How a run's journal was closed. Only a finished run's journal keeps its backups (for undo)."""
+
+    FINISHED = "finished"
+    ROLLED_BACK = "rolled_back"
+    RECOVERED = "recovered"
+    UNDONE = "undone"
+
+
 @dataclass(frozen=True)
 class JournalEntry:
-    """One line of a journal. `op`: "begin" (with `v`, `repo`, `pid`, `time`), "modified" (`path`, `backup`: the
-    original's copy under the run's directory, `mode`), "created" (`path`, `dirs`: the parent directories the write
-    created, outermost first), "done" (`how`, `time`); "deleted" (as modified) is replayed but no longer written."""
+    """One line of a journal (see Op for the fields each kind has)."""
 
     op: str
     path: str = ""
@@ -81,11 +138,16 @@ class JournalEntry:
     pid: int | None = None
     time: float | None = None
     how: str | None = None
+    sha: str | None = None
+    blob: str | None = None
+    absent: bool | None = None
+    originals: str | None = None
+    commit: str | None = None
 
     def to_json(self) -> str:
         """The line written: only the fields this kind of entry has (the on-disk format of JOURNAL_VERSION)."""
         data = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()
-                if v is not None and v != "" and (k != "dirs" or self.op == "created")}
+                if v is not None and v != "" and (k != "dirs" or self.op == Op.CREATED)}
         return json.dumps(data)
 
     @classmethod
@@ -100,6 +162,28 @@ class JournalEntry:
         return cls(**data)
 
 
+def sha256(data: bytes | None) -> str:
+    return "absent" if data is None else hashlib.sha256(data).hexdigest()
+
+
+def read_state(path: Path) -> bytes | None:
+    """A file's bytes, None when there is no file (a directory in its place reads as absent too)."""
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+
+
+@dataclass
+class FileRecord:
+    """One file as a journal knows it: its first entry (what it was before the run) and the states the run
+    announced for it, oldest first (a blob path relative to the run's directory, or None: absent)."""
+
+    path: str
+    first: JournalEntry
+    wrote: list[str | None] = field(default_factory=list)
+
+
 class Journal:
     """One run's append-only JSON-lines journal plus its backups, in state_dir/runs/<run id>/."""
 
@@ -109,11 +193,12 @@ class Journal:
         self.backups = run_dir / "backups"
 
     @classmethod
-    def start(cls, state_dir: Path, repo: Path) -> Journal:
+    def start(cls, state_dir: Path, repo: Path, originals: Path | None = None) -> Journal:
         run_dir = state_dir / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         (run_dir / "backups").mkdir(parents=True)
         journal = cls(run_dir)
-        journal.append(JournalEntry("begin", v=JOURNAL_VERSION, repo=str(repo), pid=os.getpid(), time=time.time()))
+        journal.append(JournalEntry(Op.BEGIN, v=JOURNAL_VERSION, repo=str(repo), pid=os.getpid(), time=time.time(),
+                                    originals=str(originals) if originals else None))
         return journal
 
     def append(self, entry: JournalEntry) -> None:
@@ -131,46 +216,78 @@ class Journal:
                 logger.warning("skipping a torn journal line in %s", self.path)
         return entries
 
-    def backup(self, source: Path, index: int) -> Path:
+    def begin(self) -> JournalEntry | None:
+        entries = self.entries()
+        return entries[0] if entries and entries[0].op == Op.BEGIN else None
+
+    def ending(self) -> str | None:
+        return next((e.how for e in reversed(self.entries()) if e.op == Op.DONE), None)
+
+    def backup(self, data: bytes, index: int) -> Path:
+        """The original of a file, as the bytes the run read (written again, whole, if the file changed before the
+        run's first write to it succeeded)."""
         dest = self.backups / f"{index:05d}"
-        shutil.copyfile(source, dest)
-        with open(dest, "rb") as handle:
-            os.fsync(handle.fileno())
-        fsync_dir(self.backups)
+        atomic_write(dest, data)
         return dest
 
-    def close(self, how: str) -> None:
-        self.append(JournalEntry("done", how=how, time=time.time()))
-        shutil.rmtree(self.backups, ignore_errors=True)
+    def announce(self, rel: str, data: bytes | None) -> None:
+        """Before the run writes (or, data None, deletes) a file: a copy of the bytes it is about to leave, and a
+        line saying so, both on disk first: whatever happens next, the journal knows what the run put there."""
+        if data is None:
+            self.append(JournalEntry(Op.WROTE, rel, absent=True))
+            return
+        digest = sha256(data)
+        blob = self.backups / f"left-{digest}"
+        if not blob.exists():
+            tmp = blob.with_name(blob.name + TMP_MARK)
+            tmp.write_bytes(data)
+            _fsync_file(tmp)
+            os.replace(tmp, blob)
+            fsync_dir(self.backups)
+        self.append(JournalEntry(Op.WROTE, rel, sha=digest, blob=str(blob.relative_to(self.run_dir))))
+
+    def files(self) -> list[FileRecord]:
+        """Every file the run touched, in the order it first touched them. A version 2 journal with no write of a
+        file yet (a crash between its backup and its write) says the run left it as it was."""
+        entries = self.entries()
+        version = entries[0].v if entries and entries[0].op == Op.BEGIN else None
+        records: dict[str, FileRecord] = {}
+        for entry in entries:
+            if entry.op in (Op.MODIFIED, Op.CREATED, Op.DELETED) and entry.path not in records:
+                records[entry.path] = FileRecord(entry.path, entry)
+            elif entry.op == Op.WROTE and entry.path in records:
+                records[entry.path].wrote.append(None if entry.absent else entry.blob)
+        if (version or 1) >= 2:
+            for record in records.values():
+                if not record.wrote:
+                    record.wrote.append(record.first.backup)  # the original's copy (None: it did not exist)
+        return list(records.values())
+
+    def original(self, record: FileRecord) -> bytes | None:
+        return None if record.first.op == Op.CREATED else (self.run_dir / str(record.first.backup)).read_bytes()
+
+    def states(self, record: FileRecord) -> list[bytes | None]:
+        return [None if blob is None else (self.run_dir / blob).read_bytes() for blob in record.wrote]
+
+    def close(self, how: Ending) -> None:
+        """The last line. A finished run keeps each file's original and final state (an undo needs both); any
+        other ending drops its backups."""
+        self.append(JournalEntry(Op.DONE, how=how, time=time.time()))
+        if how != Ending.FINISHED:
+            shutil.rmtree(self.backups, ignore_errors=True)
+            return
+        keep = {str(r.first.backup) for r in self.files()} | {str(r.wrote[-1]) for r in self.files() if r.wrote}
+        for blob in self.backups.iterdir() if self.backups.is_dir() else []:
+            if str(blob.relative_to(self.run_dir)) not in keep:
+                blob.unlink(missing_ok=True)
+
+    def size(self) -> int:
+        return sum(p.stat().st_size for p in self.run_dir.rglob("*") if p.is_file())
 
 
-def replay(root: Path, journal: Journal) -> list[str]:
-    """Undo every entry of a journal, newest first; returns the repo-relative paths restored or removed."""
-    touched: list[str] = []
-    for entry in reversed(journal.entries()):
-        op, rel = entry.op, entry.path
-        if op not in ("modified", "created", "deleted"):
-            continue
-        target = root / rel
-        if not inside(target.resolve(), root.resolve()):
-            logger.error("journal entry points outside the repository, skipped: %s", rel)
-            continue
-        for stray in target.parent.glob(f".{target.name}{TMP_MARK}*") if target.parent.is_dir() else []:
-            stray.unlink(missing_ok=True)
-        if op == "created":
-            target.unlink(missing_ok=True)
-            for dir_ in reversed(entry.dirs):
-                try:
-                    (root / dir_).rmdir()
-                except OSError as exc:
-                    if exc.errno not in (errno.ENOENT, errno.ENOTEMPTY):
-                        raise
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            data = (journal.run_dir / str(entry.backup)).read_bytes()
-            atomic_write(target, data, entry.mode)
-        touched.append(rel)
-    return list(dict.fromkeys(touched))
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
 
 
 class RepoLock:

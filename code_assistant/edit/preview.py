@@ -65,7 +65,7 @@ def preview_edits(repo: Path, ops: list[EditOperation], forbidden: Iterable[Path
                 originals[rel] = real.read_text(encoding="utf-8", errors="surrogateescape")
             elif real.parent.is_dir():
                 (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
-        editor = FileEditor(scratch, state_dir=Path(scratch_name) / "state")
+        editor = FileEditor(scratch, state_dir=Path(scratch_name) / "state", history=False)
         results = editor.apply_edits(ops)
         changes: list[FileChange] = []
         for rel, before in originals.items():

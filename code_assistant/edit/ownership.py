@@ -1,0 +1,64 @@
+"""Whose bytes are these? The rule that takes the assistant's change out of one file and nothing else, pure.
+
+A rollback, a recovery and an undo each know three states of a file: what it held before the run (`original`), what
+the run left in it (`left`: every state the run announced, oldest first) and what it holds now (`current`; None is
+an absent file). When the file still holds what the run left, nobody else touched it: the original comes back. When
+it holds something else, another hand changed it since, and only the run's own change is taken out (a three-way
+merge: base what the run left, one side the file now, the other the original); where both changed the same lines the
+file is left as it is and the caller saves the original beside it.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from code_assistant.edit.merge3 import merge3
+
+
+class Fate(StrEnum):
+    """What taking a run's change out did to one file."""
+
+    RESTORED = "restored"  # the file is as it was before the run, byte for byte
+    MERGED = "merged"  # the run's change taken out, the other hand's edits kept
+    KEPT = "kept"  # left as it is: what is in it now is the other hand's (a file the run created or deleted)
+    CONFLICT = "conflict"  # the run's and the other hand's edits overlap: left as it is, the original saved apart
+
+
+@dataclass(frozen=True)
+class TakeBack:
+    """The decision for one file: `data` is what it must hold afterwards (None: absent), `write` whether that means
+    touching it at all, `why` in words for the user."""
+
+    fate: Fate
+    data: bytes | None
+    write: bool
+    why: str
+
+
+def take_back(original: bytes | None, left: Sequence[bytes | None], current: bytes | None) -> TakeBack:
+    """`left`: the states the run announced for the file, oldest first; the last is what it left (a crash between
+    announcing a write and making it leaves the one before it in the file, so any of them counts as the run's)."""
+    if not left or current in left:
+        return TakeBack(Fate.RESTORED, original, current != original, "as it was before the run")
+    if current == original:
+        return TakeBack(Fate.RESTORED, original, False, "already as it was before the run")
+    if left[-1] == original:
+        return TakeBack(Fate.KEPT, current, False, "not changed by the run; changed since by someone else")
+    if original is None:
+        if current is None:
+            return TakeBack(Fate.RESTORED, None, False, "created by the run and deleted since")
+        return TakeBack(Fate.KEPT, current, False, "created by the run and changed since by someone else")
+    if left[-1] is None:
+        return TakeBack(Fate.KEPT, current, False, "deleted by the run and created again since by someone else")
+    if current is None:
+        return TakeBack(Fate.CONFLICT, None, False, "changed by the run and deleted since by someone else")
+    for base in reversed([state for state in left[-2:] if state is not None]):
+        merge = merge3(base, current, original)
+        if merge.clean and merge.data == original:
+            return TakeBack(Fate.RESTORED, original, current != original, "as it was before the run")
+        if merge.clean:
+            return TakeBack(Fate.MERGED, merge.data, merge.data != current,
+                            "changed since by someone else: the run's lines taken out, the other edits kept")
+    return TakeBack(Fate.CONFLICT, current, False,
+                    "the run and someone else changed the same lines: left as it is now")

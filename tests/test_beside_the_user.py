@@ -1,0 +1,253 @@
+"""The user keeps working while the assistant runs: their edits during a run, after a crash and after a finished run
+are never overwritten; a closed terminal rolls back; `undo` takes back exactly what the assistant wrote.
+
+All through the CLI, against the scripted server, on real files with their real test command."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.repos import (
+    CALC_PY,
+    PYTEST,
+    SLOW_SECOND_RUN,
+    answer,
+    git_init,
+    modify,
+    orphan,
+    python_repo,
+    run_cli,
+    sleeping_test,
+    snapshot,
+    start_run,
+    wait_for_tests,
+)
+from tests.scripted_server import ScriptedServer
+
+USER_LINE = "# a note the user saved while the assistant worked\n"
+WRONG = answer(modify("calc.py", "    return a - b", "    return a * b"))  # add() still wrong: the tests fail
+RIGHT = answer(modify("calc.py", "    return a - b", "    return a + b"))
+
+
+def _user_saves(repo: Path, then: str) -> Any:
+    """A script step: while the assistant waits for this answer, the user appends a line to calc.py and saves."""
+    def step(request: dict[str, Any]) -> str:
+        with open(repo / "calc.py", "a", encoding="utf-8") as handle:
+            handle.write(USER_LINE)
+        return then
+    return step
+
+
+def _undo(repo: Path, *more: str) -> subprocess.CompletedProcess[str]:
+    return run_cli(["undo", "--repo", str(repo), *more])
+
+
+# ----- during a run --------------------------------------------------------------------------------------------------
+def test_a_line_the_user_saves_during_a_run_stays_when_the_run_rolls_back(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    fix = answer(modify("calc.py", "    return a * b\n\n\ndef multiply", "    return a + b\n\n\ndef multiply"))
+    with ScriptedServer([WRONG, _user_saves(repo, fix)]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST], server_url=server.url)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (repo / "calc.py").read_text() == CALC_PY + USER_LINE, "the run's lines out, the user's line kept"
+    assert "Result: FAILED (changed_outside: calc.py was changed outside the assistant during the run)" in proc.stdout
+    assert "calc.py: merged" in proc.stdout and "exactly as it was" not in proc.stdout
+    assert "[Editing" not in proc.stdout.split("[Tests failed")[-1], "nothing applied on top of the user's edit"
+
+
+def test_the_json_result_names_each_file_and_what_became_of_it(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    with ScriptedServer([WRONG, _user_saves(repo, RIGHT)]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--json"],
+                       server_url=server.url)
+    result = json.loads(proc.stdout)
+    assert (proc.returncode, result["stop_reason"], result["rolled_back"]) == (1, "changed_outside", True)
+    [calc] = result["taken_back"]
+    assert (calc["path"], calc["outcome"], calc["original"]) == ("calc.py", "merged", None)
+
+
+def test_when_the_user_changed_the_same_lines_the_file_stays_as_they_have_it_and_the_original_is_saved(
+        tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+
+    def user_rewrites_the_line(request: dict[str, Any]) -> str:
+        calc = repo / "calc.py"
+        calc.write_text(calc.read_text().replace("return a * b\n\n\ndef", "return a + b  # mine\n\n\ndef"))
+        return RIGHT
+    with ScriptedServer([WRONG, user_rewrites_the_line]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--json"],
+                       server_url=server.url)
+    [calc] = json.loads(proc.stdout)["taken_back"]
+    assert calc["outcome"] == "conflict" and "return a + b  # mine" in (repo / "calc.py").read_text()
+    assert Path(calc["original"]).read_text() == CALC_PY
+    assert Path(calc["original"]).parent.name.endswith(".originals"), "saved beside the run's log"
+
+
+# ----- after a crash -------------------------------------------------------------------------------------------------
+def test_kill_9_then_a_user_edit_then_recover_keeps_the_user_edit(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path, SLOW_SECOND_RUN)
+    plan = answer(modify("calc.py", "    return a - b", "    return a + b"),
+                  {"file_path": "pkg/new_module.py", "action": "create", "content": "X = 1\n"})
+    with ScriptedServer([plan]) as server:
+        proc = start_run(repo, server.url)
+        wait_for_tests(proc)
+        sleeping = sleeping_test(repo)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    os.kill(orphan(repo, sleeping), signal.SIGKILL)
+    (repo / "calc.py").write_text("# the user's header\n" + (repo / "calc.py").read_text())
+    recovered = run_cli(["--repo", str(repo), "--recover"])
+    assert recovered.returncode == 0, recovered.stderr
+    assert (repo / "calc.py").read_text() == "# the user's header\n" + SLOW_SECOND_RUN["calc.py"]
+    assert not (repo / "pkg").exists()
+    assert "[Recovered: restored 1 file(s) from an interrupted run]" in recovered.stdout
+    assert "[Recovered: calc.py: merged" in recovered.stdout
+
+
+# ----- signals -------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGQUIT])
+def test_a_closed_terminal_or_ctrl_backslash_rolls_back_byte_for_byte(tmp_path: Path, signum: int) -> None:
+    repo = python_repo(tmp_path, SLOW_SECOND_RUN)
+    before = snapshot(repo)
+    plan = answer(modify("calc.py", "    return a - b", "    return a + b"),
+                  {"file_path": "pkg/new_module.py", "action": "create", "content": "X = 1\n"})
+    with ScriptedServer([plan]) as server:
+        proc = start_run(repo, server.url)
+        wait_for_tests(proc)
+        sleeping_test(repo)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    for marker in ("STARTED", "SLEEPING"):  # the repository's own test wrote these
+        (repo / marker).unlink(missing_ok=True)
+    assert snapshot(repo) == before
+
+
+def test_more_signals_during_the_rollback_do_not_cut_it_short(tmp_path: Path) -> None:
+    files = {**SLOW_SECOND_RUN, **{f"pkg/m{i}.py": f"V = {i}\n" for i in range(15)}}
+    repo = python_repo(tmp_path, files)
+    before = snapshot(repo)
+    plan = answer(modify("calc.py", "    return a - b", "    return a + b"),
+                  *(modify(f"pkg/m{i}.py", f"V = {i}", f"V = {i + 100}") for i in range(15)))
+    with ScriptedServer([plan]) as server:
+        proc = start_run(repo, server.url, "--max-plan-lines", "1000", "--max-files", "100", "--context-window", "32768")
+        wait_for_tests(proc)
+        sleeping_test(repo)
+        for signum in [signal.SIGTERM] + [signal.SIGINT, signal.SIGHUP, signal.SIGQUIT] * 30:
+            try:
+                proc.send_signal(signum)
+            except ProcessLookupError:
+                break
+            time.sleep(0.002)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    for marker in ("STARTED", "SLEEPING"):
+        (repo / marker).unlink(missing_ok=True)
+    assert snapshot(repo) == before
+
+
+# ----- undo ----------------------------------------------------------------------------------------------------------
+def _green_run(repo: Path, *changes: dict, more: tuple[str, ...] = ()) -> None:
+    with ScriptedServer([answer(*changes)]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--no-reproduce", *more],
+                       server_url=server.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_undo_after_a_green_run_puts_back_the_original_bytes(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    _green_run(repo, modify("calc.py", "    return a - b", "    return a + b"),
+               {"file_path": "notes/added.py", "action": "create", "content": "X = 1\n"})
+    undone = _undo(repo)
+    assert undone.returncode == 0, undone.stdout + undone.stderr
+    assert "every file the assistant touched is byte for byte as it was" in undone.stdout
+    assert snapshot(repo) == before
+
+
+def test_undo_keeps_what_the_user_wrote_in_another_part_of_the_same_file(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    _green_run(repo, modify("calc.py", "    return a - b", "    return a + b"))
+    (repo / "calc.py").write_text((repo / "calc.py").read_text() + "\n\ndef subtract(a, b):\n    return a - b\n")
+    undone = _undo(repo)
+    assert undone.returncode == 0, undone.stdout + undone.stderr
+    assert (repo / "calc.py").read_text() == CALC_PY + "\n\ndef subtract(a, b):\n    return a - b\n"
+    assert "calc.py: merged" in undone.stdout
+
+
+def test_undo_refuses_when_the_user_changed_the_same_lines_and_changes_nothing(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    _green_run(repo, modify("calc.py", "    return a - b", "    return a + b"))
+    (repo / "calc.py").write_text((repo / "calc.py").read_text().replace("return a + b", "return b + a"))
+    after_user = snapshot(repo)
+    undone = _undo(repo)
+    assert undone.returncode == 2
+    assert undone.stderr.startswith("error: cannot undo the last run: calc.py (") and undone.stderr.count("\n") == 1
+    assert snapshot(repo) == after_user
+
+
+def test_undo_with_nothing_to_undo_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    undone = _undo(repo)
+    assert undone.returncode == 2 and undone.stdout == ""
+    assert undone.stderr.startswith("error: nothing to undo") and undone.stderr.count("\n") == 1
+    assert snapshot(repo) == before
+
+
+def test_a_second_undo_takes_back_the_run_before_and_a_third_has_nothing_left(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    _green_run(repo, modify("calc.py", "    return a - b", "    return a + b"))
+    after_first = snapshot(repo)
+    _green_run(repo, modify("calc.py", "    return a * b", "    return b * a"))
+    assert _undo(repo).returncode == 0 and snapshot(repo) == after_first
+    assert _undo(repo).returncode == 0 and snapshot(repo) == before
+    assert _undo(repo).returncode == 2
+
+
+def test_a_failed_run_leaves_nothing_to_undo(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    _green_run(repo, modify("calc.py", "    return a - b", "    return a + b"))
+    with ScriptedServer([answer(modify("calc.py", "    return a * b", "    return a ** b"))] * 3) as server:
+        failed = run_cli(["--repo", str(repo), "--task", "break it", "--test-command", PYTEST, "--no-reproduce",
+                          "--max-iterations", "1"], server_url=server.url)
+    assert failed.returncode == 1
+    undone = _undo(repo, "--json")
+    assert undone.returncode == 0, undone.stdout + undone.stderr
+    assert [f["path"] for f in json.loads(undone.stdout)["taken_back"]] == ["calc.py"]
+    assert (repo / "calc.py").read_text() == CALC_PY, "the green run was the one taken back"
+
+
+def test_undo_after_a_commit_reverts_it_while_it_is_head_and_refuses_after(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    _green_run(repo, modify("calc.py", "    return a - b", "    return a + b"), more=("--commit",))
+    undone = _undo(repo)
+    assert undone.returncode == 0, undone.stdout + undone.stderr
+    assert "reverted by a new commit" in undone.stdout and (repo / "calc.py").read_text() == CALC_PY
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=repo, capture_output=True, text=True).stdout
+    assert log.splitlines()[0].startswith("Revert ")
+
+    _green_run(repo, modify("calc.py", "    return a - b", "    return a + b"), more=("--commit",))
+    (repo / "other.txt").write_text("mine\n")
+    subprocess.run(["git", "add", "other.txt"], cwd=repo, check=True)
+    subprocess.run(["git", "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", "mine"], cwd=repo, check=True)
+    refused = _undo(repo)
+    assert refused.returncode == 2 and "is no longer HEAD" in refused.stderr
+    assert "return a + b" in (repo / "calc.py").read_text()
+
+
+def test_undo_outside_git_and_on_a_fresh_repository(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path, git=False)
+    before = snapshot(repo)
+    _green_run(repo, modify("calc.py", "    return a - b", "    return a + b"))
+    assert _undo(repo).returncode == 0 and snapshot(repo) == before
+    git_init(repo)  # unrelated: the history is the assistant's own, not git's
+    assert _undo(repo).returncode == 2
