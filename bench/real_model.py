@@ -55,7 +55,7 @@ class Run:
 
 def _plan_request(repo: Path, work: Path, window: ContextWindow) -> tuple[list[Message], int]:
     """The plan request a run would send for TASK, and the context's size in tokens."""
-    settings = load_settings(repo, task=TASK, test_command=f"{sys.executable} -m pytest -q",
+    settings = load_settings(repo, test_command=f"{sys.executable} -m pytest -q",
                              index_path=str(work / "index"))
     embedder = embeddings.make_embedder("local")
     chroma = store.open_client(settings.index_path)

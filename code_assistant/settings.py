@@ -34,7 +34,6 @@ class Settings:
     """Everything a run needs, resolved from the CLI, then the environment, then the repository's .env."""
 
     repo: Path
-    task: str | None = None
     test_command: str = DEFAULT_TEST_COMMAND
     index_path: Path = field(default_factory=lambda: cache_home() / "index")
     state_path: Path = field(default_factory=lambda: cache_home() / "state")
@@ -132,7 +131,7 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
         if value is None:
             continue
         if not hasattr(settings, key):
-            raise ConfigError(f"unknown setting: {key}")
+            raise TypeError(f"load_settings: no setting named {key!r}")
         current = getattr(settings, key)
         if isinstance(current, Path) or key in ("index_path", "state_path", "log_dir"):
             value = Path(str(value)).expanduser().resolve()

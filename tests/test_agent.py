@@ -35,7 +35,7 @@ def embedder() -> embeddings.Embedder:
 def run_agent(repo: Path, script: list, embedder: embeddings.Embedder, *, task: str = "fix add",
               model: object | None = None, review: object = None, **overrides: object) -> tuple[RunResult, ScriptedServer,
                                                                                                    list[str]]:
-    settings = load_settings(repo, task=task, test_command=PYTEST, **overrides)
+    settings = load_settings(repo, test_command=PYTEST, **overrides)
     lines: list[str] = []
     with ScriptedServer(script) as server:
         chat = model or OpenAIChat("gpt-4o", api_key="k", base_url=server.url, sleep=lambda s: None)

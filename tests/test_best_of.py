@@ -255,7 +255,7 @@ def test_a_candidate_built_from_the_parts_leaves_the_parents_state_untouched(tmp
 
     repo = python_repo(tmp_path, RED)
     before = snapshot(repo)
-    settings = load_settings(repo, task="fix add", test_command=PYTEST, reproduce=False)
+    settings = load_settings(repo, test_command=PYTEST, reproduce=False)
     embedder = embeddings.make_embedder("local")
     chunks = store.ChunkStore(store.open_client(settings.index_path), store.collection_name(str(repo), embedder.name))
     with ScriptedServer(by_seed={1: [_fix(0)]}) as server:

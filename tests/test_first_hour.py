@@ -255,7 +255,7 @@ def test_every_command_line_in_the_readme_is_one_the_cli_takes() -> None:
     """The commands that need a model or a repository elsewhere cannot run here; their flags are checked instead."""
     import shlex
 
-    from code_assistant.cli import build_parser
+    from code_assistant.cli import parse_arguments
 
     readme = (ROOT / "README.md").read_text()
     blocks = readme.split("```")[1::2]
@@ -265,7 +265,5 @@ def test_every_command_line_in_the_readme_is_one_the_cli_takes() -> None:
     for command in commands:
         words = [w for w in shlex.split(command) if not re.match(r"^[A-Z_]+=", w)]
         args = words[2:] if words[0] == "python" else words[1:]
-        if args[:1] == ["index"]:
-            args = [*args[1:], "--index-all"]
-        parsed = build_parser().parse_args(args)
+        _, parsed = parse_arguments(args)
         assert parsed.repo, command

@@ -20,5 +20,5 @@ def test_the_package_root_holds_only_the_cli_edge_and_the_base() -> None:
     root = ROOT / "code_assistant"
     modules = {p.stem for p in root.glob("*.py")} - {"__init__"}
     stages = {p.name for p in root.iterdir() if (p / "__init__.py").is_file()}
-    assert modules == {"cli", "commands", "console", "settings", "languages", "errors", "tokens", "redact", "vcs"}
-    assert stages == {"agent", "retrieve", "edit", "verify", "model", "index", "parse"}
+    assert modules == {"console", "settings", "languages", "errors", "tokens", "redact", "vcs", "interrupts"}
+    assert stages == {"cli", "commands", "agent", "retrieve", "edit", "verify", "model", "index", "parse"}

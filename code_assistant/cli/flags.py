@@ -1,0 +1,149 @@
+"""The command line's flags, in groups a command takes whole. A flag that sets a Settings field has the field as its
+destination, checked when the parser is built; the other flags belong to one command's options record."""
+from __future__ import annotations
+
+import argparse
+import difflib
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from code_assistant.errors import UsageError
+from code_assistant.settings import DEFAULT_MODEL, DEFAULT_TEST_COMMAND, SANDBOX_MODES, Settings
+
+SETTING_FIELDS = frozenset(f.name for f in fields(Settings))
+
+
+class Parser(argparse.ArgumentParser):
+    """No abbreviations (`--context-onl` is not `--context-only`); an unknown option names the closest real one."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, allow_abbrev=False, formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        options = [o for action in self._actions for o in action.option_strings if o.startswith("--")]
+        hints = []
+        if message.startswith("unrecognized arguments:"):
+            for word in message.split(":", 1)[1].split():
+                close = difflib.get_close_matches(word.split("=")[0], options, n=1, cutoff=0.6)
+                if word.startswith("-") and close:
+                    hints.append(f"{word.split('=')[0]}: did you mean {close[0]}?")
+        raise UsageError(message + (f" ({'; '.join(hints)})" if hints else ""))
+
+
+def default(name: str) -> str:
+    """A setting's default, for the help text: defined once, in Settings."""
+    value = Settings.__dataclass_fields__[name].default
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _setting(group: argparse._ActionsContainer, *flags: str, field: str, **kwargs: Any) -> None:
+    """A flag that sets a Settings field: its destination is the field, checked here, once."""
+    if field not in SETTING_FIELDS:
+        raise TypeError(f"{flags[0]} names no setting: {field}")
+    group.add_argument(*flags, dest=field, **kwargs)
+
+
+# ----- the flags, in groups a command takes whole ----------------------------------------------------------------
+def repository(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--repo", required=True, help="the repository to work on")
+    _setting(p, "--index-path", field="index_path",
+             help="where the index lives (default: ~/.cache/code-assistant/index)")
+    _setting(p, "-v", "--verbose", field="verbose", action="store_true", default=None,
+             help="debug logging and tracebacks")
+
+
+def as_json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
+def model(p: argparse.ArgumentParser) -> None:
+    _setting(p, "--model", field="model",
+             help=f"chat model (default: $OPENAI_MODEL, then the one model a local server lists, then {DEFAULT_MODEL})")
+    _setting(p, "--context-window", field="context_window", type=int, metavar="N",
+             help="the model's context window in tokens (default: $OPENAI_CONTEXT_WINDOW, else what the server "
+                  "reports, else known models, else 8192)")
+    _setting(p, "--request-timeout", field="request_timeout", type=float, metavar="S",
+             help="seconds without a byte from the model server (between two streamed tokens) before it is asked "
+                  f"once more (default {default('request_timeout')})")
+    p.add_argument("--no-stream", action="store_true", help="do not stream the model's answer to the terminal")
+
+
+def retrieval(p: argparse.ArgumentParser) -> None:
+    _setting(p, "--context-tokens", field="context_tokens", type=int,
+             help=f"token budget of the context (default {default('context_tokens')})")
+    _setting(p, "--embed-budget", field="embed_budget", type=int, metavar="N",
+             help="chunks one query may have the model embed (default: 200 local, 2000 openai; "
+                  "0: only what is already embedded)")
+
+
+def run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--task", help="what to do, in plain words")
+    _setting(p, "--test-command", field="test_command",
+             help=f"test command, split like a shell (default: {DEFAULT_TEST_COMMAND})")
+    _setting(p, "--max-iterations", field="max_iterations", type=int,
+             help=f"test/fix rounds before rolling back (default {default('max_iterations')})")
+    _setting(p, "--test-timeout", field="test_timeout", type=float,
+             help=f"seconds before a test run is killed (default {default('test_timeout')})")
+    _setting(p, "--no-structured-output", field="structured_output", action="store_false", default=None,
+             help="do not send the plan's JSON schema as response_format")
+    g = p.add_argument_group("guardrails")
+    _setting(g, "--max-changed-lines", field="max_changed_lines", type=int,
+             help=f"refuse a fix changing more lines (default {default('max_changed_lines')})")
+    _setting(g, "--max-plan-lines", field="max_plan_lines", type=int,
+             help=f"refuse a plan changing more lines (default {default('max_plan_lines')})")
+    _setting(g, "--max-files", field="max_files", type=int,
+             help=f"refuse an answer touching more files (default {default('max_files')})")
+    _setting(g, "--allow-test-edits", field="allow_test_edits", action="store_true", default=None,
+             help="let the model change tests")
+    _setting(g, "--max-cost", field="max_cost", type=float, help="stop when the estimated cost passes this many dollars")
+    _setting(g, "--max-tokens", field="max_tokens", type=int, help="stop when the run has used this many tokens")
+    _setting(g, "--review", field="review", action="store_true", default=None,
+             help="show each diff and apply it only after y")
+    _setting(g, "--dry-run", field="dry_run", action="store_true", default=None,
+             help="plan and print the diff; write nothing")
+    _setting(g, "--sandbox", field="sandbox", choices=SANDBOX_MODES,
+             help="what the test command may write: off (anything), write (the repository, /tmp and toolchain "
+                  "caches), strict (that, no network, HOME hidden); "
+                  f"default {default('sandbox')} where bubblewrap works ($CODE_ASSISTANT_SANDBOX)")
+    v = p.add_argument_group("success that means the task is done")
+    _setting(v, "--reproduce", field="reproduce", action="store_true", default=None,
+             help="first ask for a test that fails before the fix (default: when the suite is green)")
+    _setting(v, "--no-reproduce", field="reproduce", action="store_false", help="no reproduction test")
+    _setting(v, "--candidates", field="candidates", type=int, metavar="N",
+             help="N independent attempts in scratch copies, in parallel; the best passing one is applied "
+                  f"(default {default('candidates')})")
+    w = p.add_argument_group("git")
+    w.add_argument("--branch", nargs="?", const="", metavar="NAME",
+                   help="work on a new branch (default name: assistant/<task>-<time>)")
+    w.add_argument("--worktree", action="store_true", help="work in a separate git worktree; your checkout stays as is")
+    w.add_argument("--commit", action="store_true", help="commit the change when the tests pass")
+    w.add_argument("--allow-dirty", action="store_true", help="with --commit: edit files that hold your pending "
+                   "changes (they are left uncommitted)")
+    w.add_argument("--keep-branch", action="store_true", help="keep the new branch when the run fails")
+    r = p.add_argument_group("runs")
+    _setting(r, "--log-dir", field="log_dir", help="where run trajectories go (default: <index-path>/runs)")
+    r.add_argument("--replay", metavar="FILE.jsonl", type=Path,
+                   help="re-run a recorded trajectory's answers; no model calls")
+
+
+def legacy(p: argparse.ArgumentParser) -> None:
+    """The other commands as switches of the default one, as the README and users have long spelled them."""
+    s = p.add_argument_group("other commands, as switches (the same as the subcommands below)")
+    s.add_argument("--ask", metavar="QUESTION", help="answer a question about the repository; never edits")
+    s.add_argument("--context-only", action="store_true", help="index and show the context for --task; no model call")
+    s.add_argument("--index-all", action="store_true",
+                   help="embed every file now; resumable, Ctrl-C keeps finished batches. Without it a query embeds "
+                        "only what its top candidates lack")
+    s.add_argument("--recover", action="store_true",
+                   help="take an interrupted run's change out of the repository, stop its leftover test processes, "
+                        "and exit")
+
+
+def question(p: argparse.ArgumentParser) -> None:
+    p.add_argument("question", nargs="+", help="the question, in plain words")
+
+
+def context_task(p: argparse.ArgumentParser) -> None:
+    p.add_argument("task", nargs="*", help="the task whose context to show")
+    p.add_argument("--task", dest="task_flag", metavar="TASK", help="the same, as an option")

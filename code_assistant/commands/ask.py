@@ -1,0 +1,34 @@
+"""`ask`: answer a question about the repository with file:line citations; never edits."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from code_assistant import console
+from code_assistant.commands import parts
+from code_assistant.errors import EXIT_OK
+from code_assistant.settings import Settings
+
+
+@dataclass(frozen=True)
+class AskOptions:
+    question: str
+    json: bool = False
+
+
+def ask(settings: Settings, options: AskOptions) -> int:
+    from code_assistant.agent import ask as asking
+
+    parts.check_server(settings)
+    model = parts.chat_model(settings, schema=None)
+    say = console.quiet if options.json else console.say
+    say(f"[Model: {model.name}, context window {model.window.describe()}]")
+    index, _ = parts.index(settings, quiet=options.json)
+    response, context = asking.answer_question(index, model, options.question, settings,
+                                               on_token=console.stream if settings.stream else None, say=say)
+    if options.json:
+        print(json.dumps({"answer": response.text, "files": context.paths, "tokens": console.usage_json(model.usage)}))
+    elif not settings.stream:
+        console.say(response.text)
+    console.end_stream()
+    return EXIT_OK

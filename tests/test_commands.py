@@ -1,0 +1,102 @@
+"""One command table: real subcommands with their own --help, the old switches that mean the same, no abbreviated
+options, a suggestion for a mistyped one, and help texts that say the same defaults as the README."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import MISSING
+from pathlib import Path
+
+import pytest
+
+from code_assistant.cli import COMMANDS, build_parser, parse
+from code_assistant.cli.flags import default as _default
+from code_assistant.commands.context import ContextOptions
+from code_assistant.commands.run import RunOptions
+from code_assistant.settings import Settings
+from tests.repos import ROOT, python_repo, run_cli, snapshot
+
+
+def test_every_command_has_its_own_help() -> None:
+    for name in COMMANDS:
+        proc = run_cli([*([] if name == "run" else [name]), "--help"], api_key=None)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith(f"usage: main.py {'' if name == 'run' else name + ' '}[-h] --repo REPO")
+
+
+def test_the_default_command_and_its_options_record(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    command, settings, options = parse(["--repo", str(repo), "--task", "fix add", "--max-iterations", "2",
+                                        "--branch", "--no-reproduce", "--json"])
+    assert command.name == "run" and settings.max_iterations == 2 and settings.reproduce is False
+    assert options == RunOptions(task="fix add", json=True, branch="")
+    assert not hasattr(settings, "task"), "the task is the run's, not a shared setting"
+
+
+def test_old_switches_mean_the_same_as_the_subcommands(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    for old, new in ((["--task", "add sums", "--context-only"], ["context", "add", "sums"]),
+                     (["--task", "add sums", "--context-only"], ["context", "--task", "add sums"]),
+                     (["--recover"], ["recover"]), (["--index-all"], ["index"]), (["--ask", "why?"], ["ask", "why?"])):
+        before, after = parse(["--repo", str(repo), *old]), parse([new[0], "--repo", str(repo), *new[1:]])
+        assert (before[0].name, before[2]) == (after[0].name, after[2])
+    assert parse(["context", "--repo", str(repo), "add", "sums"])[2] == ContextOptions(task="add sums")
+
+
+def test_the_context_subcommand_through_the_cli(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    old = run_cli(["--repo", str(repo), "--task", "add() returns the wrong sum", "--context-only", "--json"],
+                  api_key=None)
+    new = run_cli(["context", "--repo", str(repo), "--json", "add() returns the wrong sum"], api_key=None)
+    assert (old.returncode, new.returncode) == (0, 0), old.stderr + new.stderr
+    assert json.loads(old.stdout)["files"] == json.loads(new.stdout)["files"]
+
+
+@pytest.mark.parametrize("typed, meant", [("--context-onl", "--context-only"), ("--tsak", "--task"),
+                                          ("--max-iteration", "--max-iterations")])
+def test_no_abbreviations_and_a_mistyped_option_names_the_closest(tmp_path: Path, typed: str, meant: str) -> None:
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    proc = run_cli(["--repo", str(repo), "--task", "x", typed, "3"] if "iteration" in typed
+                   else ["--repo", str(repo), typed, "x"], api_key=None)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert f"did you mean {meant}?" in proc.stderr and proc.stderr.count("\n") == 1
+    assert snapshot(repo) == before
+
+
+def test_a_command_without_its_task_is_one_line(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    proc = run_cli(["--repo", str(repo)], api_key=None)
+    assert proc.returncode == 2 and proc.stderr.startswith("error: --task is required")
+
+
+def _readme_defaults() -> dict[str, str]:
+    """README options table: each flag's default cell."""
+    rows = {}
+    for line in (ROOT / "README.md").read_text().splitlines():
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+        if len(cells) == 3 and cells[0].startswith("`--"):
+            for flag in re.findall(r"`(--[a-z-]+)", cells[0]):
+                rows[flag] = cells[1]
+    return rows
+
+
+def test_help_and_readme_say_the_same_defaults() -> None:
+    readme = _readme_defaults()
+    checked = 0
+    for name in COMMANDS:
+        for action in build_parser(name)._actions:
+            field = Settings.__dataclass_fields__.get(action.dest)
+            if field is None or field.default in (MISSING, None, False, True) or not action.option_strings:
+                continue
+            default = _default(action.dest)
+            if not default:
+                continue
+            flag = action.option_strings[-1]
+            assert default in (action.help or ""), f"{flag}: help does not say its default {default}"
+            assert flag in readme, f"{flag} is not in the README's options table"
+            assert default in readme[flag].replace("`", ""), f"{flag}: README says {readme[flag]}, help {default}"
+            checked += 1
+    assert checked >= 10
+    model = next(a for a in build_parser()._actions if "--model" in a.option_strings)
+    assert "local server" in (model.help or "") and "local server" in readme["--model"]
