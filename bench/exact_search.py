@@ -40,7 +40,7 @@ if kind == "copy":
         shared = False
         def __init__(self): pass
         def query(self, *a, **k): raise AssertionError("Chroma asked")
-    search = ChunkSearch(IndexDB(work / "index.sqlite", "bench"), NoChroma(), exact_limit=n)
+    search = ChunkSearch(IndexDB(work / "index.sqlite", "bench").vectors, NoChroma(), exact_limit=n)
     hits = search.query(query, 80)
 else:
     from code_assistant.index import store
@@ -53,7 +53,9 @@ print(json.dumps({"seconds": time.perf_counter() - started, "ids": [(h.path, h.s
 def build(work: Path, n: int, seed: int = 0) -> None:
     """N unit vectors in a fresh index database (as Vectors._flush writes them) and a fresh Chroma collection."""
     from code_assistant.index import store
-    from code_assistant.index.index_db import Entry, FileRecord, IndexDB, VectorRow
+    from code_assistant.index.file_table import FileRecord
+    from code_assistant.index.index_db import Entry, IndexDB
+    from code_assistant.index.vector_table import VectorRow
 
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -68,9 +70,9 @@ def build(work: Path, n: int, seed: int = 0) -> None:
     rows = [VectorRow(f"c{i:07d}", f"pkg/m{i % files}.py", i, i + 1, f"s{i}", "function", vectors[i].tobytes())
             for i in range(n)]
     for start in range(0, n, 5000):
-        db.put_vectors(rows[start:start + 5000])
+        db.vectors.put_rows(rows[start:start + 5000])
     for f in range(files):
-        db.set_vectors(f"pkg/m{f}.py", [r.chunk_id for r in rows[f::files]], len(rows[f::files]), True)
+        db.vectors.set_stored(f"pkg/m{f}.py", [r.chunk_id for r in rows[f::files]], len(rows[f::files]), True)
     db.commit()
     db.close()
     chunks = store.ChunkStore(store.open_client(work / "chroma-index"), "bench")

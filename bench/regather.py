@@ -34,8 +34,8 @@ def snapshot_index(path: Path) -> RepoIndex:
     with sqlite3.connect(path) as db:
         meta = dict(db.execute("SELECT key, value FROM meta"))
     db = IndexDB(path, meta["embedder"])
-    return RepoIndex(Path("/nonexistent-repo"), Files(db, db.paths()), db, None, None, None,  # type: ignore[arg-type]
-                     None)  # type: ignore[arg-type]
+    return RepoIndex(Path("/nonexistent-repo"), Files(db, db.files.paths()), db,
+                     None, None, None, None)  # type: ignore[arg-type]
 
 
 def regather(record: dict, task: str, snapshot: Path | None = None, index: RepoIndex | None = None) -> dict:

@@ -99,7 +99,7 @@ def test_a_warm_query_with_vectors_never_imports_chromadb(tmp_path: Path) -> Non
     assert json.loads(cold.stdout)["chunks_embedded"] > 0
     (db_path,) = (tmp_path / "index" / "repos").glob("*/index.sqlite")
     db = IndexDB(db_path, embeddings.LOCAL_INT8_NAME)
-    assert "billing/ledger.py" in db.without_vectors(), "a candidate the cold query embedded only in part"
+    assert "billing/ledger.py" in db.vectors.missing(), "a candidate the cold query embedded only in part"
     db.close()
     script = ("import sys\nfrom code_assistant import cli\n"
               f"code = cli.main({args!r})\n"
@@ -116,7 +116,7 @@ def test_a_large_store_s_whole_search_is_chroma_s_and_a_search_among_files_stays
         tmp_path: Path, embedder: embeddings.Embedder) -> None:
     index = _index(tmp_path, embedder)
     index.vectors.fill()
-    small = ChunkSearch(index.db, index.chunks, exact_limit=index.search.count() - 1)
+    small = ChunkSearch(index.db.vectors, index.chunks, exact_limit=index.search.count() - 1)
     vector = embedder.embed(["postage of a heavy parcel"])[0]
     assert small.query(vector, 3)[0].path == "shipping/parcel.py"
     assert small.query(vector, 3, ["billing/tax.py", "shipping/parcel.py"])[0].path == "shipping/parcel.py"
@@ -128,8 +128,8 @@ def test_vectors_the_copy_lacks_leave_every_search_to_chroma(tmp_path: Path, emb
     a copy that is not whole answers nothing."""
     index = _index(tmp_path, embedder)
     index.vectors.fill()
-    ids = index.db.chunk_ids("billing/tax.py")
-    index.db.set_vectors("billing/tax.py", [*ids, "made-elsewhere"], len(ids) + 1, complete=True)
+    ids = index.db.vectors.chunk_ids("billing/tax.py")
+    index.db.vectors.set_stored("billing/tax.py", [*ids, "made-elsewhere"], len(ids) + 1, complete=True)
     assert index.search.count() == index.chunks.count()
     vector = embedder.embed(["VAT rate for France"])[0]
     assert index.search.query(vector, 2)[0].path == "billing/tax.py"
@@ -143,11 +143,11 @@ def test_a_changed_file_s_old_vectors_leave_the_copy_with_its_old_version(tmp_pa
     index.vectors.fill()
     (tmp_path / "repo" / "billing/tax.py").write_text("def shipping_zone(country):\n    return ZONES[country]\n")
     index = _index(tmp_path, embedder)
-    assert index.db.vector_rows(["billing/tax.py"]) == [], "the old version's vectors are gone with it"
+    assert index.db.vectors.rows(["billing/tax.py"]) == [], "the old version's vectors are gone with it"
     vector = embedder.embed(["VAT rate for France"])[0]
     assert "billing/tax.py" not in {h.path for h in index.search.query(vector, 20)}
     index.vectors.fill()
-    assert [r.symbol for r in index.db.vector_rows(["billing/tax.py"])] == ["shipping_zone"]
+    assert [r.symbol for r in index.db.vectors.rows(["billing/tax.py"])] == ["shipping_zone"]
     assert index.search.count() == index.chunks.count()
 
 
@@ -161,7 +161,7 @@ def test_an_edit_drops_its_old_vectors_without_opening_chroma_until_the_store_is
     assert run_cli(args).returncode == 0
     (db_path,) = (tmp_path / "index" / "repos").glob("*/index.sqlite")
     db = IndexDB(db_path, embeddings.LOCAL_INT8_NAME)
-    old_ids = db.chunk_ids("billing/tax.py")
+    old_ids = db.vectors.chunk_ids("billing/tax.py")
     db.close()
     assert old_ids, "the cold query stored the file's vectors"
     tax = repo / "billing" / "tax.py"

@@ -50,7 +50,7 @@ def test_filling_stores_each_chunk_once_and_a_second_fill_does_nothing(tmp_path:
     index, _ = _indexer(repo, tmp_path / "index", embedder).update()
     first = index.vectors.fill()
     assert first.embedded == index.chunks.count() >= 4 and first.files == len(FILES)
-    assert index.vectors.missing() == [] and index.db.vector_counts() == (len(FILES), len(FILES))
+    assert index.vectors.missing() == [] and index.db.vectors.counts() == (len(FILES), len(FILES))
     again = index.vectors.fill()
     assert (again.embedded, again.reused, again.files_asked) == (0, 0, 0)
 
@@ -81,7 +81,7 @@ def test_a_changed_file_drops_its_vectors_and_refills_only_changed_chunks(tmp_pa
     indexer = _indexer(repo, tmp_path / "index", embedder)
     first, _ = indexer.update()
     first.vectors.fill()
-    old_ids = set(first.db.chunk_ids("pkg/calc.py"))
+    old_ids = set(first.db.vectors.chunk_ids("pkg/calc.py"))
     _, again = indexer.update()
     assert (again.added, again.changed, again.removed) == (0, 0, 0)
 
@@ -92,7 +92,7 @@ def test_a_changed_file_drops_its_vectors_and_refills_only_changed_chunks(tmp_pa
     assert index.chunks.existing(list(old_ids)) == set(), "the old version's vectors are gone at once"
     refill = index.vectors.fill()
     assert 1 <= refill.embedded < index.files["pkg/calc.py"].chunks, "unchanged chunk texts come from the cache"
-    new_ids = index.db.chunk_ids("pkg/calc.py")
+    new_ids = index.db.vectors.chunk_ids("pkg/calc.py")
     assert index.chunks.existing(new_ids) == set(new_ids)
 
 
@@ -120,7 +120,7 @@ def test_a_file_changed_after_the_update_is_not_embedded_stale(tmp_path: Path, e
     index, _ = _indexer(repo, tmp_path / "index", embedder).update()
     (repo / "pkg" / "util.py").write_text("def clamp(x):\n    return x\n")  # the update has not seen this version
     index.vectors.fill()
-    assert index.vectors.missing() == ["pkg/util.py"] and index.db.chunk_ids("pkg/util.py") == []
+    assert index.vectors.missing() == ["pkg/util.py"] and index.db.vectors.chunk_ids("pkg/util.py") == []
 
 
 def test_secrets_vendored_binary_and_ignored_files_are_skipped(tmp_path: Path) -> None:

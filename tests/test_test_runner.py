@@ -14,6 +14,7 @@ import pytest
 from code_assistant.verify.runner import RUN_TOKEN_VAR, TestCommandError, TestResult, TestRunner, reap_leftovers, truncate_output
 
 FAST_PYTEST = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+HANG_GUARD_S = 60  # anti-hang only: a run that never returns fails its test after this long; speed goals are bench's
 
 
 def write(path: Path, text: str, mode: int | None = None) -> Path:
@@ -36,13 +37,43 @@ def gone(pid: int) -> bool:
         return True
 
 
-def wait_for_file(path: Path, timeout: float = 5.0) -> str:
+def wait_for_file(path: Path, timeout: float = 30.0) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if path.exists() and path.read_text().strip():
             return path.read_text().strip()
         time.sleep(0.05)
     raise AssertionError(f"{path} was never written")
+
+
+def wait_gone(pid: int) -> bool:
+    """Whether pid is gone, allowing the kernel up to 30 s to take a killed process down (it takes milliseconds)."""
+    deadline = time.monotonic() + 30
+    while not gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return gone(pid)
+
+
+def run_guarded(runner: TestRunner) -> TestResult:
+    """runner.run(), waited for at most HANG_GUARD_S: the commands these tests run never end by themselves, so a
+    runner that failed to stop them would hang the suite; this fails the test instead (and kills them)."""
+    outcome: list[TestResult | BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(runner.run())
+        except BaseException as exc:  # noqa: BLE001 - raised again below, in the test's thread
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(HANG_GUARD_S)
+    if thread.is_alive():
+        runner.cancel()
+        pytest.fail(f"the run did not return within {HANG_GUARD_S} s")
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
 
 
 def test_failing_pytest_run_is_parsed(tmp_path: Path) -> None:
@@ -110,61 +141,51 @@ def test_a_flood_of_output_keeps_its_start_and_end_and_drops_the_middle(tmp_path
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
-    pid_file = tmp_path / "child.pid"
+    pid_file = tmp_path / "pids"
     write(tmp_path / "spawner.py", (
-        "import subprocess, sys, time\n"
-        "child = subprocess.Popen(['sleep', '300'])\n"
-        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        "import os, subprocess, threading\n"
+        "child = subprocess.Popen(['sleep', '600'])\n"
+        f"open({str(pid_file)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
         "print('started child', flush=True)\n"
-        "time.sleep(300)\n"))
+        "threading.Event().wait()\n"))  # never ends by itself
 
-    start = time.monotonic()
-    result = TestRunner([sys.executable, "spawner.py"], tmp_path, timeout=1.5).run()
-    elapsed = time.monotonic() - start
+    result = run_guarded(TestRunner([sys.executable, "spawner.py"], tmp_path, timeout=1.5))
 
-    assert elapsed < 1.5 + 4
     assert (result.timed_out, result.exit_code, result.passed) == (True, None, False)
     assert "started child" in result.output
     assert result.output.rstrip().endswith("timed out after 1.5s")
     assert result.summary() == "timed out after 1.5s"
-    child = int(wait_for_file(pid_file))
-    deadline = time.monotonic() + 3
-    while not gone(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert gone(child)
+    leader, child = map(int, wait_for_file(pid_file).split())
+    assert wait_gone(leader) and wait_gone(child)
 
 
 def test_timeout_escalates_to_sigkill_when_sigterm_is_ignored(tmp_path: Path) -> None:
+    pid_file = tmp_path / "stubborn.pid"
     write(tmp_path / "stubborn.py", (
-        "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ignoring TERM', flush=True)\n"
-        "time.sleep(300)\n"))
+        "import os, signal, threading\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "print('ignoring TERM', flush=True)\nthreading.Event().wait()\n"))
 
-    start = time.monotonic()
-    result = TestRunner([sys.executable, "stubborn.py"], tmp_path, timeout=1, kill_grace=0.5).run()
+    result = run_guarded(TestRunner([sys.executable, "stubborn.py"], tmp_path, timeout=1, kill_grace=0.5))
 
-    assert time.monotonic() - start < 1 + 4
     assert result.timed_out and "ignoring TERM" in result.output
+    assert wait_gone(int(wait_for_file(pid_file)))  # SIGKILL is the only way it ends
 
 
 def test_grandchild_holding_the_pipe_does_not_hang_the_run(tmp_path: Path) -> None:
     pid_file = tmp_path / "daemon.pid"
     write(tmp_path / "leaves_daemon.py", (
         "import subprocess\n"
-        "daemon = subprocess.Popen(['sleep', '300'])  # inherits stdout and keeps the pipe open\n"
+        "daemon = subprocess.Popen(['sleep', '600'])  # inherits stdout and keeps the pipe open\n"
         f"open({str(pid_file)!r}, 'w').write(str(daemon.pid))\n"
         "print('tests done', flush=True)\n"))
 
-    start = time.monotonic()
-    result = TestRunner([sys.executable, "leaves_daemon.py"], tmp_path, timeout=30).run()
+    # a timeout far beyond the guard: the run returns because the command exited, not because time ran out
+    result = run_guarded(TestRunner([sys.executable, "leaves_daemon.py"], tmp_path, timeout=600))
 
-    assert time.monotonic() - start < 5
     assert (result.exit_code, result.timed_out, result.passed) == (0, False, True)
     assert "tests done" in result.output
-    daemon = int(wait_for_file(pid_file))
-    deadline = time.monotonic() + 3
-    while not gone(daemon) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert gone(daemon)
+    assert wait_gone(int(wait_for_file(pid_file)))
 
 
 def test_long_output_keeps_head_and_tail(tmp_path: Path) -> None:

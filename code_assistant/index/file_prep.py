@@ -17,7 +17,7 @@ from typing import Self
 
 from code_assistant import redact, tokens
 from code_assistant.index import lexical
-from code_assistant.index.index_db import ImportRow, SymbolRow
+from code_assistant.index.file_table import ImportRow, SymbolRow
 from code_assistant.index.repo_files import read_text
 from code_assistant.parse.code_parser import parse_source
 

@@ -21,8 +21,9 @@ from code_assistant.index import store
 from code_assistant.index.embedding_cache import EmbeddingCache
 from code_assistant.index.embeddings import Embedder
 from code_assistant.index.file_prep import PreparedFile, Preparer
+from code_assistant.index.file_table import FileRecord, FileStamp, ImportRow
 from code_assistant.index.import_graph import ModuleResolver, go_module_path, js_package
-from code_assistant.index.index_db import Entry, FileRecord, FileStamp, ImportRow, IndexDB
+from code_assistant.index.index_db import Entry, IndexDB
 from code_assistant.index.nearest import ChunkSearch
 from code_assistant.index.repo_files import list_repo_files
 from code_assistant.index.vectors import Vectors
@@ -69,7 +70,7 @@ class Files(Mapping[str, FileRecord]):
         if path not in self._known:
             raise KeyError(path)
         if path not in self._records:
-            found = self._db.records([path])
+            found = self._db.files.records([path])
             if path not in found:
                 raise KeyError(path)
             self._records[path] = found[path]
@@ -91,26 +92,26 @@ class RepoIndex:
     @property
     def graph(self) -> dict[str, list[str]]:
         """The whole import graph, path -> the files it imports (reads every edge: for tests and tools)."""
-        return self.db.graph()
+        return self.db.edges.graph()
 
     def neighbours(self, path: str) -> set[str]:
         """Files path imports and files that import it."""
-        out, into = self.db.neighbours(path)
+        out, into = self.db.edges.neighbours(path)
         return set(out) | set(into)
 
     def bm25(self, query_tokens: list[str]) -> dict[str, float]:
-        return self.db.bm25(query_tokens)
+        return self.db.postings.bm25(query_tokens)
 
     def defining(self, names: set[str]) -> dict[str, set[str]]:
-        return self.db.defining(names)
+        return self.db.symbols.defining(names)
 
     def doc_freq(self, terms: set[str]) -> tuple[dict[str, int], int]:
         """Files holding each term, and the number of files."""
-        return self.db.doc_freq(terms)
+        return self.db.postings.doc_freq(terms)
 
     def files_with(self, terms: set[str]) -> dict[str, set[str]]:
         """Term -> the files holding it."""
-        return self.db.files_with(terms)
+        return self.db.postings.files_with(terms)
 
 
 class ChangedFile(NamedTuple):
@@ -144,67 +145,30 @@ class Indexer:
     # ----- the update --------------------------------------------------------------------------------------
     def update(self, progress: Progress | None = None,
                exclude: list[Path] | None = None) -> tuple[RepoIndex, IndexStats]:
+        """Bring the index up to date with the repository: scan, delete, store the changed files in batches,
+        re-link the import graph, count."""
         started = time.perf_counter()
         stats = IndexStats()
-        db = self.db
-        fresh_index = db.is_empty()
+        clean = self._start()
+        seen = self.db.files.stamps()  # a warm run reads nothing else
+        changed, removed = self._scan(seen, exclude or [], stats)
+        self._delete(removed, seen, stats)
+        updated = self._store_changed(changed, clean, stats, progress)
+        paths = self.db.files.paths()
+        # the set of indexed paths decides how every import resolves
+        self._relink(paths, updated, paths_changed=stats.added + stats.removed > 0)
+        self._count(stats, paths, started)
+        vectors = Vectors(self.repo, self.db, self.cache, self.chunks, self.embedder)
+        return RepoIndex(self.repo, Files(self.db, paths), self.db, self.chunks, self.embedder, vectors,
+                         ChunkSearch(self.db.vectors, self.chunks)), stats
+
+    def _start(self) -> bool:
+        """Empty a private store when the index is new; whether the store is known to hold nothing stale."""
+        fresh_index = self.db.files.is_empty()
         if fresh_index:
             self.chunks.reset()
         # a private store just emptied holds no chunk of a file new to the index: nothing stale to look up
-        clean = fresh_index and not self.chunks.shared
-        seen = db.stats()  # a warm run reads nothing else
-        changed, removed = self._scan(seen, exclude or [], stats)
-        for path in removed:
-            if not seen[path][2]:
-                self.chunks.delete_ids(db.chunk_ids(path))
-                stats.removed += 1
-        db.remove(removed)
-        db.commit()
-        paths_changed = stats.removed > 0  # the set of indexed paths decides how every import resolves
-        updated: list[str] = []
-        known_hashes = db.hashes([f.path for f in changed if f.indexed])
-        total = len(changed)
-        with Preparer(self.repo, total) as preparer:
-            for start in range(0, total, FILES_PER_FLUSH):
-                batch = changed[start:start + FILES_PER_FLUSH]
-                jobs = [(c.path, known_hashes.get(c.path)) for c in batch]
-                for (path, st, indexed), prepared in zip(batch, preparer.map(jobs)):
-                    if prepared is None:  # unreadable, binary, generated or holding a secret
-                        if indexed:
-                            self.chunks.delete_ids(db.chunk_ids(path))
-                            stats.removed += 1
-                            paths_changed = True
-                        db.skip(path, st.st_size, st.st_mtime_ns)
-                        continue
-                    if indexed and known_hashes.get(path) == prepared.digest:
-                        db.touch(path, st.st_size, st.st_mtime_ns)
-                        stats.unchanged += 1
-                        continue
-                    if indexed:
-                        stats.changed += 1
-                        self.chunks.delete_ids(db.chunk_ids(path))  # the previous version's vectors
-                    else:
-                        stats.added += 1
-                        paths_changed = True
-                        if not clean and not self.chunks.shared:  # vectors left by an older index of this repo
-                            self.chunks.delete_file(path)
-                    db.put(self._entry(prepared, st))
-                    updated.append(path)
-                db.commit()
-                if progress:
-                    progress(min(start + FILES_PER_FLUSH, total), total)
-
-        paths = db.paths()
-        self._update_graph(paths, updated, paths_changed)
-
-        stats.files = len(paths)
-        stats.symbols = db.count_symbols()
-        stats.seconds = time.perf_counter() - started
-        logger.info("indexed %s: %d files (%d added, %d changed, %d removed) in %.2fs", self.repo, stats.files,
-                    stats.added, stats.changed, stats.removed, stats.seconds)
-        vectors = Vectors(self.repo, db, self.cache, self.chunks, self.embedder)
-        return RepoIndex(self.repo, Files(db, paths), db, self.chunks, self.embedder, vectors,
-                         ChunkSearch(db, self.chunks)), stats
+        return fresh_index and not self.chunks.shared
 
     def _scan(self, seen: dict[str, FileStamp], exclude: list[Path],
               stats: IndexStats) -> tuple[list[ChangedFile], list[str]]:
@@ -226,15 +190,74 @@ class Indexer:
             changed.append(ChangedFile(path, st, bool(old) and not old.skipped))
         return changed, [p for p in seen if p not in current_set]
 
-    def _update_graph(self, paths: list[str], updated: list[str], paths_changed: bool) -> None:
+    def _delete(self, removed: list[str], seen: dict[str, FileStamp], stats: IndexStats) -> None:
+        """Drop the files gone since the last run, with their vectors."""
+        for path in removed:
+            if not seen[path].skipped:
+                self.chunks.delete_ids(self.db.vectors.chunk_ids(path))
+                stats.removed += 1
+        self.db.remove(removed)
+        self.db.commit()
+
+    def _store_changed(self, changed: list[ChangedFile], clean: bool, stats: IndexStats,
+                       progress: Progress | None) -> list[str]:
+        """Read, parse and store the changed files, FILES_PER_FLUSH at a time (each batch committed); the paths
+        stored anew."""
+        known_hashes = self.db.files.hashes([f.path for f in changed if f.indexed])
+        updated: list[str] = []
+        total = len(changed)
+        with Preparer(self.repo, total) as preparer:
+            for start in range(0, total, FILES_PER_FLUSH):
+                batch = changed[start:start + FILES_PER_FLUSH]
+                jobs = [(c.path, known_hashes.get(c.path)) for c in batch]
+                for change, prepared in zip(batch, preparer.map(jobs)):
+                    if self._store_one(change, prepared, known_hashes.get(change.path), clean, stats):
+                        updated.append(change.path)
+                self.db.commit()
+                if progress:
+                    progress(min(start + FILES_PER_FLUSH, total), total)
+        return updated
+
+    def _store_one(self, change: ChangedFile, prepared: PreparedFile | None, known_hash: str | None, clean: bool,
+                   stats: IndexStats) -> bool:
+        """Skip, touch or store one changed file; whether it was stored anew."""
+        path, st, indexed = change
+        if prepared is None:  # unreadable, binary, generated or holding a secret
+            if indexed:
+                self.chunks.delete_ids(self.db.vectors.chunk_ids(path))
+                stats.removed += 1
+            self.db.skip(path, st.st_size, st.st_mtime_ns)
+            return False
+        if indexed and known_hash == prepared.digest:
+            self.db.files.touch(path, st.st_size, st.st_mtime_ns)
+            stats.unchanged += 1
+            return False
+        if indexed:
+            stats.changed += 1
+            self.chunks.delete_ids(self.db.vectors.chunk_ids(path))  # the previous version's vectors
+        else:
+            stats.added += 1
+            if not clean and not self.chunks.shared:  # vectors left by an older index of this repo
+                self.chunks.delete_file(path)
+        self.db.put(self._entry(prepared, st))
+        return True
+
+    def _relink(self, paths: list[str], updated: list[str], paths_changed: bool) -> None:
         """Resolve imports again: all of them when the set of paths (or go.mod) changed, else the updated files'."""
         if paths_changed or any(Path(p).name in ("go.mod", "package.json") for p in updated):
-            self.db.set_edges(self._resolve_graph(self.db.imports(), paths), replace_all=True)
+            self.db.edges.put(self._resolve_graph(self.db.files.imports(), paths), replace_all=True)
         elif updated:
             graph: dict[str, list[str]] = {path: [] for path in updated}
-            graph.update(self._resolve_graph(self.db.imports(updated), paths))
-            self.db.set_edges(graph, replace_all=False)
+            graph.update(self._resolve_graph(self.db.files.imports(updated), paths))
+            self.db.edges.put(graph, replace_all=False)
         self.db.commit()
+
+    def _count(self, stats: IndexStats, paths: list[str], started: float) -> None:
+        stats.files = len(paths)
+        stats.symbols = self.db.files.symbol_count()
+        stats.seconds = time.perf_counter() - started
+        logger.info("indexed %s: %d files (%d added, %d changed, %d removed) in %.2fs", self.repo, stats.files,
+                    stats.added, stats.changed, stats.removed, stats.seconds)
 
     @staticmethod
     def _entry(prepared: PreparedFile, st: os.stat_result) -> Entry:

@@ -1,4 +1,4 @@
-"""Identifier-aware tokenization and the BM25 formula used for lexical file ranking (postings live in index_db)."""
+"""Identifier-aware tokenization and the BM25 formula used for lexical file ranking (postings live in postings.py)."""
 from __future__ import annotations
 
 import math

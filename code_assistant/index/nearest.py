@@ -14,8 +14,8 @@ import logging
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
-from code_assistant.index.index_db import IndexDB, VectorRow
 from code_assistant.index.store import ChunkHit, ChunkStore
+from code_assistant.index.vector_table import VectorRow, VectorTable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,17 +41,17 @@ def nearest(matrix: np.ndarray, vector: Sequence[float], n: int) -> list[tuple[i
 class ChunkSearch:
     """What retrieval asks of the vectors: how many there are and which chunks are nearest a query vector."""
 
-    def __init__(self, db: IndexDB, chunks: ChunkStore, exact_limit: int = EXACT_LIMIT) -> None:
-        self.db, self.chunks, self.exact_limit = db, chunks, exact_limit
-        self._all: tuple[int, list[VectorRow], np.ndarray] | None = None  # (db.vector_writes, rows, matrix)
-        self._counts: tuple[int, int, int] | None = None  # (db.vector_writes, copied, claimed)
+    def __init__(self, vectors: VectorTable, chunks: ChunkStore, exact_limit: int = EXACT_LIMIT) -> None:
+        self.vectors, self.chunks, self.exact_limit = vectors, chunks, exact_limit
+        self._all: tuple[int, list[VectorRow], np.ndarray] | None = None  # (vectors.writes, rows, matrix)
+        self._counts: tuple[int, int, int] | None = None  # (vectors.writes, copied, claimed)
 
     def _copied(self) -> int | None:
         """How many vectors the copy holds, when it holds every stored one (a private store); else None."""
         if self.chunks.shared:
             return None
-        if self._counts is None or self._counts[0] != self.db.vector_writes:
-            self._counts = (self.db.vector_writes, *self.db.vector_copies())
+        if self._counts is None or self._counts[0] != self.vectors.writes:
+            self._counts = (self.vectors.writes, *self.vectors.copy_counts())
         _, copied, claimed = self._counts
         if copied != claimed:  # found on a server once, say
             logger.debug("vector copy incomplete (%d of %d): Chroma answers", copied, claimed)
@@ -69,14 +69,14 @@ class ChunkSearch:
         copied = self._copied()
         if copied is None or (paths is None and copied > self.exact_limit):
             return self.chunks.query(vector, n, paths)
-        rows, matrix = self._all_rows() if paths is None else _matrix(self.db.vector_rows(sorted(paths)))
+        rows, matrix = self._all_rows() if paths is None else _matrix(self.vectors.rows(sorted(paths)))
         return [ChunkHit(path=r.path, start=r.start, end=r.end, symbol=r.symbol, kind=r.kind, score=score)
                 for r, score in ((rows[i], score) for i, score in nearest(matrix, vector, n))]
 
     def _all_rows(self) -> tuple[list[VectorRow], np.ndarray]:
         """Every copied vector, read once per change of the copy (a task of several windows reads it once)."""
-        if self._all is None or self._all[0] != self.db.vector_writes:
-            self._all = (self.db.vector_writes, *_matrix(self.db.vector_rows()))
+        if self._all is None or self._all[0] != self.vectors.writes:
+            self._all = (self.vectors.writes, *_matrix(self.vectors.rows()))
         return self._all[1], self._all[2]
 
 

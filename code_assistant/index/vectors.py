@@ -22,8 +22,9 @@ from code_assistant.index import lexical, store
 from code_assistant.index.embedding_cache import EmbeddingCache
 from code_assistant.index.embeddings import Embedder
 from code_assistant.index.file_prep import file_digest
-from code_assistant.index.index_db import IndexDB, VectorRow
+from code_assistant.index.index_db import IndexDB
 from code_assistant.index.repo_files import read_text
+from code_assistant.index.vector_table import VectorRow
 from code_assistant.parse.chunker import Chunk, chunk_file
 from code_assistant.parse.code_parser import parse_source
 
@@ -115,7 +116,7 @@ class Vectors:
 
     def missing(self, paths: Sequence[str] | None = None) -> list[str]:
         """Of paths (every indexed file when None), the ones whose vectors are not complete."""
-        return self.db.without_vectors(paths)
+        return self.db.vectors.missing(paths)
 
     def fill(self, paths: Sequence[str] | None = None, budget: int | None = None,
              progress: FillProgress | None = None, report: FillReport | None = None,
@@ -174,7 +175,7 @@ class Vectors:
             return None  # changed since the last update, or unreadable: the next update re-indexes it
         ids, chunks = made
         report.chunks += len(ids)
-        stored = set(self.db.chunk_ids(path)) & set(ids)
+        stored = set(self.db.vectors.chunk_ids(path)) & set(ids)
         need = [k for k, cid in enumerate(ids) if cid not in stored]
         if need and self.store.shared:  # a teammate may have stored this very version
             found = self.store.existing([ids[k] for k in need])
@@ -224,19 +225,19 @@ class Vectors:
     def _chunks(self, path: str) -> tuple[list[str], list[Chunk]] | None:
         """The current version's chunk ids and chunks, if the file is still the version the index knows: chunked
         once (parsing it and counting its tokens line by line), then rebuilt from the layout the index keeps."""
-        record = self.db.records([path]).get(path)
+        record = self.db.files.records([path]).get(path)
         text = read_text(self.repo / path)
         if record is None or text is None or file_digest(text) != record.hash:
             return None
         if languages.language_for(path) not in languages.EMBEDDED_LANGUAGES:
             return [], []  # ranked by BM25 and by name only (see languages.EMBEDDED_LANGUAGES)
-        stored = self.db.layout(path, record.hash)
+        stored = self.db.files.layout(path, record.hash)
         if stored is not None and stored[:1] == [LAYOUT_VERSION]:
             chunks = from_layout(path, text, stored[1:])
         else:  # the model adds [CLS] and [SEP] to what count_tokens counts
             chunks = chunk_file(path, text, parse_source(path, text), max_tokens=self.embedder.max_tokens - 2,
                                 count_tokens=self.embedder.count_tokens)
-            self.db.set_layout(path, record.hash, [LAYOUT_VERSION, *to_layout(chunks, text)])
+            self.db.files.set_layout(path, record.hash, [LAYOUT_VERSION, *to_layout(chunks, text)])
             self.chunked += 1
         return [store.chunk_id(path, record.hash, i, c.text) for i, c in enumerate(chunks)], chunks
 
@@ -249,11 +250,11 @@ class Vectors:
                            pending.metas[start:start + STORE_BATCH])
         import numpy as np
 
-        self.db.put_vectors([VectorRow(cid, meta["path"], meta["start"], meta["end"], meta["symbol"], meta["kind"],
-                                       np.asarray(vector, dtype=np.float32).tobytes())
-                             for cid, vector, meta in zip(pending.ids, pending.vectors, pending.metas)])
+        self.db.vectors.put_rows([VectorRow(cid, meta["path"], meta["start"], meta["end"], meta["symbol"],
+                                            meta["kind"], np.asarray(vector, dtype=np.float32).tobytes())
+                                  for cid, vector, meta in zip(pending.ids, pending.vectors, pending.metas)])
         for path, stored, total, complete in pending.states:
-            self.db.set_vectors(path, stored, total, complete)
+            self.db.vectors.set_stored(path, stored, total, complete)
             report.files += complete
         self.db.commit()
         pending.ids.clear(), pending.vectors.clear(), pending.metas.clear(), pending.states.clear()
