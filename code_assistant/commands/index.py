@@ -29,7 +29,7 @@ def index_all(settings: Settings, options: IndexOptions) -> int:
             repo_index.vectors.fill(missing, budget=None, progress=progress, report=report)
         except KeyboardInterrupt:
             interrupted = True  # every finished batch is stored: the next run continues from there
-    done, total = repo_index.db.vector_counts()
+    done, total = repo_index.db.vectors.counts()
     if options.json:
         print(json.dumps({"files": total, "files_embedded": done, "chunks": report.chunks,
                           "chunks_embedded": report.embedded, "chunks_reused": report.reused,
