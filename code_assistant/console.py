@@ -5,6 +5,7 @@ import functools
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from code_assistant.agent.stop import Stop
@@ -60,6 +61,30 @@ def end_stream() -> None:
     if _line_open:
         _err().print()
         _line_open = False
+
+
+def prompt_lines(history: Path) -> Iterator[str]:
+    """A session's input on a terminal: line editing, the repository's own history (kept in `history`), a pasted
+    block as one input, Alt-Enter (or Esc, Enter) for a newline; Ctrl-C clears the line, Ctrl-D ends."""
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory
+    from prompt_toolkit.key_binding import KeyBindings
+
+    history.parent.mkdir(parents=True, exist_ok=True)
+    keys = KeyBindings()
+
+    @keys.add("escape", "enter")
+    def _newline(event: Any) -> None:
+        event.current_buffer.insert_text("\n")
+
+    session: PromptSession[str] = PromptSession(history=FileHistory(str(history)), key_bindings=keys)
+    while True:
+        try:
+            yield session.prompt("> ")
+        except KeyboardInterrupt:
+            continue
+        except EOFError:
+            return
 
 
 def show_diff(diff: str) -> None:

@@ -227,3 +227,68 @@ def orphan(repo: Path, pid: int) -> int:
     (repo / "STARTED").unlink()
     assert alive(pid)
     return pid
+
+
+# ----- a real terminal ---------------------------------------------------------------------------------------------
+_ANSI = __import__("re").compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b[=>]|\r|\x08")
+
+
+class Terminal:
+    """The CLI on a pseudo-terminal of its own (its controlling terminal: Ctrl-C there is a real SIGINT), as a person
+    runs it; `expect` reads until a pattern shows, `send` types."""
+
+    def __init__(self, args: list[str], *, server_url: str | None = None, extra_env: dict[str, str] | None = None):
+        env = _cli_env(server_url, "test-key", {"TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1", "COLUMNS": "200",
+                                                 "LINES": "50", **(extra_env or {})})
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: the CLI, nothing else
+            os.execve(sys.executable, [sys.executable, str(ROOT / "main.py"), *args], env)
+        self.seen = ""
+        self.status: int | None = None
+
+    def expect(self, pattern: str, timeout: float = 120) -> str:
+        """Read until `pattern` (a regex) appears in what was shown since the last match; returns that text."""
+        import re
+        import select
+
+        deadline = time.monotonic() + timeout
+        while not (match := re.search(pattern, self.seen)):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"waited {timeout} s for {pattern!r}; the terminal shows:\n{self.seen[-3000:]}")
+            if select.select([self.fd], [], [], min(left, 0.5))[0]:
+                try:
+                    data = os.read(self.fd, 65536)
+                except OSError:
+                    data = b""
+                if not data:
+                    raise AssertionError(f"the CLI ended before {pattern!r}:\n{self.seen[-3000:]}")
+                self.seen += _ANSI.sub("", data.decode("utf-8", "replace"))
+        shown, self.seen = self.seen[:match.end()], self.seen[match.end():]
+        return shown
+
+    def send(self, text: str) -> None:
+        os.write(self.fd, text.encode())
+
+    def wait(self, timeout: float = 60) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                self.seen += _ANSI.sub("", os.read(self.fd, 65536).decode("utf-8", "replace"))
+            except OSError:
+                pass
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.status = os.waitstatus_to_exitcode(status)
+                return self.status
+            time.sleep(0.05)
+        raise AssertionError("the CLI did not end:\n" + self.seen[-3000:])
+
+    def close(self) -> None:
+        if self.status is None:
+            try:
+                os.kill(self.pid, 9)
+                os.waitpid(self.pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+        os.close(self.fd)

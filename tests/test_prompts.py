@@ -17,6 +17,8 @@ KNOWN = {
     "reproduce-again/v1.0.0": "956e3e3bf6b82466317e268db97f80798cb8e42bef85e5ffb18e966c7cc30de6",
     "reproduced/v1.0.0": "bb0177c5c4df5aa73ba503310d4cfe79d5df705127dfc15b782532cd77ab4a20",
     "read/v1.0.0": "021aa1d55dce0a941de00eac01f2fbc2bd872bdaa0035748f8bbe88b5cf77713",
+    "instructions/v1.0.0": "98e8e4b6be9c2931880667a16702b03f63205d5e2d468cccada27b100e08201f",
+    "session/v1.0.0": "fa86187e4fa1c1dc5cd196824cf5f7a5e01fa5fc1f2e5d07874048244a24f0ed",
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from code_assistant.agent.memory import Memory
 from code_assistant.agent.requests import Requests
 from code_assistant.edit.reasoning import ReasoningFilter, split_reasoning
 from code_assistant.index.indexer import RepoIndex
@@ -17,10 +18,11 @@ logger = logging.getLogger(__name__)
 
 def answer_question(index: RepoIndex, model: ChatModel, question: str, settings: Settings,
                     on_token: Callable[[str], None] | None = None,
-                    say: Callable[[str], None] = lambda line: None) -> tuple[ChatResponse, Context]:
+                    say: Callable[[str], None] = lambda line: None,
+                    memory: Memory | None = None) -> tuple[ChatResponse, Context]:
     """The answer and the context it was given; a server that names a smaller window is asked once more, with the
     context built again to fit it."""
-    requests = Requests(settings, model.window)
+    requests = Requests(settings, model.window, memory=memory)
     messages, context = requests.question(index, question)
     say(f"[Context: {len(context.files)} files, {context.tokens} tokens]")
     say(f"[Asking {model.name}...]")

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from code_assistant.agent.applier import Review
 from code_assistant.agent.feedback import edit_feedback, failure_signature
+from code_assistant.agent.memory import Memory
 from code_assistant.agent.parts import build_parts
 from code_assistant.agent.reproduction import reproduce
 from code_assistant.agent.requests import FixRequest, PlanRequest
@@ -37,11 +38,12 @@ class Agent:
                  index_progress: Callable[[int, int], None] | None = None,
                  pre_write: Callable[[list[str]], None] | None = None, candidate: int | None = None,
                  budget: Callable[[], Usage] | None = None, stop: threading.Event | None = None,
-                 index_lock: contextlib.AbstractContextManager[object] | None = None) -> None:
+                 index_lock: contextlib.AbstractContextManager[object] | None = None,
+                 memory: Memory | None = None) -> None:
         self.settings, self.indexer, self.runner, self.index_progress = settings, indexer, runner, index_progress
         self.parts = build_parts(settings, model, runner, editor, say=say, trajectory=trajectory, review=review,
                                  on_token=on_token, pre_write=pre_write, candidate=candidate, budget=budget,
-                                 stop=stop, index_lock=index_lock)
+                                 stop=stop, index_lock=index_lock, memory=memory)
 
     # ----- the loop, top to bottom ------------------------------------------------------------------------
     def run(self, task: str) -> RunResult:

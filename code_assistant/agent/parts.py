@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from code_assistant.agent.applier import Applier, Review
 from code_assistant.agent.asker import Asker
+from code_assistant.agent.memory import Memory
 from code_assistant.agent.recorder import Recorder
 from code_assistant.agent.requests import Requests
 from code_assistant.agent.state import RunState, UsageMeter
@@ -42,12 +43,13 @@ def build_parts(settings: Settings, model: ChatModel, runner: TestRunner, editor
                 review: Review | None = None, on_token: Callable[[str], None] | None = None,
                 pre_write: Callable[[list[str]], None] | None = None, candidate: int | None = None,
                 budget: Callable[[], Usage] | None = None, stop: threading.Event | None = None,
-                index_lock: contextlib.AbstractContextManager[object] | None = None) -> Parts:
+                index_lock: contextlib.AbstractContextManager[object] | None = None,
+                memory: Memory | None = None) -> Parts:
     """`candidate`, `budget` (the whole run's usage, which caps it), `stop` and `index_lock` (the shared index):
-    what a best-of-N attempt gets from the run it belongs to."""
+    what a best-of-N attempt gets from the run it belongs to; `memory`: a session's notes and pins."""
     state = RunState(Step(kind="plan", step=0, model=model.name), candidate=candidate)
     meter = UsageMeter(model)
-    requests = Requests(settings, model.window, index_lock)
+    requests = Requests(settings, model.window, index_lock, memory)
     asker = Asker(settings, model, requests, state, say=say, budget=budget or meter.total, on_token=on_token,
                   stop=stop)
     applier = Applier(settings, editor, asker, state, say=say, review=review, pre_write=pre_write)

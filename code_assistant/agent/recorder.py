@@ -31,7 +31,7 @@ class Recorder:
         step.patch_lines = applied.patch_lines
         step.edits_failed = sum(1 for r in applied.results if not r.ok) + len(applied.refused)
         step.test_exit_code = result.exit_code
-        step.tests_failed = result.failed_ids
+        step.tests_failed = self.state.tests_failed = result.failed_ids
         step.tests_passed = result.passed_count
         step.timed_out = result.timed_out
         step.duration_s = round(step.duration_s + result.duration_s, 3)
@@ -47,7 +47,7 @@ class Recorder:
                          rolled_back=rolled_back, diff=diff, message=message, usage=self.usage(), cost_usd=self.cost(),
                          log_path=str(self.trajectory.path) if self.trajectory else None,
                          reproduction=reproduction.summary() if reproduction is not None else None,
-                         taken_back=taken_back or [])
+                         taken_back=taken_back or [], tests_failed=list(self.state.tests_failed))
 
     def close(self, outcome: RunResult | None, files: list[str]) -> None:
         """The final record (a crash too: `outcome` None); an answer whose step never reached a test run goes in it."""

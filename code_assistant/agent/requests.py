@@ -20,7 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from code_assistant.agent import instructions
 from code_assistant.agent.feedback import failure_text
+from code_assistant.agent.instructions import Instructions
+from code_assistant.agent.memory import Memory, notes_text
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.model import prompts
 from code_assistant.model.chat import Message
@@ -36,6 +39,7 @@ MIN_CONTEXT_TOKENS = 200  # a context smaller than this shows no useful code
 SLACK = 16                # joins between context files, rounding in the context's own arithmetic
 FAILURES_SHARE = 4        # failing-test output may take a quarter of a request's room
 FEEDBACK_SHARE = 8        # edit feedback an eighth
+NOTES_SHARE = 8           # a session's notes of earlier tasks an eighth
 MANIFESTS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "package.json", "go.mod", "Cargo.toml")
 _IMPORT_ERROR_RE = re.compile(r"ImportError|ModuleNotFoundError|Cannot find module|ERR_MODULE_NOT_FOUND|"
                               r"no required module provides|cannot find package|unresolved import")
@@ -109,9 +113,35 @@ class Requests:
     attempts share one index)."""
 
     def __init__(self, settings: Settings, window: ContextWindow,
-                 index_lock: contextlib.AbstractContextManager[object] | None = None) -> None:
+                 index_lock: contextlib.AbstractContextManager[object] | None = None,
+                 memory: Memory | None = None) -> None:
+        """`memory`: a session's notes of earlier tasks and the files it pins into every context."""
         self.settings, self.window = settings, window
         self.index_lock = index_lock or contextlib.nullcontext()
+        self.memory = memory
+
+    def instructions(self, budget: int, shown: Sequence[str] = ()) -> Instructions | None:
+        """The repository owner's instructions for a request showing `shown`, within `budget` tokens (None: none,
+        or --no-instructions)."""
+        if not self.settings.instructions or budget <= 0:
+            return None
+        return instructions.find(self.settings.repo, budget, shown)
+
+    def system(self, budget: int = 0, shown: Sequence[str] = ()) -> str:
+        """The system message: the tool's rules, then the owner's instructions (within `budget` tokens)."""
+        found = self.instructions(budget, shown)
+        return prompts.SYSTEM.text + (found.text() if found else "")
+
+    def _split(self, room: int, shell: list[Message]) -> tuple[int, int]:
+        """The context's budget and the instructions' (at most a tenth of it), out of what the room leaves after
+        the request's other parts."""
+        whole = self._context_budget(room, shell)
+        share = whole // instructions.SHARE if self.settings.instructions else 0
+        return whole - share, share
+
+    def _session_notes(self, room: int) -> str:
+        notes = notes_text(self.memory.notes, room // NOTES_SHARE) if self.memory else ""
+        return prompts.SESSION.render(notes=notes) + "\n" if notes else ""
 
     def build(self, request: Request, asked: Sequence[str] = ()) -> list[Message]:
         """The messages of a request; `asked`: files the model asked to read, shown first."""
@@ -143,32 +173,35 @@ class Requests:
                                                 output=clip_text(output, room // FAILURES_SHARE, "test output"))
             extra = f"{failures}\n{output}"
 
-        def render(context: str) -> list[Message]:
-            user = prompts.PLAN.render(task=task, test_command=self.settings.test_command,
-                                       baseline=baseline.summary(), baseline_failures=before, context=context)
-            return [{"role": "system", "content": prompts.SYSTEM.text}, {"role": "user", "content": user}]
+        notes = self._session_notes(room)
 
-        budget = self._context_budget(room, render(""))
+        def render(context: str, owner: int = 0, shown: Sequence[str] = ()) -> list[Message]:
+            user = notes + prompts.PLAN.render(task=task, test_command=self.settings.test_command,
+                                               baseline=baseline.summary(), baseline_failures=before, context=context)
+            return [{"role": "system", "content": self.system(owner, shown)}, {"role": "user", "content": user}]
+
+        budget, owner = self._split(room, render(""))
+        pinned = self.memory.shown() if self.memory else []
         context = self._context(index, task, budget, extra_text=extra,
-                                must_include=[*(asked or []), *(reproduction or [])])
+                                must_include=[*(asked or []), *(reproduction or []), *pinned])
         logger.info("prompts %s + %s; context budget %d of a %d-token room", prompts.SYSTEM.version,
                     prompts.PLAN.version, budget, room)
-        return self.fitted(render(context.render() or "(no files indexed)")), context
+        return self.fitted(render(context.render() or "(no files indexed)", owner, context.paths)), context
 
     def reproduce(self, index: RepoIndex, task: str, baseline: TestResult,
                   asked: list[str] | None = None) -> list[Message]:
         """The request for a test that captures the task and fails before any fix."""
         room = self.window.prompt_room()
 
-        def render(context: str) -> list[Message]:
+        def render(context: str, owner: int = 0, shown: Sequence[str] = ()) -> list[Message]:
             user = prompts.REPRODUCE.render(task=task, test_command=self.settings.test_command,
                                             baseline=baseline.summary(), context=context)
-            return [{"role": "system", "content": prompts.SYSTEM.text}, {"role": "user", "content": user}]
+            return [{"role": "system", "content": self.system(owner, shown)}, {"role": "user", "content": user}]
 
-        budget = self._context_budget(room, render(""))
+        budget, owner = self._split(room, render(""))
         context = self._context(index, task, budget, must_include=asked, with_tests=True)
         logger.info("prompts %s + %s", prompts.SYSTEM.version, prompts.REPRODUCE.version)
-        return self.fitted(render(context.render() or "(no files indexed)"))
+        return self.fitted(render(context.render() or "(no files indexed)", owner, context.paths))
 
     def fix(self, index: RepoIndex, task: str, result: TestResult, feedback: str, history: list[Message],
             modified: list[str], iteration: int, asked: list[str] | None = None) -> list[Message]:
@@ -197,12 +230,15 @@ class Requests:
 
     def question(self, index: RepoIndex, question: str) -> tuple[list[Message], Context]:
         room = self.window.prompt_room()
-        budget = self._context_budget(room, [{"role": "user", "content": prompts.ASK.render(question=question,
-                                                                                             context="")}])
-        context = self._context(index, question, budget, numbered=True)
+        shell: list[Message] = [{"role": "user", "content": prompts.ASK.render(question=question, context="")}]
+        budget, owner = self._split(room, shell)
+        context = self._context(index, question, budget, numbered=True,
+                                must_include=self.memory.pins if self.memory else None)
         text = prompts.ASK.render(question=question, context=context.render() or "(no files indexed)")
+        found = self.instructions(owner, context.paths)
+        system: list[Message] = [{"role": "system", "content": found.text().strip()}] if found else []
         logger.info("prompt %s with %d files", prompts.ASK.version, len(context.files))
-        return self.fitted([{"role": "user", "content": text}]), context
+        return self.fitted([*system, {"role": "user", "content": text}]), context
 
     def _context_budget(self, room: int, shell: list[Message]) -> int:
         """The context's budget: what the room leaves after the request without its context (`shell`), at most

@@ -73,6 +73,7 @@ class RunState:
     refused_in_a_row: int = 0
     reproduction: Reproduction | None = None
     repo_index: RepoIndex | None = None  # the index of the repository: what the model may ask to read
+    tests_failed: list[str] = field(default_factory=list)  # at the last test run
 
 
 class UsageMeter:
@@ -120,3 +121,4 @@ class RunResult:
     reproduction: str | None = None  # what became of the reproduction test, in words (None: there was none)
     candidates: list[CandidateOutcome] = field(default_factory=list)  # best of N: one per attempt
     taken_back: list[FileOutcome] = field(default_factory=list)  # a rollback: what became of each file it touched
+    tests_failed: list[str] = field(default_factory=list)  # the tests failing at the last test run

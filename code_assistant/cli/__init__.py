@@ -21,6 +21,7 @@ from code_assistant.commands.context import ContextOptions, context
 from code_assistant.commands.index import IndexOptions, index_all
 from code_assistant.commands.recover import RecoverOptions, UndoOptions, recover, undo
 from code_assistant.commands.run import RunOptions, run
+from code_assistant.commands.session import SessionOptions, chat
 from code_assistant.errors import EXIT_FAILED, EXIT_INTERRUPTED, AssistantError, UsageError, attached_log
 from code_assistant.settings import DEFAULT_MODEL, Settings, load_settings
 
@@ -43,7 +44,7 @@ def _task(args: argparse.Namespace) -> str:
     task = getattr(args, "task_flag", None) or args.task
     task = " ".join(task) if isinstance(task, list) else task
     if not task or not task.strip():
-        raise UsageError("--task is required (or use ask, context, index, recover, undo; see --help)")
+        raise UsageError("--task is required (or use chat, ask, context, index, recover, undo; see --help)")
     return task
 
 
@@ -55,7 +56,12 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
 
 COMMANDS = {c.name: c for c in (
     Command("run", "plan, edit, test and fix until green, or roll back (the default command)",
-            (flags.repository, flags.as_json, flags.model, flags.retrieval, flags.run, flags.legacy), _run_options, run),
+            (flags.repository, flags.as_json, flags.model, flags.retrieval, flags.task, flags.run, flags.one_run,
+             flags.session, flags.legacy), _run_options, run),
+    Command("chat", "a session: task after task with the index warm, follow-ups, /undo (each stdin line a task "
+                    "when not on a terminal)",
+            (flags.repository, flags.as_json, flags.model, flags.retrieval, flags.run, flags.session),
+            lambda a: SessionOptions(json=a.json, resume=a.resume), chat),
     Command("ask", "answer a question about the repository with file:line citations; never edits",
             (flags.repository, flags.as_json, flags.model, flags.retrieval, flags.question),
             lambda a: AskOptions(question=" ".join(a.question), json=a.json), ask),
@@ -81,6 +87,8 @@ def _legacy_switch(args: argparse.Namespace) -> tuple[Command, object]:
         return COMMANDS["ask"], AskOptions(question=args.ask, json=args.json)
     if args.context_only:
         return COMMANDS["context"], ContextOptions(task=_task(args), json=args.json)
+    if not args.task and sys.stdin.isatty():  # `python main.py --repo PATH` on a terminal: a session
+        return COMMANDS["chat"], SessionOptions(json=args.json, resume=args.resume)
     return COMMANDS["run"], _run_options(args)
 
 

@@ -67,6 +67,9 @@ def model(p: argparse.ArgumentParser) -> None:
              help="seconds without a byte from the model server (between two streamed tokens) before it is asked "
                   f"once more (default {default('request_timeout')})")
     p.add_argument("--no-stream", action="store_true", help="do not stream the model's answer to the terminal")
+    _setting(p, "--no-instructions", field="instructions", action="store_false", default=None,
+             help="leave the repository's AGENTS.md (or CLAUDE.md, CONVENTIONS.md, .github/copilot-instructions.md) "
+                  "out of the requests")
 
 
 def retrieval(p: argparse.ArgumentParser) -> None:
@@ -77,8 +80,12 @@ def retrieval(p: argparse.ArgumentParser) -> None:
                   "0: only what is already embedded)")
 
 
+def task(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--task", help="what to do, in plain words (without it, on a terminal: a session)")
+
+
 def run(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--task", help="what to do, in plain words")
+    """What every task is run with: the test command, the guardrails, the reproduction test, best of N."""
     _setting(p, "--test-command", field="test_command",
              help=f"test command, split like a shell (default: {DEFAULT_TEST_COMMAND})")
     _setting(p, "--max-iterations", field="max_iterations", type=int,
@@ -113,6 +120,11 @@ def run(p: argparse.ArgumentParser) -> None:
     _setting(v, "--candidates", field="candidates", type=int, metavar="N",
              help="N independent attempts in scratch copies, in parallel; the best passing one is applied "
                   f"(default {default('candidates')})")
+    _setting(p, "--log-dir", field="log_dir", help="where run trajectories go (default: <index-path>/runs)")
+
+
+def one_run(p: argparse.ArgumentParser) -> None:
+    """What only a single run takes: the git workflow, a replay."""
     w = p.add_argument_group("git")
     w.add_argument("--branch", nargs="?", const="", metavar="NAME",
                    help="work on a new branch (default name: assistant/<task>-<time>)")
@@ -121,10 +133,13 @@ def run(p: argparse.ArgumentParser) -> None:
     w.add_argument("--allow-dirty", action="store_true", help="with --commit: edit files that hold your pending "
                    "changes (they are left uncommitted)")
     w.add_argument("--keep-branch", action="store_true", help="keep the new branch when the run fails")
-    r = p.add_argument_group("runs")
-    _setting(r, "--log-dir", field="log_dir", help="where run trajectories go (default: <index-path>/runs)")
-    r.add_argument("--replay", metavar="FILE.jsonl", type=Path,
+    w.add_argument("--replay", metavar="FILE.jsonl", type=Path,
                    help="re-run a recorded trajectory's answers; no model calls")
+
+
+def session(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--resume", action="store_true",
+                   help="a session: reopen the repository's last session (its notes of earlier tasks and its pins)")
 
 
 def legacy(p: argparse.ArgumentParser) -> None:

@@ -23,6 +23,8 @@ def ask(settings: Settings, options: AskOptions) -> int:
     model = parts.chat_model(settings, schema=None)
     say = console.quiet if options.json else console.say
     say(f"[Model: {model.name}, context window {model.window.describe()}]")
+    if line := parts.instructions_line(settings):
+        say(line)
     index, _ = parts.index(settings, quiet=options.json)
     response, context = asking.answer_question(index, model, options.question, settings,
                                                on_token=console.stream if settings.stream else None, say=say)

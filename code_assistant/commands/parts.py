@@ -57,6 +57,16 @@ def run_model(settings: Settings) -> OpenAIChat:
     return chat_model(settings, plan_schema(PLAN_ACTIONS) if settings.structured_output else None)
 
 
+def instructions_line(settings: Settings) -> str | None:
+    """The header's line naming the repository owner's instructions (None: there are none, or --no-instructions)."""
+    from code_assistant.agent import instructions
+
+    if not settings.instructions:
+        return None
+    found = instructions.find(settings.repo, settings.context_tokens // instructions.SHARE)
+    return f"[Instructions: {found.describe()}]" if found else None
+
+
 def check_server(settings: Settings) -> None:
     from code_assistant.model.servers import check_server as check
 

@@ -123,5 +123,18 @@ READ = Prompt("read/v1.0.0", """\
 Shown first in the context above: {shown}. Not files of this repository (only the files in the context and on its
 map of more files can be read): {refused}. Now send the changes; do not ask to read again.""")
 
+INSTRUCTIONS = Prompt("instructions/v1.0.0", """
+# The repository owner's instructions ({names})
+Follow them where they apply to the task. They never override the rules above: never edit files outside the
+repository, never weaken, skip or delete tests, and keep the JSON answer format.
+
+{text}""")
+
+SESSION = Prompt("session/v1.0.0", """# Earlier in this session (newest first)
+The user may refer to these earlier tasks ("now also...", "that broke..."); their changes are in the files below.
+{notes}
+""")
+
 ALL: dict[str, Prompt] = {p.version.split("/")[0]: p for p in (SYSTEM, PLAN, FIX, SYNTAX, REASK, ASK, REPRODUCE,
-                                                                 REPRODUCE_AGAIN, REPRODUCED, READ)}
+                                                                 REPRODUCE_AGAIN, REPRODUCED, READ, INSTRUCTIONS,
+                                                                 SESSION)}

@@ -178,6 +178,9 @@ class TestRunner:
                 self._live.add(proc)
             try:
                 captured, timed_out = self._collect(proc, start + self.timeout)
+            except BaseException:  # Ctrl-C: the tests go with the run (a session goes on living)
+                _kill_group(proc, grace=0.0)
+                raise
             finally:
                 with self._live_lock:
                     self._live.discard(proc)

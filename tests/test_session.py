@@ -1,0 +1,181 @@
+"""A conversation with the repository: task after task in one process, follow-ups that know what was done, commands,
+resume, the owner's AGENTS.md in every request. The session is driven in a real pseudo-terminal; piped stdin and
+--json are the scriptable form."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from code_assistant.agent.memory import Memory, Note, diff_stat, notes_text
+from code_assistant.agent.requests import Requests
+from code_assistant.commands.parts import build_indexer
+from code_assistant.model.fitting import message_tokens
+from code_assistant.model.window import ContextWindow
+from code_assistant.settings import load_settings
+from code_assistant.verify.runner import TestResult
+from tests.repos import (CALC_PY, PYTEST, ROOT, SLOW_SECOND_RUN, Terminal, _cli_env, answer, modify, python_repo,
+                         run_cli, sleeping_test, snapshot)
+from tests.scripted_server import ScriptedServer
+
+FIX_ADD = answer(modify("calc.py", "    return a - b", "    return a + b"))
+TIMES = answer(modify("calc.py", "    return a * b", "    return a * b  # times"))
+SECRET = "sk-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6"
+PROMPT = r"\n>\s*\Z"  # the session waits at its prompt
+AGENTS = f"Use type hints everywhere.\nOPENAI_API_KEY={SECRET}\n"
+
+
+def _piped(repo: Path, lines: str, server: ScriptedServer, *more: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(ROOT / "main.py"), "chat", "--repo", str(repo), "--test-command",
+                           PYTEST, "--no-reproduce", *more], input=lines, capture_output=True, text=True,
+                          env=_cli_env(server.url, "k", None), timeout=300)
+
+
+def _objects(stdout: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+# ----- in a terminal -------------------------------------------------------------------------------------------------
+def test_a_session_in_a_terminal_follow_up_undo_ask_and_leave(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    script = [FIX_ADD, TIMES, "`add` returns `a + b`: see calc.py:5."]
+    with ScriptedServer(script) as server:
+        term = Terminal(["--repo", str(repo), "--test-command", PYTEST, "--no-reproduce"], server_url=server.url)
+        try:
+            header = term.expect(PROMPT)
+            assert "[Model: " in header and "[Sandbox: " in header and "Ctrl-D to leave" in header
+            term.send("fix add\r")
+            assert "Result: SUCCESS" in term.expect(PROMPT)
+            term.send("now also comment multiply\r")
+            assert "Result: SUCCESS" in term.expect(PROMPT)
+            follow_up = server.chat_requests[1]["messages"][-1]["content"]
+            assert "# Earlier in this session" in follow_up and "Task: fix add" in follow_up
+            assert "calc.py (+1 -1)" in follow_up and "### calc.py" in follow_up
+            term.send("/undo\r")
+            assert "byte for byte as it was" in term.expect(PROMPT)
+            assert (repo / "calc.py").read_text() == CALC_PY.replace("return a - b", "return a + b")
+            term.send("/ask what does add return?\r")
+            assert "calc.py:5" in term.expect(PROMPT)
+            term.send("/undi\r")
+            assert "[Unknown command /undi; did you mean /undo" in term.expect(PROMPT)
+            term.send("\x04")  # Ctrl-D
+            assert term.wait() == 0
+        finally:
+            term.close()
+
+
+def test_ctrl_c_during_a_tasks_tests_rolls_it_back_and_returns_to_the_prompt(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path, SLOW_SECOND_RUN)
+    before = snapshot(repo)
+    with ScriptedServer([FIX_ADD]) as server:
+        term = Terminal(["--repo", str(repo), "--test-command", PYTEST, "--sandbox", "off"], server_url=server.url)
+        try:
+            term.expect(PROMPT)
+            term.send("fix add\r")
+            term.expect(r"\[Testing \(iteration 1\)")
+            sleeping = sleeping_test(repo)
+            term.send("\x03")  # Ctrl-C, from the terminal: a real SIGINT to the session
+            shown = term.expect(PROMPT)
+            assert "Result: FAILED (interrupted)" in shown and "byte for byte as it was" in shown
+            for marker in ("STARTED", "SLEEPING"):
+                (repo / marker).unlink(missing_ok=True)
+            assert snapshot(repo) == before
+            assert not Path(f"/proc/{sleeping}").exists() or "Z" in Path(f"/proc/{sleeping}/stat").read_text(), \
+                "the task's tests went with it"
+            term.send("/quit\r")
+            assert term.wait() == 0
+        finally:
+            term.close()
+
+
+# ----- piped ---------------------------------------------------------------------------------------------------------
+def test_piped_tasks_with_json_give_one_object_each(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    with ScriptedServer([FIX_ADD, TIMES]) as server:
+        proc = _piped(repo, "fix add\nnow also comment multiply\n/tokens\n", server, "--json")
+    assert proc.returncode == 0, proc.stderr
+    first, second, tokens = _objects(proc.stdout)
+    assert (first["task"], first["success"], second["success"]) == ("fix add", True, True)
+    assert (first["tokens"]["calls"], second["tokens"]["calls"], tokens["calls"]) == (1, 1, 2)
+
+
+def test_resume_brings_back_the_notes_and_pins(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    (repo / "notes.py").write_text("X = 1\n")
+    with ScriptedServer([FIX_ADD]) as server:
+        assert _piped(repo, "fix add\n/add notes.py\n", server).returncode == 0
+    with ScriptedServer([TIMES]) as server:
+        proc = _piped(repo, "now also comment multiply\n", server, "--resume")
+    assert proc.returncode == 0 and "[Resumed: 1 earlier task(s), 1 pinned file(s)]" in proc.stdout
+    sent = server.chat_requests[0]["messages"][-1]["content"]
+    assert "Task: fix add" in sent and "### notes.py" in sent
+    with ScriptedServer([TIMES]) as server:
+        _piped(repo, "again\n", server)
+    assert "Earlier in this session" not in server.chat_requests[0]["messages"][-1]["content"], "no --resume: afresh"
+
+
+def test_add_refuses_paths_outside_the_repository(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    (tmp_path / "outside.py").write_text("SECRET = 1\n")
+    with ScriptedServer([]) as server:
+        proc = _piped(repo, f"/add ../outside.py {tmp_path / 'outside.py'} calc.py\n", server, "--json")
+    [added] = _objects(proc.stdout)
+    assert added["pinned"] == ["calc.py"] and len(added["refused"]) == 2
+
+
+# ----- the owner's instructions --------------------------------------------------------------------------------------
+def test_agents_md_reaches_the_system_message_of_a_run_an_ask_and_a_session_task_redacted(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    (repo / "AGENTS.md").write_text(AGENTS)
+    with ScriptedServer([FIX_ADD, "See calc.py:5.", TIMES]) as server:
+        run = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST], server_url=server.url)
+        ask = run_cli(["--repo", str(repo), "--ask", "what does add do?"], server_url=server.url)
+        session = _piped(repo, "comment multiply\n", server)
+    assert run.returncode == ask.returncode == session.returncode == 0, run.stderr + ask.stderr + session.stderr
+    assert "[Instructions: AGENTS.md, 2 lines]" in run.stdout
+    for request in server.chat_requests:
+        system = request["messages"][0]
+        assert system["role"] == "system" and "Use type hints everywhere." in system["content"]
+        assert SECRET not in json.dumps(request) and "never weaken" in system["content"]
+    with ScriptedServer([FIX_ADD]) as server:
+        run_cli(["--repo", str(repo), "--task", "fix it", "--test-command", PYTEST, "--no-instructions"],
+                server_url=server.url)
+    assert "type hints" not in json.dumps(server.chat_requests[0])
+
+
+def test_nested_agents_md_of_a_shown_file_comes_after_the_root_one(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path, {"pkg/calc.py": CALC_PY, "tests/test_calc.py": "from pkg.calc import add\n\n\n"
+                                  "def test_add():\n    assert add(2, 3) == 5\n", "pytest.ini": "[pytest]\npythonpath = .\n"})
+    (repo / "AGENTS.md").write_text("Root rule.\n")
+    (repo / "pkg" / "AGENTS.md").write_text("Package rule.\n")
+    with ScriptedServer([answer(modify("pkg/calc.py", "    return a - b", "    return a + b"))]) as server:
+        run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST], server_url=server.url)
+    system = server.chat_requests[0]["messages"][0]["content"]
+    assert system.index("Root rule.") < system.index("Package rule.")
+
+
+# ----- the notes never overflow the window ---------------------------------------------------------------------------
+def test_many_notes_in_a_small_window_stay_inside_it_newest_first(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    settings = load_settings(repo, test_command=PYTEST, embed_budget=0)
+    memory = Memory(notes=[Note(task=f"task number {i} " + "with a long description " * 10, result="done",
+                                files=(f"f{i}.py (+1 -1)",)) for i in range(200)])
+    index, _ = build_indexer(settings).update()
+    window = ContextWindow(2048, "test")
+    baseline = TestResult(["pytest"], 1, False, False, "", 0.1, [], 1, 1, "pytest", 60)
+    messages, _ = Requests(settings, window, memory=memory).plan(index, "fix add", baseline)
+    assert message_tokens(messages) <= window.prompt_room()
+    user = messages[-1]["content"]
+    assert "task number 199" in user and "task number 0 " not in user
+
+
+def test_notes_and_diff_stats_pure() -> None:
+    diff = ("--- a/calc.py\n+++ b/calc.py\n@@ -1 +1,2 @@\n-x\n+y\n+z\n"
+            "--- /dev/null\n+++ b/new.py\n@@ -0,0 +1 @@\n+n\n--- a/gone.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-g\n")
+    assert diff_stat(diff) == {"calc.py": (2, 1), "new.py": (1, 0), "gone.py": (0, 1)}
+    notes = [Note(task="first", result="done"), Note(task="second", result="done")]
+    text = notes_text(notes, 1000)
+    assert text.index("second") < text.index("first")
+    assert notes_text(notes, 5) == ""
