@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 from code_assistant import commands
-from code_assistant.errors import EXIT_FAILED, EXIT_INTERRUPTED, AssistantError, UsageError, attached_log
+from code_assistant.errors import (EXIT_FAILED, EXIT_INTERRUPTED, AssistantError, GaveUpWaiting, UsageError,
+                                   attached_log)
 from code_assistant.settings import DEFAULT_TEST_COMMAND, SANDBOX_MODES, Settings, load_settings
 
 
@@ -44,8 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context-window", type=int, metavar="N", help="the model's context window in tokens (default: "
                    "$OPENAI_CONTEXT_WINDOW, else what the server reports, else known models, else 8192)")
     p.add_argument("--request-timeout", type=float, metavar="S", help="seconds without a byte from the model "
-                   "server (between two streamed tokens) before it is asked once more "
-                   f"(default {_default('request_timeout')})")
+                   "server between two tokens (before the first: plus the time to read the prompt) before it is given "
+                   f"up on (default {_default('request_timeout')})")
     p.add_argument("--no-structured-output", action="store_true",
                    help="do not send the plan's JSON schema as response_format")
     p.add_argument("--context-only", action="store_true", help="index and show the context for --task; no model call")
@@ -171,7 +172,7 @@ def _report_error(exc: Exception, verbose: bool, as_json: bool = False) -> int:
         logging.getLogger(__name__).exception("failed")
     if isinstance(exc, AssistantError):
         message, code, kind = str(exc), exc.exit_code, _snake(type(exc).__name__)
-        print(f"error: {message}", file=sys.stderr)
+        print(f"[{message}]" if isinstance(exc, GaveUpWaiting) else f"error: {message}", file=sys.stderr)
     else:
         message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         code, kind = EXIT_FAILED, "internal_error"

@@ -95,6 +95,18 @@ def test_a_server_without_a_models_route_is_still_a_server(tmp_path: Path) -> No
     assert server.requests[0] == {"path": "/v1/models", "method": "GET"}, "the first question of the run"
 
 
+def test_a_base_url_without_v1_is_told_to_add_it_before_any_work(tmp_path: Path) -> None:
+    """Ollama, vLLM and LM Studio answer only under /v1: the root URL gets a 404 for GET /models."""
+    repo = python_repo(tmp_path)
+    with ScriptedServer([answer(FIX_ADD)], info={"/v1/models": {"object": "list", "data": [{"id": "m"}]}}) as server:
+        root = server.url.removesuffix("/v1")
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST], server_url=root)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"set OPENAI_BASE_URL={root}/v1" in lines[0] and "404" in lines[0], proc.stderr
+    assert server.chat_requests == [] and "[Indexing" not in proc.stdout
+
+
 def test_a_local_server_is_not_given_a_hosted_models_window(tmp_path: Path) -> None:
     repo = python_repo(tmp_path)
     with ScriptedServer([answer(FIX_ADD)]) as server:

@@ -230,12 +230,12 @@ def python_not_run(output: str, exit_code: int | None, repo: Path | None) -> Not
     if exit_code == 5 and (none := _PY_NO_TESTS.search(output)):
         return NotRun(NotRunCause.NO_TESTS, none.group(0).strip("= "),
                       "the right path or -k/-m selection in --test-command (pytest collected no tests)")
+    if re.search(r"\b[1-9]\d* passed\b|^OK\b", output, re.M):  # some tests ran
+        return None
     if runner := _PY_NO_RUNNER.search(output):
         return NotRun(NotRunCause.NOT_INSTALLED, runner.group(0),
                       f"pip install {runner.group(1)} into the Python the test command runs")
-    if repo is None or re.search(r"\b[1-9]\d* passed\b|^OK\b", output, re.M):  # some tests ran
-        return None
-    return _missing_module(output, repo)
+    return _missing_module(output, repo) if repo is not None else None
 
 
 def never_ran(output: str, exit_code: int | None, repo: Path | None = None) -> NotRun | None:
