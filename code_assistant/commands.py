@@ -141,12 +141,16 @@ def ask(settings: Settings, question: str, as_json: bool) -> int:
     say(f"[Model: {model.name}, context window {model.window.describe()}]")
     index, _ = _index(settings, quiet=as_json)
     response, context = ask.answer_question(index, model, question, settings,
-                                            on_token=console.stream if settings.stream else None, say=say)
+                                            on_token=console.answer if settings.stream else None, say=say)
     if as_json:
-        print(json.dumps({"answer": response.text, "files": context.paths, "tokens": console.usage_json(model.usage)}))
+        print(json.dumps({"answer": response.text, "truncated": response.cut_off, "files": context.paths,
+                          "tokens": console.usage_json(model.usage)}))
     elif not settings.stream:
         console.say(response.text)
     console.end_stream()
+    if response.cut_off:
+        limit = f"the answer limit ({model.window.reserve} tokens)" if settings.base_url else "the model's answer limit"
+        say(f"[The answer was cut off at {limit}: it is incomplete]")
     return EXIT_OK
 
 
