@@ -227,8 +227,8 @@ def python_not_run(output: str, exit_code: int | None, repo: Path | None) -> Not
     if exit_code == 4 and (usage := _PY_USAGE.search(output)):
         return NotRun(NotRunCause.USAGE, usage.group(0), "options pytest knows in --test-command or pytest's addopts "
                       "(a plugin may be missing: --cov needs pytest-cov)")
-    if exit_code == 5 and (none := _PY_NO_TESTS.search(output)):
-        return NotRun(NotRunCause.NO_TESTS, none.group(0).strip("= "),
+    if exit_code == 5 and (empty := _PY_NO_TESTS.search(output)):
+        return NotRun(NotRunCause.NO_TESTS, empty.group(0).strip("= "),
                       "the right path or -k/-m selection in --test-command (pytest collected no tests)")
     if re.search(r"\b[1-9]\d* passed\b|^OK\b", output, re.M):  # some tests ran
         return None
