@@ -38,6 +38,7 @@ def _err() -> Console:
 
 
 _line_open = False  # a streamed answer is on the terminal without its last newline
+_open_on_stdout = False  # that answer is --ask's, on stdout (a run's plan streams dim on stderr)
 
 
 def say(line: str) -> None:
@@ -50,17 +51,28 @@ def quiet(line: str) -> None:
 
 
 def stream(piece: str) -> None:
-    global _line_open
+    """A run's answer as it arrives: progress, dim on stderr."""
+    global _line_open, _open_on_stdout
     _err().print(piece, end="", style="dim", markup=False)
-    _line_open = bool(piece) and not piece.endswith("\n") or (_line_open and not piece)
+    _line_open, _open_on_stdout = bool(piece) and not piece.endswith("\n") or (_line_open and not piece), False
+
+
+def answer(piece: str) -> None:
+    """--ask's answer as it arrives: the command's output, in plain text on stdout."""
+    global _line_open, _open_on_stdout
+    sys.stdout.write(piece)
+    sys.stdout.flush()
+    _line_open, _open_on_stdout = bool(piece) and not piece.endswith("\n") or (_line_open and not piece), True
 
 
 def end_stream() -> None:
     """End a streamed answer's line, so that what comes next starts a line of its own."""
     global _line_open
-    if _line_open:
+    if _line_open and _open_on_stdout:
+        print(flush=True)
+    elif _line_open:
         _err().print()
-        _line_open = False
+    _line_open = False
 
 
 def prompt_lines(history: Path) -> Iterator[str]:

@@ -27,6 +27,11 @@ class UsageError(ConfigError):
     """The command line itself is wrong (an unknown option, a missing argument)."""
 
 
+class GaveUpWaiting(AssistantError):
+    """Waited as long as allowed for something outside the run (a model server) and gave up: the CLI says so in a
+    `[...]` line, like the progress it ends, naming the option that allows more."""
+
+
 def attach_log(exc: BaseException, path: str) -> None:
     """Note on an error which run log the run that raised it was writing (--json reports it)."""
     exc.run_log = path  # type: ignore[attr-defined]

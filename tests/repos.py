@@ -151,7 +151,8 @@ def read_until_closed(fd: int) -> bytes:
 
 def run_cli_on_a_terminal(args: list[str], *, server_url: str | None = None, api_key: str | None = "test-key",
                           timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    """run_cli with stdout on a pseudo-terminal, as a person runs it: the answer is streamed (to stderr, captured)."""
+    """run_cli with stdout on a pseudo-terminal, as a person runs it: a run's answers stream to stderr (captured),
+    --ask's to the terminal."""
     main, child = pty.openpty()
     proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), *args], stdout=child, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, env=_cli_env(server_url, api_key, {"TERM": "dumb"}))

@@ -30,6 +30,9 @@ What real local servers do, on request:
   did); `cache="cached_tokens"` also reports that prefix as `usage.prompt_tokens_details.cached_tokens`.
 - `silent_cut=N`: a prompt over N tokens is answered all the same, with `prompt_tokens: N` (Ollama's way: it keeps
   what fits its window and drops the rest without a word).
+- `prompt_speed=N`: the server reads prompts at N tokens a second, sending nothing meanwhile (a model on a CPU);
+  with `timings=True` its answers carry llama.cpp's `timings` (`prompt_n`, `prompt_ms`, `prompt_per_second`), in
+  a stream's last chunk.
 - always: an answer longer than the request's max_tokens stops there, with finish_reason "length".
 - `info`: JSON answers for other paths (GET /props, GET /v1/models, POST /api/show, ...); any other path is a 404.
 None of these consume a step of the script.
@@ -102,7 +105,8 @@ class ScriptedServer:
                  refuse_status: int = 500, context_window: int | None = None, overflow_stream: str = "error",
                  stream_usage: bool = True, info: dict[str, Any] | None = None,
                  by_seed: dict[int, list[Step]] | None = None, fixed_prompt_tokens: int | None = None,
-                 cache: str | None = None, silent_cut: int | None = None) -> None:
+                 cache: str | None = None, silent_cut: int | None = None, prompt_speed: float | None = None,
+                 timings: bool = False) -> None:
         assert cache in (None, "uncounted", "cached_tokens"), cache
         self.script: list[Step] = list(script or [])
         self.by_seed: dict[int, list[Step]] = {seed: list(steps) for seed, steps in (by_seed or {}).items()}
@@ -113,6 +117,7 @@ class ScriptedServer:
         self.context_window, self.overflow_stream, self.stream_usage = context_window, overflow_stream, stream_usage
         self.info = info or {}
         self.fixed_prompt_tokens, self.cache, self.silent_cut = fixed_prompt_tokens, cache, silent_cut
+        self.prompt_speed, self.timings = prompt_speed, timings
         self.prompts: list[list[int]] = []  # every chat prompt read, as the cache would hold it
         server = self
 
@@ -170,6 +175,10 @@ class ScriptedServer:
                                                                  "type": "server_error"}})
                 if isinstance(step, dict) and "sleep" in step:
                     time.sleep(step["sleep"])
+                reading = prompt / server.prompt_speed if server.prompt_speed else 0.0
+                time.sleep(reading)  # reading the prompt, silent
+                timings = {"timings": {"prompt_n": prompt, "prompt_ms": reading * 1000,
+                                       "prompt_per_second": server.prompt_speed or 1e6}} if server.timings else {}
                 gap = step.get("gap", 0.0) if isinstance(step, dict) else 0.0
                 stall = step.get("stall", 0.0) if isinstance(step, dict) else 0.0
                 reasoning = {step.get("reasoning_field", "reasoning_content"): step["reasoning"]} \
@@ -186,13 +195,13 @@ class ScriptedServer:
                 with server.lock:
                     server.usages.append(usage)
                 if body.get("stream"):
-                    return self._stream(body, answer, usage, gap, stall, finish, reasoning)
+                    return self._stream(body, answer, usage, gap, stall, finish, reasoning, timings)
                 return self._json(200, {
                     "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
                     "model": body.get("model", "test"),
                     "choices": [{"index": 0, "finish_reason": finish,
                                  "message": {"role": "assistant", "content": answer, **reasoning}}],
-                    "usage": usage})
+                    "usage": usage, **timings})
 
             def _json(self, status: int, payload: Any) -> None:
                 data = json.dumps(payload).encode()
@@ -212,7 +221,7 @@ class ScriptedServer:
                 self.end_headers()
 
             def _stream(self, body: dict[str, Any], answer: str, usage: dict[str, Any], gap: float,
-                        stall: float, finish: str, reasoning: dict[str, str]) -> None:
+                        stall: float, finish: str, reasoning: dict[str, str], timings: dict[str, Any]) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
@@ -228,7 +237,7 @@ class ScriptedServer:
                         time.sleep(stall if n == 0 and stall else gap)
                     end = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
                            "model": body.get("model", "test"),
-                           "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+                           "choices": [{"index": 0, "delta": {}, "finish_reason": finish}], **timings}
                     self.wfile.write(f"data: {json.dumps(end)}\n\n".encode())
                     if server.stream_usage:
                         final = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,

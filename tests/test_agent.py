@@ -212,7 +212,8 @@ STEP_SCHEMA = {"format": int, "kind": str, "step": int, "model": str, "prompt_ve
                "cost_usd": (float, int, type(None)), "files": list, "patch_lines": int, "edits_failed": int,
                "test_exit_code": (int, type(None)), "tests_failed": list, "tests_passed": (int, type(None)),
                "timed_out": bool, "duration_s": (float, int), "stop_reason": (str, type(None)),
-               "candidate": (int, type(None)), "reproduction": (str, type(None)), "sandbox": (dict, type(None))}
+               "candidate": (int, type(None)), "reproduction": (str, type(None)), "sandbox": (dict, type(None)),
+               "test_output": (str, type(None))}
 
 
 def test_two_iteration_trajectory_matches_the_schema(tmp_path: Path, embedder: embeddings.Embedder) -> None:

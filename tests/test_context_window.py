@@ -137,7 +137,7 @@ def test_the_setting_wins_and_known_models_need_no_server() -> None:
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_refusal_is_learned_and_the_next_request_fits(stream: bool) -> None:
     """llama-cpp-python answers an over-long streamed request with an empty stream: asked again without streaming,
-    it says why."""
+    it says why. Every request is streamed, whether its tokens are shown (`stream`) or not."""
     long_text = "def f():\n    return 1\n" * 400
     with ScriptedServer(["ok"], context_window=2048, overflow_stream="empty") as server:
         model = OpenAIChat("m", api_key="k", base_url=server.url, window=ContextWindow(8192, "default"))
@@ -149,7 +149,7 @@ def test_a_refusal_is_learned_and_the_next_request_fits(stream: bool) -> None:
         short = clip_text(long_text, model.window.prompt_room() - 20)
         assert model.complete([{"role": "user", "content": short}]).text == "ok"
     refused = server.chat_requests[:-1]
-    assert [r.get("stream", False) for r in refused] == ([True, False] if stream else [False])
+    assert [r.get("stream", False) for r in refused] == [True, False]
     assert server.usages[-1]["prompt_tokens"] + server.chat_requests[-1]["max_tokens"] <= 2048
 
 

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.repos import ROOT, answer, modify, python_repo, run_cli, snapshot
+from tests.repos import ROOT, answer, modify, python_repo, run_cli, run_cli_on_a_terminal, snapshot
 from tests.scripted_server import ScriptedServer
 
 PYTEST = f"{sys.executable} -m pytest -q"
@@ -93,6 +93,18 @@ def test_a_server_without_a_models_route_is_still_a_server(tmp_path: Path) -> No
         proc = _run(repo, server)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert server.requests[0] == {"path": "/v1/models", "method": "GET"}, "the first question of the run"
+
+
+def test_a_base_url_without_v1_is_told_to_add_it_before_any_work(tmp_path: Path) -> None:
+    """Ollama, vLLM and LM Studio answer only under /v1: the root URL gets a 404 for GET /models."""
+    repo = python_repo(tmp_path)
+    with ScriptedServer([answer(FIX_ADD)], info={"/v1/models": {"object": "list", "data": [{"id": "m"}]}}) as server:
+        root = server.url.removesuffix("/v1")
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST], server_url=root)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"set OPENAI_BASE_URL={root}/v1" in lines[0] and "404" in lines[0], proc.stderr
+    assert server.chat_requests == [] and "[Indexing" not in proc.stdout
 
 
 def test_a_local_server_is_not_given_a_hosted_models_window(tmp_path: Path) -> None:
@@ -241,6 +253,36 @@ def test_ask_says_what_it_sends_and_json_uses_the_runs_token_names(tmp_path: Pat
         "add() is in calc.py:4.")
     data = json.loads(as_json.stdout)
     assert set(data["tokens"]) >= {"calls", "prompt_tokens", "completion_tokens"}
+
+
+def test_ask_streams_its_answer_to_the_terminal_in_plain_text(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    text = "add() is defined in calc.py at line 4; it subtracts instead of adding."
+    with ScriptedServer([text]) as server:
+        proc = run_cli_on_a_terminal(["--repo", str(repo), "--ask", "where is add?"], server_url=server.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert text in proc.stdout and text not in proc.stderr and "\x1b[2m" not in proc.stdout
+    assert server.chat_requests[0]["stream"] is True
+
+
+def test_an_answer_cut_at_its_limit_is_said_to_be_cut(tmp_path: Path) -> None:
+    """A 2,048-token window leaves answers 256 tokens; this one is longer: the server stops it there."""
+    repo = python_repo(tmp_path)
+    long = "add() lives in calc.py. " + "It subtracts where it should add, and every caller sees that. " * 40
+    env = {"OPENAI_CONTEXT_WINDOW": "2048"}
+    with ScriptedServer([long, long]) as server:
+        proc = run_cli(["--repo", str(repo), "--ask", "where is add?"], server_url=server.url, extra_env=env)
+        as_json = run_cli(["--repo", str(repo), "--ask", "where is add?", "--json"], server_url=server.url,
+                          extra_env=env)
+    assert proc.returncode == 0 and as_json.returncode == 0, proc.stderr + as_json.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == "[The answer was cut off at the answer limit (256 tokens): it is incomplete]", lines[-3:]
+    data = json.loads(as_json.stdout)
+    assert data["truncated"] is True and data["answer"] and data["answer"] in long
+    with ScriptedServer(["add() is in calc.py:4."]) as server:
+        whole = json.loads(run_cli(["--repo", str(repo), "--ask", "where is add?", "--json"],
+                                   server_url=server.url).stdout)
+    assert whole["truncated"] is False
 
 
 def test_context_only_shows_the_context_and_no_empty_counts(tmp_path: Path) -> None:

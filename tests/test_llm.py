@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from code_assistant.model.chat import ModelError, OpenAIChat
+from code_assistant.model.chat import ModelError, ModelStalled, OpenAIChat
 from tests.scripted_server import ScriptedServer
 
 NO_SLEEP: list[float] = []
@@ -48,10 +48,25 @@ def test_auth_and_missing_model_end_at_once(status: int, words: str) -> None:
     assert len(server.chat_requests) == 1
 
 
-def test_timeout_is_retried() -> None:
-    with ScriptedServer([{"sleep": 3, "answer": "late"}, "fast"]) as server:
-        response = _model(server, timeout=1.0).complete([{"role": "user", "content": "hi"}])
-    assert response.text == "fast"
+def test_a_server_silent_past_its_allowance_is_given_up_on_not_asked_again() -> None:
+    with ScriptedServer([{"sleep": 3, "answer": "late"}, "never"]) as server:
+        with pytest.raises(ModelStalled, match="--request-timeout") as info:
+            _model(server, timeout=1.0).complete([{"role": "user", "content": "hi"}])
+    assert len(server.chat_requests) == 1 and len(str(info.value).splitlines()) == 1
+    assert str(info.value).startswith("Gave up waiting for the model server: it sent nothing for 1 s")
+
+
+def test_a_404_from_a_base_url_without_v1_suggests_it() -> None:
+    models = {"/v1/models": {"object": "list", "data": [{"id": "test-model"}]}}
+    with ScriptedServer([{"status": 404, "message": "Not Found"}], info=models) as server:
+        root = server.url.removesuffix("/v1")
+        with pytest.raises(ModelError) as info:
+            OpenAIChat("test-model", api_key="k", base_url=root).complete([{"role": "user", "content": "hi"}])
+    assert info.value.exit_code == 2 and str(info.value).endswith(f"set OPENAI_BASE_URL={root}/v1")
+    with ScriptedServer([{"status": 404, "message": "Not Found"}]) as server:  # no /v1 there either: no such advice
+        with pytest.raises(ModelError, match="check OPENAI_MODEL and OPENAI_BASE_URL$"):
+            OpenAIChat("m", api_key="k", base_url=server.url.removesuffix("/v1")).complete([{"role": "user",
+                                                                                            "content": "hi"}])
 
 
 def test_streaming_passes_tokens_and_collects_usage() -> None:
@@ -79,15 +94,45 @@ def test_a_slow_stream_times_out_on_the_gap_between_tokens_not_on_the_whole_answ
     assert response.text == text and len(server.chat_requests) == 1
 
 
-def test_a_stalled_stream_is_asked_once_more_then_one_line() -> None:
-    with ScriptedServer([{"stall": 2.5, "answer": "x" * 40}, "fine"]) as server:
-        pieces: list[str] = []
-        response = _model(server, timeout=1.0).complete([{"role": "user", "content": "hi"}], on_token=pieces.append)
-    assert response.text == "fine" and len(server.chat_requests) == 2
-    with ScriptedServer([{"stall": 2.5, "answer": "x" * 40}] * 2 + ["never"]) as server:
-        with pytest.raises(ModelError, match="--request-timeout") as info:
+def test_a_stream_that_stalls_mid_answer_is_given_up_on_once() -> None:
+    with ScriptedServer([{"stall": 2.5, "answer": "x" * 40}, "never"]) as server:
+        with pytest.raises(ModelStalled, match="--request-timeout"):
             _model(server, timeout=1.0).complete([{"role": "user", "content": "hi"}], on_token=[].append)
-    assert len(server.chat_requests) == 2 and len(str(info.value).splitlines()) == 1
+    assert len(server.chat_requests) == 1
+
+
+def test_every_answer_is_streamed_and_shown_only_when_asked() -> None:
+    with ScriptedServer(["a streamed answer nobody watches"]) as server:
+        response = _model(server).complete([{"role": "user", "content": "hi"}])
+    assert response.text == "a streamed answer nobody watches" and server.chat_requests[0]["stream"] is True
+
+
+PROMPT = [{"role": "user", "content": "Explain this code.\n" + "def helper(value):\n    return value * 2\n" * 40}]
+
+
+def test_a_server_reading_a_long_prompt_is_waited_for_at_the_speed_it_has_shown() -> None:
+    """The server's timings say it reads 1,000 tokens a second; the second prompt is about 2,500 tokens: two and a
+    half seconds of silence, past --request-timeout (1 s), and then the answer. One request each, no re-ask."""
+    long_prompt = [{"role": "user", "content": PROMPT[0]["content"] * 6}]
+    with ScriptedServer(["first", "second"], prompt_speed=1000, timings=True) as server:
+        model = _model(server, timeout=1.0)
+        model.complete(PROMPT)
+        assert model.pace is not None and model.pace.tokens_per_s == 1000
+        assert model.pace.source == "as the server's timings showed"
+        assert model.complete(long_prompt).text == "second"
+    assert len(server.chat_requests) == 2
+
+
+def test_without_timings_the_previous_answers_start_sets_the_pace_and_before_any_a_slow_one_is_assumed() -> None:
+    """A local server that sends no timings and has answered nothing yet is given the time a slow CPU would need;
+    once it has answered, the time to its first token says how fast it reads."""
+    with ScriptedServer(["first", "second"], prompt_speed=300) as server:
+        model = _model(server, timeout=1.0)
+        assert model.complete(PROMPT).text == "first"  # ~420 tokens: 1.4 s of silence, waited for
+        assert model.pace is not None and model.pace.source == "as the previous answer showed"
+        assert 150 < model.pace.tokens_per_s < 320  # type: ignore[operator]
+        assert model.complete(PROMPT).text == "second"
+    assert len(server.chat_requests) == 2
 
 
 def test_answers_are_capped_at_the_windows_reserve_on_compatible_servers() -> None:

@@ -22,7 +22,7 @@ from code_assistant.index.indexer import Indexer, RepoIndex
 from code_assistant.model.chat import ChatModel, ModelError, Usage
 from code_assistant.model.trajectory import Trajectory
 from code_assistant.settings import Settings
-from code_assistant.verify.runner import TestResult, TestRunner
+from code_assistant.verify.runner import TestResult, TestRunner, TestsNotRunError
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +54,9 @@ class Agent:
         index = self.index()
         baseline = p.verifier.baseline()
         p.say(f"[Baseline: {baseline.summary()}]")
+        if baseline.not_run is not None:  # no model can help: exit 2, the output kept in the run log
+            p.recorder.baseline(baseline)
+            raise TestsNotRunError(baseline.not_run)
         wanted = self.settings.reproduce if self.settings.reproduce is not None else baseline.passed
         p.state.reproduction = reproduce(p, index, task, baseline) if wanted and not self.settings.dry_run else None
         return Prepared(index, baseline, p.state.reproduction)

@@ -38,6 +38,14 @@ class Recorder:
         if self.trajectory:
             self.trajectory.append(step)
 
+    def baseline(self, result: TestResult) -> None:
+        """The baseline run, output and all, into the run log: written when the run stops there."""
+        if self.trajectory:
+            self.trajectory.append(Step(kind="baseline", step=0, model=self.model_name, candidate=self.state.candidate,
+                                        test_exit_code=result.exit_code, tests_failed=result.failed_ids,
+                                        tests_passed=result.passed_count, timed_out=result.timed_out,
+                                        duration_s=round(result.duration_s, 3), test_output=result.output))
+
     def result(self, success: bool, reason: Stop, files: list[str], *, rolled_back: bool, diff: str = "",
                message: str = "", iterations: int | None = None,
                taken_back: list[FileOutcome] | None = None) -> RunResult:

@@ -22,7 +22,8 @@ from code_assistant.commands.index import IndexOptions, index_all
 from code_assistant.commands.recover import RecoverOptions, UndoOptions, recover, undo
 from code_assistant.commands.run import RunOptions, run
 from code_assistant.commands.session import SessionOptions, chat
-from code_assistant.errors import EXIT_FAILED, EXIT_INTERRUPTED, AssistantError, UsageError, attached_log
+from code_assistant.errors import (EXIT_FAILED, EXIT_INTERRUPTED, AssistantError, GaveUpWaiting, UsageError,
+                                   attached_log)
 from code_assistant.settings import DEFAULT_MODEL, Settings, load_settings
 
 
@@ -178,7 +179,7 @@ def _report_error(exc: Exception, verbose: bool, as_json: bool = False) -> int:
         logging.getLogger(__name__).exception("failed")
     if isinstance(exc, AssistantError):
         message, code, kind = str(exc), exc.exit_code, _snake(type(exc).__name__)
-        print(f"error: {message}", file=sys.stderr)
+        print(f"[{message}]" if isinstance(exc, GaveUpWaiting) else f"error: {message}", file=sys.stderr)
     else:
         message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         code, kind = EXIT_FAILED, "internal_error"

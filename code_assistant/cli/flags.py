@@ -64,8 +64,8 @@ def model(p: argparse.ArgumentParser) -> None:
              help="the model's context window in tokens (default: $OPENAI_CONTEXT_WINDOW, else what the server "
                   "reports, else known models, else 8192)")
     _setting(p, "--request-timeout", field="request_timeout", type=float, metavar="S",
-             help="seconds without a byte from the model server (between two streamed tokens) before it is asked "
-                  f"once more (default {default('request_timeout')})")
+             help="seconds without a byte from the model server between two tokens (before the first: plus the time "
+                  f"to read the prompt) before it is given up on (default {default('request_timeout')})")
     p.add_argument("--no-stream", action="store_true", help="do not stream the model's answer to the terminal")
     _setting(p, "--no-instructions", field="instructions", action="store_false", default=None,
              help="leave the repository's AGENTS.md (or CLAUDE.md, CONVENTIONS.md, .github/copilot-instructions.md) "

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from code_assistant import console, interrupts
 from code_assistant.agent.memory import Memory, Note, files_with_stat
 from code_assistant.commands import parts
+from code_assistant.commands.ask import cut_off_line
 from code_assistant.commands.run import RunOptions, one_task, open_model, preflight
 from code_assistant.errors import EXIT_OK, AssistantError
 from code_assistant.model.chat import Usage
@@ -153,13 +154,16 @@ class Session:
         model = dataclasses.replace(self.model, schema=None, usage=Usage())
         index, _ = self.indexer.update(exclude=[self.settings.state_path])
         response, context = answer_question(index, model, question, self.settings, memory=self.memory,
-                                            on_token=console.stream if self.settings.stream else None, say=self.say)
+                                            on_token=console.answer if self.settings.stream else None, say=self.say)
         console.end_stream()
         self.usage = self.usage + model.usage
         if self.options.json:
-            print(json.dumps({"command": "/ask", "answer": response.text, "files": context.paths}), flush=True)
+            print(json.dumps({"command": "/ask", "answer": response.text, "truncated": response.cut_off,
+                              "files": context.paths}), flush=True)
         elif not self.settings.stream:
             console.say(response.text)
+        if response.cut_off:
+            self.say(cut_off_line(self.settings, model))
 
     def context(self, task: str) -> None:
         from code_assistant.retrieve.context import build_context

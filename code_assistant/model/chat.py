@@ -2,7 +2,9 @@
 
 What a local server needs is here too: answers capped at the window's reserve, a window learned from a refusal that
 names it (ContextOverflow: the caller builds a smaller request and asks once more), structured output in the first
-form the server takes (structured.py), and streams that time out on the gap between two tokens, not on the answer.
+form the server takes (structured.py), and answers always streamed, so that the timeout is the gap between two tokens,
+not the answer; the first gap allows for reading the prompt at the speed the server has shown (pace.py). A server
+that stays silent longer is given up on (ModelStalled), never asked again while it may still be working.
 """
 from __future__ import annotations
 
@@ -17,8 +19,11 @@ import httpx
 import openai
 
 from code_assistant import redact, tokens
-from code_assistant.errors import EXIT_FAILED, AssistantError
+from code_assistant.errors import EXIT_FAILED, AssistantError, GaveUpWaiting
 from code_assistant.model.fitting import message_tokens
+from code_assistant.model.pace import PromptPace
+from code_assistant.model.refusals import error_body, error_detail, fatal_message
+from code_assistant.model.prices import is_local
 from code_assistant.model.structured import FORMS, refuses_response_format, response_format
 from code_assistant.model.usage import ReportedPrompt, SentPrompts, reported_prompt
 from code_assistant.model.window import ContextWindow, WindowLimit, window_limit
@@ -27,7 +32,6 @@ logger = logging.getLogger(__name__)
 
 Message = dict[str, str]
 CONNECT_TIMEOUT_S = 10.0
-STALL_RETRIES = 1  # a server that sent nothing for --request-timeout seconds is asked once more, then given up
 
 
 class ModelError(AssistantError):
@@ -37,6 +41,11 @@ class ModelError(AssistantError):
     """
 
     exit_code = EXIT_FAILED
+
+
+class ModelStalled(ModelError, GaveUpWaiting):
+    """The server sent nothing for longer than it was allowed (--request-timeout, plus the time to read the prompt
+    before the first token): the message says how long and names --request-timeout."""
 
 
 class ContextOverflow(ModelError):
@@ -85,34 +94,6 @@ class ChatModel(Protocol):
     def complete(self, messages: list[Message], on_token: Callable[[str], None] | None = None) -> ChatResponse: ...
 
 
-def _error_body(exc: openai.APIError) -> Any:
-    response = getattr(exc, "response", None)
-    try:
-        return response.json() if response is not None else {"error": exc.body}
-    except Exception:  # noqa: BLE001 - a non-JSON error body is still an error
-        return None
-
-
-def _error_detail(exc: openai.APIError) -> str:
-    body = _error_body(exc)
-    error = body.get("error") if isinstance(body, dict) else None
-    detail = error.get("message") if isinstance(error, dict) else error if isinstance(error, str) else None
-    return str(detail or "")
-
-
-def _fatal_message(exc: openai.APIStatusError, base_url: str | None) -> str:
-    where = base_url or "api.openai.com"
-    detail = _error_detail(exc).splitlines()[0][:300] if _error_detail(exc) else ""
-    suffix = f": {detail}" if detail else ""
-    if exc.status_code == 401:
-        return f"the model server at {where} rejected the API key (401 Unauthorized){suffix}; check OPENAI_API_KEY"
-    if exc.status_code == 403:
-        return f"the model server at {where} refused access (403 Forbidden){suffix}"
-    if exc.status_code == 404:
-        return f"the model or endpoint was not found at {where} (404){suffix}; check OPENAI_MODEL and OPENAI_BASE_URL"
-    return f"the model server at {where} answered {exc.status_code}{suffix}"
-
-
 @dataclass
 class OpenAIChat:
     """Any OpenAI-compatible /chat/completions server: OpenAI, Ollama, vLLM, LM Studio, llama.cpp."""
@@ -120,7 +101,7 @@ class OpenAIChat:
     name: str
     api_key: str
     base_url: str | None = None
-    timeout: float = 120.0  # seconds without a byte: the gap between two streamed tokens, or a whole plain answer
+    timeout: float = 120.0  # seconds without a byte between two streamed tokens (the first: plus reading the prompt)
     max_retries: int = 3
     backoff_s: float = 1.0
     temperature: float = 0.0
@@ -130,8 +111,10 @@ class OpenAIChat:
     usage: Usage = field(default_factory=Usage)
     sleep: Callable[[float], None] = time.sleep
     sent: SentPrompts = field(default_factory=SentPrompts)  # this run's prompts so far (best of N's attempts share it)
+    pace: PromptPace | None = None  # the server's prompt-reading speed (None: a new one; best of N's attempts share it)
 
     def __post_init__(self) -> None:
+        self.pace = self.pace or PromptPace(local=self.base_url is not None and is_local(self.base_url))
         # Retries are ours (logged, bounded); the client's own are off so the count is honest.
         timeout = httpx.Timeout(self.timeout, connect=min(self.timeout, CONNECT_TIMEOUT_S))
         self._client = openai.OpenAI(api_key=self.api_key, base_url=self.base_url, timeout=timeout, max_retries=0)
@@ -150,15 +133,16 @@ class OpenAIChat:
         messages = redact_messages(messages)
         counted = message_tokens(messages)
         shared = self.sent.record(messages)
-        attempt = stalls = 0
+        attempt = 0
         while True:
             attempt += 1
+            reading = self._pace.reading_time(counted * self.window.ratio)
             try:
-                response = self._ask(messages, on_token, counted, shared)
+                response = self._ask(messages, on_token, counted, shared, self.timeout + reading)
                 self.usage.add(response)
                 return response
             except openai.APIStatusError as exc:
-                detail = _error_detail(exc)
+                detail = error_detail(exc)
                 if self.form is not None and refuses_response_format(exc.status_code, detail):
                     logger.debug("the server refused response_format %r (%d); asking with the next form",
                                  self.form, exc.status_code)  # expected of some servers: not worth a warning
@@ -168,15 +152,11 @@ class OpenAIChat:
                 self._overflow(exc, counted)
                 transient = exc.status_code in (408, 409, 429) or exc.status_code >= 500
                 if not transient or attempt > self.max_retries:
-                    raise ModelError(_fatal_message(exc, self.base_url),
+                    raise ModelError(fatal_message(exc, self.base_url),
                                      exit_code=2 if exc.status_code in (401, 403, 404) else 1) from exc
                 self._backoff(attempt, exc)
             except (openai.APITimeoutError, httpx.TimeoutException) as exc:
-                stalls += 1
-                if stalls > STALL_RETRIES:
-                    raise ModelError(f"the model server sent nothing for {self.timeout:g} s, twice; a slow local model "
-                                     f"needs a larger --request-timeout") from exc
-                logger.warning("the model server sent nothing for %g s; asking once more", self.timeout)
+                raise ModelStalled(self._pace.gave_up(self.timeout, counted * self.window.ratio)) from exc
             except (openai.APIConnectionError, httpx.TransportError) as exc:
                 if attempt > self.max_retries:
                     raise ModelError(f"the model server did not answer after {attempt} tries: {_short(exc)}") from exc
@@ -187,9 +167,14 @@ class OpenAIChat:
                     raise ModelError(f"the model server failed after {attempt} tries: {_short(exc)}") from exc
                 self._backoff(attempt, exc)
 
+    @property
+    def _pace(self) -> PromptPace:
+        assert self.pace is not None  # set by __post_init__
+        return self.pace
+
     def _overflow(self, exc: openai.APIError, counted: int) -> None:
         """A refusal that names the window: remember the window, let the caller shrink the request."""
-        limit = window_limit(_error_detail(exc) or str(exc), _error_body(exc))
+        limit = window_limit(error_detail(exc) or str(exc), error_body(exc))
         if limit is None:
             return
         prompt = limit.prompt_tokens
@@ -203,8 +188,9 @@ class OpenAIChat:
         logger.warning("model call failed (%s); retry %d/%d in %.1fs", _short(exc), attempt, self.max_retries, delay)
         self.sleep(delay)
 
-    def _ask(self, messages: list[Message], on_token: Callable[[str], None] | None, counted: int,
-             shared: int) -> ChatResponse:
+    def _ask(self, messages: list[Message], on_token: Callable[[str], None] | None, counted: int, shared: int,
+             wait: float) -> ChatResponse:
+        """One request, streamed whether or not the tokens are shown; `wait`: the longest the server may be silent."""
         request: dict[str, Any] = {"model": self.name, "messages": messages, "temperature": self.temperature}
         if self.seed is not None:
             request["seed"] = self.seed
@@ -212,9 +198,10 @@ class OpenAIChat:
             request["max_tokens"] = self.window.reserve
         if self.schema is not None and (fmt := response_format(self.form, self.schema)):
             request["response_format"] = fmt
-        response = self._stream(request, on_token) if on_token else None
+        timeout = httpx.Timeout(wait, connect=min(wait, CONNECT_TIMEOUT_S))
+        response = self._stream(request, on_token or _unseen, timeout, counted * self.window.ratio)
         if response is None:
-            response = self._once(request)
+            response = self._once(request, timeout)
         if response.reported is None:  # the server sent no counts
             response.prompt_tokens = round(counted * self.window.ratio)
             response.completion_tokens = tokens.count_tokens(response.text)
@@ -224,8 +211,8 @@ class OpenAIChat:
             logger.warning("%s", warning)
         return response
 
-    def _once(self, request: dict[str, Any]) -> ChatResponse:
-        completion = self._client.chat.completions.create(**request)
+    def _once(self, request: dict[str, Any], timeout: httpx.Timeout) -> ChatResponse:
+        completion = self._client.chat.completions.create(**request, timeout=timeout)
         if not completion.choices:
             raise ModelError("the model server returned no choices")
         message = completion.choices[0].message
@@ -234,17 +221,23 @@ class OpenAIChat:
         response.reasoning = _reasoning(message)
         return response
 
-    def _stream(self, request: dict[str, Any], on_token: Callable[[str], None]) -> ChatResponse | None:
+    def _stream(self, request: dict[str, Any], on_token: Callable[[str], None], timeout: httpx.Timeout,
+                expected: float) -> ChatResponse | None:
         """The answer token by token; None when the server closed the stream without a single event (llama-cpp-python
-        does so for a prompt over its window): the caller then asks without streaming, which says why."""
-        stream = self._client.chat.completions.create(**request, stream=True, stream_options={"include_usage": True})
+        does so for a prompt over its window): the caller then asks without streaming, which says why. The time to
+        the first event teaches the pace (`expected`: the prompt's tokens, as the server may count them)."""
+        started = time.monotonic()
+        stream = self._client.chat.completions.create(**request, stream=True, stream_options={"include_usage": True},
+                                                      timeout=timeout)
         parts: list[str] = []
         thought: list[str] = []
         usage = timings = None
         events = 0
         cut_off = False
+        first: float | None = None
         for chunk in stream:
             events += 1
+            first = first if first is not None else time.monotonic() - started
             usage = chunk.usage or usage
             timings = _extra(chunk).get("timings") or timings  # llama.cpp's server: with the last chunks
             for choice in chunk.choices:
@@ -260,7 +253,13 @@ class OpenAIChat:
             return None
         response = _answer("".join(parts), cut_off, usage, timings)
         response.reasoning = "".join(thought)
+        reported = response.reported
+        self._pace.learn(timings, reported.prompt - (reported.cached or 0) if reported else expected, first)
         return response
+
+
+def _unseen(piece: str) -> None:
+    """Where a streamed answer's tokens go when nobody watches them."""
 
 
 def _extra(obj: Any) -> dict[str, Any]:

@@ -133,10 +133,24 @@ def _ollama(root: str, model: str, load_timeout: float) -> tuple[int, str] | Non
     return (min(window, trained) if trained else window), source
 
 
+def v1_hint(base_url: str | None, api_key: str | None = None) -> str:
+    """After a 404 from a base URL with no /v1 in its path: the advice to add it, when the server answers GET
+    /v1/models there (Ollama, vLLM and LM Studio serve their OpenAI-compatible API under /v1 only); else ""."""
+    if not base_url or re.search(r"/v\d", urlsplit(base_url).path):
+        return ""
+    with_v1 = f"{base_url.rstrip('/')}/v1"
+    try:
+        answer = _call(f"{with_v1}/models", api_key=api_key)
+    except _Unreachable:
+        return ""
+    return f"; it answers at {with_v1}: set OPENAI_BASE_URL={with_v1}" if isinstance(answer, dict) else ""
+
+
 def check_server(base_url: str | None, api_key: str | None, timeout: float = CHECK_TIMEOUT_S) -> None:
     """One GET /models before any work, so that a wrong OPENAI_BASE_URL or key is found in seconds, not after the
-    index and a test run. No answer at all, or a refused key (401/403), is a ConfigError naming the URL; any other
-    answer means a server is there (404 included: some servers have no such route)."""
+    index and a test run. No answer at all, a refused key (401/403), or a 404 from a base URL that lacks the /v1 the
+    server answers under, is a ConfigError naming the URL; any other answer means a server is there (a 404 included:
+    some servers have no such route)."""
     url = f"{(base_url or OPENAI_URL).rstrip('/')}/models"
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
@@ -150,6 +164,8 @@ def check_server(base_url: str | None, api_key: str | None, timeout: float = CHE
         if exc.code in (401, 403):
             raise ConfigError(f"the model server at {base_url or OPENAI_URL} refused the API key ({exc.code} on GET "
                               f"/models); check OPENAI_API_KEY") from exc
+        if exc.code == 404 and (hint := v1_hint(base_url, api_key)):
+            raise ConfigError(f"the model server at {base_url} has no GET /models (404){hint}") from exc
         logger.debug("GET %s answered %d: a server is there", url, exc.code)
     except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
         reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc

@@ -1,7 +1,7 @@
 """The run log: one JSON object per step in runs/<timestamp>-<slug>.jsonl, plus replaying a recorded run.
 
 Schema (format 2), one object per line:
-  format: 2                      kind: "plan" | "fix" | "final"
+  format: 2                      kind: "plan" | "fix" | "final" | "baseline"
   step: int (0 = plan)           prompt_version: str | null      model: str
   answer: str | null (redacted)  answers: [str] (every answer of the step, redacted; reasoning blocks included)
   answer_format: str | null      the format the step's plan was read in: "json", "json_repaired", "search_replace",
@@ -12,6 +12,7 @@ Schema (format 2), one object per line:
   test_exit_code: int | null     tests_failed: [str]             tests_passed: int | null
   timed_out: bool                duration_s: float               stop_reason: str | null (set on "final")
   candidate: int | null          reproduction: str | null
+  test_output: str | null (redacted; on "baseline", written when the run stops there: its tests never ran)
   sandbox: {requested, mode, backend, network, home_hidden, unavailable} | null (set on "final": what the test
            command ran in, verify/sandbox.py)
 Format 1 is format 2 without answer_format and reasoning; both are read (--replay).
@@ -62,6 +63,7 @@ class Step:
     candidate: int | None = None  # best of N: the attempt this step belongs to (None: the run in the repository)
     reproduction: str | None = None  # on the final step: what became of the reproduction test, in words
     sandbox: dict[str, object] | None = None  # on the final step: what the test command ran in
+    test_output: str | None = None  # on a "baseline" step: the test command's output (the run stopped there)
     format: int = FORMAT
 
 
@@ -86,6 +88,8 @@ class Trajectory:
             record["answer"] = redact.redact(record["answer"])[0]
         record["answers"] = [redact.redact(a)[0] for a in record["answers"]]
         record["reasoning"] = [redact.redact(r)[0] for r in record["reasoning"]]
+        if record["test_output"]:
+            record["test_output"] = redact.redact(record["test_output"])[0]
         with self._lock, self.path.open("a", encoding="utf-8") as handle:  # best of N: attempts log from threads
             handle.write(json.dumps(record) + "\n")
 

@@ -11,22 +11,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from code_assistant.verify.manifests import python_install_fix
 from code_assistant.verify.outputs_common import (
     MAX_FRAMES,
     MAX_MESSAGE_CHARS,
+    NotRun,
+    NotRunCause,
     TestFailure,
     clean_frames,
     finish,
     repo_path,
+    shell_not_run,
     trim_message,
 )
-from code_assistant.verify.outputs_js import parse_jest, parse_mocha, parse_node
-from code_assistant.verify.outputs_native import parse_cargo, parse_go
+from code_assistant.verify.outputs_js import npm_not_run, parse_jest, parse_mocha, parse_node
+from code_assistant.verify.outputs_native import cargo_not_run, go_not_run, parse_cargo, parse_go
 
 logger = logging.getLogger(__name__)
-__all__ = ["MAX_FRAMES", "MAX_MESSAGE_CHARS", "TestFailure", "clean_frames", "detect_runner", "parse_cargo",
-           "parse_go", "parse_jest", "parse_mocha", "parse_node", "parse_pytest", "parse_test_output", "parse_unittest",
-           "repo_path", "strip_ansi", "trim_message"]
+__all__ = ["MAX_FRAMES", "MAX_MESSAGE_CHARS", "NotRun", "NotRunCause", "TestFailure", "clean_frames", "detect_runner",
+           "never_ran", "parse_cargo", "parse_go", "parse_jest", "parse_mocha", "parse_node", "parse_pytest",
+           "parse_test_output", "parse_unittest", "python_not_run", "repo_path", "strip_ansi", "trim_message"]
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _PY_FRAME = re.compile(r'File "(.+?)", line (\d+)')
@@ -189,6 +193,61 @@ def parse_unittest(output: str, repo: Path | None) -> tuple[list[TestFailure], i
     failed = stats.get("failures", 0) + stats.get("errors", 0) + stats.get("unexpected successes", 0)
     not_passed = failed + stats.get("skipped", 0) + stats.get("expected failures", 0)
     return failures, max(int(ran.group(1)) - not_passed, 0), failed
+
+# ---------------------------------------------------------------- python: the tests never ran
+
+_PY_NOT_FOUND = re.compile(r"^ERROR: (?:file or directory )?not found: (\S+)$", re.M)
+_PY_USAGE = re.compile(r"^.*\berror: unrecognized arguments: .*$", re.M)
+_PY_NO_TESTS = re.compile(r"^=*\s*no tests ran\b.*?=*$", re.M)
+_PY_NO_RUNNER = re.compile(r"^\S*python[\d.]*: No module named (\S+)$", re.M)
+_PY_MISSING = re.compile(r"^(?:E\s+)?(ModuleNotFoundError: No module named '([\w.]+)')$", re.M)
+_PY_WHERE = re.compile(r'^(\S+?\.py):\d+: in |^\s*File "(.+?)", line \d+', re.M)
+
+
+def _missing_module(output: str, repo: Path) -> NotRun | None:
+    """A module a test (or conftest) imports that is not installed: one an installed package imports, the repository's
+    own package, or a dependency its manifests list. A module of its own it has yet to write is not this."""
+    for found in _PY_MISSING.finditer(output):
+        module = found.group(2)
+        where = [m.group(1) or m.group(2) for m in _PY_WHERE.finditer(output, 0, found.start())]
+        if where and repo_path(where[-1], repo) is None:  # raised inside an installed package
+            return NotRun(NotRunCause.NOT_INSTALLED, found.group(1),
+                          f"install the package that provides {module.split('.')[0]}")
+        if fix := python_install_fix(module, repo):
+            return NotRun(NotRunCause.NOT_INSTALLED, found.group(1), fix)
+    return None
+
+
+def python_not_run(output: str, exit_code: int | None, repo: Path | None) -> NotRun | None:
+    """pytest's usage errors (exit 4: a path or test that does not exist, an option it does not know), no tests
+    collected (exit 5), the runner itself not installed (`python -m pytest`), or a package a test imports missing."""
+    if exit_code == 4 and (missing := _PY_NOT_FOUND.search(output)):
+        return NotRun(NotRunCause.NO_TESTS, missing.group(0),
+                      f"the right path in --test-command ({missing.group(1)} does not exist)")
+    if exit_code == 4 and (usage := _PY_USAGE.search(output)):
+        return NotRun(NotRunCause.USAGE, usage.group(0), "options pytest knows in --test-command or pytest's addopts "
+                      "(a plugin may be missing: --cov needs pytest-cov)")
+    if exit_code == 5 and (empty := _PY_NO_TESTS.search(output)):
+        return NotRun(NotRunCause.NO_TESTS, empty.group(0).strip("= "),
+                      "the right path or -k/-m selection in --test-command (pytest collected no tests)")
+    if re.search(r"\b[1-9]\d* passed\b|^OK\b", output, re.M):  # some tests ran
+        return None
+    if runner := _PY_NO_RUNNER.search(output):
+        return NotRun(NotRunCause.NOT_INSTALLED, runner.group(0),
+                      f"pip install {runner.group(1)} into the Python the test command runs")
+    return _missing_module(output, repo) if repo is not None else None
+
+
+def never_ran(output: str, exit_code: int | None, repo: Path | None = None) -> NotRun | None:
+    """Whether a failed run's output shows that its tests never ran, for a reason outside the repository's own code
+    (README, "When the tests cannot run"); None when they ran, or failed to build from the repository's own files."""
+    if exit_code in (0, None):  # passed, or timed out: tests ran
+        return None
+    output = strip_ansi(output).replace("\r\n", "\n")
+    return (npm_not_run(output, exit_code, repo) or python_not_run(output, exit_code, repo)
+            or go_not_run(output, exit_code, repo) or cargo_not_run(output, exit_code)
+            or shell_not_run(output, exit_code))
+
 
 # ---------------------------------------------------------------- entry point
 

@@ -1,7 +1,10 @@
-"""What every test-output parser shares: the failure record and turning raw frames into repo locations."""
+"""What every test-output parser shares: the failure record and turning raw frames into repo locations; the record of
+tests that never ran, and the shell's reasons for it."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 MAX_MESSAGE_CHARS = 1500
@@ -76,3 +79,83 @@ def finish(failure: TestFailure, raw_frames: list[tuple[str, int]], repo: Path |
         failure.file, failure.line = rel, fallback[1]
     failure.message = trim_message(failure.message)
     return failure
+
+
+# ---------------------------------------------------------------- tests that never ran
+
+class NotRunCause(StrEnum):
+    """Why a test command's tests never ran, for a reason outside the repository's own code."""
+
+    NOT_FOUND = "command_not_found"
+    NOT_EXECUTABLE = "not_executable"
+    NO_DIRECTORY = "wrong_directory"
+    NO_TESTS = "no_tests"
+    USAGE = "usage_error"
+    NO_SCRIPT = "missing_script"
+    OLD_TOOLCHAIN = "toolchain_too_old"
+    NO_DOWNLOAD = "download_failed"
+    NOT_INSTALLED = "package_not_installed"
+
+
+CAUSE_WORDS = {
+    NotRunCause.NOT_FOUND: "a program it runs was not found",
+    NotRunCause.NOT_EXECUTABLE: "a program it runs is not executable",
+    NotRunCause.NO_DIRECTORY: "it ran in the wrong directory",
+    NotRunCause.NO_TESTS: "no tests were found",
+    NotRunCause.USAGE: "the test runner did not accept its options",
+    NotRunCause.NO_SCRIPT: "the script it names does not exist",
+    NotRunCause.OLD_TOOLCHAIN: "the Go toolchain is older than go.mod asks for",
+    NotRunCause.NO_DOWNLOAD: "dependencies could not be downloaded",
+    NotRunCause.NOT_INSTALLED: "a package it needs is not installed",
+}
+
+
+@dataclass(frozen=True)
+class NotRun:
+    """The tests never ran: why, the output line that shows it, and the likely fix (the user's to make)."""
+
+    cause: NotRunCause
+    line: str
+    fix: str
+
+    def describe(self) -> str:
+        return f"the tests never ran: {CAUSE_WORDS[self.cause]} ({self.line.strip()}); likely fix: {self.fix}"
+
+
+_SH_LINE = r"^[^\s:]+:(?: line)? \d+: "  # dash's "sh: 1: ", bash's "bash: line 1: " / "./run.sh: line 3: "
+_SH_NOT_FOUND = re.compile(_SH_LINE + r"(?P<program>[^\s:]+): (?:command )?not found$|^[^\s:]+:\d+: command not found: "
+                           r"(?P<zsh>\S+)$|^make: (?P<make>[^\s:]+): No such file or directory$", re.M)
+_SH_DENIED = re.compile(_SH_LINE + r"(?P<program>[^\s:]+): Permission denied$|^make: (?P<make>[^\s:]+): Permission "
+                        r"denied$", re.M)
+_SH_CD = re.compile(_SH_LINE + r"cd: (?:can't cd to (?P<dash>.+)|(?P<bash>.+): No such file or directory)$", re.M)
+_MAKE_STATUS = re.compile(r"^make: \*\*\* \[.*\] Error (\d+)$", re.M)
+
+
+def _statuses(output: str, exit_code: int | None) -> set[int | None]:
+    return {exit_code, *(int(m.group(1)) for m in _MAKE_STATUS.finditer(output))}
+
+
+def missing_program(output: str, exit_code: int | None) -> tuple[str, str] | None:
+    """(program, the shell's line) when the shell found no such program (exit 127; make passes it on as `Error 127`)."""
+    if 127 not in _statuses(output, exit_code) or not (found := _SH_NOT_FOUND.search(output)):
+        return None
+    return found.group("program") or found.group("zsh") or found.group("make"), found.group(0)
+
+
+def shell_not_run(output: str, exit_code: int | None) -> NotRun | None:
+    """The shell could not start the test program (exit 127: not found; 126: not executable), or a `cd` before it
+    failed and nothing ran after it."""
+    if missing := missing_program(output, exit_code):
+        program, line = missing
+        return NotRun(NotRunCause.NOT_FOUND, line, f"install {program}, or correct its name or path in --test-command")
+    if 126 in _statuses(output, exit_code) and (denied := _SH_DENIED.search(output)):
+        program = denied.group("program") or denied.group("make")
+        return NotRun(NotRunCause.NOT_EXECUTABLE, denied.group(0),
+                      f"chmod +x {program}, or run it with its interpreter")
+    lines = [line for line in output.splitlines() if line.strip() and not _MAKE_STATUS.match(line)]
+    cd = _SH_CD.search(output)
+    if cd and lines[-1] == cd.group(0):  # nothing ran after it
+        directory = cd.group("dash") or cd.group("bash")
+        return NotRun(NotRunCause.NO_DIRECTORY, cd.group(0),
+                      f"the right path after cd in --test-command ({directory} does not exist)")
+    return None

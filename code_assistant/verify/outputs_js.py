@@ -1,10 +1,12 @@
-"""Parsers for JavaScript test runners: node --test (TAP and spec reporters), Jest and Mocha."""
+"""Parsers for JavaScript test runners: node --test (TAP and spec reporters), Jest and Mocha; and npm's reasons for
+running no test at all."""
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from code_assistant.verify.outputs_common import TestFailure, dedent, finish
+from code_assistant.verify.manifests import npm_install_fix
+from code_assistant.verify.outputs_common import NotRun, NotRunCause, TestFailure, dedent, finish, missing_program
 
 _JS_FRAME = re.compile(r"^\s*(?:at\s+)?(?:.*?\()?((?:file://)?[^\s()]+?):(\d+):(\d+)\)?\s*$")
 
@@ -201,3 +203,39 @@ def parse_mocha(output: str, repo: Path | None) -> tuple[list[TestFailure], int 
         failures.append(failure)
     return (failures, int(passing.group(1)) if passing else None,
             int(failing.group(1)) if failing else (len(failures) or None))
+
+
+# ---------------------------------------------------------------- npm: the tests never ran
+
+_NPM_ERROR = r"^npm (?:error|ERR!) "
+_NPM_NO_SCRIPT = re.compile(_NPM_ERROR + r"Missing script: \"?([^\"\s]+)\"?$", re.M)
+_NPM_NO_PACKAGE = re.compile(_NPM_ERROR + r"(?:enoent )?Could not read package\.json.*$", re.M)
+_JS_MISSING = re.compile(r"^(?:# )?(.*Cannot find (?:module|package) '([^']+)'.*)$", re.M)  # TAP: as a comment
+
+
+def _package(specifier: str) -> str | None:
+    """The package a bare import specifier names ('@scope/pkg/sub' -> '@scope/pkg'); None for a path or a builtin."""
+    if specifier.startswith((".", "/", "node:", "file:")):
+        return None
+    parts = specifier.split("/")
+    return "/".join(parts[:2]) if specifier.startswith("@") else parts[0]
+
+
+def npm_not_run(output: str, exit_code: int | None, repo: Path | None) -> NotRun | None:
+    """npm found no script or no package.json; or the runner or a package that package.json lists is missing from
+    node_modules (`npm install` was not run)."""
+    if no_script := _NPM_NO_SCRIPT.search(output):
+        return NotRun(NotRunCause.NO_SCRIPT, no_script.group(0), f'a "{no_script.group(1)}" script in package.json, or '
+                      f"the real test command in --test-command")
+    if no_package := _NPM_NO_PACKAGE.search(output):
+        return NotRun(NotRunCause.NO_DIRECTORY, no_package.group(0),
+                      "run it where package.json is (--repo, or cd into the package in --test-command)")
+    if repo is None:
+        return None
+    if (missing := missing_program(output, exit_code)) and (fix := npm_install_fix(missing[0], repo)):
+        return NotRun(NotRunCause.NOT_FOUND, missing[1], fix)
+    for found in _JS_MISSING.finditer(output):
+        package = _package(found.group(2))
+        if package and (fix := npm_install_fix(package, repo)):
+            return NotRun(NotRunCause.NOT_INSTALLED, found.group(1), fix)
+    return None

@@ -1,10 +1,11 @@
-"""Parsers for compiled-language test runners: go test and cargo test."""
+"""Parsers for compiled-language test runners: go test and cargo test; and their reasons for running no test at all
+(a Go older than go.mod asks for, modules or crates that cannot be downloaded)."""
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from code_assistant.verify.outputs_common import MAX_FRAMES, TestFailure, dedent, finish
+from code_assistant.verify.outputs_common import MAX_FRAMES, NotRun, NotRunCause, TestFailure, dedent, finish
 
 # ---------------------------------------------------------------- go test
 
@@ -24,6 +25,16 @@ def _go_module(repo: Path | None) -> str | None:
         return None
     match = re.search(r"^module\s+(\S+)", text, re.M)
     return match.group(1).strip('"') if match else None
+
+
+def _go_version(repo: Path | None) -> str | None:
+    """The Go release go.mod's `go` line asks for."""
+    try:
+        text = (repo / "go.mod").read_text(encoding="utf-8") if repo else ""
+    except OSError:
+        return None
+    match = re.search(r"^go\s+(\S+)", text, re.M)
+    return match.group(1) if match else None
 
 
 def _go_file(base: str, pkg: str | None, module: str | None) -> str:
@@ -105,6 +116,41 @@ def parse_go(output: str, repo: Path | None) -> tuple[list[TestFailure], int | N
     return failures, (passed if verbose else None), len(failures)
 
 
+# ---------------------------------------------------------------- go: the tests never ran
+
+# standard packages added since Go 1.16, with the release that added them: an import of one that the toolchain does
+# not have ("package slices is not in GOROOT") means the Go here is older than the code's
+NEWER_STD = {"embed": "1.16", "io/fs": "1.16", "testing/fstest": "1.16", "runtime/metrics": "1.16",
+             "net/netip": "1.18", "debug/buildinfo": "1.18", "crypto/ecdh": "1.20", "slices": "1.21", "maps": "1.21",
+             "cmp": "1.21", "log/slog": "1.21", "testing/slogtest": "1.21", "math/rand/v2": "1.22",
+             "go/version": "1.22", "iter": "1.23", "unique": "1.23", "structs": "1.23", "weak": "1.24",
+             "crypto/hkdf": "1.24", "crypto/pbkdf2": "1.24", "crypto/sha3": "1.24", "crypto/mlkem": "1.24",
+             "testing/synctest": "1.25"}
+_GO_NOT_IN_GOROOT = re.compile(r"^.*\bpackage (\S+) is not in (?:GOROOT|std)\b.*$", re.M)
+_GO_TOO_OLD = re.compile(r"^note: module requires Go (\S+)$|^.*\brequires go >= (\S+) \(running go \S+?[;)].*$"
+                         r"|^\S*go\.mod:\d+: invalid go version '([^']+)'.*$|^\S*go\.mod:\d+: unknown directive: "
+                         r"(toolchain)$", re.M)
+_GO_DOWNLOAD = re.compile(r"^.*(?:module lookup disabled by GOPROXY=off|@v\S+: (?:Get|reading) \"?https?://\S+|"
+                          r"\bdial tcp\b.*|unrecognized import path \"[^\"]+\").*$", re.M)
+
+
+def go_not_run(output: str, exit_code: int | None, repo: Path | None) -> NotRun | None:
+    """The Go here is older than go.mod asks for (or than a standard package the code imports), or a module cannot be
+    downloaded. A compile error in the repository's own files is not this: a task may be to fix it."""
+    asked = _go_version(repo)
+    wants = f"Go {asked} or newer, as go.mod asks" if asked else "a newer Go"
+    if old := _GO_TOO_OLD.search(output):
+        return NotRun(NotRunCause.OLD_TOOLCHAIN, old.group(0), wants)
+    for missing in _GO_NOT_IN_GOROOT.finditer(output):
+        if added := NEWER_STD.get(missing.group(1)):
+            return NotRun(NotRunCause.OLD_TOOLCHAIN, missing.group(0),
+                          f"{wants} (package {missing.group(1)} came with Go {added})")
+    if download := _GO_DOWNLOAD.search(output):
+        return NotRun(NotRunCause.NO_DOWNLOAD, download.group(0), "the modules downloaded first (`go mod download` "
+                      "with network; --sandbox strict runs the tests without it), or vendored")
+    return None
+
+
 # ---------------------------------------------------------------- cargo test
 
 _CARGO_SECTION = re.compile(r"^---- (\S+) stdout ----$")
@@ -167,3 +213,15 @@ def parse_cargo(output: str, repo: Path | None) -> tuple[list[TestFailure], int 
     if not results:
         return failures, None, (len(failures) or None)
     return failures, sum(r[0] for r in results), sum(r[1] for r in results) + bool(diagnostics)
+
+
+_CARGO_OFFLINE = re.compile(r"^error: (?:no matching package named `[^`]+` found|failed to get `[^`]+` as a dependency"
+                            r"|failed to download|failed to load source for dependency).*$", re.M)
+
+
+def cargo_not_run(output: str, exit_code: int | None) -> NotRun | None:
+    """cargo could not resolve or download the crates the repository depends on (offline, or no network)."""
+    if exit_code != 101 or not (failed := _CARGO_OFFLINE.search(output)):
+        return None
+    return NotRun(NotRunCause.NO_DOWNLOAD, failed.group(0), "the crates downloaded first (`cargo fetch` with network; "
+                  "--sandbox strict runs the tests without it)")

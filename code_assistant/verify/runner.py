@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from code_assistant.errors import AssistantError
-from code_assistant.verify.outputs import TestFailure, parse_test_output, strip_ansi
+from code_assistant.verify.outputs import NotRun, TestFailure, never_ran, parse_test_output, strip_ansi
 from code_assistant.verify.sandbox import Sandbox
 
-__all__ = ["TestCommandError", "TestResult", "TestRunner", "reap_leftovers", "truncate_output"]
+__all__ = ["TestCommandError", "TestResult", "TestRunner", "TestsNotRunError", "reap_leftovers", "truncate_output"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +43,16 @@ class TestCommandError(AssistantError):
     __test__ = False
 
 
+class TestsNotRunError(AssistantError):
+    """The baseline's output shows that the tests never ran, for a reason outside the repository's own code: the run
+    stops before any model call (exit 2) with the cause, the line that shows it and the likely fix."""
+    __test__ = False
+
+    def __init__(self, not_run: NotRun) -> None:
+        super().__init__(not_run.describe())
+        self.not_run = not_run
+
+
 @dataclass
 class TestResult:
     """One run of the test command."""
@@ -59,6 +69,7 @@ class TestResult:
     failed_count: int | None = None
     runner: str = "unknown"
     timeout_s: float | None = None
+    not_run: NotRun | None = None  # the output shows the tests never ran, for a reason outside the repository
 
     @property
     def failed_ids(self) -> list[str]:
@@ -197,7 +208,8 @@ class TestRunner:
         if timed_out:
             output += f"{'' if output.endswith(chr(10)) or not output else chr(10)}timed out after {self.timeout:g}s\n"
         result = TestResult(self.command, exit_code, exit_code == 0 and not timed_out, timed_out, output, duration,
-                            parsed.failures, parsed.passed, parsed.failed, parsed.runner, self.timeout)
+                            parsed.failures, parsed.passed, parsed.failed, parsed.runner, self.timeout,
+                            not_run=never_ran(raw, exit_code, self.cwd))
         logger.info("test run finished in %.1fs: %s", duration, result.summary())
         return result
 
