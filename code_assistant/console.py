@@ -234,7 +234,8 @@ def result_json(result: RunResult) -> dict[str, Any]:
             "files_modified": result.files_modified, "rolled_back": result.rolled_back, "message": result.message,
             "tokens": usage_json(result.usage), "cost_usd": result.cost_usd, "log": result.log_path,
             "reproduction": result.reproduction, "candidates": [candidate_json(o) for o in result.candidates],
-            "taken_back": taken_back_json(result.taken_back)}
+            "taken_back": taken_back_json(result.taken_back), "verified": result.verified,
+            "verification": result.verification, "diff": result.diff}
 
 
 def candidates_table(outcomes: list[CandidateOutcome]) -> None:
@@ -265,6 +266,16 @@ def taken_back_json(outcomes: list[FileOutcome]) -> list[dict[str, Any]]:
     return [{"path": o.path, "outcome": o.fate, "why": o.why, "original": o.original} for o in outcomes]
 
 
+def result_line(result: RunResult) -> str:
+    """A success says whether a test shows the task done (verified) or only that the tests pass."""
+    if result.stop_reason == Stop.NO_CHANGES:
+        return f"Result: SUCCESS, NO CHANGE ({result.message or result.verification})"
+    if result.verified:
+        return f"Result: SUCCESS (verified: {result.verification}; iteration {result.iterations})"
+    return (f"Result: SUCCESS, NOT VERIFIED (the tests pass; no test shows the task is done: {result.verification}; "
+            f"iteration {result.iterations})")
+
+
 def summary(result: RunResult) -> None:
     bar = "=" * 60
     if result.diff:
@@ -274,7 +285,7 @@ def summary(result: RunResult) -> None:
     if result.stop_reason == Stop.DRY_RUN:
         say("Result: DRY RUN — nothing was written" + ("" if result.success else "; some edits would fail"))
     elif result.success:
-        say(f"Result: SUCCESS ({result.stop_reason}, iteration {result.iterations})")
+        say(result_line(result))
         say("Modified files:" if result.files_modified else "No files were modified; the tests already pass.")
         for path in result.files_modified:
             say(f"  - {path}")

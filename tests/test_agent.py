@@ -93,13 +93,14 @@ def test_cost_cap_by_dollars(tmp_path: Path, embedder: embeddings.Embedder) -> N
     assert result.stop_reason == "cost_cap" and "$" in result.message
 
 
-def test_no_changes_when_the_tests_already_pass(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+def test_no_change_on_a_green_baseline_is_no_success(tmp_path: Path, embedder: embeddings.Embedder) -> None:
     repo = python_repo(tmp_path, {"calc.py": "def add(a, b):\n    return a + b\n",
                                   "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
                                   "pytest.ini": "[pytest]\npythonpath = .\n"})
     result, _, lines = run_agent(repo, ['{"changes": []}'], embedder, task="make sure add works", reproduce=False)
-    assert (result.success, result.stop_reason, result.files_modified) == (True, "no_changes", [])
-    assert "[Tests passed on iteration 1]" in lines
+    assert (result.success, result.stop_reason, result.files_modified) == (False, "no_changes", [])
+    assert result.message == "no change: the model proposed none" and not result.rolled_back
+    assert not any(line.startswith("[Testing") for line in lines), "nothing to test: the baseline was green"
 
 
 def test_no_changes_when_the_model_gives_up(tmp_path: Path, embedder: embeddings.Embedder) -> None:

@@ -19,6 +19,7 @@ KNOWN = {
     "read/v1.0.0": "021aa1d55dce0a941de00eac01f2fbc2bd872bdaa0035748f8bbe88b5cf77713",
     "instructions/v1.0.0": "98e8e4b6be9c2931880667a16702b03f63205d5e2d468cccada27b100e08201f",
     "session/v1.0.0": "fa86187e4fa1c1dc5cd196824cf5f7a5e01fa5fc1f2e5d07874048244a24f0ed",
+    "unapplied/v1.0.0": "a7c42023e75302f838ce80d775a5c610f7f9b0143a214d46d4021bbc11b63878",
 }
 
 

@@ -103,6 +103,7 @@ class Asker:
             kind = state.step.kind  # a syntax repair joins the step it repairs
         state.step = Step(kind=kind, step=state.iteration, model=self.model.name,
                           prompt_version=request.prompt.version, candidate=state.candidate)
+        state.step_written = False
         started = time.perf_counter()
         state.messages = messages
         try:

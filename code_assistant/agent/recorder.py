@@ -23,18 +23,21 @@ class Recorder:
         self.settings, self.model_name, self.state = settings, model_name, state
         self.usage, self.trajectory, self.sandbox = usage, trajectory, sandbox
 
-    def record(self, applied: Applied, result: TestResult) -> None:
-        """The current step, complete with its edits and its test run, into the run log."""
+    def record(self, applied: Applied, result: TestResult | None) -> None:
+        """The current step, complete with its edits and its test run (None: the tests were not run), into the run
+        log."""
         step = self.state.step
         step.step = self.state.iteration
         step.files = list(dict.fromkeys(r.file_path for r in applied.results if r.ok))
         step.patch_lines = applied.patch_lines
         step.edits_failed = sum(1 for r in applied.results if not r.ok) + len(applied.refused)
-        step.test_exit_code = result.exit_code
-        step.tests_failed = self.state.tests_failed = result.failed_ids
-        step.tests_passed = result.passed_count
-        step.timed_out = result.timed_out
-        step.duration_s = round(step.duration_s + result.duration_s, 3)
+        if result is not None:
+            step.test_exit_code = result.exit_code
+            step.tests_failed = self.state.tests_failed = result.failed_ids
+            step.tests_passed = result.passed_count
+            step.timed_out = result.timed_out
+            step.duration_s = round(step.duration_s + result.duration_s, 3)
+        self.state.step_written = True
         if self.trajectory:
             self.trajectory.append(step)
 
@@ -48,14 +51,16 @@ class Recorder:
 
     def result(self, success: bool, reason: Stop, files: list[str], *, rolled_back: bool, diff: str = "",
                message: str = "", iterations: int | None = None,
-               taken_back: list[FileOutcome] | None = None) -> RunResult:
+               taken_back: list[FileOutcome] | None = None, verified: bool = False,
+               verification: str = "") -> RunResult:
         reproduction = self.state.reproduction
         return RunResult(success=success, stop_reason=reason,
                          iterations=self.state.iteration if iterations is None else iterations, files_modified=files,
                          rolled_back=rolled_back, diff=diff, message=message, usage=self.usage(), cost_usd=self.cost(),
                          log_path=str(self.trajectory.path) if self.trajectory else None,
                          reproduction=reproduction.summary() if reproduction is not None else None,
-                         taken_back=taken_back or [], tests_failed=list(self.state.tests_failed))
+                         taken_back=taken_back or [], tests_failed=list(self.state.tests_failed),
+                         verified=verified, verification=verification)
 
     def close(self, outcome: RunResult | None, files: list[str]) -> None:
         """The final record (a crash too: `outcome` None); an answer whose step never reached a test run goes in it."""
@@ -68,7 +73,7 @@ class Recorder:
                      stop_reason=outcome.stop_reason if outcome else "crashed", candidate=state.candidate,
                      reproduction=reproduction.summary() if reproduction is not None else None,
                      sandbox=self.sandbox)
-        if state.step.answers and state.step.test_exit_code is None:
+        if state.step.answers and not state.step_written:
             final.answers, final.reasoning = state.step.answers, state.step.reasoning
             final.answer_format = state.step.answer_format
         self.trajectory.append(final)

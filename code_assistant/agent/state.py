@@ -66,6 +66,7 @@ class RunState:
     """One run's (or one best-of-N attempt's) state, shared by its parts; no other run reads or writes it."""
 
     step: Step  # the step being built: the answers of the last request, then its edits and test run
+    step_written: bool = False  # the step is in the run log already
     candidate: int | None = None  # best of N: which attempt this is (None: the run in the repository)
     iteration: int = 0
     messages: list[Message] = field(default_factory=list)  # the conversation so far: the last request and its answers
@@ -122,3 +123,5 @@ class RunResult:
     candidates: list[CandidateOutcome] = field(default_factory=list)  # best of N: one per attempt
     taken_back: list[FileOutcome] = field(default_factory=list)  # a rollback: what became of each file it touched
     tests_failed: list[str] = field(default_factory=list)  # the tests failing at the last test run
+    verified: bool = False  # a test that failed before the change passes now
+    verification: str = ""  # which test shows it, or why none does

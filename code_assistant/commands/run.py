@@ -57,9 +57,10 @@ def run(settings: Settings, options: RunOptions) -> int:
 
 
 def exit_status(result: RunResult) -> int:
+    """0 for green and for a dry run (it did what was asked: showed the plan), 130 interrupted, else 1."""
     if result.stop_reason == Stop.INTERRUPTED:
         return EXIT_INTERRUPTED
-    return EXIT_OK if result.success else EXIT_FAILED
+    return EXIT_OK if result.success or result.stop_reason == Stop.DRY_RUN else EXIT_FAILED
 
 
 def preflight(settings: Settings, replay_file: Path | None) -> tuple[Sandbox, ReplayModel | None]:

@@ -140,6 +140,21 @@ class FileEditor:
             results.append(result)
         return results
 
+    def broken(self) -> dict[str, str]:
+        """Files the run left unparsable that parsed before it (or that it created): path -> "line N: message"."""
+        problems = {}
+        for rel, entry in self._touched.items():
+            left = self._left.get(rel)
+            if left is None:
+                continue
+            problem = _syntax_problem(self.repo / rel, _read_text(left)[0])
+            if problem is None:
+                continue
+            before = None if entry.op == Op.CREATED else self._backup_bytes(entry)
+            if before is None or _syntax_problem(self.repo / rel, _read_text(before)[0]) is None:
+                problems[rel] = problem
+        return problems
+
     def changed_outside(self) -> list[str]:
         """Files this run wrote that no longer hold what it left in them: somebody else changed them since."""
         return [rel for rel, left in self._left.items() if read_state(self.repo / rel) != left]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import importlib
 import logging
+import re
 import threading
 from dataclasses import dataclass
 from functools import cache
@@ -376,6 +377,8 @@ _REGEX_LANGUAGES = {"c", "cpp", "csharp", "ruby", "php", "kotlin", "swift", "sca
 
 def syntax_problem(path: str, source: str) -> SyntaxProblem | None:
     """The first syntax error, or None when the file parses or its language has no checker."""
+    if path.endswith((".json", ".toml")):
+        return _data_problem(path, source)
     language = language_for(path)
     if language == "python":
         try:
@@ -399,6 +402,24 @@ def syntax_problem(path: str, source: str) -> SyntaxProblem | None:
         return SyntaxProblem(node.start_point.row + 1, f"missing {node.type!r}")
     snippet = _text(node).split("\n")[0][:40]
     return SyntaxProblem(node.start_point.row + 1, f"syntax error near {snippet!r}")
+
+
+def _data_problem(path: str, source: str) -> SyntaxProblem | None:
+    """JSON and TOML files: what their own parsers say."""
+    import json
+    import tomllib
+
+    try:
+        if path.endswith(".json"):
+            json.loads(source)
+        else:
+            tomllib.loads(source)
+    except json.JSONDecodeError as exc:
+        return SyntaxProblem(exc.lineno, exc.msg)
+    except tomllib.TOMLDecodeError as exc:
+        line = re.search(r"line (\d+)", str(exc))
+        return SyntaxProblem(int(line.group(1)) if line else 1, str(exc).split(" (at")[0])
+    return None
 
 
 def find_symbols(parsed: ParsedFile, qualname: str) -> list[Symbol]:
