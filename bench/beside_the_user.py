@@ -4,6 +4,7 @@ user changed the very line the assistant wrote) while a writer process
 appends lines to random tracked files at random moments, as a person with an editor open would.
 
     python -m bench.beside_the_user [--runs 60] [--seed 1] [--work /tmp/beside] [--out results.json]
+    python -m bench.beside_the_user --main /old/checkout/main.py --scenarios fail kill_recover   # a before row
 
 Each episode starts from a fresh copy of a small repository (calc.py and text.py with a bug each, far from their
 ends; two more modules; a test file whose tests sleep a little, to widen the windows). After the episode (and its
@@ -93,8 +94,11 @@ def _env(work: Path, url: str) -> dict[str, str]:
             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "CODE_ASSISTANT_EMBED_BUDGET": "0"}
 
 
+MAIN = [ROOT / "main.py"]  # the tool under test (--main: another checkout's, for a before/after)
+
+
 def _cli(repo: Path, *args: str, command: tuple[str, ...] = ()) -> list[str]:
-    return [sys.executable, str(ROOT / "main.py"), *command, "--repo", str(repo), *args]
+    return [sys.executable, str(MAIN[0]), *command, "--repo", str(repo), *args]
 
 
 def _run_args(as_json: bool = True) -> tuple[str, ...]:
@@ -210,13 +214,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--work", type=Path, default=None, help="scratch directory (default: a new temp dir)")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--main", type=Path, default=ROOT / "main.py", help="the tool under test")
+    parser.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=list(SCENARIOS))
     args = parser.parse_args(argv)
+    MAIN[0] = args.main
     work = args.work or Path(tempfile.mkdtemp(prefix="beside-"))
     work.mkdir(parents=True, exist_ok=True)
     rng = random.Random(args.seed)
     episodes = []
     for number in range(args.runs):
-        scenario = SCENARIOS[number % len(SCENARIOS)] if number < len(SCENARIOS) else rng.choice(SCENARIOS)
+        chosen = args.scenarios
+        scenario = chosen[number % len(chosen)] if number < len(chosen) else rng.choice(chosen)
         ep = episode(number, scenario, work, rng)
         episodes.append(ep)
         print(f"[{number + 1}/{args.runs}] {scenario:13} exit {ep.exit_codes} writes {ep.writes:3} lost "
