@@ -185,6 +185,11 @@ SLOW_SECOND_RUN = {
 }
 
 
+# a plan that changes calc.py and creates a file in a new directory: what a rollback must put back and take away
+FIX_AND_NEW_MODULE = answer(modify("calc.py", "    return a - b", "    return a + b"),
+                            create("pkg/new_module.py", "X = 1\n"))
+
+
 def start_run(repo: Path, server_url: str, *more: str, task: str = "fix add") -> subprocess.Popen[str]:
     """The CLI in a session of its own (so a kill reaches it alone), its test command unconfined: a sandboxed test
     dies with the assistant (tests/test_sandbox.py), this one is left behind for --recover to find."""

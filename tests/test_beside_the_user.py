@@ -16,6 +16,7 @@ import pytest
 
 from tests.repos import (
     CALC_PY,
+    FIX_AND_NEW_MODULE,
     PYTEST,
     SLOW_SECOND_RUN,
     answer,
@@ -93,8 +94,7 @@ def test_when_the_user_changed_the_same_lines_the_file_stays_as_they_have_it_and
 # ----- after a crash -------------------------------------------------------------------------------------------------
 def test_kill_9_then_a_user_edit_then_recover_keeps_the_user_edit(tmp_path: Path) -> None:
     repo = python_repo(tmp_path, SLOW_SECOND_RUN)
-    plan = answer(modify("calc.py", "    return a - b", "    return a + b"),
-                  {"file_path": "pkg/new_module.py", "action": "create", "content": "X = 1\n"})
+    plan = FIX_AND_NEW_MODULE
     with ScriptedServer([plan]) as server:
         proc = start_run(repo, server.url)
         wait_for_tests(proc)
@@ -116,8 +116,7 @@ def test_kill_9_then_a_user_edit_then_recover_keeps_the_user_edit(tmp_path: Path
 def test_a_closed_terminal_or_ctrl_backslash_rolls_back_byte_for_byte(tmp_path: Path, signum: int) -> None:
     repo = python_repo(tmp_path, SLOW_SECOND_RUN)
     before = snapshot(repo)
-    plan = answer(modify("calc.py", "    return a - b", "    return a + b"),
-                  {"file_path": "pkg/new_module.py", "action": "create", "content": "X = 1\n"})
+    plan = FIX_AND_NEW_MODULE
     with ScriptedServer([plan]) as server:
         proc = start_run(repo, server.url)
         wait_for_tests(proc)

@@ -11,6 +11,7 @@ from pathlib import Path
 from code_assistant.edit.journal import RepoLock
 from code_assistant.settings import load_settings
 from tests.repos import (
+    FIX_AND_NEW_MODULE,
     PYTEST,
     ROOT,
     SLOW_SECOND_RUN,
@@ -27,8 +28,7 @@ from tests.repos import (
 )
 from tests.scripted_server import ScriptedServer
 
-FIX = answer(modify("calc.py", "    return a - b", "    return a + b"),
-             {"file_path": "pkg/new_module.py", "action": "create", "content": "X = 1\n"})
+FIX = FIX_AND_NEW_MODULE
 
 
 def test_kill_9_then_recover_restores_byte_for_byte(tmp_path: Path) -> None:

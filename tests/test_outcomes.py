@@ -95,12 +95,12 @@ def test_a_dry_run_exits_0_with_its_diff_in_the_json(tmp_path: Path) -> None:
 
 
 def test_an_interrupted_result_line_names_its_reason_once(tmp_path: Path) -> None:
+    import contextlib
+    import io
+
     from code_assistant.agent.state import RunResult
     from code_assistant.agent.stop import Stop
     from code_assistant.console import summary
-
-    import contextlib
-    import io
 
     shown = io.StringIO()
     with contextlib.redirect_stdout(shown):

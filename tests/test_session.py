@@ -16,8 +16,20 @@ from code_assistant.model.fitting import message_tokens
 from code_assistant.model.window import ContextWindow
 from code_assistant.settings import load_settings
 from code_assistant.verify.runner import TestResult
-from tests.repos import (CALC_PY, PYTEST, ROOT, SLOW_SECOND_RUN, Terminal, _cli_env, answer, modify, python_repo,
-                         run_cli, sleeping_test, snapshot)
+from tests.repos import (
+    CALC_PY,
+    PYTEST,
+    ROOT,
+    SLOW_SECOND_RUN,
+    Terminal,
+    _cli_env,
+    answer,
+    modify,
+    python_repo,
+    run_cli,
+    sleeping_test,
+    snapshot,
+)
 from tests.scripted_server import ScriptedServer
 
 FIX_ADD = answer(modify("calc.py", "    return a - b", "    return a + b"))

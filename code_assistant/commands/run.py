@@ -19,8 +19,8 @@ from code_assistant.settings import Settings, repo_id
 if TYPE_CHECKING:
     from code_assistant.agent.memory import Memory
     from code_assistant.agent.state import RunResult
-    from code_assistant.index.indexer import Indexer
     from code_assistant.edit.editor import FileEditor
+    from code_assistant.index.indexer import Indexer
     from code_assistant.model.chat import ChatModel
     from code_assistant.model.trajectory import ReplayModel, Trajectory
     from code_assistant.verify.sandbox import Sandbox
