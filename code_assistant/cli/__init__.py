@@ -22,7 +22,8 @@ from code_assistant.commands.index import IndexOptions, index_all
 from code_assistant.commands.recover import RecoverOptions, UndoOptions, recover, undo
 from code_assistant.commands.run import RunOptions, run
 from code_assistant.commands.session import SessionOptions, chat
-from code_assistant.errors import EXIT_FAILED, EXIT_INTERRUPTED, AssistantError, GaveUpWaiting, UsageError, attached_log
+from code_assistant.errors import (EXIT_FAILED, EXIT_INTERRUPTED, AssistantError, GaveUpWaiting, UsageError,
+                                   attached_log)
 from code_assistant.settings import DEFAULT_MODEL, Settings, load_settings
 
 

@@ -22,8 +22,8 @@ from code_assistant import redact, tokens
 from code_assistant.errors import EXIT_FAILED, AssistantError, GaveUpWaiting
 from code_assistant.model.fitting import message_tokens
 from code_assistant.model.pace import PromptPace
-from code_assistant.model.prices import is_local
 from code_assistant.model.refusals import error_body, error_detail, fatal_message
+from code_assistant.model.prices import is_local
 from code_assistant.model.structured import FORMS, refuses_response_format, response_format
 from code_assistant.model.usage import ReportedPrompt, SentPrompts, reported_prompt
 from code_assistant.model.window import ContextWindow, WindowLimit, window_limit
