@@ -25,10 +25,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from code_assistant.edit.operations import PLAN_ACTIONS, READ
-from code_assistant.edit.plan import PlanParseError, parse_plan
-from code_assistant.index import embeddings, indexer, store
 from code_assistant.agent.requests import Requests
+from code_assistant.answers.plan import PlanParseError, parse_plan
+from code_assistant.edit.operations import PLAN_ACTIONS, READ
+from code_assistant.index import embeddings, indexer, store
 from code_assistant.model.chat import Message, ModelError, OpenAIChat
 from code_assistant.model.fitting import message_tokens
 from code_assistant.model.structured import plan_schema

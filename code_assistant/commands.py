@@ -135,15 +135,15 @@ def index_all(settings: Settings, as_json: bool) -> int:
 
 
 def ask(settings: Settings, question: str, as_json: bool) -> int:
-    from code_assistant.agent import ask
+    from code_assistant.agent.question import answer_question
 
     _check_server(settings)
     model = _chat_model(settings, schema=None)
     say = console.quiet if as_json else console.say
     say(f"[Model: {model.name}, context window {model.window.describe()}]")
     index, _ = _index(settings, quiet=as_json)
-    response, context = ask.answer_question(index, model, question, settings,
-                                            on_token=console.stream if settings.stream else None, say=say)
+    response, context = answer_question(index, model, question, settings,
+                                        on_token=console.stream if settings.stream else None, say=say)
     if as_json:
         print(json.dumps({"answer": response.text, "files": context.paths, "tokens": console.usage_json(model.usage)}))
     elif not settings.stream:

@@ -14,9 +14,9 @@ from code_assistant.agent.reproduction import reproduce
 from code_assistant.agent.requests import FixRequest, PlanRequest
 from code_assistant.agent.state import Applied, Prepared, RunResult, StopRun
 from code_assistant.agent.stop import Stop
+from code_assistant.answers.plan import PlanParseError
 from code_assistant.edit.editor import ChangedOutsideError, FileEditor
 from code_assistant.edit.operations import EditOperation
-from code_assistant.edit.plan import PlanParseError
 from code_assistant.index.indexer import Indexer, RepoIndex
 from code_assistant.model.chat import ChatModel, ModelError, Usage
 from code_assistant.model.trajectory import Trajectory

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from code_assistant.answers.plan_json import JsonPlanError, find_plan_json
+from code_assistant.answers.reasoning import split_reasoning
+from code_assistant.answers.search_replace import BlockError, has_blocks, parse_blocks
+from code_assistant.answers.unified_diff import DiffError, has_diff, parse_diff
 from code_assistant.edit.operations import PLAN_ACTIONS, EditOperation
-from code_assistant.edit.plan_json import JsonPlanError, find_plan_json
-from code_assistant.edit.reasoning import split_reasoning
-from code_assistant.edit.search_replace import BlockError, has_blocks, parse_blocks
-from code_assistant.edit.unified_diff import DiffError, has_diff, parse_diff
 
 JSON, JSON_REPAIRED, SEARCH_REPLACE, UNIFIED_DIFF = "json", "json_repaired", "search_replace", "unified_diff"
 FORMATS = (JSON, JSON_REPAIRED, SEARCH_REPLACE, UNIFIED_DIFF)
