@@ -15,11 +15,11 @@ from code_assistant.agent.state import RunState, StopRun
 from code_assistant.agent.stop import Stop
 from code_assistant.answers.plan import PlanParseError, parse_answer
 from code_assistant.answers.reasoning import split_reasoning
-from code_assistant.edit.operations import READ, EditOperation, PathError, resolve_repo_path
+from code_assistant.edit.operations import Action, EditOperation, PathError, resolve_repo_path
 from code_assistant.model import prompts
 from code_assistant.model.chat import ChatModel, ChatResponse, Message, Usage
 from code_assistant.model.prices import estimate_cost
-from code_assistant.model.trajectory import Step
+from code_assistant.model.trajectory import Step, StepKind
 from code_assistant.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -28,13 +28,13 @@ READ_ROUNDS = 1  # answers per request that may ask to read files; after that, "
 REASONING_ONLY = "(reasoning only, no answer)"  # the conversation's record of an answer that was all reasoning
 
 
-def step_kind(request: Request) -> str:
+def step_kind(request: Request) -> StepKind:
     """The run log's name for the step a request starts."""
     if isinstance(request, PlanRequest):
-        return "plan"
+        return StepKind.PLAN
     if isinstance(request, ReproduceRequest) or request.prompt is prompts.REPRODUCE:
-        return "reproduce"
-    return "fix"
+        return StepKind.REPRODUCE
+    return StepKind.FIX
 
 
 class Asker:
@@ -62,8 +62,8 @@ class Asker:
         for round_ in range(READ_ROUNDS + 1):
             rebuild = functools.partial(self._noted, request, list(shown), note)
             ops = self._ask(first if first is not None and round_ == 0 else rebuild(), rebuild, request)
-            reads = [op.file_path for op in ops if op.action == READ]
-            edits = [op for op in ops if op.action != READ]
+            reads = [op.file_path for op in ops if op.action == Action.READ]
+            edits = [op for op in ops if op.action != Action.READ]
             if not reads:
                 return ops
             if round_ == READ_ROUNDS:

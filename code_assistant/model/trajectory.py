@@ -1,7 +1,7 @@
 """The run log: one JSON object per step in runs/<timestamp>-<slug>.jsonl, plus replaying a recorded run.
 
 Schema (format 2), one object per line:
-  format: 2                      kind: "plan" | "fix" | "final"
+  format: 2                      kind: "reproduce" | "plan" | "fix" | "candidate" | "final" (StepKind)
   step: int (0 = plan)           prompt_version: str | null      model: str
   answer: str | null (redacted)  answers: [str] (every answer of the step, redacted; reasoning blocks included)
   answer_format: str | null      the format the step's plan was read in: "json", "json_repaired", "search_replace",
@@ -10,7 +10,7 @@ Schema (format 2), one object per line:
   prompt_tokens, completion_tokens: int      cost_usd: float | null
   files: [str]                   patch_lines: int                edits_failed: int
   test_exit_code: int | null     tests_failed: [str]             tests_passed: int | null
-  timed_out: bool                duration_s: float               stop_reason: str | null (set on "final")
+  timed_out: bool                duration_s: float               stop_reason: str | null (on "final": agent/stop.py)
   candidate: int | null          reproduction: str | null
   sandbox: {requested, mode, backend, network, home_hidden, unavailable} | null (set on "final": what the test
            command ran in, verify/sandbox.py)
@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from code_assistant import redact
@@ -37,9 +38,19 @@ FORMAT = 2
 READABLE_FORMATS = (1, 2)  # format 1 lacks only answer_format and reasoning
 
 
+class StepKind(StrEnum):
+    """What a step of the run log records; the value is its "kind"."""
+
+    REPRODUCE = "reproduce"  # the request for a test that captures the task (and its follow-up)
+    PLAN = "plan"  # the first request for changes
+    FIX = "fix"  # a request after failing tests (a syntax repair joins the step it repairs)
+    CANDIDATE = "candidate"  # best of N: the chosen attempt applied to the repository and tested there
+    FINAL = "final"  # the run's last record: why it stopped, its usage and cost
+
+
 @dataclass
 class Step:
-    kind: str
+    kind: StepKind
     step: int
     model: str
     prompt_version: str | None = None
