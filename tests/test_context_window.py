@@ -191,24 +191,24 @@ def test_ask_learns_the_window_from_the_refusal_as_a_run_does(tmp_path: Path) ->
     same line on a refusal, and the question asked once more with a context built again to fit, which is the context
     it reports."""
     repo = _big_repo(tmp_path)
-    reply = "<think>draft: helpers.py?</think>\nadd() is defined in calc.py:1."
+    question, reply = "What do the functions in helpers.py return?", "<think>draft?</think>\nadd() is in calc.py:1."
     with ScriptedServer([reply], context_window=2048) as server:
-        shown = run_cli_on_a_terminal(["--repo", str(repo), "--ask", "What do the functions in helpers.py return?", "--model", "local-model"],
+        shown = run_cli_on_a_terminal(["--repo", str(repo), "--ask", question, "--model", "local-model"],
                                       server_url=server.url)
     assert shown.returncode == 0, shown.stdout + shown.stderr
     assert "[Context window: 2048 tokens, from the server's refusal; asking again with a smaller request]" in \
         shown.stdout
     assert "[Thinking...][Done thinking]" in shown.stderr and "draft" not in shown.stderr + shown.stdout
-    assert "add() is defined in calc.py:1." in shown.stderr
+    assert "add() is in calc.py:1." in shown.stderr
     with ScriptedServer([reply], context_window=2048) as server:
-        proc = run_cli(["--repo", str(repo), "--ask", "What do the functions in helpers.py return?", "--model", "local-model", "--json"],
+        proc = run_cli(["--repo", str(repo), "--ask", question, "--model", "local-model", "--json"],
                        server_url=server.url)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     first, second = server.chat_requests
     assert len(str(first)) > len(str(second)), "the question was asked again, smaller"
     assert server.usages[0]["prompt_tokens"] + second["max_tokens"] <= 2048
     result = json.loads(proc.stdout)
-    assert result["answer"] == "add() is defined in calc.py:1."
+    assert result["answer"] == "add() is in calc.py:1."
     assert result["files"] and all(path in second["messages"][-1]["content"] for path in result["files"]), \
         "the files reported are those of the request that was answered"
 
