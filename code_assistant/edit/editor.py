@@ -222,7 +222,7 @@ class FileEditor:
     def _apply(self, op: EditOperation, path: Path, rel: str) -> EditResult:
         action = op.action
         if action not in ACTIONS:
-            return EditResult.failed(rel, action, f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
+            return EditResult.failed(rel, action, f"unknown action {str(action)!r}; use one of {', '.join(ACTIONS)}")
         exists = path.exists()
         if exists and not path.is_file():
             return EditResult.failed(rel, action, f"{rel} is a directory, not a file")

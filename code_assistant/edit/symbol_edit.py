@@ -24,7 +24,7 @@ def _reindent(code: str, indent: str) -> list[str]:
 def apply_symbol_edit(path: str, content: str, qualname: str, new_code: str, mode: str) -> MatchOutcome:
     """replace_symbol / insert_after_symbol: locate one definition with code_parser and splice `new_code` there."""
     if mode not in ("replace_symbol", "insert_after_symbol"):
-        return MatchOutcome(False, message=f"unknown symbol action {mode!r}")
+        return MatchOutcome(False, message=f"unknown symbol action {str(mode)!r}")
     if not new_code.strip():
         return MatchOutcome(False, message=f"{mode} needs the new definition in 'content'.")
     parsed = code_parser.parse_source(path, content)
