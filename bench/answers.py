@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from collections import defaultdict
 
-from code_assistant.edit.plan import PlanParseError, parse_answer
+from code_assistant.answers.plan import PlanParseError, parse_answer
 from tests.answer_corpus import Case, cases, check
 
 

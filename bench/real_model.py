@@ -25,10 +25,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from code_assistant.edit.operations import PLAN_ACTIONS, READ
-from code_assistant.edit.plan import PlanParseError, parse_plan
-from code_assistant.index import embeddings, indexer, store
 from code_assistant.agent.requests import Requests
+from code_assistant.answers.plan import PlanParseError, parse_plan
+from code_assistant.edit.operations import PLAN_ACTIONS, Action
+from code_assistant.index import embeddings, indexer, store
 from code_assistant.model.chat import Message, ModelError, OpenAIChat
 from code_assistant.model.fitting import message_tokens
 from code_assistant.model.structured import plan_schema
@@ -78,7 +78,7 @@ def _measure(model: OpenAIChat, messages: list[Message], mode: str) -> Run:
     rate = (len(stamps) - 1) / (ended - stamps[0]) if len(stamps) > 1 and ended > stamps[0] else None
     try:
         ops = parse_plan(response.text)
-        changes, parsed, error, reads = len(ops), True, "", sum(op.action == READ for op in ops)
+        changes, parsed, error, reads = len(ops), True, "", sum(op.action == Action.READ for op in ops)
     except PlanParseError as exc:
         changes, parsed, error, reads = 0, False, str(exc), 0
     return Run(mode, first, len(stamps), rate, parsed, changes, error, reads)

@@ -1,18 +1,20 @@
 """A command-line code assistant: index a repository, build a context for a task, plan search/replace edits with a
 chat model, apply them with backups, run the real tests, fix or roll back byte for byte.
 
-The pipeline, one folder per stage, imports pointing down only (checked by import-linter, see pyproject.toml):
+One folder per stage, imports pointing down only (checked by import-linter, see pyproject.toml):
 
-    cli, console              the command line: arguments, printing, exit codes
-    agent, ask                the loop and its stop reasons; questions
-    messages                  the requests, sized to the model's context window
-    feedback                  what failures go back to the model
+    cli, commands, console    the command line: arguments, the commands, exit codes, printing
+    agent/                    the loop and its parts (asker, applier, verifier, recorder), the requests and the one
+                              exchange with the model, stop reasons, review, best of N, --ask (question)
+    answers/                  a model's text read into a plan: reasoning set aside, JSON and its repair,
+                              SEARCH/REPLACE, unified diffs
     retrieve/  edit/  verify/  model/
-                              ranking + context; edits, matching, journal, guardrails; the test command and its
-                              output; the chat seam, prompts, trajectory, prices, context windows, structured output
+                              ranking + context; edit operations, matching, the editor, journal, ownership, merge3,
+                              takeback, history (undo), preview, guardrails; the test command and its output; the chat
+                              seam, prompts, trajectory, prices, context windows, structured output
     index/                    repository files, the SQLite index, lexical, import graph, embeddings, vector store
     parse/                    tree-sitter and regex parsers, the code model, chunking
-    settings, languages, errors, vcs, tokens, redact
+    vcs, settings, languages, tokens, redact, interrupts, errors
                               the base every stage may use
 """
 

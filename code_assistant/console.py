@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from code_assistant.agent.review import Decision, Verdict
 from code_assistant.agent.stop import Stop
 
 if TYPE_CHECKING:  # the CLI imports this module first: the pipeline is loaded only when a command needs it
@@ -111,20 +112,20 @@ def show_diff(diff: str) -> None:
         sys.stdout.flush()
 
 
-def review(diff: str) -> tuple[str, str]:
+def review(diff: str) -> Verdict:
     """Show a proposed diff; 'y' applies, 'n' sends the refusal (and an optional reason) to the model, 'q' stops."""
     show_diff(diff)
     while True:
         say("Apply this change? [y]es / [n]o, tell the model / [q]uit")
         answer = sys.stdin.readline()
         if not answer:
-            return "q", ""
+            return Verdict(Decision.QUIT)
         choice = answer.strip().lower()[:1]
-        if choice in ("y", "q"):
-            return choice, ""
-        if choice == "n":
+        if choice in (Decision.APPLY, Decision.QUIT):
+            return Verdict(Decision(choice))
+        if choice == Decision.REJECT:
             say("What should the model do differently? (one line, optional)")
-            return "n", sys.stdin.readline().strip()
+            return Verdict(Decision.REJECT, sys.stdin.readline().strip())
 
 
 class _IndexProgress:

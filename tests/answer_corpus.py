@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from code_assistant.edit.plan import PlanParseError, parse_answer
+from code_assistant.answers.plan import PlanParseError, parse_answer
 
 CORPUS = Path(__file__).resolve().parent / "fixtures" / "answers"
 SEPARATOR = "---- answer ----\n"

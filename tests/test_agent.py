@@ -14,6 +14,7 @@ from code_assistant.settings import load_settings
 from code_assistant.index import embeddings
 from code_assistant.index import store
 from code_assistant.agent.loop import Agent
+from code_assistant.agent.review import Decision, Verdict
 from code_assistant.agent.state import RunResult
 from code_assistant.edit.editor import FileEditor
 from code_assistant.index.indexer import Indexer
@@ -177,10 +178,11 @@ def test_secrets_never_reach_the_model(tmp_path: Path, embedder: embeddings.Embe
 # ----- review and dry run ----------------------------------------------------------------------------------------
 def test_review_no_sends_the_reason_to_the_model(tmp_path: Path, embedder: embeddings.Embedder) -> None:
     repo = python_repo(tmp_path)
-    decisions = iter([("n", "keep the subtraction, add a new function instead"), ("y", "")])
+    decisions = iter([Verdict(Decision.REJECT, "keep the subtraction, add a new function instead"),
+                      Verdict(Decision.APPLY)])
     seen: list[str] = []
 
-    def reviewer(diff: str) -> tuple[str, str]:
+    def reviewer(diff: str) -> Verdict:
         seen.append(diff)
         return next(decisions)
 
@@ -194,7 +196,7 @@ def test_review_no_sends_the_reason_to_the_model(tmp_path: Path, embedder: embed
 def test_review_quit_stops_with_refused(tmp_path: Path, embedder: embeddings.Embedder) -> None:
     repo = python_repo(tmp_path)
     before = snapshot(repo)
-    result, _, _ = run_agent(repo, [answer(FIX_ADD)], embedder, review=lambda diff: ("q", ""))
+    result, _, _ = run_agent(repo, [answer(FIX_ADD)], embedder, review=lambda diff: Verdict(Decision.QUIT))
     assert result.stop_reason == "refused" and snapshot(repo) == before
 
 

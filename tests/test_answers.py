@@ -6,11 +6,11 @@ from collections import Counter
 
 import pytest
 
-from code_assistant.edit.plan import PlanParseError, parse_answer
-from code_assistant.edit.plan_json import lex_object, unfaithful
-from code_assistant.edit.reasoning import DONE_SHOWN, THINKING_SHOWN, ReasoningFilter, split_reasoning
-from code_assistant.edit.search_replace import parse_blocks
-from code_assistant.edit.unified_diff import parse_diff
+from code_assistant.answers.plan import PlanParseError, parse_answer
+from code_assistant.answers.plan_json import lex_object, unfaithful
+from code_assistant.answers.reasoning import DONE_SHOWN, THINKING_SHOWN, ReasoningFilter, split_reasoning
+from code_assistant.answers.search_replace import parse_blocks
+from code_assistant.answers.unified_diff import parse_diff
 from tests.answer_corpus import Case, cases, check
 
 CORPUS = cases()

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from code_assistant.agent.candidates import CandidateOutcome, ScratchCopy, choose, normalized
+from code_assistant.agent.stop import Stop
 
 DIFF_A = "--- a/calc.py\n+++ b/calc.py\n@@ -4,2 +4,2 @@ def add(a, b):\n-    return a - b\n+    return a + b\n"
 DIFF_A_ELSEWHERE = "--- a/calc.py\n+++ b/calc.py\n@@ -9,2 +9,2 @@\n-    return a - b\n+    return  a + b\n"
@@ -11,8 +12,8 @@ DIFF_B = "--- a/calc.py\n+++ b/calc.py\n@@ -4,2 +4,2 @@\n-    return a - b\n+   
 
 
 def outcome(number: int, passed: bool, lines: int, diff: str = DIFF_A) -> CandidateOutcome:
-    return CandidateOutcome(number, passed, "passed" if passed else "max_iterations", changed_lines=lines,
-                            diff=diff, files={"calc.py": b"x"})
+    return CandidateOutcome(number=number, passed=passed, stop_reason=Stop.PASSED if passed else Stop.MAX_ITERATIONS,
+                            changed_lines=lines, diff=diff, files={"calc.py": b"x"})
 
 
 def test_the_smallest_passing_change_wins() -> None:

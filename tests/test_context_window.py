@@ -1,6 +1,7 @@
 """Context windows: read from the setting, the server, the table or a refusal; every request sized to fit."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -18,7 +19,16 @@ from code_assistant.model.servers import (
     resolve_window,
 )
 from code_assistant.model.window import DEFAULT_WINDOW, ContextWindow, known_window, window_limit
-from tests.repos import CALC_PY, TEST_CALC_PY, answer, modify, python_repo, run_cli, snapshot
+from tests.repos import (
+    CALC_PY,
+    TEST_CALC_PY,
+    answer,
+    modify,
+    python_repo,
+    run_cli,
+    run_cli_on_a_terminal,
+    snapshot,
+)
 from tests.scripted_server import ScriptedServer, prompt_tokens
 
 PYTEST = f"{sys.executable} -m pytest -q"
@@ -174,6 +184,33 @@ def test_cli_learns_the_window_from_the_refusal_and_sends_nothing_over_it(tmp_pa
     assert len(str(first)) > len(str(second)), "the request was built again, smaller"
     assert server.usages[0]["prompt_tokens"] + second["max_tokens"] <= 2048
     assert "def add(a, b)" in second["messages"][-1]["content"], "the context still shows the file to fix"
+
+
+def test_ask_learns_the_window_from_the_refusal_as_a_run_does(tmp_path: Path) -> None:
+    """--ask goes through the run's one exchange with the model: streamed on a terminal without its reasoning, the
+    same line on a refusal, and the question asked once more with a context built again to fit, which is the context
+    it reports."""
+    repo = _big_repo(tmp_path)
+    question, reply = "What do the functions in helpers.py return?", "<think>draft?</think>\nadd() is in calc.py:1."
+    with ScriptedServer([reply], context_window=2048) as server:
+        shown = run_cli_on_a_terminal(["--repo", str(repo), "--ask", question, "--model", "local-model"],
+                                      server_url=server.url)
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert "[Context window: 2048 tokens, from the server's refusal; asking again with a smaller request]" in \
+        shown.stdout
+    assert "[Thinking...][Done thinking]" in shown.stderr and "draft" not in shown.stderr + shown.stdout
+    assert "add() is in calc.py:1." in shown.stderr
+    with ScriptedServer([reply], context_window=2048) as server:
+        proc = run_cli(["--repo", str(repo), "--ask", question, "--model", "local-model", "--json"],
+                       server_url=server.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first, second = server.chat_requests
+    assert len(str(first)) > len(str(second)), "the question was asked again, smaller"
+    assert server.usages[0]["prompt_tokens"] + second["max_tokens"] <= 2048
+    result = json.loads(proc.stdout)
+    assert result["answer"] == "add() is in calc.py:1."
+    assert result["files"] and all(path in second["messages"][-1]["content"] for path in result["files"]), \
+        "the files reported are those of the request that was answered"
 
 
 def test_cli_with_the_window_set_sends_nothing_over_it(tmp_path: Path) -> None:

@@ -118,3 +118,25 @@ def test_review_from_the_terminal(tmp_path: Path) -> None:
                               env=env, timeout=180)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "+    return a + b" in proc.stdout and "Apply this change?" in proc.stdout
+
+
+def test_review_from_the_terminal_asks_again_sends_a_no_with_its_reason_and_ends_at_end_of_input(
+        tmp_path: Path) -> None:
+    """An answer that is none of y/n/q is asked again; "n" sends the reason typed next to the model; the end of the
+    input stops the run as refused, with the repository as it was."""
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    fix = answer(modify("calc.py", "    return a - b", "    return a + b"))
+    again = answer(modify("calc.py", "    return a - b", "    return b + a"))
+    with ScriptedServer([fix, again]) as server:
+        env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k",
+               "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+        proc = subprocess.run([sys.executable, str(ROOT / "main.py"), "--repo", str(repo), "--task", "fix add",
+                               "--test-command", PYTEST, "--review"], input="maybe\nn\nswap the operands\n",
+                              capture_output=True, text=True, env=env, timeout=180)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.count("Apply this change?") == 3 and "What should the model do differently?" in proc.stdout
+    assert "the user rejected this change at review: swap the operands" in server.chat_requests[-1]["messages"][-1][
+        "content"]
+    assert "Result: FAILED (refused: the user stopped the run at review)" in proc.stdout
+    assert snapshot(repo) == before

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from code_assistant.edit.plan import PlanParseError, parse_plan
+from code_assistant.answers.plan import PlanParseError, parse_plan
 
 BARE = json.dumps({"changes": [{"file_path": "calc.py", "action": "modify", "description": "fix",
                                 "search": "return a - b", "replace": "return a + b"}]})

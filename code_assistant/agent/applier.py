@@ -7,19 +7,19 @@ from collections.abc import Callable
 from code_assistant.agent.asker import Asker, repo_relative
 from code_assistant.agent.feedback import edit_feedback
 from code_assistant.agent.requests import FollowUp
+from code_assistant.agent.review import Decision, Review
 from code_assistant.agent.state import Applied, RunState, StopRun
 from code_assistant.agent.stop import Stop
 from code_assistant.edit.editor import ChangedOutsideError, FileEditor
-from code_assistant.edit.operations import READ, EditOperation
+from code_assistant.edit.operations import Action, EditOperation
 from code_assistant.edit.preview import Limits, Preview, preview_edits, refusals
 from code_assistant.model import prompts
 from code_assistant.settings import Settings
 
-Review = Callable[[str], tuple[str, str]]  # diff -> ("y" | "n" | "q", reason)
-
 
 def limits_of(settings: Settings) -> Limits:
-    return Limits(settings.max_changed_lines, settings.max_plan_lines, settings.max_files, settings.allow_test_edits)
+    return Limits(max_changed_lines=settings.max_changed_lines, max_plan_lines=settings.max_plan_lines,
+                  max_files=settings.max_files, allow_test_edits=settings.allow_test_edits)
 
 
 class Applier:
@@ -38,7 +38,7 @@ class Applier:
     def apply(self, ops: list[EditOperation], *, is_plan: bool, limits: Limits | None = None) -> Applied:
         """Preview, check the guardrails (`limits`: the settings' unless given), let the user review, then write
         ("read" changes are not edits)."""
-        ops = [op for op in ops if op.action != READ]
+        ops = [op for op in ops if op.action != Action.READ]
         if not ops:
             return Applied()
         preview = self.preview(ops)
@@ -55,11 +55,11 @@ class Applier:
         if self.pre_write:
             self.pre_write(preview.files)
         if self.review and preview.changes:
-            decision, why = self.review(preview.diff())
-            if decision == "q":
+            verdict = self.review(preview.diff())
+            if verdict.decision == Decision.QUIT:
                 raise StopRun(Stop.REFUSED, "the user stopped the run at review")
-            if decision != "y":
-                reason = f"the user rejected this change at review{': ' + why if why else ''}"
+            if verdict.decision != Decision.APPLY:
+                reason = f"the user rejected this change at review{': ' + verdict.why if verdict.why else ''}"
                 return Applied(refused=[reason], whole_batch_refused=True)
         changed = self.editor.changed_outside()
         if changed:  # nothing goes on top of an edit the model has not seen
@@ -72,7 +72,7 @@ class Applier:
                 self.say(f"[Edit failed: {result.message.splitlines()[0]}]")
             elif result.syntax_error:
                 self.say(f"[Syntax error after edit: {result.file_path}: {result.syntax_error}]")
-        return Applied(results, refused, preview.changed_lines)
+        return Applied(results=results, refused=refused, patch_lines=preview.changed_lines)
 
     def repair_syntax(self, applied: Applied) -> Applied:
         """An edit that broke a file's syntax goes straight back to the model, before the tests run (once)."""
@@ -83,5 +83,6 @@ class Applier:
         request = FollowUp(self.state.messages, prompts.SYNTAX.render(
             feedback=edit_feedback(applied.results, applied.refused)), prompts.SYNTAX)
         repaired = self.apply(self.asker.ask(request), is_plan=False)
-        return Applied([*applied.results, *repaired.results], [*applied.refused, *repaired.refused],
-                       applied.patch_lines + repaired.patch_lines, repaired.whole_batch_refused)
+        return Applied(results=[*applied.results, *repaired.results], refused=[*applied.refused, *repaired.refused],
+                       patch_lines=applied.patch_lines + repaired.patch_lines,
+                       whole_batch_refused=repaired.whole_batch_refused)

@@ -9,16 +9,17 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+from code_assistant.agent.exchange import exchange
 from code_assistant.agent.requests import PlanRequest, ReproduceRequest, Request, Requests
 from code_assistant.agent.state import RunState, StopRun
 from code_assistant.agent.stop import Stop
-from code_assistant.edit.operations import READ, EditOperation, PathError, resolve_repo_path
-from code_assistant.edit.plan import PlanParseError, parse_answer
-from code_assistant.edit.reasoning import ReasoningFilter, split_reasoning
+from code_assistant.answers.plan import PlanParseError, parse_answer
+from code_assistant.answers.reasoning import split_reasoning
+from code_assistant.edit.operations import Action, EditOperation, PathError, resolve_repo_path
 from code_assistant.model import prompts
-from code_assistant.model.chat import ChatModel, ChatResponse, ContextOverflow, Message, Usage
+from code_assistant.model.chat import ChatModel, ChatResponse, Message, Usage
 from code_assistant.model.prices import estimate_cost
-from code_assistant.model.trajectory import Step
+from code_assistant.model.trajectory import Step, StepKind
 from code_assistant.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -27,13 +28,13 @@ READ_ROUNDS = 1  # answers per request that may ask to read files; after that, "
 REASONING_ONLY = "(reasoning only, no answer)"  # the conversation's record of an answer that was all reasoning
 
 
-def step_kind(request: Request) -> str:
+def step_kind(request: Request) -> StepKind:
     """The run log's name for the step a request starts."""
     if isinstance(request, PlanRequest):
-        return "plan"
+        return StepKind.PLAN
     if isinstance(request, ReproduceRequest) or request.prompt is prompts.REPRODUCE:
-        return "reproduce"
-    return "fix"
+        return StepKind.REPRODUCE
+    return StepKind.FIX
 
 
 class Asker:
@@ -61,8 +62,8 @@ class Asker:
         for round_ in range(READ_ROUNDS + 1):
             rebuild = functools.partial(self._noted, request, list(shown), note)
             ops = self._ask(first if first is not None and round_ == 0 else rebuild(), rebuild, request)
-            reads = [op.file_path for op in ops if op.action == READ]
-            edits = [op for op in ops if op.action != READ]
+            reads = [op.file_path for op in ops if op.action == Action.READ]
+            edits = [op for op in ops if op.action != Action.READ]
             if not reads:
                 return ops
             if round_ == READ_ROUNDS:
@@ -138,25 +139,12 @@ class Asker:
                                                 state.step.completion_tokens, self.settings.base_url)
 
     def _complete(self, rebuild: Callable[[], list[Message]]) -> ChatResponse:
-        """The model's answer to the state's messages; a server that names a smaller window is asked once more, with
-        the request built again to fit it."""
-        try:
-            return self._streamed()
-        except ContextOverflow:
-            self.say(f"[Context window: {self.model.window.tokens} tokens, from the server's refusal; asking again "
-                     f"with a smaller request]")
+        """The model's answer to the state's messages (exchange.py); the state keeps the request built again."""
+        def rebuilt() -> list[Message]:
             self.state.messages = rebuild()
-            return self._streamed()
+            return self.state.messages
 
-    def _streamed(self) -> ChatResponse:
-        """One chat call, its answer streamed to on_token with the reasoning blocks left out."""
-        if self.on_token is None:
-            return self.model.complete(self.state.messages)
-        shown = ReasoningFilter(self.on_token)
-        try:
-            return self.model.complete(self.state.messages, on_token=shown)
-        finally:
-            shown.close()
+        return exchange(self.model, self.state.messages, rebuilt, on_token=self.on_token, say=self.say)
 
     def _noted(self, request: Request, shown: Sequence[str], note: str) -> list[Message]:
         """The request with the read files shown, and the note about them at the end of its last message."""

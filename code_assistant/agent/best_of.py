@@ -21,10 +21,10 @@ from code_assistant.agent.loop import Agent
 from code_assistant.agent.state import Prepared, RunResult, StopRun
 from code_assistant.agent.stop import Stop
 from code_assistant.edit.editor import FileEditor
-from code_assistant.edit.operations import EditOperation
+from code_assistant.edit.operations import Action, EditOperation
 from code_assistant.edit.preview import Limits
 from code_assistant.model.chat import ChatModel, Usage
-from code_assistant.model.trajectory import Step
+from code_assistant.model.trajectory import Step, StepKind
 from code_assistant.verify.runner import TestRunner
 
 logger = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class BestOf:
         parent = self.parent.parts
         prepared = self.parent.prepare(task)
         with self._index_lock:  # the task's vectors are made once, here; the attempts read them (embed budget 0)
-            parent.requests.plan(prepared.index, task, prepared.baseline)
+            parent.requests.warm_up(prepared.index, task, prepared.baseline)
         parent.say(f"[Candidates: {self.count} attempts in scratch copies, {self.workers} at a time]")
         self.outcomes = self.attempts(task, prepared)
         for outcome in self.outcomes:
@@ -77,12 +77,13 @@ class BestOf:
         """The winner's files into the repository (journal, guardrails, review), then the tests there once more."""
         parent = self.parent.parts
         parent.state.iteration = winner.iterations
-        parent.state.step = Step(kind="candidate", step=winner.iterations, model=parent.model.name,
+        parent.state.step = Step(kind=StepKind.CANDIDATE, step=winner.iterations, model=parent.model.name,
                                  candidate=winner.number)
         s = parent.settings
         steps = max(1, s.max_iterations - 1)  # the attempt's plan and fixes each passed their own limit
-        limits = Limits(s.max_changed_lines, s.max_plan_lines + steps * s.max_changed_lines,
-                        s.max_files * (steps + 1), s.allow_test_edits)
+        limits = Limits(max_changed_lines=s.max_changed_lines,
+                        max_plan_lines=s.max_plan_lines + steps * s.max_changed_lines,
+                        max_files=s.max_files * (steps + 1), allow_test_edits=s.allow_test_edits)
         applied = parent.applier.apply(self.operations(winner), is_plan=True, limits=limits)
         if applied.refused or not applied.wrote or any(not r.ok for r in applied.results):
             problems = applied.refused + [r.message.splitlines()[0] for r in applied.results if not r.ok]
@@ -104,9 +105,9 @@ class BestOf:
             if data == _read(repo / path):  # changed in the attempt, then back as it was: nothing to apply
                 continue
             if data is None:
-                ops.append(EditOperation(path, action="delete", description=why))
+                ops.append(EditOperation(file_path=path, action=Action.DELETE, description=why))
             else:
-                ops.append(EditOperation(path, action="create", content=data.decode("utf-8"),
+                ops.append(EditOperation(file_path=path, action=Action.CREATE, content=data.decode("utf-8"),
                                          overwrite=(repo / path).exists(), description=why))
         return ops
 
@@ -126,12 +127,13 @@ class BestOf:
             with slots:
                 started = time.perf_counter()
                 try:
-                    outcome = (CandidateOutcome(number, False, Stop.INTERRUPTED) if self._stop.is_set()
-                               else self.attempt(number, copies[number], task, prepared))
+                    outcome = (CandidateOutcome(number=number, passed=False, stop_reason=Stop.INTERRUPTED)
+                               if self._stop.is_set() else self.attempt(number, copies[number], task, prepared))
                 except BaseException as exc:  # noqa: BLE001 - one attempt's error is its outcome, not the run's
                     logger.warning("candidate %d stopped: %s", number, exc)
                     reason = Stop.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else Stop.MODEL_ERROR
-                    outcome = CandidateOutcome(number, False, reason, message=str(exc) or reason)
+                    outcome = CandidateOutcome(number=number, passed=False, stop_reason=reason,
+                                               message=str(exc) or reason)
                 outcome.started_s = round(started - began, 3)
                 outcome.seconds = round(time.perf_counter() - started, 3)
                 with self._lock:
@@ -174,8 +176,10 @@ class BestOf:
             result = agent.guarded(lambda: agent.attempt(task, Prepared(index, prepared.baseline, reproduction)))
             passed = result.success and result.stop_reason == Stop.PASSED
             files = {path: _read(scratch / path) for path in result.files_modified} if passed else {}
-            return CandidateOutcome(number, passed, result.stop_reason, result.iterations, changed_lines(result.diff),
-                                    model.usage.total_tokens, result.cost_usd, result.diff, files, result.message)
+            return CandidateOutcome(number=number, passed=passed, stop_reason=result.stop_reason,
+                                    iterations=result.iterations, changed_lines=changed_lines(result.diff),
+                                    tokens=model.usage.total_tokens, cost_usd=result.cost_usd, diff=result.diff,
+                                    files=files, message=result.message)
 
     def candidate(self, number: int, scratch: Path, state_path: Path) -> tuple[Agent, ChatModel]:
         """Attempt `number`: an Agent built from the same parts as the run's, on the scratch copy, with its own model

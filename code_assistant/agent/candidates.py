@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from code_assistant.agent.stop import Stop
+
 logger = logging.getLogger(__name__)
 
 _HUNK_RE = re.compile(r"^@@ .* @@")
@@ -26,7 +28,7 @@ class CandidateOutcome:
 
     number: int
     passed: bool  # the tests are green and the reproduction test (if any) passes
-    stop_reason: str
+    stop_reason: Stop
     iterations: int = 0
     changed_lines: int = 0
     tokens: int = 0

@@ -7,17 +7,17 @@ import logging
 import threading
 from collections.abc import Callable
 
-from code_assistant.agent.applier import Review
 from code_assistant.agent.feedback import edit_feedback, failure_signature
 from code_assistant.agent.memory import Memory
 from code_assistant.agent.parts import build_parts
 from code_assistant.agent.reproduction import reproduce
 from code_assistant.agent.requests import FixRequest, FollowUp, PlanRequest
+from code_assistant.agent.review import Review
 from code_assistant.agent.state import Applied, Prepared, Reproduction, RunResult, StopRun
 from code_assistant.agent.stop import Stop
+from code_assistant.answers.plan import PlanParseError
 from code_assistant.edit.editor import ChangedOutsideError, FileEditor
 from code_assistant.edit.operations import EditOperation
-from code_assistant.edit.plan import PlanParseError
 from code_assistant.index.indexer import Indexer, RepoIndex
 from code_assistant.model import prompts
 from code_assistant.model.chat import ChatModel, ModelError, Usage
@@ -89,8 +89,9 @@ class Agent:
         index, baseline, reproduction = prepared.index, prepared.baseline, prepared.reproduction
         state.reproduction, state.repo_index = reproduction, index
         reproduced = reproduction if reproduction and reproduction.reproduced else None
-        plan = PlanRequest(index, task, baseline, reproduced.failed if reproduced else None,
-                           reproduced.paths if reproduced else ())
+        plan = PlanRequest(index=index, task=task, baseline=baseline,
+                           reproduced=reproduced.failed if reproduced else None,
+                           reproduction=reproduced.paths if reproduced else ())
         messages, context = p.requests.plan(index, task, baseline, plan.reproduced, list(plan.reproduction))
         p.say(f"[Context: {len(context.files)} relevant files selected]")
         p.say("[Planning changes...]")
@@ -204,8 +205,9 @@ class Agent:
     def fix_request(self, index: RepoIndex, task: str, result: TestResult, applied: Applied) -> FixRequest:
         """The conversation so far, the failures, what became of the last edits, the files involved."""
         p = self.parts
-        return FixRequest(index, task, result, edit_feedback(applied.results, applied.refused), p.state.messages,
-                          p.editor.modified_files, p.state.iteration)
+        return FixRequest(index=index, task=task, result=result,
+                          feedback=edit_feedback(applied.results, applied.refused), history=p.state.messages,
+                          modified=p.editor.modified_files, iteration=p.state.iteration)
 
     def dry_run(self, ops: list[EditOperation]) -> RunResult:
         p = self.parts
@@ -213,8 +215,9 @@ class Agent:
         failed = [r.message for r in preview.results if not r.ok]
         for message in failed:
             p.say(f"[Edit would fail: {message.splitlines()[0]}]")
-        return RunResult(not failed, Stop.DRY_RUN, 0, preview.files, False, preview.diff(),
-                         "dry run: nothing was written", usage=p.meter.total(), cost_usd=p.recorder.cost())
+        return RunResult(success=not failed, stop_reason=Stop.DRY_RUN, iterations=0, files_modified=preview.files,
+                         rolled_back=False, diff=preview.diff(), message="dry run: nothing was written",
+                         usage=p.meter.total(), cost_usd=p.recorder.cost())
 
     def finish(self, reason: Stop, *, message: str = "", verified: bool = False, verification: str = "") -> RunResult:
         editor = self.parts.editor

@@ -9,16 +9,17 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from code_assistant.agent.applier import Applier, Review
+from code_assistant.agent.applier import Applier
 from code_assistant.agent.asker import Asker
 from code_assistant.agent.memory import Memory
 from code_assistant.agent.recorder import Recorder
 from code_assistant.agent.requests import Requests
+from code_assistant.agent.review import Review
 from code_assistant.agent.state import RunState, UsageMeter
 from code_assistant.agent.verifier import Verifier
 from code_assistant.edit.editor import FileEditor
 from code_assistant.model.chat import ChatModel, Usage
-from code_assistant.model.trajectory import Step, Trajectory
+from code_assistant.model.trajectory import Step, StepKind, Trajectory
 from code_assistant.settings import Settings
 from code_assistant.verify.runner import TestRunner
 
@@ -47,7 +48,7 @@ def build_parts(settings: Settings, model: ChatModel, runner: TestRunner, editor
                 memory: Memory | None = None) -> Parts:
     """`candidate`, `budget` (the whole run's usage, which caps it), `stop` and `index_lock` (the shared index):
     what a best-of-N attempt gets from the run it belongs to; `memory`: a session's notes and pins."""
-    state = RunState(Step(kind="plan", step=0, model=model.name), candidate=candidate)
+    state = RunState(step=Step(kind=StepKind.PLAN, step=0, model=model.name), candidate=candidate)
     meter = UsageMeter(model)
     requests = Requests(settings, model.window, index_lock, memory)
     asker = Asker(settings, model, requests, state, say=say, budget=budget or meter.total, on_token=on_token,
@@ -55,5 +56,6 @@ def build_parts(settings: Settings, model: ChatModel, runner: TestRunner, editor
     applier = Applier(settings, editor, asker, state, say=say, review=review, pre_write=pre_write)
     recorder = Recorder(settings, model.name, state, usage=meter.total, trajectory=trajectory,
                         sandbox=runner.sandbox.record() if runner.sandbox else None)
-    return Parts(settings, model, state, meter, requests, asker, applier, Verifier(settings, runner, say=say),
-                 recorder, editor, say)
+    return Parts(settings=settings, model=model, state=state, meter=meter, requests=requests, asker=asker,
+                 applier=applier, verifier=Verifier(settings, runner, say=say), recorder=recorder, editor=editor,
+                 say=say)

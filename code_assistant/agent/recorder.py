@@ -9,7 +9,7 @@ from code_assistant.agent.stop import Stop
 from code_assistant.edit.takeback import FileOutcome
 from code_assistant.model.chat import Usage
 from code_assistant.model.prices import estimate_cost
-from code_assistant.model.trajectory import Step, Trajectory
+from code_assistant.model.trajectory import Step, StepKind, Trajectory
 from code_assistant.settings import Settings
 from code_assistant.verify.runner import TestResult
 
@@ -44,7 +44,7 @@ class Recorder:
     def baseline(self, result: TestResult) -> None:
         """The baseline run, output and all, into the run log: written when the run stops there."""
         if self.trajectory:
-            self.trajectory.append(Step(kind="baseline", step=0, model=self.model_name, candidate=self.state.candidate,
+            self.trajectory.append(Step(kind=StepKind.BASELINE, step=0, model=self.model_name, candidate=self.state.candidate,
                                         test_exit_code=result.exit_code, tests_failed=result.failed_ids,
                                         tests_passed=result.passed_count, timed_out=result.timed_out,
                                         duration_s=round(result.duration_s, 3), test_output=result.output))
@@ -67,10 +67,10 @@ class Recorder:
         if not self.trajectory:
             return
         usage, state, reproduction = self.usage(), self.state, self.state.reproduction
-        final = Step(kind="final", step=state.iteration, model=self.model_name, prompt_tokens=usage.prompt_tokens,
-                     completion_tokens=usage.completion_tokens, cost_usd=self.cost(),
+        final = Step(kind=StepKind.FINAL, step=state.iteration, model=self.model_name,
+                     prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, cost_usd=self.cost(),
                      files=outcome.files_modified if outcome else files,
-                     stop_reason=outcome.stop_reason if outcome else "crashed", candidate=state.candidate,
+                     stop_reason=outcome.stop_reason if outcome else Stop.CRASHED, candidate=state.candidate,
                      reproduction=reproduction.summary() if reproduction is not None else None,
                      sandbox=self.sandbox)
         if state.step.answers and not state.step_written:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from code_assistant.agent.parts import Parts
 from code_assistant.agent.requests import FollowUp, ReproduceRequest
 from code_assistant.agent.state import Reproduction
-from code_assistant.edit.operations import READ
+from code_assistant.edit.operations import Action
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.languages import is_test_file
 from code_assistant.model import prompts
@@ -31,14 +31,14 @@ def reproduce(parts: Parts, index: RepoIndex, task: str, baseline: TestResult) -
         parts.recorder.record(applied, alone)
         if not alone.passed:
             say(f"[Reproduced: {', '.join(paths)} fails before any fix ({alone.summary()})]")
-            return Reproduction(paths, alone)
+            return Reproduction(paths=paths, failed=alone)
         if attempt == 0:
             say("[The reproduction test passes on the current code; asking once more]")
             again = prompts.REPRODUCE_AGAIN.render(output=alone.output[-3000:] or alone.summary())
             ops = [op for op in asker.ask(FollowUp(parts.state.messages, again, prompts.REPRODUCE))
-                   if op.action != READ]  # a follow-up's reads are not answered
+                   if op.action != Action.READ]  # a follow-up's reads are not answered
     note = "the test passed before any fix" if paths else "no test was written"
     if paths:
         parts.editor.rollback()  # nothing else is applied yet: this takes exactly the test back out
     say(f"[Not reproduced: {note}; going on without a reproduction test]")
-    return Reproduction([], None, note=note)
+    return Reproduction(paths=[], failed=None, note=note)

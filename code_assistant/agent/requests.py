@@ -188,6 +188,12 @@ class Requests:
                     prompts.PLAN.version, budget, room)
         return self.fitted(render(context.render() or "(no files indexed)", owner, context.paths)), context
 
+    def warm_up(self, index: RepoIndex, task: str, baseline: TestResult) -> None:
+        """The plan request built once and set aside, for what building it does: the task's chunks embedded (up to
+        the embed budget) and a window too small for it found now. Best of N calls this before its attempts, which
+        embed nothing themselves (embed budget 0) and find the same vectors."""
+        self.plan(index, task, baseline)
+
     def reproduce(self, index: RepoIndex, task: str, baseline: TestResult,
                   asked: list[str] | None = None) -> list[Message]:
         """The request for a test that captures the task and fails before any fix."""

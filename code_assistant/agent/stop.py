@@ -20,3 +20,4 @@ class Stop(StrEnum):
     NO_CANDIDATE = "no_candidate_passed"  # best of N: no attempt passed
     CHANGED_OUTSIDE = "changed_outside"  # a file the run wrote was changed by somebody else before its next write
     ERROR = "error"  # an internal or git error: rolled back, then reported by the CLI
+    CRASHED = "crashed"  # the run log's final record of a run that ended without a result (never a RunResult's)

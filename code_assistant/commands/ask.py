@@ -21,7 +21,7 @@ class AskOptions:
 
 
 def ask(settings: Settings, options: AskOptions) -> int:
-    from code_assistant.agent import ask as asking
+    from code_assistant.agent import question as asking
 
     parts.check_server(settings)
     model = parts.chat_model(settings, schema=None)

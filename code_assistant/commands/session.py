@@ -146,7 +146,7 @@ class Session:
         self.report({"command": "/help", "lines": lines}, "\n".join(lines))
 
     def ask(self, question: str) -> None:
-        from code_assistant.agent.ask import answer_question
+        from code_assistant.agent.question import answer_question
 
         if not question:
             self.report({"error": "usage", "message": "/ask QUESTION"}, "[Usage: /ask QUESTION]")

@@ -32,7 +32,7 @@ from code_assistant.edit.journal import (
     remove_if,
 )
 from code_assistant.edit.matching import apply_search_replace
-from code_assistant.edit.operations import ACTIONS, EditOperation, EditResult, PathError, resolve_repo_path
+from code_assistant.edit.operations import ACTIONS, Action, EditOperation, EditResult, PathError, resolve_repo_path
 from code_assistant.edit.symbol_edit import apply_symbol_edit
 from code_assistant.edit.takeback import FileOutcome, take_out
 from code_assistant.errors import AssistantError
@@ -110,10 +110,10 @@ class FileEditor:
         try:
             path = resolve_repo_path(self.repo, op.file_path, self.forbidden)
         except PathError as exc:
-            return EditResult(False, op.file_path, op.action, str(exc))
+            return EditResult.failed(op.file_path, op.action, str(exc))
         rel = path.relative_to(self.repo).as_posix()
-        if op.action == "delete" and (self.repo / op.file_path.strip()).is_symlink():
-            return EditResult(False, op.file_path, op.action, f"{op.file_path} is a symlink; deleting links is refused")
+        if op.action == Action.DELETE and (self.repo / op.file_path.strip()).is_symlink():
+            return EditResult.failed(op.file_path, op.action, f"{op.file_path} is a symlink; deleting links is refused")
         try:
             for _ in range(WRITE_ATTEMPTS):
                 try:
@@ -122,10 +122,10 @@ class FileEditor:
                     logger.info("%s changed while it was being edited; reading it again", rel)
             raise ChangedOutsideError([rel])
         except PathError as exc:
-            return EditResult(False, rel, op.action, str(exc))
+            return EditResult.failed(rel, op.action, str(exc))
         except OSError as exc:
             logger.warning("edit of %s failed: %s", rel, exc)
-            return EditResult(False, rel, op.action, f"could not write {rel}: {exc.strerror or exc}")
+            return EditResult.failed(rel, op.action, f"could not write {rel}: {exc.strerror or exc}")
 
     def apply_edits(self, ops: list[EditOperation]) -> list[EditResult]:
         results: list[EditResult] = []
@@ -237,45 +237,45 @@ class FileEditor:
     def _apply(self, op: EditOperation, path: Path, rel: str) -> EditResult:
         action = op.action
         if action not in ACTIONS:
-            return EditResult(False, rel, action, f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
+            return EditResult.failed(rel, action, f"unknown action {str(action)!r}; use one of {', '.join(ACTIONS)}")
         exists = path.exists()
         if exists and not path.is_file():
-            return EditResult(False, rel, action, f"{rel} is a directory, not a file")
-        if action == "delete":
+            return EditResult.failed(rel, action, f"{rel} is a directory, not a file")
+        if action == Action.DELETE:
             if not exists:
-                return EditResult(False, rel, action, f"cannot delete {rel}: it does not exist")
+                return EditResult.failed(rel, action, f"cannot delete {rel}: it does not exist")
             old = path.read_bytes()
             self._claim(path, rel, None, old)
             remove_if(path, old)
             fsync_dir(path.parent)
             self._left[rel] = None
-            return EditResult(True, rel, action, f"deleted {rel}")
-        if action == "modify" and not exists and not op.search.strip() and not (op.content or op.replace):
-            return EditResult(False, rel, action, f"{rel} does not exist, and this edit holds no text to write into "
+            return EditResult(ok=True, file_path=rel, action=action, message=f"deleted {rel}")
+        if action == Action.MODIFY and not exists and not op.search.strip() and not (op.content or op.replace):
+            return EditResult.failed(rel, action, f"{rel} does not exist, and this edit holds no text to write into "
                                                   "it. Check the path, or use action 'create' with the file's full "
                                                   "content to make a new file.")
-        if action == "create" or (action == "modify" and not exists and not op.search.strip()):
+        if action == Action.CREATE or (action == Action.MODIFY and not exists and not op.search.strip()):
             if exists and not op.overwrite:
-                return EditResult(False, rel, action, f"{rel} already exists. To change it, send a search/replace "
+                return EditResult.failed(rel, action, f"{rel} already exists. To change it, send a search/replace "
                                                       "edit; to replace it entirely, create with overwrite=true.")
             new_text = op.content if op.content is not None else op.replace
             old = path.read_bytes() if exists else None
             return self._write(path, rel, action, old, new_text, "exact")
         if not exists:
-            return EditResult(False, rel, action, f"{rel} does not exist. Check the path, or use action 'create' "
+            return EditResult.failed(rel, action, f"{rel} does not exist. Check the path, or use action 'create' "
                                                   "with the full content to make a new file.")
         old = path.read_bytes()
         if b"\x00" in old[:8192]:
-            return EditResult(False, rel, action, f"{rel} looks binary; it cannot be edited with text edits")
+            return EditResult.failed(rel, action, f"{rel} looks binary; it cannot be edited with text edits")
         text, _ = _read_text(old)
-        if action == "modify":
+        if action == Action.MODIFY:
             outcome = apply_search_replace(text, op.search, op.replace)
         elif not op.symbol:
-            return EditResult(False, rel, action, f"{action} needs 'symbol' (the qualified name, e.g. Class.method)")
+            return EditResult.failed(rel, action, f"{action} needs 'symbol' (the qualified name, e.g. Class.method)")
         else:
             outcome = apply_symbol_edit(rel, text, op.symbol, op.content or op.replace, action)
         if not outcome.ok:
-            return EditResult(False, rel, action, f"{rel}: {outcome.message}")
+            return EditResult.failed(rel, action, f"{rel}: {outcome.message}")
         return self._write(path, rel, action, old, outcome.content, outcome.strategy)
 
     def _write(self, path: Path, rel: str, action: str, old: bytes | None, new_text: str,
@@ -283,7 +283,7 @@ class FileEditor:
         old_text, bom = _read_text(old) if old is not None else ("", False)
         new = _encode(new_text, bom)
         if old is not None and new == old:
-            return EditResult(False, rel, action, f"{rel}: this edit changes nothing (its new text is what the file "
+            return EditResult.failed(rel, action, f"{rel}: this edit changes nothing (its new text is what the file "
                                                   "already holds); send only edits that change the file", strategy)
         broke = None
         if old is not None and _syntax_problem(path, old_text) is None:
@@ -297,7 +297,8 @@ class FileEditor:
         message = f"{'created' if old is None else 'edited'} {rel}" + (f" ({strategy} match)" if old else "")
         if broke:
             message += f"; the file no longer parses: {broke}"
-        return EditResult(True, rel, action, message, strategy, broke)
+        return EditResult(ok=True, file_path=rel, action=action, message=message, strategy=strategy,
+                          syntax_error=broke)
 
     def _claim(self, path: Path, rel: str, data: bytes | None, old: bytes | None) -> None:
         """Before the run writes `data` into a file (None: deletes it), having read `old` from it: the file must

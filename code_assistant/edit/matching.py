@@ -146,7 +146,7 @@ def _find_partial(bodies: list[str], search: list[str], strategy: str) -> list[_
             whole = range(1 if head is not None else 0, m - 1 if tail is not None else m)
             transform = indent_transform([window[j] for j in whole], [search[j] for j in whole])
         if transform is not None:
-            hits.append(_Hit(i, transform, head, tail))
+            hits.append(_Hit(i, transform, head=head, tail=tail))
     return hits
 
 
@@ -220,19 +220,19 @@ def _elision(bodies: list[str], eols: list[str], search: list[str], replace: lis
         return None
     chains = [chain for chain in (_chain(bodies, s_segs, start) for start in _seg_hits(bodies, s_segs[0], 0))
               if chain is not None]
-    tightest = {chain[-1][0]: chain for chain in chains}  # chains ending at one place: keep the latest start
+    tightest = {chain[-1].start: chain for chain in chains}  # chains ending at one place: keep the latest start
     chains = list(tightest.values())
     if len(chains) != 1:
-        return _ambiguous([c[0][0] for c in chains]) if chains else None
+        return _ambiguous([c[0].start for c in chains]) if chains else None
     chain = chains[0]
-    first, pos = chain[0][0], chain[0][0]
+    first = pos = chain[0].start
     new: list[tuple[str, str]] = []
     for (start, transform, _, _), s_seg, r_seg in zip(chain, s_segs, r_segs):
         new.extend((bodies[i], eols[i] or newline) for i in range(pos, start))  # the elided lines, untouched
         end = start + len(s_seg)
         new.extend(_render(bodies[start:end], eols[start:end], s_seg, r_seg, transform, "elision", newline))
         pos = end
-    return MatchOutcome(True, splice(bodies, eols, first, pos, new), "elision", line=first + 1)
+    return MatchOutcome(True, content=splice(bodies, eols, first, pos, new), strategy="elision", line=first + 1)
 
 
 def _seg_hits(bodies: list[str], seg: list[str], lo: int) -> list[_Hit]:
@@ -248,7 +248,7 @@ def _chain(bodies: list[str], segs: list[list[str]], first: _Hit
     """From one hit of the first segment, each next segment at its nearest hit after the previous one."""
     chain = [first]
     for seg in segs[1:]:
-        hits = _seg_hits(bodies, seg, chain[-1][0] + len(segs[len(chain) - 1]))
+        hits = _seg_hits(bodies, seg, chain[-1].start + len(segs[len(chain) - 1]))
         if not hits:
             return None
         chain.append(hits[0])
@@ -265,7 +265,8 @@ def apply_search_replace(content: str, search: str, replace: str) -> MatchOutcom
             return MatchOutcome(False, message="empty search text on a file that is not empty. Give search text "
                                                "copied from the file, or use action 'create' with overwrite=true to "
                                                "replace the whole file.")
-        return MatchOutcome(True, replace.replace("\r\n", "\n").replace("\n", newline), "exact", line=1)
+        return MatchOutcome(True, content=replace.replace("\r\n", "\n").replace("\n", newline), strategy="exact",
+                            line=1)
     bodies, eols = split_lines(content)
     plain = _plain_substring(content, search, replace, bodies, eols, search_lines, replace_lines)
     if plain is not None:
@@ -322,7 +323,7 @@ def _plain_substring(content: str, search: str, replace: str, bodies: list[str],
         new_text = new_text[:-1]  # the model's closing newline, not a new blank line
     new_text = new_text.replace("\n", newline)
     logger.debug("search matched once as a substring at offset %d", at)
-    return MatchOutcome(True, content[:at] + new_text + content[at + len(search):], "exact",
+    return MatchOutcome(True, content=content[:at] + new_text + content[at + len(search):], strategy="exact",
                         line=content.count("\n", 0, at) + 1)
 
 
@@ -332,4 +333,4 @@ def _apply_hit(bodies: list[str], eols: list[str], hit: _Hit, search: list[str],
     new = _render(bodies[start:end], eols[start:end], search, replace, hit.transform, strategy, newline, hit.head,
                   hit.tail)
     logger.debug("search matched at line %d by %s", start + 1, strategy)
-    return MatchOutcome(True, splice(bodies, eols, start, end, new), strategy, line=start + 1)
+    return MatchOutcome(True, content=splice(bodies, eols, start, end, new), strategy=strategy, line=start + 1)

@@ -4,13 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from code_assistant.edit.journal import inside
 
-ACTIONS = ("modify", "create", "delete", "replace_symbol", "insert_after_symbol")
-READ = "read"  # not an edit: the model asks to see a file in full before it changes it
-PLAN_ACTIONS = (*ACTIONS, READ)
+
+class Action(StrEnum):
+    """What a change asks for; the value is what a plan's "action" says."""
+
+    MODIFY = "modify"
+    CREATE = "create"
+    DELETE = "delete"
+    REPLACE_SYMBOL = "replace_symbol"
+    INSERT_AFTER_SYMBOL = "insert_after_symbol"
+    READ = "read"  # not an edit: the model asks to see a file in full before it changes it
+
+
+ACTIONS = tuple(a for a in Action if a is not Action.READ)  # the edits
+PLAN_ACTIONS = tuple(Action)  # what a plan may ask for
 
 
 class PathError(ValueError):
@@ -22,7 +34,7 @@ class EditOperation:
     file_path: str
     search: str = ""
     replace: str = ""
-    action: str = "modify"  # "modify" | "create" | "delete" | "replace_symbol" | "insert_after_symbol" | "read"
+    action: Action = Action.MODIFY
     content: str | None = None  # full content for create; for symbol actions, the new definition
     description: str = ""
     symbol: str | None = None  # qualname for symbol actions
@@ -33,13 +45,17 @@ class EditOperation:
 class EditResult:
     ok: bool
     file_path: str
-    action: str
+    action: str  # the operation's Action (or the unknown action it named)
     message: str  # on failure: written for the model (why, closest real lines, what to do)
     strategy: str | None = None  # "exact", "whitespace", "indent", "elision", "intraline", "fuzzy", "symbol"
     syntax_error: str | None = None  # "line N: msg" when the edit broke a file that parsed before
 
     def __bool__(self) -> bool:
         return self.ok
+
+    @classmethod
+    def failed(cls, file_path: str, action: str, message: str, strategy: str | None = None) -> EditResult:
+        return cls(ok=False, file_path=file_path, action=action, message=message, strategy=strategy)
 
 
 def resolve_repo_path(repo: Path, user_path: str, forbidden: Iterable[Path] = ()) -> Path:

@@ -24,7 +24,7 @@ def _reindent(code: str, indent: str) -> list[str]:
 def apply_symbol_edit(path: str, content: str, qualname: str, new_code: str, mode: str) -> MatchOutcome:
     """replace_symbol / insert_after_symbol: locate one definition with code_parser and splice `new_code` there."""
     if mode not in ("replace_symbol", "insert_after_symbol"):
-        return MatchOutcome(False, message=f"unknown symbol action {mode!r}")
+        return MatchOutcome(False, message=f"unknown symbol action {str(mode)!r}")
     if not new_code.strip():
         return MatchOutcome(False, message=f"{mode} needs the new definition in 'content'.")
     parsed = code_parser.parse_source(path, content)
@@ -52,8 +52,9 @@ def apply_symbol_edit(path: str, content: str, qualname: str, new_code: str, mod
         if new_lines[0].lstrip().startswith(_PREFIX_MARKS):
             start = first  # the new code brings its own decorators / comments
         new = [(line, newline) for line in new_lines]
-        return MatchOutcome(True, splice(bodies, eols, start, end, new), "symbol", line=start + 1)
+        return MatchOutcome(True, content=splice(bodies, eols, start, end, new), strategy="symbol", line=start + 1)
     gap = 2 if not indent and path.endswith((".py", ".pyi")) else 1
     new = [("", newline)] * gap + [(line, newline) for line in new_lines]
     after = [(bodies[end - 1], eols[end - 1] or newline)]
-    return MatchOutcome(True, splice(bodies, eols, end - 1, end, after + new), "symbol", line=end + 1)
+    return MatchOutcome(True, content=splice(bodies, eols, end - 1, end, after + new), strategy="symbol",
+                        line=end + 1)

@@ -82,8 +82,9 @@ class Usage:
         return self.prompt_tokens + self.completion_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.calls + other.calls, self.prompt_tokens + other.prompt_tokens,
-                     self.completion_tokens + other.completion_tokens, self.estimated or other.estimated)
+        return Usage(calls=self.calls + other.calls, prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+                     completion_tokens=self.completion_tokens + other.completion_tokens,
+                     estimated=self.estimated or other.estimated)
 
 
 class ChatModel(Protocol):
@@ -283,7 +284,8 @@ def _answer(text: str, cut_off: bool, usage: Any, timings: Any) -> ChatResponse:
     if reported is None:
         return ChatResponse(text, estimated=True, cut_off=cut_off)
     completion = getattr(usage, "completion_tokens", None)
-    return ChatResponse(text, reported.prompt, completion if isinstance(completion, int) else 0, cut_off=cut_off,
+    return ChatResponse(text, prompt_tokens=reported.prompt,
+                        completion_tokens=completion if isinstance(completion, int) else 0, cut_off=cut_off,
                         reported=reported)
 
 

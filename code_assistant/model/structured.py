@@ -20,13 +20,13 @@ _REFUSAL_STATUSES = (400, 422, 500)
 
 def plan_schema(actions: Sequence[str]) -> dict[str, Any]:
     """{"changes": [...]} as a strict JSON schema (every key required, optional ones nullable), so that servers that
-    enforce strict schemas (OpenAI) accept it; `actions` come from the caller (edit.operations.ACTIONS)."""
+    enforce strict schemas (OpenAI) accept it; `actions` come from the caller (edit.operations.PLAN_ACTIONS)."""
     text = {"type": ["string", "null"]}
     change = {
         "type": "object",
         "properties": {
             "file_path": {"type": "string"},
-            "action": {"type": "string", "enum": list(actions)},
+            "action": {"type": "string", "enum": [str(a) for a in actions]},
             "description": {"type": "string"},
             "search": text, "replace": text, "content": text, "symbol": text,
             "overwrite": {"type": ["boolean", "null"]},

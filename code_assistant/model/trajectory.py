@@ -1,7 +1,7 @@
 """The run log: one JSON object per step in runs/<timestamp>-<slug>.jsonl, plus replaying a recorded run.
 
 Schema (format 2), one object per line:
-  format: 2                      kind: "plan" | "fix" | "final" | "baseline"
+  format: 2                      kind: "baseline" | "reproduce" | "plan" | "fix" | "candidate" | "final" (StepKind)
   step: int (0 = plan)           prompt_version: str | null      model: str
   answer: str | null (redacted)  answers: [str] (every answer of the step, redacted; reasoning blocks included)
   answer_format: str | null      the format the step's plan was read in: "json", "json_repaired", "search_replace",
@@ -10,7 +10,7 @@ Schema (format 2), one object per line:
   prompt_tokens, completion_tokens: int      cost_usd: float | null
   files: [str]                   patch_lines: int                edits_failed: int
   test_exit_code: int | null     tests_failed: [str]             tests_passed: int | null
-  timed_out: bool                duration_s: float               stop_reason: str | null (set on "final")
+  timed_out: bool                duration_s: float               stop_reason: str | null (on "final": agent/stop.py)
   candidate: int | null          reproduction: str | null
   test_output: str | null (redacted; on "baseline", written when the run stops there: its tests never ran)
   sandbox: {requested, mode, backend, network, home_hidden, unavailable} | null (set on "final": what the test
@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from code_assistant import redact
@@ -38,15 +39,26 @@ FORMAT = 2
 READABLE_FORMATS = (1, 2)  # format 1 lacks only answer_format and reasoning
 
 
+class StepKind(StrEnum):
+    """What a step of the run log records; the value is its "kind"."""
+
+    BASELINE = "baseline"  # the test run before any change, with its output: written when the run stops there
+    REPRODUCE = "reproduce"  # the request for a test that captures the task (and its follow-up)
+    PLAN = "plan"  # the first request for changes
+    FIX = "fix"  # a request after failing tests (a syntax repair joins the step it repairs)
+    CANDIDATE = "candidate"  # best of N: the chosen attempt applied to the repository and tested there
+    FINAL = "final"  # the run's last record: why it stopped, its usage and cost
+
+
 @dataclass
 class Step:
-    kind: str
+    kind: StepKind
     step: int
     model: str
     prompt_version: str | None = None
     answer: str | None = None
     answers: list[str] = field(default_factory=list)  # every answer of this step (a re-ask makes two)
-    answer_format: str | None = None  # the format the plan was read in (edit.plan.FORMATS)
+    answer_format: str | None = None  # the format the plan was read in (answers.plan.FORMATS)
     reasoning: list[str] = field(default_factory=list)  # per answer: the server's separate reasoning, "" for none
     prompt_tokens: int = 0
     completion_tokens: int = 0

@@ -94,7 +94,7 @@ class _Chunker:
         lo, hi = self.trim(lo, hi)
         if lo <= hi:
             text = self.header(context) + "\n".join(self.lines[lo - 1:hi]) + "\n"
-            self.chunks.append(Chunk(self.path, lo, hi, symbol, kind, text))
+            self.chunks.append(Chunk(path=self.path, start_line=lo, end_line=hi, symbol=symbol, kind=kind, text=text))
 
     def fits(self, lo: int, hi: int, context: list[str]) -> bool:
         return self.costs.span(lo, hi) + self.costs.count(self.header(context)) <= self.max_tokens
@@ -178,7 +178,7 @@ class _Chunker:
 
 def _tree(symbols: list[Symbol], n_lines: int) -> _Node:
     """Nest definitions by line containment; a range overlapping its predecessor is clipped to follow it."""
-    root = _Node(None, 1, n_lines)
+    root = _Node(symbol=None, start=1, end=n_lines)
     stack = [root]
     for sym in sorted(symbols, key=lambda s: (s.start_line, -s.end_line)):
         start, end = sym.start_line, min(sym.end_line, n_lines)
@@ -190,7 +190,7 @@ def _tree(symbols: list[Symbol], n_lines: int) -> _Node:
         end = min(end, parent.end)
         if start > end:
             continue
-        node = _Node(sym, start, end)
+        node = _Node(symbol=sym, start=start, end=end)
         parent.children.append(node)
         stack.append(node)
     return root

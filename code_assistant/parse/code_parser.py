@@ -54,38 +54,38 @@ _TS_QUERY = _JS_QUERY.replace("(method_definition)]", "(method_definition) (abst
 [(identifier) (property_identifier) (type_identifier) (shorthand_property_identifier)] @ref
 """
 _SPECS: dict[str, _Spec] = {
-    "python": _Spec("tree_sitter_python", "language", {
-        "function_definition": "function", "class_definition": "class"}, """
+    "python": _Spec("tree_sitter_python", "language", defs={
+        "function_definition": "function", "class_definition": "class"}, query="""
 [(function_definition) (class_definition)] @def
 [(import_statement) (import_from_statement)] @imp
 (identifier) @ref
 """),
-    "javascript": _Spec("tree_sitter_javascript", "language", _JS_DEFS, _JS_QUERY + """
+    "javascript": _Spec("tree_sitter_javascript", "language", defs=_JS_DEFS, query=_JS_QUERY + """
 (field_definition value: [(arrow_function) (function_expression)]) @def
 [(identifier) (property_identifier) (shorthand_property_identifier)] @ref
 """),
-    "typescript": _Spec("tree_sitter_typescript", "language_typescript", _TS_DEFS, _TS_QUERY),
-    "tsx": _Spec("tree_sitter_typescript", "language_tsx", _TS_DEFS, _TS_QUERY),
-    "go": _Spec("tree_sitter_go", "language", {
-        "function_declaration": "function", "method_declaration": "method", "type_spec": "type"}, """
+    "typescript": _Spec("tree_sitter_typescript", "language_typescript", defs=_TS_DEFS, query=_TS_QUERY),
+    "tsx": _Spec("tree_sitter_typescript", "language_tsx", defs=_TS_DEFS, query=_TS_QUERY),
+    "go": _Spec("tree_sitter_go", "language", defs={
+        "function_declaration": "function", "method_declaration": "method", "type_spec": "type"}, query="""
 [(function_declaration) (method_declaration) (type_spec)] @def
 (import_spec) @imp
 [(identifier) (field_identifier) (type_identifier)] @ref
 """),
-    "rust": _Spec("tree_sitter_rust", "language", {
+    "rust": _Spec("tree_sitter_rust", "language", defs={
         "function_item": "function", "function_signature_item": "function", "struct_item": "struct",
         "enum_item": "enum", "union_item": "struct", "trait_item": "trait", "type_item": "type",
-        "impl_item": "impl", "mod_item": "module"}, """
+        "impl_item": "impl", "mod_item": "module"}, query="""
 [(function_item) (function_signature_item) (struct_item) (enum_item) (union_item) (trait_item) (type_item)
  (impl_item) (mod_item body: (_))] @def
 (use_declaration) @imp
 (mod_item !body) @mod
 [(identifier) (field_identifier) (type_identifier)] @ref
 """),
-    "java": _Spec("tree_sitter_java", "language", {
+    "java": _Spec("tree_sitter_java", "language", defs={
         "class_declaration": "class", "interface_declaration": "interface", "enum_declaration": "enum",
         "record_declaration": "class", "annotation_type_declaration": "interface", "method_declaration": "method",
-        "constructor_declaration": "method"}, """
+        "constructor_declaration": "method"}, query="""
 [(class_declaration) (interface_declaration) (enum_declaration) (record_declaration) (annotation_type_declaration)
  (method_declaration) (constructor_declaration)] @def
 (import_declaration) @imp
@@ -234,8 +234,9 @@ def _ts_symbols(nodes: list[Node], spec: _Spec, language: str, src: bytes,
                 bodies[(qualname, start_line)] = (first, last)
         else:
             signature = one_line(src[head_start:outer.end_byte].decode("utf-8", "replace").split("\n")[0])
-        symbols.append(Symbol(name, qualname, kind, start_line, outer.end_point.row + 1,
-                              signature.rstrip(";").rstrip(), parent))
+        symbols.append(Symbol(name=name, qualname=qualname, kind=kind, start_line=start_line,
+                              end_line=outer.end_point.row + 1, signature=signature.rstrip(";").rstrip(),
+                              parent=parent))
     return symbols, name_starts
 
 
@@ -251,21 +252,21 @@ def _ts_imports(language: str, nodes: list[Node], calls: list[Node], mods: list[
                      for c in _descendants(node, ("identifier", "import_specifier", "export_specifier",
                                                   "namespace_import"), stop=("string",))
                      if c.type != "identifier" or c.parent.type == "import_clause"]
-            imports.append(Import(source, tuple(n for n in names if n), 0, line))
+            imports.append(Import(source, tuple(n for n in names if n), line=line))
         elif language == "go":
             alias = node.child_by_field_name("name")
             imports.append(Import(_text(node.child_by_field_name("path")).strip('"`'),
-                                  (_text(alias),) if alias is not None else (), 0, line))
+                                  (_text(alias),) if alias is not None else (), line=line))
         elif language == "java":
             target = next((c for c in node.named_children if c.type in ("scoped_identifier", "identifier")), None)
             dotted = _text(target)
             if any(c.type == "asterisk" for c in node.children):
-                imports.append(Import(dotted, ("*",), 0, line))
+                imports.append(Import(dotted, ("*",), line=line))
             elif any(c.type == "static" for c in node.children) and "." in dotted:
                 owner, _, member = dotted.rpartition(".")
-                imports.append(Import(owner, (member,), 0, line))
+                imports.append(Import(owner, (member,), line=line))
             else:
-                imports.append(Import(dotted, (), 0, line))
+                imports.append(Import(dotted, (), line=line))
         elif language == "rust":
             imports.extend(_rust_use(node.child_by_field_name("argument"), "", line))
     for node in calls:
@@ -273,9 +274,9 @@ def _ts_imports(language: str, nodes: list[Node], calls: list[Node], mods: list[
         if function is not None and (function.type == "import" or _text(function) == "require"):
             args = node.child_by_field_name("arguments")
             if args is not None and args.named_child_count:
-                imports.append(Import(_text(args.named_children[0]).strip("'\"`"), (), 0, node.start_point.row + 1))
+                imports.append(Import(_text(args.named_children[0]).strip("'\"`"), (), line=node.start_point.row + 1))
     for node in mods:
-        imports.append(Import(f"self::{_text(node.child_by_field_name('name'))}", (), 0, node.start_point.row + 1))
+        imports.append(Import(f"self::{_text(node.child_by_field_name('name'))}", (), line=node.start_point.row + 1))
     return sorted(imports, key=lambda i: i.line)
 
 
@@ -298,7 +299,7 @@ def _python_import(node: Node, line: int) -> list[Import]:
         return _text(n.child_by_field_name("name") if n.type == "aliased_import" else n)
 
     if node.type == "import_statement":
-        return [Import(dotted(n), (), 0, line) for n in node.children_by_field_name("name")]
+        return [Import(dotted(n), (), line=line) for n in node.children_by_field_name("name")]
     module = node.child_by_field_name("module_name")
     level, text = 0, _text(module)
     if module is not None and module.type == "relative_import":
@@ -308,7 +309,7 @@ def _python_import(node: Node, line: int) -> list[Import]:
     names = tuple(dotted(n) for n in node.children_by_field_name("name"))
     if any(c.type == "wildcard_import" for c in node.children):
         names = ("*",)
-    return [Import(text, names, level, line)]
+    return [Import(text, names, level=level, line=line)]
 
 
 def _rust_use(node: Node | None, prefix: str, line: int) -> list[Import]:
@@ -319,13 +320,13 @@ def _rust_use(node: Node | None, prefix: str, line: int) -> list[Import]:
         return _rust_use(node.child_by_field_name("path"), prefix, line)
     if node.type == "use_wildcard":
         inner = next((c for c in node.named_children), None)
-        return [Import(join(prefix, _text(inner)), ("*",), 0, line)]
+        return [Import(join(prefix, _text(inner)), ("*",), line=line)]
     if node.type == "scoped_use_list":
         base = join(prefix, _text(node.child_by_field_name("path")))
         items = node.child_by_field_name("list")
         simple = [c for c in (items.named_children if items else []) if c.type in ("identifier", "self")]
         nested = [c for c in (items.named_children if items else []) if c.type not in ("identifier", "self")]
-        out = [Import(base, tuple(_text(c) for c in simple), 0, line)] if simple or not nested else []
+        out = [Import(base, tuple(_text(c) for c in simple), line=line)] if simple or not nested else []
         for child in nested:
             out.extend(_rust_use(child, base, line))
         return out
@@ -334,8 +335,8 @@ def _rust_use(node: Node | None, prefix: str, line: int) -> list[Import]:
     full = join(prefix, _text(node))
     if "::" in full:
         owner, _, name = full.rpartition("::")
-        return [Import(owner, (name,), 0, line)]
-    return [Import(full, (), 0, line)]
+        return [Import(owner, (name,), line=line)]
+    return [Import(full, (), line=line)]
 
 
 def parse_source(path: str, source: str, references: bool = True) -> ParsedFile:
@@ -349,8 +350,9 @@ def parse_source(path: str, source: str, references: bool = True) -> ParsedFile:
     if parsed is None:
         symbols, bodies = regex_symbols(language, source)
         refs = regex_references(language, source) if references else set()
-        return ParsedFile(path, language, symbols, regex_imports(language, source), refs,
-                          "regex" if symbols or language in _REGEX_LANGUAGES else "none", None, bodies)
+        return ParsedFile(path=path, language=language, symbols=symbols, imports=regex_imports(language, source),
+                          references=refs, parser="regex" if symbols or language in _REGEX_LANGUAGES else "none",
+                          bodies=bodies)
     root, query = parsed
     captures = QueryCursor(query).captures(root)
     bodies: dict[tuple[str, int], tuple[int, int]] = {}
@@ -361,7 +363,8 @@ def parse_source(path: str, source: str, references: bool = True) -> ParsedFile:
     if references:
         raw = {n.text for n in captures.get("ref", []) if n.start_byte not in name_starts}
         refs = {r.decode("utf-8", "replace") for r in raw if r} - _IGNORED_REFS
-    result = ParsedFile(path, language, symbols, imports, refs, "tree-sitter", None, bodies)
+    result = ParsedFile(path=path, language=language, symbols=symbols, imports=imports, references=refs,
+                        parser="tree-sitter", bodies=bodies)
     if root.has_error:
         result.error = syntax_problem(path, source)
         fallback, fallback_bodies = regex_symbols(language, source)

@@ -124,7 +124,8 @@ def regex_symbols(language: str | None, source: str) -> tuple[list[Symbol], dict
         if body_first <= body_last:
             bodies[(qualname, first + 1)] = (body_first, body_last)
         signature = one_line("\n".join(lines[start:header_end + 1])).rstrip("{").rstrip()
-        symbols.append(Symbol(name, qualname, kind, first + 1, end + 1, signature, parent))
+        symbols.append(Symbol(name=name, qualname=qualname, kind=kind, start_line=first + 1, end_line=end + 1,
+                              signature=signature, parent=parent))
     return symbols, bodies
 
 
@@ -154,14 +155,15 @@ def regex_imports(language: str | None, source: str) -> list[Import]:
             for match in pattern.finditer(line):
                 groups = match.groupdict()
                 if groups.get("self"):
-                    imports.append(Import(f"self::{groups['self']}", (), 0, number))
+                    imports.append(Import(f"self::{groups['self']}", (), line=number))
                 elif "names" in groups:
                     names = tuple(n.split(" as ")[0].strip() for n in groups["names"].split(",") if n.strip())
-                    imports.append(Import(groups["mod"], names, len(groups["dots"]), number))
+                    imports.append(Import(groups["mod"], names, level=len(groups["dots"]), line=number))
                 elif language == "python":
-                    imports.extend(Import(m.split(" as ")[0].strip(), (), 0, number) for m in groups["mod"].split(","))
+                    imports.extend(Import(m.split(" as ")[0].strip(), (), line=number)
+                                   for m in groups["mod"].split(","))
                 else:
-                    imports.append(Import(groups["mod"], ("*",) if groups.get("star") else (), 0, number))
+                    imports.append(Import(groups["mod"], ("*",) if groups.get("star") else (), line=number))
             if imports and imports[-1].line == number:
                 break
     return imports

@@ -11,10 +11,9 @@ from code_assistant.index.indexer import FileRecord, RepoIndex
 from code_assistant.parse.chunker import skeleton
 from code_assistant.parse.code_parser import parse_source
 from code_assistant.retrieve.counterparts import counterparts
-from code_assistant.retrieve.ranking import Mentions, RankedFile, Ranking, find_mentions, rank, traceback_frames
+from code_assistant.retrieve.mentions import traceback_frames
+from code_assistant.retrieve.ranking import RankedFile, Ranking, rank
 from code_assistant.settings import EMBED_BUDGETS
-
-__all__ = ["Context", "ContextFile", "Mentions", "RankedFile", "build_context", "find_mentions", "traceback_frames"]
 
 MIN_USEFUL_TOKENS = 120
 CORE_FILES = 6           # the top-ranked files that all get into the context in some form
@@ -97,8 +96,8 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
     if more.text:
         log.append(f"+ map of {len(more.mapped)} more files and {len(more.listed)} paths ({map_tokens} tokens) -> "
                    f"{used + map_tokens}/{budget}")
-    return Context(ranked.files, files, used + map_tokens, budget, log, ranked.embedded, more.mapped, more.text,
-                   more.listed)
+    return Context(ranking=ranked.files, files=files, tokens=used + map_tokens, budget=budget, budget_log=log,
+                   embedded=ranked.embedded, map=more.mapped, map_text=more.text, listed=more.listed)
 
 
 def _order(index: RepoIndex, ranked: Ranking, must_include: list[str], with_tests: bool) -> list[str]:

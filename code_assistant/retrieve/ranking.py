@@ -7,11 +7,9 @@ from dataclasses import dataclass, field
 
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.retrieve import fusion, signals
-from code_assistant.retrieve.mentions import Mentions, find_mentions, traceback_frames
+from code_assistant.retrieve.mentions import Mentions
 from code_assistant.retrieve.signals import FileSignals, Signals
 from code_assistant.settings import EMBED_BUDGETS
-
-__all__ = ["Mentions", "RankedFile", "Ranking", "find_mentions", "rank", "traceback_frames"]
 
 DENSE_CANDIDATES = 15  # the fast ranking's top files whose missing vectors a query may embed
 REASON_DEPTH = 5  # a signal's top files say so in their reasons

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from code_assistant.edit.operations import EditOperation
+from code_assistant.edit.operations import Action, EditOperation
 
 _HEAD_RE = re.compile(r"^[ \t]*<{5,9} ?(?:SEARCH|ORIGINAL)\b.*$")
 _DIVIDER_RE = re.compile(r"^[ \t]*={5,9}[ \t]*$")
@@ -94,9 +94,10 @@ def parse_blocks(text: str) -> list[EditOperation]:
         tail = _next(bare, divider + 1, _TAIL_RE, number, current, ">>>>>>> REPLACE")
         search, replace = "".join(lines[i + 1:divider]), "".join(lines[divider + 1:tail])
         if search.strip():
-            ops.append(EditOperation(current, search=search, replace=replace, action="modify"))
+            ops.append(EditOperation(file_path=current, search=search, replace=replace, action=Action.MODIFY))
         else:
-            ops.append(EditOperation(current, action="create", content=replace, description="an empty SEARCH"))
+            ops.append(EditOperation(file_path=current, action=Action.CREATE, content=replace,
+                                     description="an empty SEARCH"))
         i = tail + 1
     return ops
 

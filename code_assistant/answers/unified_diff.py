@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from code_assistant.edit.operations import EditOperation
+from code_assistant.edit.operations import Action, EditOperation
 
 DEV_NULL = "/dev/null"
 _HUNK_RE = re.compile(r"^@@.*@@")
@@ -115,7 +115,7 @@ def parse_diff(text: str) -> list[EditOperation]:
         if diff.new == DEV_NULL:
             if diff.old == DEV_NULL:
                 raise DiffError("a diff goes from /dev/null to /dev/null: name the file in `--- a/path`")
-            ops.append(EditOperation(diff.old, action="delete", description="+++ /dev/null"))
+            ops.append(EditOperation(file_path=diff.old, action=Action.DELETE, description="+++ /dev/null"))
             continue
         if diff.old not in (DEV_NULL, diff.new):
             raise DiffError(f"the diff renames {diff.old} to {diff.new}, which cannot be applied: create "
@@ -126,9 +126,9 @@ def parse_diff(text: str) -> list[EditOperation]:
         if diff.old == DEV_NULL:
             if any(h.before for h in hunks):
                 raise DiffError(f"the diff creates {diff.new} (from /dev/null), so every line must start with `+`")
-            ops.append(EditOperation(diff.new, action="create",
+            ops.append(EditOperation(file_path=diff.new, action=Action.CREATE,
                                      content="".join(_text(h.after) for h in hunks), description="--- /dev/null"))
             continue
-        ops.extend(EditOperation(diff.new, search=_text(h.before), replace=_text(h.after), action="modify")
-                   for h in hunks)
+        ops.extend(EditOperation(file_path=diff.new, search=_text(h.before), replace=_text(h.after),
+                                 action=Action.MODIFY) for h in hunks)
     return ops

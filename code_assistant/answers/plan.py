@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from code_assistant.edit.operations import PLAN_ACTIONS, EditOperation
-from code_assistant.edit.plan_json import JsonPlanError, find_plan_json
-from code_assistant.edit.reasoning import split_reasoning
-from code_assistant.edit.search_replace import BlockError, has_blocks, parse_blocks
-from code_assistant.edit.unified_diff import DiffError, has_diff, parse_diff
+from code_assistant.answers.plan_json import JsonPlanError, find_plan_json
+from code_assistant.answers.reasoning import split_reasoning
+from code_assistant.answers.search_replace import BlockError, has_blocks, parse_blocks
+from code_assistant.answers.unified_diff import DiffError, has_diff, parse_diff
+from code_assistant.edit.operations import PLAN_ACTIONS, Action, EditOperation
 
 JSON, JSON_REPAIRED, SEARCH_REPLACE, UNIFIED_DIFF = "json", "json_repaired", "search_replace", "unified_diff"
 FORMATS = (JSON, JSON_REPAIRED, SEARCH_REPLACE, UNIFIED_DIFF)
@@ -59,21 +59,23 @@ def operations(data: dict) -> list[EditOperation]:
         path = item.get("file_path") or item.get("path") or item.get("file")
         if not isinstance(path, str) or not path.strip():
             raise PlanParseError(f'change {index} has no "file_path"')
-        action = str(item.get("action") or "modify").lower()
-        if action not in PLAN_ACTIONS:
-            raise PlanParseError(f'change {index}: unknown action "{action}"; use one of {sorted(PLAN_ACTIONS)}')
+        named = str(item.get("action") or Action.MODIFY).lower()
+        if named not in PLAN_ACTIONS:
+            known = sorted(map(str, PLAN_ACTIONS))
+            raise PlanParseError(f'change {index}: unknown action "{named}"; use one of {known}')
+        action = Action(named)
         search = _text_field(item, "search", index)
         replace = _text_field(item, "replace", index)
         content_raw = item.get("content")
         content = _text_field(item, "content", index) if content_raw is not None else None
         symbol = item.get("symbol")
         overwrite = item.get("overwrite", False)
-        if action == "modify" and not search and content is not None:
-            action = "create"  # a whole-file rewrite of an existing file
+        if action == Action.MODIFY and not search and content is not None:
+            action = Action.CREATE  # a whole-file rewrite of an existing file
             overwrite = item.get("overwrite", True)
-        if action == "create" and content is None:
+        if action == Action.CREATE and content is None:
             content = replace
-        if action in ("replace_symbol", "insert_after_symbol") and (not symbol or content is None):
+        if action in (Action.REPLACE_SYMBOL, Action.INSERT_AFTER_SYMBOL) and (not symbol or content is None):
             raise PlanParseError(f'change {index}: "{action}" needs "symbol" and "content"')
         ops.append(EditOperation(
             file_path=path.strip(), search=search, replace=replace, action=action, content=content,

@@ -74,20 +74,21 @@ def lex_object(text: str, start: int) -> Lexed:
             depth -= 1
             i += 1
             if depth == 0:
-                return Lexed(tokens, i)
+                return Lexed(tokens=tokens, end=i)
         elif text.startswith(("//", "#"), i):
             i = _line_end(text, i)
         elif text.startswith("/*", i):
             close = text.find("*/", i + 2)
             if close == -1:
-                return Lexed(tokens, None, "it ends inside a /* comment */")
+                return Lexed(tokens=tokens, end=None, problem="it ends inside a /* comment */")
             i = close + 2
         elif ch in "\"'":
             if text.startswith(ch * 3, i):
-                return Lexed(tokens, None, "it uses a triple-quoted string, which JSON has not", cut=False)
+                return Lexed(tokens=tokens, end=None, problem="it uses a triple-quoted string, which JSON has not",
+                             cut=False)
             value, i = _string(text, i)
             if i == -1:
-                return Lexed(tokens, None, "it ends inside a string")
+                return Lexed(tokens=tokens, end=None, problem="it ends inside a string")
             tokens.append(Token("str", value))
         else:
             number = _NUMBER_RE.match(text, i) if ch in "-.0123456789" else None
@@ -99,7 +100,7 @@ def lex_object(text: str, start: int) -> Lexed:
             end = word.end() if word else i + 1
             tokens.append(Token("word", text[i:end]))
             i = end
-    return Lexed(tokens, None, f"it ends with {depth} bracket(s) still open")
+    return Lexed(tokens=tokens, end=None, problem=f"it ends with {depth} bracket(s) still open")
 
 
 def _line_end(text: str, i: int) -> int:

@@ -1,0 +1,37 @@
+"""One exchange with the model, the same for a run (asker.py) and for --ask (question.py): the request sent, its
+answer streamed with the reasoning blocks left out, and, when the server names a smaller window, the request built
+again to fit it and sent once more."""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from code_assistant.answers.reasoning import ReasoningFilter
+from code_assistant.model.chat import ChatModel, ChatResponse, ContextOverflow, Message
+
+logger = logging.getLogger(__name__)
+
+
+def exchange(model: ChatModel, messages: list[Message], rebuild: Callable[[], list[Message]], *,
+             on_token: Callable[[str], None] | None = None,
+             say: Callable[[str], None] = lambda line: None) -> ChatResponse:
+    """The model's answer to `messages`; on a ContextOverflow (the model's window now says the server's size),
+    the answer to `rebuild()`'s messages."""
+    try:
+        return _streamed(model, messages, on_token)
+    except ContextOverflow as exc:
+        logger.info("%s; asking again with a smaller request", exc)
+        say(f"[Context window: {model.window.tokens} tokens, from the server's refusal; asking again with a smaller "
+            f"request]")
+        return _streamed(model, rebuild(), on_token)
+
+
+def _streamed(model: ChatModel, messages: list[Message], on_token: Callable[[str], None] | None) -> ChatResponse:
+    """One chat call, its answer streamed to on_token with the reasoning blocks left out."""
+    if on_token is None:
+        return model.complete(messages)
+    shown = ReasoningFilter(on_token)
+    try:
+        return model.complete(messages, on_token=shown)
+    finally:
+        shown.close()

@@ -1,0 +1,35 @@
+"""Codebase chat (--ask): answer a question from the same context builder, with file:line citations; never edits. A
+reasoning model's reasoning blocks are left out of the answer shown and returned."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from code_assistant.agent.exchange import exchange
+from code_assistant.agent.memory import Memory
+from code_assistant.agent.requests import Requests
+from code_assistant.answers.reasoning import split_reasoning
+from code_assistant.index.indexer import RepoIndex
+from code_assistant.model.chat import ChatModel, ChatResponse, Message
+from code_assistant.retrieve.context import Context
+from code_assistant.settings import Settings
+
+
+def answer_question(index: RepoIndex, model: ChatModel, question: str, settings: Settings,
+                    on_token: Callable[[str], None] | None = None,
+                    say: Callable[[str], None] = lambda line: None,
+                    memory: Memory | None = None) -> tuple[ChatResponse, Context]:
+    """The answer and the context it was given; a server that names a smaller window is asked once more, with the
+    context built again to fit it. `memory`: a session's pins, shown too."""
+    requests = Requests(settings, model.window, memory=memory)
+    messages, context = requests.question(index, question)
+    say(f"[Context: {len(context.files)} files, {context.tokens} tokens]")
+    say(f"[Asking {model.name}...]")
+
+    def rebuild() -> list[Message]:
+        nonlocal context
+        smaller, context = requests.question(index, question)
+        return smaller
+
+    response = exchange(model, messages, rebuild, on_token=on_token, say=say)
+    response.text = split_reasoning(response.text).answer or response.text  # all reasoning (cut off): shown as is
+    return response, context
