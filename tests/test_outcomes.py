@@ -107,3 +107,35 @@ def test_an_interrupted_result_line_names_its_reason_once(tmp_path: Path) -> Non
         summary(RunResult(success=False, stop_reason=Stop.INTERRUPTED, iterations=1, files_modified=[],
                           rolled_back=False, message="interrupted"))
     assert "Result: FAILED (interrupted)\n" in shown.getvalue() and "Nothing was changed." in shown.getvalue()
+
+
+def test_the_run_log_is_the_run_and_replays_it(tmp_path: Path) -> None:
+    """Every answer — a reproduction test, an unreadable plan and its re-ask, a read, a syntax repair — is in the
+    log, in order, with its kind; --replay of the log on the same starting repository does the same run."""
+    files = {"calc.py": CALC_PY, "pytest.ini": "[pytest]\npythonpath = .\n",
+             "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"}
+    files["calc.py"] = files["calc.py"].replace("a - b", "a + b")
+    reproduce = answer(create("tests/test_sub.py", "from calc import subtract\n\n\ndef test_subtract():\n"
+                                                   "    assert subtract(5, 3) == 2\n"))
+    read = answer({"file_path": "calc.py", "action": "read"})
+    broken = answer(modify("calc.py", "def multiply(a, b):", "def subtract(a, b)\n    return a - b\n\n\n"
+                                                             "def multiply(a, b):"))
+    repaired = answer(modify("calc.py", "def subtract(a, b)\n", "def subtract(a, b):\n"))
+    script = [reproduce, "I will now add the function.", read, broken, repaired]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    repo, again = python_repo(tmp_path / "a", files), python_repo(tmp_path / "b", files)
+    with ScriptedServer(script) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "add subtract(a, b)", "--test-command", PYTEST, "--json"],
+                       server_url=server.url)
+    result = json.loads(proc.stdout)
+    assert (proc.returncode, result["verified"]) == (0, True), proc.stdout + proc.stderr
+    records = [json.loads(line) for line in Path(result["log"]).read_text().splitlines()]
+    answers = [(r["kind"], a) for r in records for a in r.get("answers") or []]
+    assert [a for _, a in answers] == script, "every answer, in order"
+    assert [k for k, _ in answers] == ["reproduce", "plan", "plan", "plan", "syntax"]  # a re-ask, a read: the plan's
+    replayed = run_cli(["--repo", str(again), "--task", "add subtract(a, b)", "--test-command", PYTEST, "--json",
+                        "--replay", result["log"]])
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert json.loads(replayed.stdout)["verified"] is True
+    assert snapshot(again) == snapshot(repo)

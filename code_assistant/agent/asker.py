@@ -32,8 +32,10 @@ def step_kind(request: Request) -> StepKind:
     """The run log's name for the step a request starts."""
     if isinstance(request, PlanRequest):
         return StepKind.PLAN
-    if isinstance(request, ReproduceRequest) or request.prompt is prompts.REPRODUCE:
+    if isinstance(request, ReproduceRequest) or request.prompt in (prompts.REPRODUCE, prompts.REPRODUCE_AGAIN):
         return StepKind.REPRODUCE
+    if request.prompt is prompts.SYNTAX:
+        return StepKind.SYNTAX
     return StepKind.FIX
 
 
@@ -43,9 +45,11 @@ class Asker:
 
     def __init__(self, settings: Settings, model: ChatModel, requests: Requests, state: RunState, *,
                  say: Callable[[str], None], budget: Callable[[], Usage],
-                 on_token: Callable[[str], None] | None = None, stop: threading.Event | None = None) -> None:
+                 on_token: Callable[[str], None] | None = None, stop: threading.Event | None = None,
+                 flush: Callable[[], None] = lambda: None) -> None:
+        """`flush`: writes the step being built to the run log before a new one starts (Recorder.flush)."""
         self.settings, self.model, self.requests, self.state = settings, model, requests, state
-        self.say, self.budget, self.on_token, self.stop = say, budget, on_token, stop
+        self.say, self.budget, self.on_token, self.stop, self.flush = say, budget, on_token, stop, flush
 
     def ask(self, request: Request, messages: list[Message] | None = None) -> list[EditOperation]:
         """The model's changes for a request (`messages`: the request already built)."""
@@ -99,10 +103,8 @@ class Asker:
         if self.stop is not None and self.stop.is_set():
             raise KeyboardInterrupt
         state = self.state
-        kind = step_kind(request)
-        if state.step.answers and state.step.test_exit_code is None:
-            kind = state.step.kind  # a syntax repair joins the step it repairs
-        state.step = Step(kind=kind, step=state.iteration, model=self.model.name,
+        self.flush()  # the answers of the step before, untested, are not lost
+        state.step = Step(kind=step_kind(request), step=state.iteration, model=self.model.name,
                           prompt_version=request.prompt.version, candidate=state.candidate)
         state.step_written = False
         started = time.perf_counter()
@@ -128,7 +130,9 @@ class Asker:
                     error = _why(exc, response, visible)
                     if attempt == 1:
                         raise PlanParseError(f"the model's answer could not be parsed twice: {error}") from exc
-                    logger.warning("unparsable answer (%s); asking again", error)
+                    logger.info("unparsable answer (%s); asking again", error)
+                    self.say("[The model's answer could not be read" + (" (it was cut off at the answer limit)"
+                             if response.cut_off else "") + "; asking once more]")
                     unfitted = [*state.messages, {"role": "user", "content": prompts.REASK.render(error=error)}]
                     state.messages = self.requests.fitted(unfitted)
                     rebuild = functools.partial(self.requests.fitted, unfitted)  # the re-ask, fitted again

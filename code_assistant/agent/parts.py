@@ -51,11 +51,11 @@ def build_parts(settings: Settings, model: ChatModel, runner: TestRunner, editor
     state = RunState(step=Step(kind=StepKind.PLAN, step=0, model=model.name), candidate=candidate)
     meter = UsageMeter(model)
     requests = Requests(settings, model.window, index_lock, memory)
-    asker = Asker(settings, model, requests, state, say=say, budget=budget or meter.total, on_token=on_token,
-                  stop=stop)
-    applier = Applier(settings, editor, asker, state, say=say, review=review, pre_write=pre_write)
     recorder = Recorder(settings, model.name, state, usage=meter.total, trajectory=trajectory,
                         sandbox=runner.sandbox.record() if runner.sandbox else None)
+    asker = Asker(settings, model, requests, state, say=say, budget=budget or meter.total, on_token=on_token,
+                  stop=stop, flush=recorder.flush)
+    applier = Applier(settings, editor, asker, state, say=say, review=review, pre_write=pre_write)
     return Parts(settings=settings, model=model, state=state, meter=meter, requests=requests, asker=asker,
                  applier=applier, verifier=Verifier(settings, runner, say=say), recorder=recorder, editor=editor,
                  say=say)

@@ -62,8 +62,18 @@ class Recorder:
                          taken_back=taken_back or [], tests_failed=list(self.state.tests_failed),
                          verified=verified, verification=verification)
 
+    def flush(self) -> None:
+        """The current step into the run log if it holds answers not written yet (an answer whose edits were never
+        tested: a reproduction not kept, a read, a syntax repair, the last answer of a run that stopped): every
+        answer is recorded, in order, with its kind."""
+        if self.state.step.answers and not self.state.step_written:
+            self.state.step_written = True
+            if self.trajectory:
+                self.trajectory.append(self.state.step)
+
     def close(self, outcome: RunResult | None, files: list[str]) -> None:
-        """The final record (a crash too: `outcome` None); an answer whose step never reached a test run goes in it."""
+        """The final record (a crash too: `outcome` None), after the last step's answers if they were not written."""
+        self.flush()
         if not self.trajectory:
             return
         usage, state, reproduction = self.usage(), self.state, self.state.reproduction
@@ -73,9 +83,6 @@ class Recorder:
                      stop_reason=outcome.stop_reason if outcome else Stop.CRASHED, candidate=state.candidate,
                      reproduction=reproduction.summary() if reproduction is not None else None,
                      sandbox=self.sandbox)
-        if state.step.answers and not state.step_written:
-            final.answers, final.reasoning = state.step.answers, state.step.reasoning
-            final.answer_format = state.step.answer_format
         self.trajectory.append(final)
 
     def cost(self) -> float | None:

@@ -1,7 +1,8 @@
 """The run log: one JSON object per step in runs/<timestamp>-<slug>.jsonl, plus replaying a recorded run.
 
 Schema (format 2), one object per line:
-  format: 2                      kind: "baseline" | "reproduce" | "plan" | "fix" | "candidate" | "final" (StepKind)
+  format: 2                      kind: "baseline" | "reproduce" | "plan" | "fix" | "syntax" | "candidate" | "final"
+                                 (StepKind); every answer of the run is in one step's "answers", in order
   step: int (0 = plan)           prompt_version: str | null      model: str
   answer: str | null (redacted)  answers: [str] (every answer of the step, redacted; reasoning blocks included)
   answer_format: str | null      the format the step's plan was read in: "json", "json_repaired", "search_replace",
@@ -45,7 +46,8 @@ class StepKind(StrEnum):
     BASELINE = "baseline"  # the test run before any change, with its output: written when the run stops there
     REPRODUCE = "reproduce"  # the request for a test that captures the task (and its follow-up)
     PLAN = "plan"  # the first request for changes
-    FIX = "fix"  # a request after failing tests (a syntax repair joins the step it repairs)
+    FIX = "fix"  # a request after failing tests, or after an answer none of whose edits applied
+    SYNTAX = "syntax"  # the request to repair a file an answer left unparsable, before any test
     CANDIDATE = "candidate"  # best of N: the chosen attempt applied to the repository and tested there
     FINAL = "final"  # the run's last record: why it stopped, its usage and cost
 
