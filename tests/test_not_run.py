@@ -129,6 +129,7 @@ def test_npm_whose_runner_is_not_installed_stops_before_the_model(tmp_path: Path
     assert snapshot(repo) == before
     records = [json.loads(line) for log in (tmp_path / "runs").glob("*.jsonl") for line in log.read_text().splitlines()]
     assert [r["kind"] for r in records] == ["baseline", "final"]
+    assert records[-1]["stop_reason"] == "tests_not_run"
     assert records[0]["test_exit_code"] == 127 and "mocha: not found" in records[0]["test_output"]
 
 

@@ -156,7 +156,9 @@ class Agent:
             outcome = self.give_up(Stop.CHANGED_OUTSIDE, str(exc))
             return outcome
         except BaseException as exc:  # a model, git or internal error: roll back, then let the CLI report it
-            outcome = self.give_up(Stop.MODEL_ERROR if isinstance(exc, ModelError) else Stop.ERROR, str(exc))
+            reason = (Stop.MODEL_ERROR if isinstance(exc, ModelError) else
+                      Stop.TESTS_NOT_RUN if isinstance(exc, TestsNotRunError) else Stop.ERROR)
+            outcome = self.give_up(reason, str(exc))
             raise
         finally:
             self.parts.recorder.close(outcome, self.parts.editor.modified_files)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from code_assistant import interrupts
+from code_assistant.agent.stop import Stop
 from code_assistant.cli import flags
 from code_assistant.cli.flags import SETTING_FIELDS, Parser
 from code_assistant.commands.ask import AskOptions, ask
@@ -160,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         print("error: interrupted", file=sys.stderr)
         if as_json:
-            _print_json({"stop_reason": "interrupted", "message": "interrupted"}, EXIT_INTERRUPTED, exc)
+            _print_json({"stop_reason": Stop.INTERRUPTED, "message": "interrupted"}, EXIT_INTERRUPTED, exc)
         return EXIT_INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - the CLI edge turns every error into one line
         return _report_error(exc, verbose, as_json)
