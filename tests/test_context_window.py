@@ -198,8 +198,8 @@ def test_ask_learns_the_window_from_the_refusal_as_a_run_does(tmp_path: Path) ->
     assert shown.returncode == 0, shown.stdout + shown.stderr
     assert "[Context window: 2048 tokens, from the server's refusal; asking again with a smaller request]" in \
         shown.stdout
-    assert "[Thinking...][Done thinking]" in shown.stderr and "draft" not in shown.stderr + shown.stdout
-    assert "add() is in calc.py:1." in shown.stderr
+    assert "[Thinking...][Done thinking]" in shown.stdout and "draft" not in shown.stderr + shown.stdout
+    assert "add() is in calc.py:1." in shown.stdout
     with ScriptedServer([reply], context_window=2048) as server:
         proc = run_cli(["--repo", str(repo), "--ask", question, "--model", "local-model", "--json"],
                        server_url=server.url)

@@ -302,7 +302,7 @@ def test_strict_cuts_off_a_server_that_write_lets_a_test_reach(tmp_path: Path, b
         assert accepted == [], "nothing reached the server from inside"
         with ScriptedServer([NO_CHANGES]) as server:
             write = _cli(repo, server, "--sandbox", "write", "--no-reproduce", task="check the server")
-        assert write.returncode == 0, write.stdout + write.stderr
+        assert write.returncode == 1 and "no change: the model proposed none" in write.stdout, write.stderr
         _until(lambda: len(accepted) > 0, "under write the same test reaches the server", seconds=10)
 
 
@@ -314,7 +314,7 @@ def test_strict_hides_home_from_the_tests(tmp_path: Path, isolated_env: Path, bw
         "    open(os.path.expanduser('~/scratch'), 'w').write('private')\n"), "pytest.ini": "[pytest]\n"})
     with ScriptedServer([NO_CHANGES]) as server:
         proc = _cli(repo, server, "--sandbox", "strict", "--no-reproduce", task="check home")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "[Baseline: 1 passed, 0 failed]" in proc.stdout, proc.stdout + proc.stderr
     strict = "[Sandbox: strict (bubblewrap): repository + /tmp writable, network off, HOME hidden]"
     assert _header(proc.stdout) == [strict]
     assert not (isolated_env / "scratch").exists(), "HOME was an empty private directory"

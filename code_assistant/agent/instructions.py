@@ -54,6 +54,13 @@ def _read(repo: Path, rel: str) -> str | None:
     return text if text.strip() else None
 
 
+def exist(repo: Path, indexed: Iterable[str] = ()) -> bool:
+    """Whether the repository has any instruction file: the root's or a fallback, or an AGENTS.md among the
+    repository's indexed files."""
+    return any((repo / rel).is_file() for rel in (NESTED, *FALLBACKS)) or any(
+        PurePosixPath(path).name == NESTED for path in indexed)
+
+
 def _nested(paths: Iterable[str]) -> list[str]:
     """AGENTS.md of every directory on the way to the given files (below the root), nearest last."""
     dirs: list[str] = []

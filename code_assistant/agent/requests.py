@@ -132,12 +132,16 @@ class Requests:
         found = self.instructions(budget, shown)
         return prompts.SYSTEM.text + (found.text() if found else "")
 
-    def _split(self, room: int, shell: list[Message]) -> tuple[int, int]:
+    def _split(self, room: int, shell: list[Message], index: RepoIndex) -> tuple[int, int]:
         """The context's budget and the instructions' (at most a tenth of it), out of what the room leaves after
         the request's other parts."""
         whole = self._context_budget(room, shell)
-        share = whole // instructions.SHARE if self.settings.instructions else 0
+        share = whole // instructions.SHARE if self.settings.instructions and self._owner_has_any(index) else 0
         return whole - share, share
+
+    def _owner_has_any(self, index: RepoIndex) -> bool:
+        """Whether the repository has instructions for agents at all (else the context keeps their share)."""
+        return instructions.exist(self.settings.repo, index.files)
 
     def _session_notes(self, room: int) -> str:
         notes = notes_text(self.memory.notes, room // NOTES_SHARE) if self.memory else ""
@@ -180,7 +184,7 @@ class Requests:
                                                baseline=baseline.summary(), baseline_failures=before, context=context)
             return [{"role": "system", "content": self.system(owner, shown)}, {"role": "user", "content": user}]
 
-        budget, owner = self._split(room, render(""))
+        budget, owner = self._split(room, render(""), index)
         pinned = self.memory.shown() if self.memory else []
         context = self._context(index, task, budget, extra_text=extra,
                                 must_include=[*(asked or []), *(reproduction or []), *pinned])
@@ -204,7 +208,7 @@ class Requests:
                                             baseline=baseline.summary(), context=context)
             return [{"role": "system", "content": self.system(owner, shown)}, {"role": "user", "content": user}]
 
-        budget, owner = self._split(room, render(""))
+        budget, owner = self._split(room, render(""), index)
         context = self._context(index, task, budget, must_include=asked, with_tests=True)
         logger.info("prompts %s + %s", prompts.SYSTEM.version, prompts.REPRODUCE.version)
         return self.fitted(render(context.render() or "(no files indexed)", owner, context.paths))
@@ -237,7 +241,7 @@ class Requests:
     def question(self, index: RepoIndex, question: str) -> tuple[list[Message], Context]:
         room = self.window.prompt_room()
         shell: list[Message] = [{"role": "user", "content": prompts.ASK.render(question=question, context="")}]
-        budget, owner = self._split(room, shell)
+        budget, owner = self._split(room, shell, index)
         context = self._context(index, question, budget, numbered=True,
                                 must_include=self.memory.pins if self.memory else None)
         text = prompts.ASK.render(question=question, context=context.render() or "(no files indexed)")

@@ -123,7 +123,7 @@ def parse(argv: list[str]) -> tuple[Command, Settings, object]:
 
 
 def _epilog(prog: str) -> str:
-    lines = "\n".join(f"  {f'{prog} {c.name} --repo PATH':<30}{c.summary}" for c in COMMANDS.values()
+    lines = "\n".join(f"  {prog} {c.name} --repo PATH\n      {c.summary}" for c in COMMANDS.values()
                       if c.name != "run")
     return f"""\
 commands (each with its own --help; without one, the default command runs):
