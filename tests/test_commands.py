@@ -19,9 +19,10 @@ from tests.repos import ROOT, python_repo, run_cli, snapshot
 
 def test_every_command_has_its_own_help() -> None:
     for name in COMMANDS:
-        proc = run_cli([*([] if name == "run" else [name]), "--help"], api_key=None)
-        assert proc.returncode == 0, proc.stderr
-        assert proc.stdout.startswith(f"usage: main.py {'' if name == 'run' else name + ' '}[-h] --repo REPO")
+        usage = build_parser(name).format_usage()
+        assert usage.split()[2:4] == ([name, "[-h]"] if name != "run" else ["[-h]", "--repo"]), usage
+    proc = run_cli(["undo", "--help"], api_key=None)
+    assert proc.returncode == 0 and proc.stdout.startswith("usage: main.py undo [-h] --repo REPO"), proc.stderr
 
 
 def test_the_default_command_and_its_options_record(tmp_path: Path) -> None:
