@@ -4,13 +4,15 @@ embedding model and the chat model stay in the process.
 For each repository (copied to a scratch directory, so the source is never touched), with an empty index:
 
 1. cold: `main.py context --repo COPY --json TASK1` as a process (a new user's first answer);
-2. warm one-shot: `main.py context --repo COPY --json TASK2` as a process, on that index;
-3. a session: `main.py chat --repo COPY --json` reading `/context TASK1` ... `/context TASK5` from stdin (against a
-   scripted OpenAI-compatible server on loopback, which a session checks at start); the time of each command is
-   the gap between its JSON line and the one before (the first includes opening the session).
+2. warm one-shot, the same query: TASK1 again, as a process (what issue 30 timed as "warm");
+3. warm one-shot, a new query: TASK2, as a process (its chunks not embedded yet: up to the embed budget of model work);
+4. a session: `main.py chat --repo COPY --json` reading `/context TASK1`, `/context TASK1`, `/context TASK3` ...
+   `/context TASK5` from stdin (against a scripted OpenAI-compatible server on loopback, which a session checks at
+   start); the time of each command is the gap between its JSON line and the one before (the first includes
+   opening the session: the server check, the window, the first index update).
 
-The tasks differ (each query is embedded and ranked anew); the same five are used everywhere. Prints a markdown
-table: cold, warm one-shot, the session's first command and the median of its 2nd-5th, per repository.
+Prints a markdown table per repository: cold; warm one-shot (same query / new query); the session's first command,
+its same query again, and the median of its three new queries; with the 1-minute load the runs started at.
 
     python -m bench.session_context /path/to/repo [more repos] [--runs 3] [--work DIR]
 """
@@ -51,14 +53,15 @@ def one_shot(repo: Path, task: str, env: dict[str, str]) -> float:
 
 
 def session(repo: Path, env: dict[str, str]) -> list[float]:
-    """The seconds of each /context command in one session (the first includes opening it)."""
+    """The seconds of each /context command in one session (the first includes opening it): TASKS[0] twice, then
+    TASKS[2:]."""
     proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), "chat", "--repo", str(repo), "--json"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             env=env)
     assert proc.stdin is not None and proc.stdout is not None
     times = []
     started = time.perf_counter()
-    for task in TASKS:
+    for task in [TASKS[0], TASKS[0], *TASKS[2:]]:
         proc.stdin.write(f"/context {task}\n")
         proc.stdin.flush()
         line = proc.stdout.readline()
@@ -73,7 +76,8 @@ def session(repo: Path, env: dict[str, str]) -> list[float]:
 
 
 def measure(source: Path, runs: int, work: Path) -> dict[str, float]:
-    rows: dict[str, list[float]] = {"cold": [], "warm": [], "first": [], "later": []}
+    rows: dict[str, list[float]] = {"cold": [], "warm_same": [], "warm_new": [], "first": [], "same": [], "new": [],
+                                    "load": []}
     with ScriptedServer([]) as server:
         for run in range(runs):
             scratch = work / f"{source.name}-{run}"
@@ -81,13 +85,17 @@ def measure(source: Path, runs: int, work: Path) -> dict[str, float]:
             repo = scratch / "repo"
             shutil.copytree(source, repo, symlinks=True, ignore=shutil.ignore_patterns(".git"))
             env = _env(scratch, server.url)
+            rows["load"].append(os.getloadavg()[0])
             rows["cold"].append(one_shot(repo, TASKS[0], env))
-            rows["warm"].append(one_shot(repo, TASKS[1], env))
+            rows["warm_same"].append(one_shot(repo, TASKS[0], env))
+            rows["warm_new"].append(one_shot(repo, TASKS[1], env))
             times = session(repo, env)
             rows["first"].append(times[0])
-            rows["later"].append(statistics.median(times[1:]))
-            print(f"[{source.name} {run + 1}/{runs}] cold {rows['cold'][-1]:.2f} s, warm {rows['warm'][-1]:.2f} s, "
-                  f"session {', '.join(f'{t:.2f}' for t in times)} s", file=sys.stderr, flush=True)
+            rows["same"].append(times[1])
+            rows["new"].append(statistics.median(times[2:]))
+            print(f"[{source.name} {run + 1}/{runs}] load {rows['load'][-1]:.1f}, cold {rows['cold'][-1]:.2f} s, "
+                  f"warm {rows['warm_same'][-1]:.2f} / {rows['warm_new'][-1]:.2f} s, session "
+                  f"{', '.join(f'{t:.2f}' for t in times)} s", file=sys.stderr, flush=True)
             shutil.rmtree(scratch, ignore_errors=True)
     return {name: statistics.median(values) for name, values in rows.items()}
 
@@ -99,13 +107,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=None)
     args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="session-context-"))
-    print("| repository | cold one-shot (s) | warm one-shot (s) | session, 1st /context (s) | session, 2nd-5th "
-          "(median, s) |")
-    print("|---|---|---|---|---|")
+    print("| repository | load | cold one-shot | warm one-shot: same query / new query | session: 1st (opening) | "
+          "session: same query again | session: new queries (median of 3) |")
+    print("|---|---|---|---|---|---|---|")
     for repo in args.repos:
         m = measure(repo.resolve(), args.runs, work)
-        print(f"| {repo.name} | {m['cold']:.2f} | {m['warm']:.2f} | {m['first']:.2f} | {m['later']:.2f} |",
-              flush=True)
+        print(f"| {repo.name} | {m['load']:.1f} | {m['cold']:.2f} s | {m['warm_same']:.2f} / {m['warm_new']:.2f} s | "
+              f"{m['first']:.2f} s | {m['same']:.2f} s | {m['new']:.2f} s |", flush=True)
     return 0
 
 

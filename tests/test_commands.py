@@ -101,3 +101,17 @@ def test_help_and_readme_say_the_same_defaults() -> None:
     assert checked >= 10
     model = next(a for a in build_parser()._actions if "--model" in a.option_strings)
     assert "local server" in (model.help or "") and "local server" in readme["--model"]
+
+
+def test_reading_the_command_line_loads_no_pipeline() -> None:
+    """Every command is in the table, and still the command line is read (and an error in it reported) before
+    openai, tiktoken, prompt_toolkit, rich or the vector store is imported: each costs tenths of a second to a
+    second of every run."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom code_assistant import cli  # noqa: F401\n"
+            "heavy = ('openai', 'httpx', 'tiktoken', 'prompt_toolkit', 'rich', 'chromadb', 'numpy', 'onnxruntime')\n"
+            "print([m for m in heavy if m in sys.modules])\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr

@@ -15,15 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from code_assistant import console, interrupts
-from code_assistant.agent.memory import Memory, Note, files_with_stat
 from code_assistant.commands import parts
 from code_assistant.commands.ask import cut_off_line
 from code_assistant.commands.run import RunOptions, one_task, open_model, preflight
 from code_assistant.errors import EXIT_OK, AssistantError
-from code_assistant.model.chat import Usage
 from code_assistant.settings import Settings
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the pipeline is loaded when a session opens, not when the command line is read
+    from code_assistant.agent.memory import Note
     from code_assistant.agent.state import RunResult
     from code_assistant.model.chat import ChatModel
 
@@ -60,6 +59,9 @@ class Session:
     """One conversation: the model, sandbox, indexer and memory built once; a task or a command per line."""
 
     def __init__(self, settings: Settings, options: SessionOptions) -> None:
+        from code_assistant.agent.memory import Memory
+        from code_assistant.model.chat import Usage
+
         self.settings, self.options = settings, options
         self.say = console.quiet if options.json else console.say
         self.started = time.time()
@@ -95,6 +97,8 @@ class Session:
 
     def task(self, text: str) -> RunResult:
         from code_assistant.edit.journal import RepoLock
+
+        from code_assistant.model.chat import Usage
 
         self.last_task = text
         self.model.usage = Usage()  # each task reports (and is capped by) its own usage; the session sums them
@@ -147,6 +151,7 @@ class Session:
 
     def ask(self, question: str) -> None:
         from code_assistant.agent.question import answer_question
+        from code_assistant.model.chat import Usage
 
         if not question:
             self.report({"error": "usage", "message": "/ask QUESTION"}, "[Usage: /ask QUESTION]")
@@ -206,6 +211,7 @@ class Session:
             console.say("[No changes in this session]")
 
     def undo(self, rest: str) -> None:
+        from code_assistant.agent.memory import Note
         from code_assistant.edit.history import UndoError, undo_last
         from code_assistant.edit.journal import RepoLock
 
@@ -253,6 +259,8 @@ class Session:
 
 
 def _note(task: str, result: RunResult) -> Note:
+    from code_assistant.agent.memory import Note, files_with_stat
+
     if result.success:
         outcome = f"done ({result.stop_reason}, iteration {result.iterations}); the change is in the files"
     else:
