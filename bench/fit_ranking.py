@@ -4,7 +4,7 @@
 
 Reads the per-instance records of `python -m bench.localize` (the signals `rank()` gathered for each SWE-bench Lite
 instance of the `dev` and `sympy` sets) and fits the fast model (no dense features) and the full model (with the
-dense features the lazy flow would have under that fast model), numpy only (code_assistant/retrieve/fit.py).
+dense features the lazy flow would have under that fast model), numpy only (bench/fit.py).
 
 The honest numbers are the cross-set ones: fit on dev, score on sympy; fit on sympy, score on dev; each next to BM25
 and the old hand fusion on the same instances, per set and per repository. The L2 penalty is chosen inside the
@@ -27,10 +27,10 @@ import textwrap
 import time
 from pathlib import Path
 
-from bench import rankers
+from bench import fit, rankers
 from bench.localize_cli import golds_of
 from bench.localize_report import KS, metrics, rank_of
-from code_assistant.retrieve import fit, fusion
+from code_assistant.retrieve import fusion
 
 L2_GRID = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
 WEIGHTS_FILE = Path(__file__).resolve().parent.parent / "code_assistant" / "retrieve" / "fusion_weights.py"

@@ -11,7 +11,7 @@ import numpy as np
 
 from bench.localize_cli import golds_of
 from code_assistant.retrieve import fusion
-from code_assistant.retrieve.fit import Query
+from bench.fit import Query
 from code_assistant.retrieve.mentions import Mentions
 from code_assistant.retrieve.ranking import dense_asks
 from code_assistant.retrieve.signals import FileSignals, Signals
