@@ -60,12 +60,15 @@ def query_weights(records: list[dict]) -> list[float] | None:
     return [1.0 / counts[r[unit]] for r in records]
 
 
-def fit_models(records: list[dict], l2: float, loss: str = "softmax") -> tuple[fusion.Model, fusion.Model]:
-    """The fast model, then the full one on the dense features the fast one's pick leaves."""
+def fit_models(records: list[dict], l2: float, loss: str = "softmax",
+               without: set[str] | None = None) -> tuple[fusion.Model, fusion.Model]:
+    """The fast model, then the full one on the dense features the fast one's pick leaves; without the features
+    `without` (default: --without's)."""
+    left_out = WITHOUT if without is None else without
     share = query_weights(records)
-    fast = fit.fit([rankers.query_for(r) for r in records], [n for n in fusion.FAST_NAMES if n not in WITHOUT], l2,
+    fast = fit.fit([rankers.query_for(r) for r in records], [n for n in fusion.FAST_NAMES if n not in left_out], l2,
                    loss, share)
-    full = fit.fit([rankers.query_for(r, fast) for r in records], [n for n in fusion.NAMES if n not in WITHOUT],
+    full = fit.fit([rankers.query_for(r, fast) for r in records], [n for n in fusion.NAMES if n not in left_out],
                    l2, loss, share)
     return fast, full
 

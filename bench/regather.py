@@ -10,6 +10,7 @@ does, so changes to what is indexed and how imports resolve count too.
 
     python -m bench.regather [--records /tmp/localize/records] [--snapshots /tmp/localize/snapshots] --out DIR
     python -m bench.regather --records R --reindex --work W --index I --out DIR [--set-file NAME=PATH] [--sets ...]
+    python -m bench.regather --records R --snapshots S --priors-only --out DIR   # the run's signals + the priors
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from dataclasses import asdict
 from pathlib import Path
 
 from bench.checkout import materialize
-from bench.localize import InProcess, ordered, with_set_files
+from bench.localize import InProcess, ordered, test_fields, with_set_files
+from bench.localize_cli import golds_of
 from code_assistant.index.index_db import IndexDB
 from code_assistant.index.indexer import Files, RepoIndex
-from code_assistant.retrieve import signals
+from code_assistant.retrieve import priors, signals
 from code_assistant.retrieve.mentions import kind_of
 
 
@@ -61,6 +63,25 @@ def regather(record: dict, task: str, snapshot: Path | None = None, index: RepoI
             "degree_extracted": record.get("degree_extracted", record.get("degree", {}))}
 
 
+def add_priors(record: dict, task: str, snapshot: Path, test_patch: str = "") -> dict:
+    """The record with the priors (retrieve/priors.py) of its candidates computed from the snapshot and every other
+    signal as the run gathered it: the priors depend on the index and the task alone, so this is what gather() would
+    have stored. A record of a run that did not say which tests go with the fix gets that too (test_fields)."""
+    index = snapshot_index(snapshot)
+    try:
+        found = priors.gather(index, task)
+        tests = test_fields(golds_of(record), test_patch, set(index.files))
+    finally:
+        index.db.close()
+    rows = []
+    for row in record["files"]:
+        entry = signals.FileSignals(row["path"], row["kind"])
+        signals.add_priors(entry, found)
+        rows.append({**row, "pagerank": entry.pagerank, "imports_resolved": entry.imports_resolved,
+                     "cover": entry.cover})
+    return {**record, "files": rows, **({} if "gold_tests" in record else tests)}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--records", type=Path, default=Path("/tmp/localize/records"))
@@ -70,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="a further set (bench/mine_commits.py), e.g. heldout=/tmp/heldout/heldout.json")
     p.add_argument("--sets", nargs="+", default=None, help="only these sets (default: every set with records)")
     p.add_argument("--only", nargs="+", default=[], metavar="ID", help="instance ids (or substrings) only")
+    p.add_argument("--priors-only", action="store_true",
+                   help="keep the record's signals as gathered and add only the priors (retrieve/priors.py) from the "
+                        "snapshot: exact, and nothing read that the snapshot lacks")
     p.add_argument("--reindex", action="store_true",
                    help="write each commit out and index it with the current code instead of reading the snapshot")
     p.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"), help="holds owner+name/repo bare dirs")
@@ -101,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
                 materialize(args.mirrors / inst["repo"].replace("/", "+") / "repo", inst["base_commit"], dest)
                 index, _ = runner.update(dest, dest.name)
                 out = regather(record, inst["problem_statement"], index=index)
+            elif args.priors_only:
+                out = add_priors(record, inst["problem_statement"], snapshot, inst.get("test_patch", ""))
             else:
                 out = regather(record, inst["problem_statement"], snapshot)
             (args.out / set_name / f"{record['instance_id']}.json").write_text(json.dumps(out))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from code_assistant.retrieve import context as context_module
+from code_assistant.retrieve import file_map
 from code_assistant.retrieve.context import build_context
 from code_assistant.retrieve.ranking import rank
 from code_assistant.index import embeddings
@@ -118,7 +119,7 @@ def test_ranked_files_that_do_not_fit_are_on_the_map_a_line_each_in_rank_order(i
     ranked = [r.path for r in context.ranking]
     assert context.map == ["shop/big.py"], "the one ranked file no form of which fits is on the map"
     assert context.map == [p for p in ranked if p not in context.paths][:len(context.map)]
-    assert context.map_text.splitlines() == [context_module.MAP_HEADER,
+    assert context.map_text.splitlines() == [file_map.MAP_HEADER,
                                              "shop/big.py: Warehouse, stock_0, stock_1, stock_2, stock_3, stock_4, …"]
     assert context.render().endswith(context.map_text) and context.tokens <= 1000
 
@@ -132,17 +133,17 @@ def test_the_map_lists_the_names_the_task_uses_first(index: RepoIndex) -> None:
 
 def test_path_list_groups_paths_by_directory_in_the_order_of_each_directorys_first_path() -> None:
     paths = ["sympy/core/mul.py", "setup.py", "sympy/polys/rings.py", "sympy/core/mod.py", "conftest.py"]
-    assert context_module.path_list(paths) == ["sympy/core/: mul.py, mod.py", "./: setup.py, conftest.py",
+    assert file_map.path_list(paths) == ["sympy/core/: mul.py, mod.py", "./: setup.py, conftest.py",
                                                "sympy/polys/: rings.py"]
-    assert context_module.path_list([]) == []
+    assert file_map.path_list([]) == []
 
 
 def test_ranked_files_after_the_maps_lines_are_listed_by_path(index: RepoIndex,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(context_module, "MAP_FILES", 0)  # no lines: the map goes straight to its paths
+    monkeypatch.setattr(file_map, "MAP_FILES", 0)  # no lines: the map goes straight to its paths
     context = build_context(index, "ShoppingCart total with discount codes", 1000)
     assert context.map == [] and context.listed == ["shop/big.py"]
-    assert context.map_text.splitlines() == [context_module.LIST_HEADER, "shop/: big.py"]
+    assert context.map_text.splitlines() == [file_map.LIST_HEADER, "shop/: big.py"]
     assert context.render().endswith(context.map_text) and context.tokens <= 1000
 
 
@@ -150,11 +151,11 @@ def test_the_paths_listed_are_the_longest_prefix_that_fits_the_room() -> None:
     paths = [f"pkg/sub{i % 7}/module_{i}.py" for i in range(120)]
 
     def cost(listed: list[str]) -> int:
-        return tokens.count_tokens("\n".join([context_module.LIST_HEADER, *context_module.path_list(listed)]))
+        return tokens.count_tokens("\n".join([file_map.LIST_HEADER, *file_map.path_list(listed)]))
 
     previous = 0
     for room in range(0, 900, 37):
-        fitted = context_module.fit_paths(paths, room)
+        fitted = file_map.fit_paths(paths, room)
         assert fitted == paths[:len(fitted)] and len(fitted) >= previous
         assert not fitted or cost(fitted) <= room
         if len(fitted) < len(paths):  # one more would not have fitted
@@ -271,3 +272,61 @@ def test_a_reproduction_request_shows_how_the_project_writes_its_tests(index: Re
     task = "ShoppingCart.total should round the sum to whole cents"
     context = build_context(index, task, 4000, with_tests=True)
     assert context.paths[0] == "shop/cart.py" and "tests/test_cart.py" in context.paths
+
+
+PAIRED = {  # eight modules, so that the tests rank below the six core files
+    **{f"shop/mod{i}.py": f"def cart_total_{i}(cart):\n    return cart.total([{i}])\n" for i in range(6)},
+    "shop/cart.py": "class ShoppingCart:\n    def total(self, prices):\n        return sum(prices)\n",
+    "shop/pricing.py": "def price_of(cart, item):\n    return cart.total([item['price']])\n",
+    "tests/test_cart.py": "from shop.cart import ShoppingCart\n\n\n" + "".join(
+        f"def test_total_{i}():\n    assert ShoppingCart().total([{i}]) == {i}\n\n\n" for i in range(40)),
+}
+
+
+@pytest.fixture(scope="module")
+def paired(tmp_path_factory: pytest.TempPathFactory) -> RepoIndex:
+    root = tmp_path_factory.mktemp("paired")
+    repo = write_tree(root / "repo", PAIRED)
+    embedder = embeddings.make_embedder("local")
+    client = store.open_client(root / "index")
+    chunks = store.ChunkStore(client, store.collection_name(str(repo), embedder.name))
+    return Indexer(repo, root / "index", embedder, chunks).update()[0]
+
+
+def test_the_tests_of_the_top_source_files_are_shown_beside_them(paired: RepoIndex) -> None:
+    context = build_context(paired, "ShoppingCart total is wrong", 12000, embed_budget=0)
+    assert context.paths[0] == "shop/cart.py" and "tests/test_cart.py" not in [r.path for r in context.ranking[:6]]
+    assert context.tests == {"shop/cart.py": "tests/test_cart.py"}
+    assert context.paths[1] == "tests/test_cart.py"
+    assert any(line.startswith("+ tests/test_cart.py (full") and "the test of shop/cart.py" in line
+               for line in context.budget_log)
+    alone = build_context(paired, "ShoppingCart total is wrong", 12000, embed_budget=0, tests_paired=False)
+    assert alone.tests == {} and "tests/test_cart.py" not in alone.paths[:7]
+
+
+def test_a_paired_test_too_big_to_show_whole_is_shown_as_a_skeleton_or_outline(paired: RepoIndex,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    task = "ShoppingCart total is wrong"
+    whole = next(f for f in build_context(paired, task, 12000, embed_budget=0).files if f.path == "tests/test_cart.py")
+    monkeypatch.setattr(context_module, "PAIR_MAX_TOKENS", whole.tokens - 1)
+    shown = next(f for f in build_context(paired, task, 12000, embed_budget=0).files
+                 if f.path == "tests/test_cart.py")
+    assert shown.mode in ("skeleton", "outline") and shown.tokens < whole.tokens
+    monkeypatch.setattr(context_module, "PAIR_MAX_TOKENS", 5)
+    context = build_context(paired, task, 12000, embed_budget=0)
+    assert context.tests == {} and "tests/test_cart.py" not in context.paths[:7]
+    assert any(line.startswith("skip tests/test_cart.py (the test of shop/cart.py)") for line in context.budget_log)
+
+
+def test_pairs_follow_each_languages_convention_skip_tests_already_core_and_stop_at_three() -> None:
+    files = {"pkg/flags.go", "pkg/flags_test.go", "pkg/args.go", "pkg/args_test.go", "src/router.js",
+             "test/router.test.js", "lib/view.py", "tests/test_view.py", "lib/util.py", "tests/test_util.py",
+             "README.md"}
+    order = ["pkg/flags.go", "README.md", "src/router.js", "lib/view.py", "lib/util.py", "pkg/args.go"]
+    assert context_module.test_pairs(order, files) == {"pkg/flags.go": "pkg/flags_test.go",
+                                                       "src/router.js": "test/router.test.js",
+                                                       "lib/view.py": "tests/test_view.py"}
+    core_test = ["pkg/flags.go", "pkg/flags_test.go", "lib/view.py"]
+    assert context_module.test_pairs(core_test, files) == {"lib/view.py": "tests/test_view.py"}
+    assert context_module.with_pairs(["a.py", "b.py", "tests/test_a.py"], {"a.py": "tests/test_a.py"}) == [
+        "a.py", "tests/test_a.py", "b.py"]
