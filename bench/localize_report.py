@@ -164,6 +164,9 @@ def render(records: dict[str, list[dict]], budget: int) -> str:
         lines += ["", (f"Chunks embedded per query: mean {sum(embedded) / max(len(embedded), 1):.0f}, max "
                        f"{max(embedded, default=0)}; rank() seconds median {secs[len(secs) // 2]:.1f}, "
                        f"max {secs[-1]:.1f}.")]
+        if any(r.get("replayed_context") for r in done):
+            lines.append("The ranking and the context of these records were replayed (bench/context_replay.py): "
+                         "\"as run\" above is the replay's.")
         if shares := tests_shown(done):
             lines.append(f"Tests that go with the gold file, in the context: {shares} (bench/localize.py test_fields).")
         if failed:

@@ -304,7 +304,7 @@ def test_the_tests_of_the_top_source_files_are_shown_beside_them(paired: RepoInd
     assert alone.tests == {} and "tests/test_cart.py" not in alone.paths[:7]
 
 
-def test_a_paired_test_too_big_to_show_whole_is_shown_as_a_skeleton_or_outline(paired: RepoIndex,
+def test_a_paired_test_too_big_to_show_whole_is_shown_as_a_skeleton_outline_or_head(paired: RepoIndex,
                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     task = "ShoppingCart total is wrong"
     whole = next(f for f in build_context(paired, task, 12000, embed_budget=0).files if f.path == "tests/test_cart.py")
@@ -312,6 +312,10 @@ def test_a_paired_test_too_big_to_show_whole_is_shown_as_a_skeleton_or_outline(p
     shown = next(f for f in build_context(paired, task, 12000, embed_budget=0).files
                  if f.path == "tests/test_cart.py")
     assert shown.mode in ("skeleton", "outline") and shown.tokens < whole.tokens
+    monkeypatch.setattr(context_module, "PAIR_MAX_TOKENS", 60)  # less than its outline: its first lines
+    head = next(f for f in build_context(paired, task, 12000, embed_budget=0).files if f.path == "tests/test_cart.py")
+    assert head.mode == "head" and head.tokens <= 60
+    assert "from shop.cart import ShoppingCart" in head.text and re.search(r"⋮ \(\d+ more lines\)", head.text)
     monkeypatch.setattr(context_module, "PAIR_MAX_TOKENS", 5)
     context = build_context(paired, task, 12000, embed_budget=0)
     assert context.tests == {} and "tests/test_cart.py" not in context.paths[:7]

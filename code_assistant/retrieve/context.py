@@ -25,13 +25,14 @@ MAX_SHARE = 0.4          # of the budget, for any one core file but the first
 MAP_SHARE = 0.15         # of the budget at most, kept for the map: the ranked files after those shown
 MAP_MIN_BUDGET = 1000    # below this every token goes to code: no map
 TEST_PAIRS = 3           # the top source files among the core files whose tests are shown beside them
-PAIR_MAX_TOKENS = 800    # a paired test's form at most: whole when that small, else its skeleton or outline
+PAIR_MAX_TOKENS = 800    # a paired test's form at most: whole when that small, else its skeleton, outline or head
+MIN_HEAD_LINES = 5       # a test's head shows at least this many lines, or the test is not shown
 
 
 @dataclass
 class ContextFile:
     path: str
-    mode: str  # "full" | "skeleton" | "outline"
+    mode: str  # "full" | "skeleton" | "outline" | "head" (a paired test's first lines)
     text: str
     tokens: int
 
@@ -121,7 +122,7 @@ def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]],
             log: list[str], pairs: dict[str, str] | None = None) -> list[ContextFile]:
     """The forms of the files shown, in `order`, within budget: 1. a seat for each core file in its cheapest form,
     2. upgrades in rank order of every core file to a skeleton, 3. the test paired with a core file (`pairs`: source
-    -> test) in its richest form up to PAIR_MAX_TOKENS, 4. upgrades of core files to the whole file, in rank order,
+    -> test) in its richest form up to PAIR_MAX_TOKENS (whole, skeleton, outline, else its first lines), 4. upgrades of core files to the whole file, in rank order,
     5. more files while room is left."""
     pairs = pairs or {}
     tests = set(pairs.values())
@@ -153,7 +154,9 @@ def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]],
     upgrade("skeleton")  # 2
     for source, test in pairs.items():  # 3: the tests of the top source files, as their code is shown
         if source in chosen:
-            form = next((f for f in options(test) if f.tokens <= min(PAIR_MAX_TOKENS, budget - used)), None)
+            room = min(PAIR_MAX_TOKENS, budget - used)
+            every = options(test)
+            form = next((f for f in every if f.tokens <= room), None) or (head_form(every[0], room) if every else None)
             if form:
                 chosen[test] = form
                 used += form.tokens
@@ -210,6 +213,27 @@ def with_test_counterpart(order: list[str], files: set[str]) -> list[str]:
         return order
     at = order.index(source) + 1  # type: ignore[arg-type]
     return [*order[:at], tests[0], *(p for p in order[at:] if p != tests[0])]
+
+
+def head_form(whole: ContextFile, room: int) -> ContextFile | None:
+    """The file's first lines, as many as fit in room with a last line saying how many follow (a test file too long
+    to show whole still shows its imports, its fixtures and how its first tests are written); None when not even
+    MIN_HEAD_LINES fit."""
+    fence = whole.text.splitlines()[1]
+    lines = whole.text.splitlines()[2:-1]
+    low, high = 0, len(lines)
+    while low < high:  # the most lines that fit
+        mid = (low + high + 1) // 2
+        if _head(whole.path, lines, mid, fence).tokens <= room:
+            low = mid
+        else:
+            high = mid - 1
+    return _head(whole.path, lines, low, fence) if low >= MIN_HEAD_LINES else None
+
+
+def _head(path: str, lines: list[str], n: int, fence: str) -> ContextFile:
+    text = "\n".join([f"### {path} (head)", fence, *lines[:n], f"⋮ ({len(lines) - n} more lines)", fence])
+    return ContextFile(path, "head", text, tokens.count_tokens(text))
 
 
 def file_forms(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex) -> list[ContextFile]:
