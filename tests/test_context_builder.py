@@ -334,3 +334,31 @@ def test_pairs_follow_each_languages_convention_skip_tests_already_core_and_stop
     assert context_module.test_pairs(core_test, files) == {"lib/view.py": "tests/test_view.py"}
     assert context_module.with_pairs(["a.py", "b.py", "tests/test_a.py"], {"a.py": "tests/test_a.py"}) == [
         "a.py", "tests/test_a.py", "b.py"]
+
+
+def test_close_scores_after_the_first_widen_the_seats_up_to_ten(monkeypatch: pytest.MonkeyPatch) -> None:
+    from code_assistant.retrieve.ranking import RankedFile
+
+    monkeypatch.setattr(context_module, "CLOSE", 1.0)
+
+    def ranking(*scores: float) -> list[RankedFile]:
+        return [RankedFile(f"f{i}.py", s) for i, s in enumerate(scores)]
+
+    assert context_module.core_count(ranking(9, 5, 4, 3, 2, 1, 0, -1, -2)) == 6, "clear steps: the usual six"
+    assert context_module.core_count(ranking(9, 5, 4.8, 4.6, 4.4, 4.2, 4.1, 4.0, 3, 2)) == 8
+    assert context_module.core_count(ranking(*([5.0] * 14))) == 10, "never more than CORE_MAX"
+    assert context_module.core_count(ranking(5, 4)) == 6
+
+
+def test_a_core_file_without_definitions_too_big_to_show_whole_shows_its_head(tmp_path: Path) -> None:
+    files = {"src/macros.rs": "".join(f"macro_rules! emit_{i} {{ ($x:expr) => {{ println!(\"{{}}\", $x) }} }}\n"
+                                      for i in range(400)),
+             "src/lib.rs": "mod macros;\npub fn emit_all() {}\n"}
+    repo = write_tree(tmp_path / "repo", files)
+    embedder = embeddings.make_embedder("local")
+    client = store.open_client(tmp_path / "index")
+    chunks = store.ChunkStore(client, store.collection_name(str(repo), embedder.name))
+    index = Indexer(repo, tmp_path / "index", embedder, chunks).update()[0]
+    context = build_context(index, "the emit_7 macro prints twice", 3000, embed_budget=0)
+    shown = next(f for f in context.files if f.path == "src/macros.rs")
+    assert shown.mode == "head" and "macro_rules! emit_0" in shown.text and shown.tokens <= 3000

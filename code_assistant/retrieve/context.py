@@ -19,6 +19,8 @@ __all__ = ["Context", "ContextFile", "Mentions", "RankedFile", "build_context", 
 
 MIN_USEFUL_TOKENS = 120
 CORE_FILES = 6           # the top-ranked files that all get into the context in some form
+CORE_MAX = 10            # ... or up to this many when the ranking cannot tell them apart (core_count)
+CLOSE = 1.0              # scores this close to the second file's (the fitted model's units) count as a tie with it
 OUTLINE_MAX_TOKENS = 1500
 FULL_SLACK = 64         # a rendered file is its indexed text and a header; the seam may merge a token or two
 MAX_SHARE = 0.4          # of the budget, for any one core file but the first
@@ -32,7 +34,7 @@ MIN_HEAD_LINES = 5       # a test's head shows at least this many lines, or the 
 @dataclass
 class ContextFile:
     path: str
-    mode: str  # "full" | "skeleton" | "outline" | "head" (a paired test's first lines)
+    mode: str  # "full" | "skeleton" | "outline" | "head" (the first lines: a paired test, a file without definitions)
     text: str
     tokens: int
 
@@ -62,16 +64,16 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
                   must_include: list[str] | None = None, numbered: bool = False,
                   embed_budget: int | None = EMBED_BUDGETS["local"], ranked: Ranking | None = None,
                   with_tests: bool = False, tests_paired: bool = True) -> Context:
-    """The ranked files in the budget: first a seat for each of the top CORE_FILES in its cheapest form (an
-    outline of its definitions), then in rank order each upgraded to a skeleton keeping the relevant definitions,
-    then to the whole file, where that still fits; then further files while room is left. `ranked`: a ranking
-    already made for this task (the bench's), not made again. With with_tests, the test counterpart of the
-    top-ranked source file (its tests by the language's naming convention) follows it as a core file; with
-    tests_paired (default) the tests of the top TEST_PAIRS source files follow them once the core files are
-    skeletons, each in at most PAIR_MAX_TOKENS (test_pairs). Last, the map: the ranked
-    files after those shown, a line each with its top-level names, then the next ones by path alone, so the model
-    can ask to see one (the "read" action). The code leaves the map what a map of every ranked file but the first
-    would take, at most MAP_SHARE of the budget (so a repository of a few files keeps nearly all of it for code)."""
+    """The ranked files in the budget: first a seat for each of the top CORE_FILES (more when the ranking cannot
+    tell them apart: core_count) in its cheapest form (an outline of its definitions), then in rank order each
+    upgraded to a skeleton keeping the relevant definitions; the tests of the top TEST_PAIRS source files beside
+    them (test_pairs; tests_paired=False: none), each in at most PAIR_MAX_TOKENS; then the files upgraded to whole
+    where that still fits; then further files while room is left. `ranked`: a ranking already made for this task
+    (the bench's), not made again. With with_tests, the test counterpart of the top-ranked source file (its tests
+    by the language's naming convention) follows it as a core file. Last, the map: the ranked files after those
+    shown, a line each with its top-level names, then the next ones by path alone, so the model can ask to see one
+    (the "read" action). The code leaves the map what a map of every ranked file but the first would take, at most
+    MAP_SHARE of the budget (so a repository of a few files keeps nearly all of it for code)."""
     if ranked is None:
         frames = traceback_frames(extra_text, index.repo, set(index.files)) if extra_text else []
         ranked = rank(index, task + ("\n" + extra_text if extra_text else ""), frames, embed_budget=embed_budget)
@@ -88,7 +90,10 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
         most = file_map(index, order[1:], keep, int(budget * MAP_SHARE)).text  # of a few files keeps its budget
         reserve = tokens.count_tokens(most) if most else 0
     log = [f"budget {budget} tokens" + (f" ({reserve} kept for the map of more files)" if reserve else "")]
-    files = _choose(index, order, keep, numbered, budget - reserve, log, pairs)  # the code: the budget but the map's
+    seats = core_count(ranked.files)
+    if seats > CORE_FILES:
+        log.append(f"{seats} core files: the scores of ranks 2-{seats} are within {CLOSE:g} of each other")
+    files = _choose(index, order, keep, numbered, budget - reserve, log, pairs, seats)  # the code: the budget but
     used = sum(f.tokens for f in files)
     running = 0
     tested = {test: source for source, test in pairs.items()}
@@ -97,7 +102,7 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
         paired = f", the test of {tested[f.path]}" if f.path in tested else ""
         log.append(f"+ {f.path} ({f.mode}, {f.tokens} tokens{paired}) -> {running}/{budget}")
     chosen = {f.path for f in files}
-    for path in [p for p in order if p not in tested][:CORE_FILES]:
+    for path in [p for p in order if p not in tested][:seats]:
         if path not in chosen:
             log.append(f"skip {path}: even its outline does not fit")
     more = file_map(index, [p for p in order if p not in chosen], keep, budget - used) if reserve else FileMap()
@@ -119,14 +124,15 @@ def _order(index: RepoIndex, ranked: Ranking, must_include: list[str], with_test
 
 
 def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]], numbered: bool, budget: int,
-            log: list[str], pairs: dict[str, str] | None = None) -> list[ContextFile]:
-    """The forms of the files shown, in `order`, within budget: 1. a seat for each core file in its cheapest form,
-    2. upgrades in rank order of every core file to a skeleton, 3. the test paired with a core file (`pairs`: source
-    -> test) in its richest form up to PAIR_MAX_TOKENS (whole, skeleton, outline, else its first lines), 4. upgrades of core files to the whole file, in rank order,
-    5. more files while room is left."""
+            log: list[str], pairs: dict[str, str] | None = None, seats: int = CORE_FILES) -> list[ContextFile]:
+    """The forms of the files shown, in `order`, within budget: 1. a seat for each of the `seats` core files in its
+    cheapest form (its first lines when it has no definitions and does not fit whole), 2. upgrades in rank order of every core file to a skeleton, 3. the test paired with a core file
+    (`pairs`: source -> test) in its richest form up to PAIR_MAX_TOKENS (whole, skeleton, outline, else its first
+    lines), 4. upgrades of core files to the whole file in rank order (the first may take the budget unless the
+    seats were widened: then no file takes more than MAX_SHARE), 5. more files while room is left."""
     pairs = pairs or {}
     tests = set(pairs.values())
-    core = [p for p in order if p not in tests][:CORE_FILES]
+    core = [p for p in order if p not in tests][:seats]
     chosen: dict[str, ContextFile] = {}
     used = 0
 
@@ -139,7 +145,7 @@ def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]],
         for position, path in enumerate(p for p in chosen if p in forms):
             form = next((f for f in forms[path] if f.mode == mode), None)
             extra = form.tokens - chosen[path].tokens if form else 0
-            share = 1.0 if position == 0 else MAX_SHARE
+            share = 1.0 if position == 0 and seats <= CORE_FILES else MAX_SHARE  # close: no file takes it all
             if form and extra > 0 and used + extra <= budget and form.tokens <= share * budget:
                 chosen[path] = form
                 used += extra
@@ -148,6 +154,8 @@ def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]],
     for path in core:  # 1: a seat for each core file
         forms[path] = options(path)
         cheapest = forms[path][-1] if forms[path] else None
+        if cheapest and used + cheapest.tokens > budget and len(forms[path]) == 1:  # no definitions to outline
+            cheapest = head_form(cheapest, min(OUTLINE_MAX_TOKENS, budget - used))  # (a file of macros): its head
         if cheapest and used + cheapest.tokens <= budget:
             chosen[path] = cheapest
             used += cheapest.tokens
@@ -177,6 +185,16 @@ def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]],
         else:
             log.append(f"skip {path}: no form fits in {budget - used} left")
     return [chosen[p] for p in order if p in chosen]
+
+
+def core_count(ranking: list[RankedFile]) -> int:
+    """How many of the top files get a seat: CORE_FILES, or, when the files after the first are close (scores
+    within CLOSE of the second file's), every such file up to CORE_MAX - a ranking that cannot tell ranks 2-5 apart
+    shows more files as skeletons rather than one file in full."""
+    if len(ranking) <= CORE_FILES:
+        return CORE_FILES
+    second = ranking[1].score
+    return max(CORE_FILES, sum(1 for r in ranking[:CORE_MAX] if r.score >= second - CLOSE))
 
 
 def test_pairs(order: list[str], files: set[str]) -> dict[str, str]:
