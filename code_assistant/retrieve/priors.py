@@ -19,6 +19,7 @@ DAMPING = 0.85  # PageRank's: the share of a file's rank that flows on along its
 ITERATIONS = 40  # power iterations; a repository's import graph settles well within this
 MIN_WORD = 4  # shorter words (`fix`, `add`, `get`) say nothing about where the fix goes
 COVER_MAX_SHARE = 0.2  # a word more than this share of the files hold is no behaviour of any one of them
+COVER_MIN_FILES = 5  # ... unless at most this many hold it (a repository of a few files)
 COVER_WORDS = 40  # at most this many of the task's words, the first ones (a long task repeats itself)
 # Suffixes stripped to find a word's stem, longest first, and the endings a stem is looked up with: the index holds
 # each identifier's parts (`reconcileChildren`: `reconcile`, `children`), so `reconciler` and `reconciling` meet.
@@ -103,7 +104,7 @@ def word_cover(index: RepoIndex, task: str) -> dict[str, float]:
     df, n_docs = index.doc_freq(terms)
     if not df or n_docs == 0:
         return {}
-    wanted = {t for t in df if df[t] <= COVER_MAX_SHARE * n_docs}
+    wanted = {t for t in df if df[t] <= max(COVER_MAX_SHARE * n_docs, COVER_MIN_FILES)}
     holding = index.files_with(wanted) if wanted else {}
     weight: dict[str, float] = {}
     files_of: dict[str, set[str]] = {}
