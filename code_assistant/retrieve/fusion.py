@@ -58,6 +58,9 @@ FEATURES: dict[str, str] = {
     "leaf": "a leaf user: imports repository files, none imports it (not an entry, not a test)",
     "core": "log(1 + PageRank on the import graph times the files) / log(1 + files): how much depends on it",
     "cover": "share of the task's behaviour words (stemmed, by rarity) it holds",
+    "cover_rel": "cover over the best candidate's",
+    "role_js": "role, for a JavaScript or TypeScript file",
+    "core_rel": "log(1 + PageRank) over the best candidate's",
     "dense_present": "it has vectors",
     "dense_rel": "best chunk similarity minus the task's best (0 without vectors)",
     "dense_rr": "reciprocal rank among the files with vectors",
@@ -106,7 +109,8 @@ def major_language(sig: Signals) -> str | None:
 
 
 def feature_row(f: FileSignals, best_bm25: float, best_dense: float | None, dense_rank: int,
-                about_tests: bool, major: str | None = None, n_files: int = 1) -> list[float]:
+                about_tests: bool, major: str | None = None, n_files: int = 1,
+                best: tuple[float, float] = (0.0, 0.0)) -> list[float]:
     """One file's features, in NAMES order."""
     test = f.kind == "test"
     has_dense = f.dense is not None and best_dense is not None
@@ -150,6 +154,9 @@ def feature_row(f: FileSignals, best_bm25: float, best_dense: float | None, dens
         float(f.importers == 0 and f.imports_resolved > 0 and not entry and not test),
         math.log1p(f.pagerank) / math.log1p(max(n_files, 1)),
         f.cover,
+        f.cover / best[0] if best[0] > 0 else 0.0,
+        float(file_roles.role(f.path) is not None and language(f.path) in ("javascript", "typescript")),
+        math.log1p(f.pagerank) / best[1] if best[1] > 0 else 0.0,
         float(has_dense),
         (f.dense - best_dense) if has_dense else 0.0,  # type: ignore[operator]
         _rr(dense_rank) if has_dense else 0.0,
@@ -164,8 +171,10 @@ def features(sig: Signals) -> tuple[list[str], np.ndarray]:
     dense_rank = {path: position for position, (_score, path) in enumerate(dense, start=1)}
     best_dense = -dense[0][0] if dense else None
     major = major_language(sig)
+    best = (max((f.cover for f in sig.files.values()), default=0.0),
+            max((math.log1p(f.pagerank) for f in sig.files.values()), default=0.0))
     rows = [feature_row(sig.files[p], best_bm25, best_dense, dense_rank.get(p, 0), sig.about_tests, major,
-                        sig.n_files) for p in paths]
+                        sig.n_files, best) for p in paths]
     return paths, np.asarray(rows, dtype=float).reshape(len(paths), len(NAMES))
 
 
