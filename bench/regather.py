@@ -10,7 +10,7 @@ does, so changes to what is indexed and how imports resolve count too.
 
     python -m bench.regather [--records /tmp/localize/records] [--snapshots /tmp/localize/snapshots] --out DIR
     python -m bench.regather --records R --reindex --work W --index I --out DIR [--set-file NAME=PATH] [--sets ...]
-    python -m bench.regather --records R --snapshots S --priors-only --out DIR   # the run's signals + the priors
+    python -m bench.regather --records R --snapshots S --priors-only --out DIR   # the run's signals + imports resolved
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from bench.localize import InProcess, ordered, test_fields, with_set_files
 from bench.localize_cli import golds_of
 from code_assistant.index.index_db import IndexDB
 from code_assistant.index.indexer import Files, RepoIndex
-from code_assistant.retrieve import priors, signals
+from code_assistant.retrieve import signals
 from code_assistant.retrieve.mentions import kind_of
 
 
@@ -64,21 +64,17 @@ def regather(record: dict, task: str, snapshot: Path | None = None, index: RepoI
 
 
 def add_priors(record: dict, task: str, snapshot: Path, test_patch: str = "") -> dict:
-    """The record with the priors (retrieve/priors.py) of its candidates computed from the snapshot and every other
-    signal as the run gathered it: the priors depend on the index and the task alone, so this is what gather() would
-    have stored. A record of a run that did not say which tests go with the fix gets that too (test_fields)."""
+    """The record with what the leaf-user feature needs (each candidate's imports resolved, from the snapshot's import
+    graph) and every other signal as the run gathered it: exact, since that count depends on the index alone. A
+    record of a run that did not say which tests go with the fix gets that too (test_fields). (Issue 37's other
+    priors - PageRank core-ness, behaviour-word cover, roles by name - were measured at 838932a and not kept.)"""
     index = snapshot_index(snapshot)
     try:
-        found = priors.gather(index, task)
+        degree = signals.out_degree(index)
         tests = test_fields(golds_of(record), test_patch, set(index.files))
     finally:
         index.db.close()
-    rows = []
-    for row in record["files"]:
-        entry = signals.FileSignals(row["path"], row["kind"])
-        signals.add_priors(entry, found)
-        rows.append({**row, "pagerank": entry.pagerank, "imports_resolved": entry.imports_resolved,
-                     "cover": entry.cover})
+    rows = [{**row, "imports_resolved": degree.get(row["path"], 0)} for row in record["files"]]
     return {**record, "files": rows, **({} if "gold_tests" in record else tests)}
 
 
@@ -92,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sets", nargs="+", default=None, help="only these sets (default: every set with records)")
     p.add_argument("--only", nargs="+", default=[], metavar="ID", help="instance ids (or substrings) only")
     p.add_argument("--priors-only", action="store_true",
-                   help="keep the record's signals as gathered and add only the priors (retrieve/priors.py) from the "
-                        "snapshot: exact, and nothing read that the snapshot lacks")
+                   help="keep the record's signals as gathered and add only what the leaf-user feature needs (the "
+                        "imports each candidate resolves to) from the snapshot: exact, nothing read that it lacks")
     p.add_argument("--reindex", action="store_true",
                    help="write each commit out and index it with the current code instead of reading the snapshot")
     p.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"), help="holds owner+name/repo bare dirs")

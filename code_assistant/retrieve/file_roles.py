@@ -25,24 +25,6 @@ _VENDOR_DIRS = {"vendor", "vendored", "_vendor", "third_party", "thirdparty", "t
 _GENERATED_RE = re.compile(r"(\.pb(\.gw)?\.go|_pb2(_grpc)?\.py|_gen\.go|\.gen\.[jt]sx?|\.generated\.[\w]+"
                            r"|^zz_generated[\w.]*|_string\.go)$")
 _GENERATED_DIRS = {"generated", "__generated__", "gen"}
-# Code that uses a project rather than being it, named for that role: what ranks above the core in a repository's
-# own words (issue 37). By directory, any level, lowercased.
-_ROLE_DIRS = {
-    "demo": {"example", "examples", "_examples", "demo", "demos", "playground", "playgrounds", "sandbox",
-             "sandboxes", "sample", "samples", "showcase", "docs", "doc", "website", "site", "www", "storybook",
-             ".storybook", "stories", "tutorial", "tutorials", "cookbook"},
-    "bench": {"bench", "benches", "benchmark", "benchmarks", "perf", "performance"},
-    "fixture": {"fixture", "fixtures", "__fixtures__", "testdata", "test-data", "test_data", "mock", "mocks",
-                "__mocks__", "stubs", "e2e", "cypress", "__snapshots__", "test-utils", "test_utils", "testutils",
-                "test-helpers", "testhelpers", "testutil"},
-    "compat": {"compat", "compatibility", "shim", "shims", "polyfill", "polyfills", "legacy", "deprecated",
-               "backport", "backports"},
-    "build": {"dist", "build", "out", "umd", "bundle", "bundles", "min"},
-}
-# ... and by file name: a debug or minified build, a story, a benchmark, an example or a compatibility layer
-_ROLE_NAME_RE = re.compile(r"\.(min|debug|development|production|umd|bundle)\.[cm]?js$|\.stories\.[jt]sx?$"
-                           r"|[._-](bench|benchmark)\.[\w]+$|^(example|demo)s?[._-]|[._-](compat|shim|polyfill|legacy)"
-                           r"\.[\w]+$|^(compat|shim|polyfill|legacy)\.[\w]+$", re.IGNORECASE)
 
 
 def module_stem(path: str) -> str:
@@ -90,20 +72,3 @@ def is_generated(path: str) -> bool:
     """Generated code by its name or directory (protobuf stubs, *_gen.go, stringer output, __generated__/)."""
     parts = path.split("/")
     return bool(_GENERATED_RE.search(parts[-1])) or any(p in _GENERATED_DIRS for p in parts[:-1])
-
-
-def role(path: str) -> str | None:
-    """What the file is for when that is using the project rather than being it, from its path alone: `demo`
-    (examples, demos, docs, playgrounds), `bench`, `fixture` (fixtures, test data, mocks), `compat` (compatibility
-    layers, shims, polyfills, legacy), `build` (dist/, minified or debug builds); None for anything else."""
-    parts = [p.lower() for p in path.split("/")[:-1]]
-    for name, dirs in _ROLE_DIRS.items():
-        if any(p in dirs for p in parts):
-            return name
-    match = _ROLE_NAME_RE.search(posixpath.basename(path))
-    if not match:
-        return None
-    text = match.group(0).lower()
-    return next((name for name, words in (("build", ("min", "debug", "development", "production", "umd", "bundle")),
-                                          ("demo", ("stories", "example", "demo")), ("bench", ("bench",)))
-                 if any(w in text for w in words)), "compat")

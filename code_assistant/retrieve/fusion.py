@@ -53,14 +53,7 @@ FEATURES: dict[str, str] = {
     "dir_mate": "the best BM25 of another candidate in its directory over the task's best (package mates)",
     "importers": "log(1 + files importing it) / log(1 + files): how much of a hub it is",
     "log_tokens": "log of its size in tokens",
-    "role": "named for using the project, not being it: examples, demos, docs, benchmarks, fixtures, compat layers, "
-            "builds (file_roles.role)",
     "leaf": "a leaf user: imports repository files, none imports it (not an entry, not a test)",
-    "core": "log(1 + PageRank on the import graph times the files) / log(1 + files): how much depends on it",
-    "cover": "share of the task's behaviour words (stemmed, by rarity) it holds",
-    "cover_rel": "cover over the best candidate's",
-    "role_js": "role, for a JavaScript or TypeScript file",
-    "core_rel": "log(1 + PageRank) over the best candidate's",
     "dense_present": "it has vectors",
     "dense_rel": "best chunk similarity minus the task's best (0 without vectors)",
     "dense_rr": "reciprocal rank among the files with vectors",
@@ -109,8 +102,7 @@ def major_language(sig: Signals) -> str | None:
 
 
 def feature_row(f: FileSignals, best_bm25: float, best_dense: float | None, dense_rank: int,
-                about_tests: bool, major: str | None = None, n_files: int = 1,
-                best: tuple[float, float] = (0.0, 0.0)) -> list[float]:
+                about_tests: bool, major: str | None = None, n_files: int = 1) -> list[float]:
     """One file's features, in NAMES order."""
     test = f.kind == "test"
     has_dense = f.dense is not None and best_dense is not None
@@ -150,13 +142,7 @@ def feature_row(f: FileSignals, best_bm25: float, best_dense: float | None, dens
         f.dir_bm25 / best_bm25 if best_bm25 > 0 else 0.0,
         math.log1p(f.importers) / math.log1p(max(n_files, 1)),
         math.log1p(f.tokens),
-        float(file_roles.role(f.path) is not None),
         float(f.importers == 0 and f.imports_resolved > 0 and not entry and not test),
-        math.log1p(f.pagerank) / math.log1p(max(n_files, 1)),
-        f.cover,
-        f.cover / best[0] if best[0] > 0 else 0.0,
-        float(file_roles.role(f.path) is not None and language(f.path) in ("javascript", "typescript")),
-        math.log1p(f.pagerank) / best[1] if best[1] > 0 else 0.0,
         float(has_dense),
         (f.dense - best_dense) if has_dense else 0.0,  # type: ignore[operator]
         _rr(dense_rank) if has_dense else 0.0,
@@ -171,10 +157,8 @@ def features(sig: Signals) -> tuple[list[str], np.ndarray]:
     dense_rank = {path: position for position, (_score, path) in enumerate(dense, start=1)}
     best_dense = -dense[0][0] if dense else None
     major = major_language(sig)
-    best = (max((f.cover for f in sig.files.values()), default=0.0),
-            max((math.log1p(f.pagerank) for f in sig.files.values()), default=0.0))
     rows = [feature_row(sig.files[p], best_bm25, best_dense, dense_rank.get(p, 0), sig.about_tests, major,
-                        sig.n_files, best) for p in paths]
+                        sig.n_files) for p in paths]
     return paths, np.asarray(rows, dtype=float).reshape(len(paths), len(NAMES))
 
 

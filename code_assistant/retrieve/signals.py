@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.index.lexical import tokenize
-from code_assistant.retrieve import phrases, priors
+from code_assistant.retrieve import phrases
 from code_assistant.retrieve.counterparts import counterparts
 from code_assistant.retrieve.file_roles import module_stem
 from code_assistant.retrieve.mentions import TEST_TASK_RE, Mentions, find_mentions, kind_of
@@ -63,8 +63,6 @@ class FileSignals:
     n_imports: int = 0  # import statements in the file (an entry that re-exports has many and defines few)
     importers: int = 0  # files that import it (a hub module: the application class every plugin imports)
     imports_resolved: int = 0  # repository files it imports (the import graph's edges out of it)
-    pagerank: float = 0.0  # PageRank on the import graph times the number of files (priors.py): core-ness
-    cover: float = 0.0  # share of the task's behaviour words, stemmed and by rarity, that it holds (priors.py)
     dense: float | None = None  # best chunk's cosine similarity to the task; None: it has no vectors
     dense_rank: int = 0  # 1-based among the files with vectors (for reasons; fusion ranks again)
 
@@ -81,7 +79,7 @@ class Signals:
     hit_symbols: dict[str, set[str]] = field(default_factory=dict)  # per file, definitions dense retrieval hit
     embedded: int = 0  # chunks the model embedded for this task
     degree: dict[str, int] = field(default_factory=dict)  # import neighbours of each graph anchor
-    prior: priors.Priors = field(default_factory=priors.Priors)  # per file of the index (priors.py)
+    out_degree: dict[str, int] = field(default_factory=dict)  # per file of the index, the files it imports
 
     @property
     def lexical_kinds(self) -> set[str]:
@@ -101,7 +99,7 @@ def gather(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | No
     mentions = find_mentions(task, index)
     frames = [f for f in (extra_frames or []) if f[0] in index.files] + mentions.traceback
     sig = Signals({}, bool(TEST_TASK_RE.search(task)), len(index.files), mentions, frames,
-                  prior=priors.gather(index, task))
+                  out_degree=out_degree(index))
     _lexical(index, sig, task)
     macros = _macro_definers(index, mentions.macros or set())
     for paths in macros.values():
@@ -133,14 +131,12 @@ def _details(index: RepoIndex, sig: Signals, paths: list[str]) -> None:
         if record is not None:
             entry.tokens, entry.n_symbols, entry.n_imports = record.tokens, len(record.symbols), len(record.imports)
             entry.importers = importers.get(path, 0)
-        add_priors(entry, sig.prior)
+        entry.imports_resolved = sig.out_degree.get(path, 0)
 
 
-def add_priors(entry: FileSignals, found: priors.Priors) -> None:
-    """The file's priors (priors.py) on its signals."""
-    entry.pagerank = found.pagerank.get(entry.path, 0.0)
-    entry.imports_resolved = found.imports.get(entry.path, 0)
-    entry.cover = found.cover.get(entry.path, 0.0)
+def out_degree(index: RepoIndex) -> dict[str, int]:
+    """How many repository files each file imports (the import graph's edges out of it)."""
+    return {path: len(targets) for path, targets in index.graph.items()}
 
 
 def _lexical(index: RepoIndex, sig: Signals, task: str) -> None:
