@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from code_assistant.retrieve import context as context_module
-from code_assistant.retrieve import file_map
+from code_assistant.retrieve import file_map, forms
 from code_assistant.retrieve.context import build_context
 from code_assistant.retrieve.ranking import rank
 from code_assistant.index import embeddings
@@ -251,9 +251,9 @@ def test_each_language_ranks_the_defining_file_first_and_follows_imports(tmp_pat
 def test_later_passes_build_only_forms_that_can_fit_and_pick_the_same_one(index: RepoIndex, room: int) -> None:
     for path in index.files:
         text = (index.repo / path).read_text()
-        every = context_module.file_forms(path, text, set(), False, index)
+        every = forms.file_forms(path, text, set(), False, index)
         best = next((f for f in every if f.mode != "outline" and f.tokens <= room), None)
-        assert context_module.fitting_form(path, text, set(), False, index, room) == best, (path, room)
+        assert forms.fitting_form(path, text, set(), False, index, room) == best, (path, room)
 
 
 def test_with_tests_puts_the_top_source_files_test_right_after_it() -> None:

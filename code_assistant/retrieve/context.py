@@ -3,14 +3,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from code_assistant import languages, tokens
-from code_assistant.index.indexer import FileRecord, RepoIndex
-from code_assistant.parse.chunker import skeleton
-from code_assistant.parse.code_parser import parse_source
+from code_assistant.index.indexer import RepoIndex
 from code_assistant.retrieve.counterparts import counterparts
 from code_assistant.retrieve.file_map import FileMap, file_map
+from code_assistant.retrieve.forms import (OUTLINE_MAX_TOKENS, ContextFile, file_forms, fitting_form, head_form,
+                                           numbered_text, pair_form, read_text)
 from code_assistant.retrieve.mentions import kind_of
 from code_assistant.retrieve.ranking import Mentions, RankedFile, Ranking, find_mentions, rank, traceback_frames
 from code_assistant.settings import EMBED_BUDGETS
@@ -21,22 +20,11 @@ MIN_USEFUL_TOKENS = 120
 CORE_FILES = 6           # the top-ranked files that all get into the context in some form
 CORE_MAX = 10            # ... or up to this many when the ranking cannot tell them apart (core_count)
 CLOSE = 1.5              # scores this close to the second file's (the fitted model's units) count as a tie with it
-OUTLINE_MAX_TOKENS = 1500
-FULL_SLACK = 64         # a rendered file is its indexed text and a header; the seam may merge a token or two
 MAX_SHARE = 0.4          # of the budget, for any one core file but the first
 MAP_SHARE = 0.15         # of the budget at most, kept for the map: the ranked files after those shown
 MAP_MIN_BUDGET = 1000    # below this every token goes to code: no map
 TEST_PAIRS = 3           # the top source files among the core files whose tests are shown beside them
 PAIR_MAX_TOKENS = 800    # a paired test's form at most: whole when that small, else its skeleton, outline or head
-MIN_HEAD_LINES = 5       # a test's head shows at least this many lines, or the test is not shown
-
-
-@dataclass
-class ContextFile:
-    path: str
-    mode: str  # "full" | "skeleton" | "outline" | "head" (the first lines: a paired test, a file without definitions)
-    text: str
-    tokens: int
 
 
 @dataclass
@@ -136,8 +124,11 @@ def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]],
     chosen: dict[str, ContextFile] = {}
     used = 0
 
+    texts: dict[str, str | None] = {}
+
     def options(path: str) -> list[ContextFile]:
-        text = _read(index.repo / path)
+        texts[path] = read_text(index.repo / path)
+        text = texts[path]
         return file_forms(path, text, keep(path), numbered, index) if text is not None else []
 
     def upgrade(mode: str) -> None:
@@ -155,16 +146,18 @@ def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]],
         forms[path] = options(path)
         cheapest = forms[path][-1] if forms[path] else None
         if cheapest and used + cheapest.tokens > budget and len(forms[path]) == 1:  # no definitions to outline
-            cheapest = head_form(cheapest, min(OUTLINE_MAX_TOKENS, budget - used))  # (a file of macros): its head
+            text = texts[path] or ""  # (a file of macros): its head
+            room = min(OUTLINE_MAX_TOKENS, budget - used)
+            cheapest = head_form(path, numbered_text(text) if numbered else text, room)
         if cheapest and used + cheapest.tokens <= budget:
             chosen[path] = cheapest
             used += cheapest.tokens
     upgrade("skeleton")  # 2
     for source, test in pairs.items():  # 3: the tests of the top source files, as their code is shown
         if source in chosen:
-            room = min(PAIR_MAX_TOKENS, budget - used)
-            every = options(test)
-            form = next((f for f in every if f.tokens <= room), None) or (head_form(every[0], room) if every else None)
+            text = read_text(index.repo / test)
+            form = pair_form(test, text, keep(test), numbered, index, min(PAIR_MAX_TOKENS, budget - used)) if (
+                text is not None) else None
             if form:
                 chosen[test] = form
                 used += form.tokens
@@ -177,7 +170,7 @@ def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]],
         if budget - used < MIN_USEFUL_TOKENS:
             log.append(f"stop: {budget - used} tokens left")
             break
-        text = _read(index.repo / path)
+        text = read_text(index.repo / path)
         form = fitting_form(path, text, keep(path), numbered, index, budget - used) if text is not None else None
         if form:
             chosen[path] = form
@@ -233,79 +226,6 @@ def with_test_counterpart(order: list[str], files: set[str]) -> list[str]:
     return [*order[:at], tests[0], *(p for p in order[at:] if p != tests[0])]
 
 
-def head_form(whole: ContextFile, room: int) -> ContextFile | None:
-    """The file's first lines, as many as fit in room with a last line saying how many follow (a test file too long
-    to show whole still shows its imports, its fixtures and how its first tests are written); None when not even
-    MIN_HEAD_LINES fit."""
-    fence = whole.text.splitlines()[1]
-    lines = whole.text.splitlines()[2:-1]
-    low, high = 0, len(lines)
-    while low < high:  # the most lines that fit
-        mid = (low + high + 1) // 2
-        if _head(whole.path, lines, mid, fence).tokens <= room:
-            low = mid
-        else:
-            high = mid - 1
-    return _head(whole.path, lines, low, fence) if low >= MIN_HEAD_LINES else None
-
-
-def _head(path: str, lines: list[str], n: int, fence: str) -> ContextFile:
-    text = "\n".join([f"### {path} (head)", fence, *lines[:n], f"⋮ ({len(lines) - n} more lines)", fence])
-    return ContextFile(path, "head", text, tokens.count_tokens(text))
-
-
-def file_forms(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex) -> list[ContextFile]:
-    """The file whole, as a skeleton and as an outline, richest first, each only if cheaper than the one before."""
-    forms = [_form(path, _numbered(text) if numbered else text, "full")]
-    parsed = parse_source(path, text)
-    if parsed.symbols:
-        forms.append(_form(path, skeleton(path, text, parsed, keep=keep), "skeleton"))
-        record = index.files.get(path)
-        heads = [f"{start:>5}  {sig or qual}" for qual, _kind, start, _end, sig in (record.symbols if record else [])]
-        outline = _form(path, "\n".join(heads), "outline")
-        while outline.tokens > OUTLINE_MAX_TOKENS and heads:
-            heads = heads[: len(heads) * 3 // 4]
-            outline = _form(path, "\n".join([*heads, "⋮"]), "outline")
-        forms.append(outline)
-    cheaper = [forms[0]]
-    for form in forms[1:]:
-        if form.tokens < cheaper[-1].tokens:
-            cheaper.append(form)
-    return cheaper
-
-
-def fitting_form(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex,
-                  room: int) -> ContextFile | None:
-    """The first form of `file_forms` other than the outline that fits in room, building no more than needed: the
-    file is not parsed when it fits whole, nor when even its skeleton's floor does not fit."""
-    record = index.files.get(path)
-    full = None
-    if not (record and record.tokens > room + FULL_SLACK):  # its indexed size (a lower bound) rules it out
-        full = _form(path, _numbered(text) if numbered else text, "full")
-        if full.tokens <= room:
-            return full
-    if record and _skeleton_floor(record) > room:
-        return None
-    parsed = parse_source(path, text)
-    if not parsed.symbols:
-        return None
-    form = _form(path, skeleton(path, text, parsed, keep=keep), "skeleton")
-    return form if form.tokens <= room and (full is None or form.tokens < full.tokens) else None
-
-
-def _skeleton_floor(record: FileRecord) -> int:
-    """Fewest tokens a skeleton of the file can have: it shows every definition's header lines."""
-    per_line: dict[int, int] = {}
-    for _qualname, _kind, start, _end, signature in record.symbols:
-        per_line[start] = max(per_line.get(start, 0), tokens.min_tokens(signature or ""))
-    return sum(per_line.values())
-
-
-def _form(path: str, text: str, mode: str) -> ContextFile:
-    piece = _render_file(path, text, mode)
-    return ContextFile(path, mode, piece, tokens.count_tokens(piece))
-
-
 def _symbols_named(index: RepoIndex, path: str, identifiers: set[str]) -> set[str]:
     record = index.files.get(path)
     if not record or not identifiers:
@@ -319,20 +239,3 @@ def _symbols_at(index: RepoIndex, path: str, lines: list[int]) -> set[str]:
     if not record or not lines:
         return set()
     return {q for q, _kind, start, end, _sig in record.symbols for line in lines if start <= line <= end}
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-
-
-def _numbered(text: str) -> str:
-    return "\n".join(f"{i:>5}  {line}" for i, line in enumerate(text.splitlines(), start=1))
-
-
-def _render_file(path: str, text: str, mode: str) -> str:
-    fence = "````" if "```" in text else "```"
-    label = path if mode == "full" else f"{path} ({mode})"
-    return f"### {label}\n{fence}\n{text.rstrip()}\n{fence}"
