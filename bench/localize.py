@@ -71,13 +71,13 @@ def gold_files(patch: str, language: str = "py") -> list[str]:
 
 
 def test_fields(golds: list[str], test_patch: str, files: set[str]) -> dict:
-    """What a record needs to say whether the tests that go with the fix were in the context: each gold file's
-    test counterparts by its language's convention (retrieve/counterparts.py, nearest first) and the test files the
-    fix's own test patch changed that existed before it."""
-    from code_assistant.retrieve.counterparts import counterparts
+    """What a record needs to say whether the tests that go with the fix were in the context: each gold file's test
+    by its language's convention, as the context pairs them (counterparts.nearest_test; none: an empty list), and the
+    test files the fix's own test patch changed that existed before it."""
+    from code_assistant.retrieve.counterparts import nearest_test
 
     changed = re.findall(r"^diff --git a/(\S+) b/", test_patch or "", flags=re.MULTILINE)
-    return {"gold_tests": {g: counterparts(g, files)[:5] for g in golds},
+    return {"gold_tests": {g: [t for t in [nearest_test(g, files)] if t] for g in golds},
             "fix_tests": [t for t in dict.fromkeys(changed) if t in files]}
 
 

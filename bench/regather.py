@@ -65,8 +65,8 @@ def regather(record: dict, task: str, snapshot: Path | None = None, index: RepoI
 
 def add_priors(record: dict, task: str, snapshot: Path, test_patch: str = "") -> dict:
     """The record with what the leaf-user feature needs (each candidate's imports resolved, from the snapshot's import
-    graph) and every other signal as the run gathered it: exact, since that count depends on the index alone. A
-    record of a run that did not say which tests go with the fix gets that too (test_fields). (Issue 37's other
+    graph) and every other signal as the run gathered it: exact, since that count depends on the index alone; and which
+    tests go with the fix (test_fields, by the current rule). (Issue 37's other
     priors - PageRank core-ness, behaviour-word cover, roles by name - were measured at 838932a and not kept.)"""
     index = snapshot_index(snapshot)
     try:
@@ -75,7 +75,7 @@ def add_priors(record: dict, task: str, snapshot: Path, test_patch: str = "") ->
     finally:
         index.db.close()
     rows = [{**row, "imports_resolved": degree.get(row["path"], 0)} for row in record["files"]]
-    return {**record, "files": rows, **({} if "gold_tests" in record else tests)}
+    return {**record, "files": rows, **tests}
 
 
 def main(argv: list[str] | None = None) -> int:

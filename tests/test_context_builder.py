@@ -362,3 +362,18 @@ def test_a_core_file_without_definitions_too_big_to_show_whole_shows_its_head(tm
     context = build_context(index, "the emit_7 macro prints twice", 3000, embed_budget=0)
     shown = next(f for f in context.files if f.path == "src/macros.rs")
     assert shown.mode == "head" and "macro_rules! emit_0" in shown.text and shown.tokens <= 3000
+
+
+def test_a_paired_test_lives_where_the_language_keeps_the_files_tests() -> None:
+    from code_assistant.retrieve.counterparts import nearest_test
+
+    files = {"pkg/chart/common.go", "pkg/chart/chart_test.go", "pkg/chart/load_test.go", "pkg/release/common_test.go",
+             "pkg/engine/files.go", "pkg/engine/files_test.go", "pkg/lone/lone.go",
+             "packages/a/src/utils.ts", "packages/b/test/utils.test.ts", "packages/c/src/parse.ts",
+             "packages/c/test/parse.test.ts", "src/flask/config.py", "tests/test_config.py"}
+    assert nearest_test("pkg/engine/files.go", files) == "pkg/engine/files_test.go"
+    assert nearest_test("pkg/chart/common.go", files) == "pkg/chart/chart_test.go", "a package mate, not another package"
+    assert nearest_test("pkg/lone/lone.go", files) is None
+    assert nearest_test("packages/a/src/utils.ts", files) is None, "another workspace's utils is not its test"
+    assert nearest_test("packages/c/src/parse.ts", files) == "packages/c/test/parse.test.ts"
+    assert nearest_test("src/flask/config.py", files) == "tests/test_config.py"

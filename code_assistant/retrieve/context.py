@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from code_assistant import languages, tokens
 from code_assistant.index.indexer import RepoIndex
-from code_assistant.retrieve.counterparts import counterparts
+from code_assistant.retrieve.counterparts import counterparts, nearest_test
 from code_assistant.retrieve.file_map import FileMap, file_map
 from code_assistant.retrieve.forms import (OUTLINE_MAX_TOKENS, ContextFile, file_forms, fitting_form, head_form,
                                            numbered_text, pair_form, read_text)
@@ -191,15 +191,15 @@ def core_count(ranking: list[RankedFile]) -> int:
 
 
 def test_pairs(order: list[str], files: set[str]) -> dict[str, str]:
-    """Source -> its nearest test (counterparts.py), for each of the top TEST_PAIRS source files among the core
-    files whose tests are not core files themselves: the model sees how the code it reads is tested, and where a new
-    test goes."""
+    """Source -> its test (counterparts.nearest_test), for each of the top TEST_PAIRS source files among the core
+    files whose test is not a core file itself: the model sees how the code it reads is tested, and where a new test
+    goes."""
     core = order[:CORE_FILES]
     pairs: dict[str, str] = {}
     for source in [p for p in core if kind_of(p) == "code"][:TEST_PAIRS]:
-        tests = [t for t in counterparts(source, files) if not languages.is_secret_path(t)]
-        if tests and not any(t in core for t in tests) and tests[0] not in pairs.values():
-            pairs[source] = tests[0]
+        test = nearest_test(source, files)
+        if test and test not in core and test not in pairs.values() and not languages.is_secret_path(test):
+            pairs[source] = test
     return pairs
 
 
