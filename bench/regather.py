@@ -65,9 +65,9 @@ def regather(record: dict, task: str, snapshot: Path | None = None, index: RepoI
 
 def add_priors(record: dict, task: str, snapshot: Path, test_patch: str = "") -> dict:
     """The record with what the leaf-user feature needs (each candidate's imports resolved, from the snapshot's import
-    graph) and every other signal as the run gathered it: exact, since that count depends on the index alone; and which
-    tests go with the fix (test_fields, by the current rule). (Issue 37's other
-    priors - PageRank core-ness, behaviour-word cover, roles by name - were measured at 838932a and not kept.)"""
+    graph) and every other signal as the run gathered it - exact, since that count depends on the index alone - and
+    which tests go with the fix (test_fields, by the current rule). Issue 37's other priors (PageRank core-ness,
+    behaviour-word cover, roles by name) were measured at 838932a and not kept."""
     index = snapshot_index(snapshot)
     try:
         degree = signals.out_degree(index)
