@@ -4,7 +4,7 @@
 
 Reads the per-instance records of `python -m bench.localize` (the signals `rank()` gathered for each SWE-bench Lite
 instance of the `dev` and `sympy` sets) and fits the fast model (no dense features) and the full model (with the
-dense features the lazy flow would have under that fast model), numpy only (code_assistant/retrieve/fit.py).
+dense features the lazy flow would have under that fast model), numpy only (bench/fit.py).
 
 The honest numbers are the cross-set ones: fit on dev, score on sympy; fit on sympy, score on dev; each next to BM25
 and the old hand fusion on the same instances, per set and per repository. The L2 penalty is chosen inside the
@@ -27,10 +27,10 @@ import textwrap
 import time
 from pathlib import Path
 
-from bench import rankers
+from bench import fit, rankers
 from bench.localize_cli import golds_of
 from bench.localize_report import KS, metrics, rank_of
-from code_assistant.retrieve import fit, fusion
+from code_assistant.retrieve import fusion
 
 L2_GRID = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
 WEIGHTS_FILE = Path(__file__).resolve().parent.parent / "code_assistant" / "retrieve" / "fusion_weights.py"
@@ -60,12 +60,15 @@ def query_weights(records: list[dict]) -> list[float] | None:
     return [1.0 / counts[r[unit]] for r in records]
 
 
-def fit_models(records: list[dict], l2: float, loss: str = "softmax") -> tuple[fusion.Model, fusion.Model]:
-    """The fast model, then the full one on the dense features the fast one's pick leaves."""
+def fit_models(records: list[dict], l2: float, loss: str = "softmax",
+               without: set[str] | None = None) -> tuple[fusion.Model, fusion.Model]:
+    """The fast model, then the full one on the dense features the fast one's pick leaves; without the features
+    `without` (default: --without's)."""
+    left_out = WITHOUT if without is None else without
     share = query_weights(records)
-    fast = fit.fit([rankers.query_for(r) for r in records], [n for n in fusion.FAST_NAMES if n not in WITHOUT], l2,
+    fast = fit.fit([rankers.query_for(r) for r in records], [n for n in fusion.FAST_NAMES if n not in left_out], l2,
                    loss, share)
-    full = fit.fit([rankers.query_for(r, fast) for r in records], [n for n in fusion.NAMES if n not in WITHOUT],
+    full = fit.fit([rankers.query_for(r, fast) for r in records], [n for n in fusion.NAMES if n not in left_out],
                    l2, loss, share)
     return fast, full
 

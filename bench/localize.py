@@ -15,7 +15,8 @@ place) and ranked for the problem statement by:
         (bench/mine_commits.py)
 
 Two sets, always side by side (a change that helps one and hurts the other is not progress). Prints markdown tables
-per set and per repository to stdout; progress goes to stderr.
+per set and per repository to stdout, then every instance scored by weights fitted without its repository over all
+the sets reported (bench/held_out.py: the number a user meets); progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -69,6 +70,17 @@ def gold_files(patch: str, language: str = "py") -> list[str]:
     return non_test or paths
 
 
+def test_fields(golds: list[str], test_patch: str, files: set[str]) -> dict:
+    """What a record needs to say whether the tests that go with the fix were in the context: each gold file's test
+    by its language's convention, as the context pairs them (counterparts.nearest_test; none: an empty list), and the
+    test files the fix's own test patch changed that existed before it."""
+    from code_assistant.retrieve.counterparts import nearest_test
+
+    changed = re.findall(r"^diff --git a/(\S+) b/", test_patch or "", flags=re.MULTILINE)
+    return {"gold_tests": {g: [t for t in [nearest_test(g, files)] if t] for g in golds},
+            "fix_tests": [t for t in dict.fromkeys(changed) if t in files]}
+
+
 def ordered(instances: list[dict]) -> list[dict]:
     """Grouped by repository (first-appearance order), oldest first inside a group so checkouts move forward."""
     first: dict[str, int] = {}
@@ -107,7 +119,10 @@ class InProcess:
             src.close(), dst.close()
         return index, stats
 
-    def run(self, repo: Path, name: str, task: str, budget: int, embed_budget: int, key: str = "") -> dict:
+    def run(self, repo: Path, name: str, task: str, budget: int, embed_budget: int, key: str = "",
+            tests: tuple[list[str], str] = ([], "")) -> dict:
+        """One query: the ranking, its context and its signals; `tests`: the gold files and the fix's test patch
+        (test_fields)."""
         from code_assistant.retrieve.context import build_context
         from code_assistant.retrieve.ranking import rank
 
@@ -123,7 +138,7 @@ class InProcess:
 
         weights = hashlib.sha1(json.dumps(fusion_weights.MODELS, sort_keys=True).encode()).hexdigest()[:8]
         return {"files": [r.path for r in ranking.files], "context_files": context.paths, "map_files": context.map,
-                "listed_files": context.listed,
+                "listed_files": context.listed, "tests_paired": context.tests, **test_fields(*tests, set(index.files)),
                 "embedded": ranking.embedded,
                 "weights": weights,
                 "asked": ranking.dense_asked, "about_tests": sig.about_tests, "n_files": sig.n_files,
@@ -165,7 +180,8 @@ def evaluate(inst: dict, set_name: str, args: argparse.Namespace, count, runner:
                    embedded=cli.get("chunks_embedded") or 0, seconds={"rank": cli["seconds"]}, cli=cli)
         return rec
     assert runner is not None
-    out = runner.run(dest, name, task, args.budget, args.embed_budget, f"{set_name}/{inst['instance_id']}")
+    out = runner.run(dest, name, task, args.budget, args.embed_budget, f"{set_name}/{inst['instance_id']}",
+                     (golds, inst.get("test_patch", "")))
     rec["ranking"], rec["context"], rec["files"] = out.pop("files"), out.pop("context_files"), out.pop("signals")
     rec["map"], rec["listed"] = out.pop("map_files"), out.pop("listed_files")
     rec.update(out)
@@ -192,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--embed-budget", type=int, default=200, help="chunks a query may embed (the CLI's default)")
     p.add_argument("--cli", action="store_true", help="run main.py per instance (the contract), not in process")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per CLI call")
+    p.add_argument("--held-out", type=int, default=10, metavar="K",
+                   help="also score every instance by weights fitted without its repository, over all the sets of "
+                        "the report: K folds of whole repositories (0: one per repository; -1: no such table)")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
     sets = with_set_files(args.set_file, p)
@@ -247,6 +266,12 @@ def main(argv: list[str] | None = None) -> int:
                   f" ({rec['seconds_total']:.0f}s)", file=sys.stderr, flush=True)
     if not args.snapshot_only:
         print(render(records, args.budget))
+        usable = {name: [r for r in recs if "files" in r and "error" not in r] for name, recs in records.items()}
+        if args.held_out >= 0 and len({r["repo"] for recs in usable.values() for r in recs}) > 1:
+            from bench.held_out import table
+
+            print(f"### Held out by repository: the sets {', '.join(usable)} together\n")
+            print("\n".join(table(usable, args.held_out)))
     return 0
 
 

@@ -64,6 +64,18 @@ def gold_in_context(done: list[dict]) -> str:
     return out
 
 
+def tests_shown(done: list[dict]) -> str:
+    """"a/n convention; b/m the fix's": of the records whose gold file has a test counterpart by its language's
+    convention (n), those whose context shows one of them (a); of those whose fix changed tests that existed before
+    it (m), those whose context shows one of them (b). Records that did not store this are left out."""
+    known = [r for r in done if "gold_tests" in r]
+    conv = [r for r in known if any(r["gold_tests"].values())]
+    fix = [r for r in known if r.get("fix_tests")]
+    a = sum(any(t in r["context"] for ts in r["gold_tests"].values() for t in ts) for r in conv)
+    b = sum(any(t in r["context"] for t in r["fix_tests"]) for r in fix)
+    return f"{a}/{len(conv)} convention; {b}/{len(fix)} the fix's" if known else ""
+
+
 def per_language(done: list[dict], table: dict[str, Callable[[dict], int | None]], replayable: bool) -> list[str]:
     """Per language (py, go, js, ts, rs): BM25, the shipped fusion replayed and the assistant as run, acc@1/3/5 ·
     MRR, and the gold file in the assistant's context (shown; shown or on the map; with its paths)."""
@@ -152,6 +164,11 @@ def render(records: dict[str, list[dict]], budget: int) -> str:
         lines += ["", (f"Chunks embedded per query: mean {sum(embedded) / max(len(embedded), 1):.0f}, max "
                        f"{max(embedded, default=0)}; rank() seconds median {secs[len(secs) // 2]:.1f}, "
                        f"max {secs[-1]:.1f}.")]
+        if any(r.get("replayed_context") for r in done):
+            lines.append("The ranking and the context of these records were replayed (bench/context_replay.py): "
+                         "\"as run\" above is the replay's.")
+        if shares := tests_shown(done):
+            lines.append(f"Tests that go with the gold file, in the context: {shares} (bench/localize.py test_fields).")
         if failed:
             lines.append("Not evaluated: " + "; ".join(f"{r['instance_id']} ({r.get('error', '?')[:80]})"
                                                        for r in failed))

@@ -11,7 +11,7 @@ import numpy as np
 
 from bench.localize_cli import golds_of
 from code_assistant.retrieve import fusion
-from code_assistant.retrieve.fit import Query
+from bench.fit import Query
 from code_assistant.retrieve.mentions import Mentions
 from code_assistant.retrieve.ranking import dense_asks
 from code_assistant.retrieve.signals import FileSignals, Signals
@@ -91,11 +91,16 @@ def lazy_order(record: dict, fast: fusion.Model, full: fusion.Model) -> list[str
     """The two-phase ranking of ranking.rank(), replayed: the fast model picks DENSE_CANDIDATES files to embed;
     vectors the record has only because the extraction's own pick asked for them are dropped when this pick would
     not have (vectors it would ask for but the record lacks stay missing: the replay can only under-state dense)."""
+    return [p for p, _ in lazy_scored(record, fast, full)]
+
+
+def lazy_scored(record: dict, fast: fusion.Model, full: fusion.Model) -> list[tuple[str, float]]:
+    """lazy_order with each file's score."""
     first, drop = _as_lazy(record, fast)
     sig, paths, matrix = features_of(record, drop)
     if not any(f.dense is not None for f in sig.files.values()):
-        return [p for p, _ in first]
-    return [p for p, _ in fusion.order(paths, matrix, full)]
+        return first
+    return fusion.order(paths, matrix, full)
 
 
 # Features of a record's candidates, by the record (its id, the record kept alive with them) and the files whose

@@ -10,6 +10,7 @@ does, so changes to what is indexed and how imports resolve count too.
 
     python -m bench.regather [--records /tmp/localize/records] [--snapshots /tmp/localize/snapshots] --out DIR
     python -m bench.regather --records R --reindex --work W --index I --out DIR [--set-file NAME=PATH] [--sets ...]
+    python -m bench.regather --records R --snapshots S --priors-only --out DIR   # the run's signals + imports resolved
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from bench.checkout import materialize
-from bench.localize import InProcess, ordered, with_set_files
+from bench.localize import InProcess, ordered, test_fields, with_set_files
+from bench.localize_cli import golds_of
 from code_assistant.index.index_db import IndexDB
 from code_assistant.index.indexer import Files, RepoIndex
 from code_assistant.retrieve import signals
@@ -61,6 +63,21 @@ def regather(record: dict, task: str, snapshot: Path | None = None, index: RepoI
             "degree_extracted": record.get("degree_extracted", record.get("degree", {}))}
 
 
+def add_priors(record: dict, task: str, snapshot: Path, test_patch: str = "") -> dict:
+    """The record with what the leaf-user feature needs (each candidate's imports resolved, from the snapshot's import
+    graph) and every other signal as the run gathered it - exact, since that count depends on the index alone - and
+    which tests go with the fix (test_fields, by the current rule). Issue 37's other priors (PageRank core-ness,
+    behaviour-word cover, roles by name) were measured at 838932a and not kept."""
+    index = snapshot_index(snapshot)
+    try:
+        degree = signals.out_degree(index)
+        tests = test_fields(golds_of(record), test_patch, set(index.files))
+    finally:
+        index.db.close()
+    rows = [{**row, "imports_resolved": degree.get(row["path"], 0)} for row in record["files"]]
+    return {**record, "files": rows, **tests}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--records", type=Path, default=Path("/tmp/localize/records"))
@@ -70,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="a further set (bench/mine_commits.py), e.g. heldout=/tmp/heldout/heldout.json")
     p.add_argument("--sets", nargs="+", default=None, help="only these sets (default: every set with records)")
     p.add_argument("--only", nargs="+", default=[], metavar="ID", help="instance ids (or substrings) only")
+    p.add_argument("--priors-only", action="store_true",
+                   help="keep the record's signals as gathered and add only what the leaf-user feature needs (the "
+                        "imports each candidate resolves to) from the snapshot: exact, nothing read that it lacks")
     p.add_argument("--reindex", action="store_true",
                    help="write each commit out and index it with the current code instead of reading the snapshot")
     p.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"), help="holds owner+name/repo bare dirs")
@@ -101,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
                 materialize(args.mirrors / inst["repo"].replace("/", "+") / "repo", inst["base_commit"], dest)
                 index, _ = runner.update(dest, dest.name)
                 out = regather(record, inst["problem_statement"], index=index)
+            elif args.priors_only:
+                out = add_priors(record, inst["problem_statement"], snapshot, inst.get("test_patch", ""))
             else:
                 out = regather(record, inst["problem_statement"], snapshot)
             (args.out / set_name / f"{record['instance_id']}.json").write_text(json.dumps(out))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from code_assistant.retrieve import context as context_module
+from code_assistant.retrieve import file_map, forms
 from code_assistant.retrieve.context import build_context
 from code_assistant.retrieve.ranking import rank
 from code_assistant.index import embeddings
@@ -118,7 +119,7 @@ def test_ranked_files_that_do_not_fit_are_on_the_map_a_line_each_in_rank_order(i
     ranked = [r.path for r in context.ranking]
     assert context.map == ["shop/big.py"], "the one ranked file no form of which fits is on the map"
     assert context.map == [p for p in ranked if p not in context.paths][:len(context.map)]
-    assert context.map_text.splitlines() == [context_module.MAP_HEADER,
+    assert context.map_text.splitlines() == [file_map.MAP_HEADER,
                                              "shop/big.py: Warehouse, stock_0, stock_1, stock_2, stock_3, stock_4, …"]
     assert context.render().endswith(context.map_text) and context.tokens <= 1000
 
@@ -132,17 +133,17 @@ def test_the_map_lists_the_names_the_task_uses_first(index: RepoIndex) -> None:
 
 def test_path_list_groups_paths_by_directory_in_the_order_of_each_directorys_first_path() -> None:
     paths = ["sympy/core/mul.py", "setup.py", "sympy/polys/rings.py", "sympy/core/mod.py", "conftest.py"]
-    assert context_module.path_list(paths) == ["sympy/core/: mul.py, mod.py", "./: setup.py, conftest.py",
+    assert file_map.path_list(paths) == ["sympy/core/: mul.py, mod.py", "./: setup.py, conftest.py",
                                                "sympy/polys/: rings.py"]
-    assert context_module.path_list([]) == []
+    assert file_map.path_list([]) == []
 
 
 def test_ranked_files_after_the_maps_lines_are_listed_by_path(index: RepoIndex,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(context_module, "MAP_FILES", 0)  # no lines: the map goes straight to its paths
+    monkeypatch.setattr(file_map, "MAP_FILES", 0)  # no lines: the map goes straight to its paths
     context = build_context(index, "ShoppingCart total with discount codes", 1000)
     assert context.map == [] and context.listed == ["shop/big.py"]
-    assert context.map_text.splitlines() == [context_module.LIST_HEADER, "shop/: big.py"]
+    assert context.map_text.splitlines() == [file_map.LIST_HEADER, "shop/: big.py"]
     assert context.render().endswith(context.map_text) and context.tokens <= 1000
 
 
@@ -150,11 +151,11 @@ def test_the_paths_listed_are_the_longest_prefix_that_fits_the_room() -> None:
     paths = [f"pkg/sub{i % 7}/module_{i}.py" for i in range(120)]
 
     def cost(listed: list[str]) -> int:
-        return tokens.count_tokens("\n".join([context_module.LIST_HEADER, *context_module.path_list(listed)]))
+        return tokens.count_tokens("\n".join([file_map.LIST_HEADER, *file_map.path_list(listed)]))
 
     previous = 0
     for room in range(0, 900, 37):
-        fitted = context_module.fit_paths(paths, room)
+        fitted = file_map.fit_paths(paths, room)
         assert fitted == paths[:len(fitted)] and len(fitted) >= previous
         assert not fitted or cost(fitted) <= room
         if len(fitted) < len(paths):  # one more would not have fitted
@@ -250,9 +251,9 @@ def test_each_language_ranks_the_defining_file_first_and_follows_imports(tmp_pat
 def test_later_passes_build_only_forms_that_can_fit_and_pick_the_same_one(index: RepoIndex, room: int) -> None:
     for path in index.files:
         text = (index.repo / path).read_text()
-        every = context_module.file_forms(path, text, set(), False, index)
+        every = forms.file_forms(path, text, set(), False, index)
         best = next((f for f in every if f.mode != "outline" and f.tokens <= room), None)
-        assert context_module.fitting_form(path, text, set(), False, index, room) == best, (path, room)
+        assert forms.fitting_form(path, text, set(), False, index, room) == best, (path, room)
 
 
 def test_with_tests_puts_the_top_source_files_test_right_after_it() -> None:
@@ -271,3 +272,108 @@ def test_a_reproduction_request_shows_how_the_project_writes_its_tests(index: Re
     task = "ShoppingCart.total should round the sum to whole cents"
     context = build_context(index, task, 4000, with_tests=True)
     assert context.paths[0] == "shop/cart.py" and "tests/test_cart.py" in context.paths
+
+
+PAIRED = {  # eight modules, so that the tests rank below the six core files
+    **{f"shop/mod{i}.py": f"def cart_total_{i}(cart):\n    return cart.total([{i}])\n" for i in range(6)},
+    "shop/cart.py": "class ShoppingCart:\n    def total(self, prices):\n        return sum(prices)\n",
+    "shop/pricing.py": "def price_of(cart, item):\n    return cart.total([item['price']])\n",
+    "tests/test_cart.py": "from shop.cart import ShoppingCart\n\n\n" + "".join(
+        f"def test_total_{i}():\n    assert ShoppingCart().total([{i}]) == {i}\n\n\n" for i in range(40)),
+}
+
+
+@pytest.fixture(scope="module")
+def paired(tmp_path_factory: pytest.TempPathFactory) -> RepoIndex:
+    root = tmp_path_factory.mktemp("paired")
+    repo = write_tree(root / "repo", PAIRED)
+    embedder = embeddings.make_embedder("local")
+    client = store.open_client(root / "index")
+    chunks = store.ChunkStore(client, store.collection_name(str(repo), embedder.name))
+    return Indexer(repo, root / "index", embedder, chunks).update()[0]
+
+
+def test_the_tests_of_the_top_source_files_are_shown_beside_them(paired: RepoIndex) -> None:
+    context = build_context(paired, "ShoppingCart total is wrong", 12000, embed_budget=0)
+    assert context.paths[0] == "shop/cart.py" and "tests/test_cart.py" not in [r.path for r in context.ranking[:6]]
+    assert context.tests == {"shop/cart.py": "tests/test_cart.py"}
+    assert context.paths[1] == "tests/test_cart.py"
+    assert any(line.startswith("+ tests/test_cart.py (full") and "the test of shop/cart.py" in line
+               for line in context.budget_log)
+    alone = build_context(paired, "ShoppingCart total is wrong", 12000, embed_budget=0, tests_paired=False)
+    assert alone.tests == {} and "tests/test_cart.py" not in alone.paths[:7]
+
+
+def test_a_paired_test_too_big_to_show_whole_is_shown_as_a_skeleton_outline_or_head(paired: RepoIndex,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    task = "ShoppingCart total is wrong"
+    whole = next(f for f in build_context(paired, task, 12000, embed_budget=0).files if f.path == "tests/test_cart.py")
+    monkeypatch.setattr(context_module, "PAIR_MAX_TOKENS", whole.tokens - 1)
+    shown = next(f for f in build_context(paired, task, 12000, embed_budget=0).files
+                 if f.path == "tests/test_cart.py")
+    assert shown.mode in ("skeleton", "outline") and shown.tokens < whole.tokens
+    monkeypatch.setattr(context_module, "PAIR_MAX_TOKENS", 60)  # less than its outline: its first lines
+    head = next(f for f in build_context(paired, task, 12000, embed_budget=0).files if f.path == "tests/test_cart.py")
+    assert head.mode == "head" and head.tokens <= 60
+    assert "from shop.cart import ShoppingCart" in head.text and re.search(r"⋮ \(\d+ more lines\)", head.text)
+    monkeypatch.setattr(context_module, "PAIR_MAX_TOKENS", 5)
+    context = build_context(paired, task, 12000, embed_budget=0)
+    assert context.tests == {} and "tests/test_cart.py" not in context.paths[:7]
+    assert any(line.startswith("skip tests/test_cart.py (the test of shop/cart.py)") for line in context.budget_log)
+
+
+def test_pairs_follow_each_languages_convention_skip_tests_already_core_and_stop_at_three() -> None:
+    files = {"pkg/flags.go", "pkg/flags_test.go", "pkg/args.go", "pkg/args_test.go", "src/router.js",
+             "test/router.test.js", "lib/view.py", "tests/test_view.py", "lib/util.py", "tests/test_util.py",
+             "README.md"}
+    order = ["pkg/flags.go", "README.md", "src/router.js", "lib/view.py", "lib/util.py", "pkg/args.go"]
+    assert context_module.test_pairs(order, files) == {"pkg/flags.go": "pkg/flags_test.go",
+                                                       "src/router.js": "test/router.test.js",
+                                                       "lib/view.py": "tests/test_view.py"}
+    core_test = ["pkg/flags.go", "pkg/flags_test.go", "lib/view.py"]
+    assert context_module.test_pairs(core_test, files) == {"lib/view.py": "tests/test_view.py"}
+    assert context_module.with_pairs(["a.py", "b.py", "tests/test_a.py"], {"a.py": "tests/test_a.py"}) == [
+        "a.py", "tests/test_a.py", "b.py"]
+
+
+def test_close_scores_after_the_first_widen_the_seats_up_to_ten(monkeypatch: pytest.MonkeyPatch) -> None:
+    from code_assistant.retrieve.ranking import RankedFile
+
+    monkeypatch.setattr(context_module, "CLOSE", 1.0)
+
+    def ranking(*scores: float) -> list[RankedFile]:
+        return [RankedFile(f"f{i}.py", s) for i, s in enumerate(scores)]
+
+    assert context_module.core_count(ranking(9, 5, 4, 3, 2, 1, 0, -1, -2)) == 6, "clear steps: the usual six"
+    assert context_module.core_count(ranking(9, 5, 4.8, 4.6, 4.4, 4.2, 4.1, 4.0, 3, 2)) == 8
+    assert context_module.core_count(ranking(*([5.0] * 14))) == 10, "never more than CORE_MAX"
+    assert context_module.core_count(ranking(5, 4)) == 6
+
+
+def test_a_core_file_without_definitions_too_big_to_show_whole_shows_its_head(tmp_path: Path) -> None:
+    files = {"src/macros.rs": "".join(f"macro_rules! emit_{i} {{ ($x:expr) => {{ println!(\"{{}}\", $x) }} }}\n"
+                                      for i in range(400)),
+             "src/lib.rs": "mod macros;\npub fn emit_all() {}\n"}
+    repo = write_tree(tmp_path / "repo", files)
+    embedder = embeddings.make_embedder("local")
+    client = store.open_client(tmp_path / "index")
+    chunks = store.ChunkStore(client, store.collection_name(str(repo), embedder.name))
+    index = Indexer(repo, tmp_path / "index", embedder, chunks).update()[0]
+    context = build_context(index, "the emit_7 macro prints twice", 3000, embed_budget=0)
+    shown = next(f for f in context.files if f.path == "src/macros.rs")
+    assert shown.mode == "head" and "macro_rules! emit_0" in shown.text and shown.tokens <= 3000
+
+
+def test_a_paired_test_lives_where_the_language_keeps_the_files_tests() -> None:
+    from code_assistant.retrieve.counterparts import nearest_test
+
+    files = {"pkg/chart/common.go", "pkg/chart/chart_test.go", "pkg/chart/load_test.go", "pkg/release/common_test.go",
+             "pkg/engine/files.go", "pkg/engine/files_test.go", "pkg/lone/lone.go",
+             "packages/a/src/utils.ts", "packages/b/test/utils.test.ts", "packages/c/src/parse.ts",
+             "packages/c/test/parse.test.ts", "src/flask/config.py", "tests/test_config.py"}
+    assert nearest_test("pkg/engine/files.go", files) == "pkg/engine/files_test.go"
+    assert nearest_test("pkg/chart/common.go", files) == "pkg/chart/chart_test.go", "a package mate, not another package"
+    assert nearest_test("pkg/lone/lone.go", files) is None
+    assert nearest_test("packages/a/src/utils.ts", files) is None, "another workspace's utils is not its test"
+    assert nearest_test("packages/c/src/parse.ts", files) == "packages/c/test/parse.test.ts"
+    assert nearest_test("src/flask/config.py", files) == "tests/test_config.py"

@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench import fit
 from code_assistant.index import embeddings, store
 from code_assistant.index.indexer import Indexer
-from code_assistant.retrieve import fit, fusion
+from code_assistant.retrieve import fusion
 from code_assistant.retrieve.ranking import rank
 from tests.repos import write_tree
 

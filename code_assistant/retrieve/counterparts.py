@@ -53,3 +53,26 @@ def counterparts(path: str, files: set[str]) -> list[str]:
     want_tests = not is_test_file(path)
     matches = [f for f in _subject_index(frozenset(files)).get(key, []) if f != path and is_test_file(f) == want_tests]
     return sorted(matches, key=lambda f: (_closeness(path, f), f))
+
+
+def nearest_test(path: str, files: set[str]) -> str | None:
+    """The test that goes with a source file, shown beside it: its nearest counterpart that lives where the
+    language keeps that file's tests - for Go in its package (the same directory; when no test there has its stem,
+    the package's test whose name shares the longest start with it); elsewhere in its own directory or under a test
+    directory that branches off a directory it shares (`tests/` at the root, `pkg/tests/`, `src/__tests__/`), not in
+    another package of a monorepo that happens to have a file of the same stem."""
+    directory = posixpath.dirname(path)
+    if path.endswith(".go"):
+        mates = [f for f in files if posixpath.dirname(f) == directory and f.endswith("_test.go")]
+        stem = posixpath.basename(path)[:-3]
+        same = [f for f in mates if posixpath.basename(f) == f"{stem}_test.go"]
+        if same or not mates:
+            return same[0] if same else None
+        return min(mates, key=lambda f: (-len(posixpath.commonprefix([posixpath.basename(f), stem])), len(f), f))
+    for test in counterparts(path, files):
+        mine, theirs = directory.split("/") if directory else [], test.split("/")[:-1]
+        shared = len(posixpath.commonprefix([mine, theirs]))
+        rest = theirs[shared:]
+        if not rest or rest[0] in TEST_DIRS:
+            return test
+    return None

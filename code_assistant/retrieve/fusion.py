@@ -53,6 +53,7 @@ FEATURES: dict[str, str] = {
     "dir_mate": "the best BM25 of another candidate in its directory over the task's best (package mates)",
     "importers": "log(1 + files importing it) / log(1 + files): how much of a hub it is",
     "log_tokens": "log of its size in tokens",
+    "leaf": "a leaf user: imports repository files, none imports it (not an entry, not a test)",
     "dense_present": "it has vectors",
     "dense_rel": "best chunk similarity minus the task's best (0 without vectors)",
     "dense_rr": "reciprocal rank among the files with vectors",
@@ -141,6 +142,7 @@ def feature_row(f: FileSignals, best_bm25: float, best_dense: float | None, dens
         f.dir_bm25 / best_bm25 if best_bm25 > 0 else 0.0,
         math.log1p(f.importers) / math.log1p(max(n_files, 1)),
         math.log1p(f.tokens),
+        float(f.importers == 0 and f.imports_resolved > 0 and not entry and not test),
         float(has_dense),
         (f.dense - best_dense) if has_dense else 0.0,  # type: ignore[operator]
         _rr(dense_rank) if has_dense else 0.0,

@@ -62,6 +62,7 @@ class FileSignals:
     n_symbols: int = 0  # definitions in the file
     n_imports: int = 0  # import statements in the file (an entry that re-exports has many and defines few)
     importers: int = 0  # files that import it (a hub module: the application class every plugin imports)
+    imports_resolved: int = 0  # repository files it imports (the import graph's edges out of it)
     dense: float | None = None  # best chunk's cosine similarity to the task; None: it has no vectors
     dense_rank: int = 0  # 1-based among the files with vectors (for reasons; fusion ranks again)
 
@@ -78,6 +79,7 @@ class Signals:
     hit_symbols: dict[str, set[str]] = field(default_factory=dict)  # per file, definitions dense retrieval hit
     embedded: int = 0  # chunks the model embedded for this task
     degree: dict[str, int] = field(default_factory=dict)  # import neighbours of each graph anchor
+    out_degree: dict[str, int] = field(default_factory=dict)  # per file of the index, the files it imports
 
     @property
     def lexical_kinds(self) -> set[str]:
@@ -96,7 +98,8 @@ def gather(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | No
     """The fast signals: everything but the dense one, no model call."""
     mentions = find_mentions(task, index)
     frames = [f for f in (extra_frames or []) if f[0] in index.files] + mentions.traceback
-    sig = Signals({}, bool(TEST_TASK_RE.search(task)), len(index.files), mentions, frames)
+    sig = Signals({}, bool(TEST_TASK_RE.search(task)), len(index.files), mentions, frames,
+                  out_degree=out_degree(index))
     _lexical(index, sig, task)
     macros = _macro_definers(index, mentions.macros or set())
     for paths in macros.values():
@@ -128,6 +131,12 @@ def _details(index: RepoIndex, sig: Signals, paths: list[str]) -> None:
         if record is not None:
             entry.tokens, entry.n_symbols, entry.n_imports = record.tokens, len(record.symbols), len(record.imports)
             entry.importers = importers.get(path, 0)
+        entry.imports_resolved = sig.out_degree.get(path, 0)
+
+
+def out_degree(index: RepoIndex) -> dict[str, int]:
+    """How many repository files each file imports (the import graph's edges out of it)."""
+    return {path: len(targets) for path, targets in index.graph.items()}
 
 
 def _lexical(index: RepoIndex, sig: Signals, task: str) -> None:

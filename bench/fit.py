@@ -1,5 +1,7 @@
-"""Fitting the fusion model: from per-query candidate feature matrices and the file that was right, the weights of a
-linear scorer (numpy only, Newton's method on a convex loss with an L2 penalty on standardized features).
+"""Fitting the fusion model, the ranking's training code (the bench and the tests use it; the product only reads the
+weights bench/fit_ranking.py writes to code_assistant/retrieve/fusion_weights.py): from per-query candidate feature
+matrices and the file that was right, the weights of a linear scorer (numpy only, Newton's method on a convex loss
+with an L2 penalty on standardized features).
 
 Two losses: `softmax` (the right file against all candidates of its query at once, a conditional logit) and
 `pairwise` (logistic on the right file minus each other candidate). Every query weighs the same unless the caller

@@ -1,0 +1,131 @@
+"""The forms a file takes in a context: whole, a skeleton keeping the definitions that matter, an outline of its
+definitions, or its first lines - each rendered with its path, and chosen within a room of tokens building no more
+than needed."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from code_assistant import tokens
+from code_assistant.index.indexer import FileRecord, RepoIndex
+from code_assistant.parse.chunker import skeleton
+from code_assistant.parse.code_parser import parse_source
+
+OUTLINE_MAX_TOKENS = 1500
+FULL_SLACK = 64         # a rendered file is its indexed text and a header; the seam may merge a token or two
+MIN_HEAD_LINES = 5       # a head shows at least this many lines, or the file is not shown that way
+
+
+@dataclass
+class ContextFile:
+    path: str
+    mode: str  # "full" | "skeleton" | "outline" | "head" (the first lines: a paired test, a file without definitions)
+    text: str
+    tokens: int
+
+
+def head_form(path: str, text: str, room: int) -> ContextFile | None:
+    """The file's first lines, as many as fit in room with a last line saying how many follow (a test file too long
+    to show whole still shows its imports, its fixtures and how its first tests are written); None when not even
+    MIN_HEAD_LINES fit."""
+    fence = "````" if "```" in text else "```"
+    lines = text.splitlines()
+    low, high = 0, len(lines)
+    while low < high:  # the most lines that fit
+        mid = (low + high + 1) // 2
+        if _head(path, lines, mid, fence).tokens <= room:
+            low = mid
+        else:
+            high = mid - 1
+    return _head(path, lines, low, fence) if low >= MIN_HEAD_LINES else None
+
+
+def _head(path: str, lines: list[str], n: int, fence: str) -> ContextFile:
+    text = "\n".join([f"### {path} (head)", fence, *lines[:n], f"⋮ ({len(lines) - n} more lines)", fence])
+    return ContextFile(path, "head", text, tokens.count_tokens(text))
+
+
+def pair_form(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex,
+              room: int) -> ContextFile | None:
+    """A paired test's richest form in room - whole, skeleton (fitting_form: parsed only when it can fit),
+    outline, else its head - building no more than needed."""
+    form = fitting_form(path, text, keep, numbered, index, room)
+    outline = None if form else _outline(path, index.files.get(path))
+    if form is None and outline is not None and outline.tokens <= room:
+        form = outline
+    return form or head_form(path, numbered_text(text) if numbered else text, room)
+
+
+def _outline(path: str, record: FileRecord | None) -> ContextFile | None:
+    """The file's definitions, a line each with its line number, cut to OUTLINE_MAX_TOKENS; None without any."""
+    heads = [f"{start:>5}  {sig or qual}" for qual, _kind, start, _end, sig in (record.symbols if record else [])]
+    if not heads:
+        return None
+    outline = _form(path, "\n".join(heads), "outline")
+    while outline.tokens > OUTLINE_MAX_TOKENS and heads:
+        heads = heads[: len(heads) * 3 // 4]
+        outline = _form(path, "\n".join([*heads, "⋮"]), "outline")
+    return outline
+
+
+def file_forms(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex) -> list[ContextFile]:
+    """The file whole, as a skeleton and as an outline, richest first, each only if cheaper than the one before."""
+    forms = [_form(path, numbered_text(text) if numbered else text, "full")]
+    parsed = parse_source(path, text)
+    if parsed.symbols:
+        forms.append(_form(path, skeleton(path, text, parsed, keep=keep), "skeleton"))
+        forms.append(_outline(path, index.files.get(path)) or _form(path, "", "outline"))
+    cheaper = [forms[0]]
+    for form in forms[1:]:
+        if form.tokens < cheaper[-1].tokens:
+            cheaper.append(form)
+    return cheaper
+
+
+def fitting_form(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex,
+                  room: int) -> ContextFile | None:
+    """The first form of `file_forms` other than the outline that fits in room, building no more than needed: the
+    file is not parsed when it fits whole, nor when even its skeleton's floor does not fit."""
+    record = index.files.get(path)
+    full = None
+    if not (record and record.tokens > room + FULL_SLACK):  # its indexed size (a lower bound) rules it out
+        full = _form(path, numbered_text(text) if numbered else text, "full")
+        if full.tokens <= room:
+            return full
+    if record and _skeleton_floor(record) > room:
+        return None
+    parsed = parse_source(path, text)
+    if not parsed.symbols:
+        return None
+    form = _form(path, skeleton(path, text, parsed, keep=keep), "skeleton")
+    return form if form.tokens <= room and (full is None or form.tokens < full.tokens) else None
+
+
+def _skeleton_floor(record: FileRecord) -> int:
+    """Fewest tokens a skeleton of the file can have: it shows every definition's header lines."""
+    per_line: dict[int, int] = {}
+    for _qualname, _kind, start, _end, signature in record.symbols:
+        per_line[start] = max(per_line.get(start, 0), tokens.min_tokens(signature or ""))
+    return sum(per_line.values())
+
+
+def _form(path: str, text: str, mode: str) -> ContextFile:
+    piece = _render_file(path, text, mode)
+    return ContextFile(path, mode, piece, tokens.count_tokens(piece))
+
+
+def read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def numbered_text(text: str) -> str:
+    return "\n".join(f"{i:>5}  {line}" for i, line in enumerate(text.splitlines(), start=1))
+
+
+def _render_file(path: str, text: str, mode: str) -> str:
+    fence = "````" if "```" in text else "```"
+    label = path if mode == "full" else f"{path} ({mode})"
+    return f"### {label}\n{fence}\n{text.rstrip()}\n{fence}"
