@@ -10,6 +10,10 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from code_assistant.index.indexer import RepoIndex
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,6 +46,17 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return root
+
+
+def indexed_tree(root: Path, files: dict[str, str]) -> RepoIndex:
+    """`files` written under `root/repo` and indexed into `root/index` with the local embedder: what retrieval reads."""
+    from code_assistant.index import embeddings, store
+    from code_assistant.index.indexer import Indexer
+
+    repo = write_tree(root / "repo", files)
+    embedder = embeddings.make_embedder("local")
+    chunks = store.ChunkStore(store.open_client(root / "index"), store.collection_name(str(repo), embedder.name))
+    return Indexer(repo, root / "index", embedder, chunks).update()[0]
 
 
 def git_init(repo: Path) -> None:

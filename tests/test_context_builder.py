@@ -13,11 +13,9 @@ from code_assistant.retrieve import context as context_module
 from code_assistant.retrieve import file_map, forms
 from code_assistant.retrieve.context import build_context
 from code_assistant.retrieve.ranking import rank
-from code_assistant.index import embeddings
-from code_assistant.index import store
 from code_assistant import tokens
-from code_assistant.index.indexer import Indexer, RepoIndex
-from tests.repos import write_tree
+from code_assistant.index.indexer import RepoIndex
+from tests.repos import indexed_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,12 +42,7 @@ FILES = {
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory: pytest.TempPathFactory) -> RepoIndex:
-    root = tmp_path_factory.mktemp("ctx")
-    repo = write_tree(root / "repo", FILES)
-    embedder = embeddings.make_embedder("local")
-    client = store.open_client(root / "index")
-    chunks = store.ChunkStore(client, store.collection_name(str(repo), embedder.name))
-    return Indexer(repo, root / "index", embedder, chunks).update()[0]
+    return indexed_tree(tmp_path_factory.mktemp("ctx"), FILES)
 
 
 def _ranked(index: RepoIndex, task: str) -> list[str]:
@@ -236,10 +229,7 @@ LANGUAGE_REPOS = {
 @pytest.mark.parametrize("language", sorted(LANGUAGE_REPOS))
 def test_each_language_ranks_the_defining_file_first_and_follows_imports(tmp_path: Path, language: str) -> None:
     files, defining, importer = LANGUAGE_REPOS[language]
-    repo = write_tree(tmp_path / "repo", files)
-    embedder = embeddings.make_embedder("local")
-    chunks = store.ChunkStore(store.open_client(tmp_path / "index"), store.collection_name(str(repo), embedder.name))
-    index = Indexer(repo, tmp_path / "index", embedder, chunks).update()[0]
+    index = indexed_tree(tmp_path, files)
     assert importer in index.graph and defining in index.graph[importer], index.graph
     name = {"go": "PriceOf", "rust": "price_of", "java": "priceOf"}.get(language, "priceOf")
     ranked = _ranked(index, f"`{name}` returns the wrong price for discounted items")
@@ -285,12 +275,7 @@ PAIRED = {  # eight modules, so that the tests rank below the six core files
 
 @pytest.fixture(scope="module")
 def paired(tmp_path_factory: pytest.TempPathFactory) -> RepoIndex:
-    root = tmp_path_factory.mktemp("paired")
-    repo = write_tree(root / "repo", PAIRED)
-    embedder = embeddings.make_embedder("local")
-    client = store.open_client(root / "index")
-    chunks = store.ChunkStore(client, store.collection_name(str(repo), embedder.name))
-    return Indexer(repo, root / "index", embedder, chunks).update()[0]
+    return indexed_tree(tmp_path_factory.mktemp("paired"), PAIRED)
 
 
 def test_the_tests_of_the_top_source_files_are_shown_beside_them(paired: RepoIndex) -> None:
@@ -354,11 +339,7 @@ def test_a_core_file_without_definitions_too_big_to_show_whole_shows_its_head(tm
     files = {"src/macros.rs": "".join(f"macro_rules! emit_{i} {{ ($x:expr) => {{ println!(\"{{}}\", $x) }} }}\n"
                                       for i in range(400)),
              "src/lib.rs": "mod macros;\npub fn emit_all() {}\n"}
-    repo = write_tree(tmp_path / "repo", files)
-    embedder = embeddings.make_embedder("local")
-    client = store.open_client(tmp_path / "index")
-    chunks = store.ChunkStore(client, store.collection_name(str(repo), embedder.name))
-    index = Indexer(repo, tmp_path / "index", embedder, chunks).update()[0]
+    index = indexed_tree(tmp_path, files)
     context = build_context(index, "the emit_7 macro prints twice", 3000, embed_budget=0)
     shown = next(f for f in context.files if f.path == "src/macros.rs")
     assert shown.mode == "head" and "macro_rules! emit_0" in shown.text and shown.tokens <= 3000

@@ -6,10 +6,9 @@ from __future__ import annotations
 import pytest
 
 from bench.held_out import folds
-from code_assistant.index import embeddings, store
-from code_assistant.index.indexer import Indexer, RepoIndex
+from code_assistant.index.indexer import RepoIndex
 from code_assistant.retrieve import fusion, signals
-from tests.repos import write_tree
+from tests.repos import indexed_tree
 
 # A renderer library: a core reconciler and diff routine, a compat layer and a demo that use it.
 LIBRARY = {
@@ -33,12 +32,7 @@ LIBRARY = {
 
 @pytest.fixture(scope="module")
 def library(tmp_path_factory: pytest.TempPathFactory) -> RepoIndex:
-    root = tmp_path_factory.mktemp("library")
-    repo = write_tree(root / "repo", LIBRARY)
-    embedder = embeddings.make_embedder("local")
-    client = store.open_client(root / "index")
-    chunks = store.ChunkStore(client, store.collection_name(str(repo), embedder.name))
-    return Indexer(repo, root / "index", embedder, chunks).update()[0]
+    return indexed_tree(tmp_path_factory.mktemp("library"), LIBRARY)
 
 
 def test_out_degree_counts_the_repository_files_a_file_imports(library: RepoIndex) -> None:
