@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from code_assistant.index import embeddings, store
-from code_assistant.index.indexer import Indexer, RepoIndex
+from code_assistant.index.indexer import RepoIndex
 from code_assistant.index.lexical import tokenize
 from code_assistant.retrieve import signals
 from code_assistant.retrieve.mentions import kind_of
-from code_assistant.retrieve.ranking import rank
-from tests.repos import write_tree
+from code_assistant.retrieve.ranking import code_before_its_tests, rank
+from tests.repos import indexed_tree
 
 GO_PACKAGE = {
     "go.mod": "module example.com/shop\n\ngo 1.21\n",
@@ -75,10 +74,7 @@ RUST_CRATE = {
 
 
 def _index(tmp_path: Path, files: dict[str, str]) -> RepoIndex:
-    repo = write_tree(tmp_path / "repo", files)
-    embedder = embeddings.make_embedder("local")
-    chunks = store.ChunkStore(store.open_client(tmp_path / "index"), store.collection_name(str(repo), embedder.name))
-    return Indexer(repo, tmp_path / "index", embedder, chunks).update()[0]
+    return indexed_tree(tmp_path, files)
 
 
 def _top(index: RepoIndex, task: str) -> str:
@@ -135,3 +131,14 @@ def test_no_file_bm25_ranks_in_its_top_20_is_dropped(tmp_path: Path) -> None:
     assert sig.about_tests and len(source) == 20
     assert set(source) <= set(sig.files)
     assert set(source) <= {f.path for f in rank(index, task, embed_budget=0).files}
+
+
+def test_a_test_the_task_points_at_ranks_right_after_the_code_it_exercises() -> None:
+    ordered = [("cart/cart_test.go", 6.4), ("main.go", 6.0), ("cart/cart.go", 5.8), ("cart/price.go", 2.2)]
+    assert code_before_its_tests(ordered, {"cart/cart_test.go": "cart/cart.go"}) == [
+        ("main.go", 6.0), ("cart/cart.go", 5.8), ("cart/cart_test.go", 5.8), ("cart/price.go", 2.2)]
+
+
+def test_a_test_already_below_its_code_or_without_it_in_the_ranking_stays_where_it_is() -> None:
+    ordered = [("cart/cart.go", 5.8), ("cart/cart_test.go", 5.0), ("shop_test.go", 4.0)]
+    assert code_before_its_tests(ordered, {"cart/cart_test.go": "cart/cart.go", "shop_test.go": "shop.go"}) == ordered

@@ -53,8 +53,25 @@ def rank(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | None
     if any(f.dense is not None for f in sig.files.values()):
         paths, matrix = fusion.features(sig)
         ordered = fusion.order(paths, matrix, fusion.shipped("full"))
+    if not sig.about_tests:
+        ordered = code_before_its_tests(ordered, sig.tested)
     ranked = [RankedFile(p, s, reasons(sig.files[p], sig)) for p, s in ordered[:limit] if p in index.files]
     return Ranking(ranked, sig.hit_symbols, sig.mentions, sig.frames, sig.embedded, sig, asked)
+
+
+def code_before_its_tests(ordered: list[tuple[str, float]], tested: dict[str, str]) -> list[tuple[str, float]]:
+    """A test file the task points at ranks right after the code it exercises, never above it (for a task that is not
+    about tests: the failing test is evidence for that code, the code is what changes). The test then has that code's
+    score, so scores still never rise down the list; the fitted model never learned this (no gold file of its sets is
+    a test), and no non-test file moves down by it."""
+    out = list(ordered)
+    for test, source in tested.items():
+        at = {path: i for i, (path, _score) in enumerate(out)}
+        if test in at and source in at and at[test] < at[source]:
+            out.pop(at[test])
+            source_at = at[source] - 1
+            out.insert(source_at + 1, (test, out[source_at][1]))
+    return out
 
 
 def dense_asks(fast: list[tuple[str, float]], sig: Signals) -> list[str]:

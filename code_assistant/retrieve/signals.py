@@ -80,6 +80,7 @@ class Signals:
     embedded: int = 0  # chunks the model embedded for this task
     degree: dict[str, int] = field(default_factory=dict)  # import neighbours of each graph anchor
     out_degree: dict[str, int] = field(default_factory=dict)  # per file of the index, the files it imports
+    tested: dict[str, str] = field(default_factory=dict)  # a test file the task points at -> the code it exercises
 
     @property
     def lexical_kinds(self) -> set[str]:
@@ -247,6 +248,7 @@ def _tested(index: RepoIndex, sig: Signals) -> None:
         sources = [s for s in counterparts(test, files) if kind_of(s) in SOURCE_KINDS]
         if sources:
             sig.file(sources[0]).tested = 1.0
+            sig.tested[test] = sources[0]
 
 
 def _mates(sig: Signals) -> None:
