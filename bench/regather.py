@@ -70,7 +70,7 @@ def add_priors(record: dict, task: str, snapshot: Path, test_patch: str = "") ->
     behaviour-word cover, roles by name) were measured at 838932a and not kept."""
     index = snapshot_index(snapshot)
     try:
-        degree = signals.out_degree(index)
+        degree = index.db.imports([row["path"] for row in record["files"]])
         tests = test_fields(golds_of(record), test_patch, set(index.files))
     finally:
         index.db.close()

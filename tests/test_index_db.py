@@ -202,11 +202,13 @@ def test_edges_are_replaced_per_file_and_follow_removals(db: IndexDB) -> None:
     assert db.edges.graph() == {}
 
 
-def test_importers_count_the_files_importing_each_path(db: IndexDB) -> None:
+def test_importers_and_imports_count_the_edges_into_and_out_of_each_path(db: IndexDB) -> None:
     db.edges.put({"shop/cart.py": ["shop/tax.py", "shop/price.py", "not/indexed.py"], "shop/price.py": ["shop/tax.py"]},
                  replace_all=True)
     assert db.edges.importers(["shop/tax.py", "shop/price.py", "shop/cart.py"]) == {"shop/tax.py": 2,
                                                                                     "shop/price.py": 1}
+    assert db.edges.imports(["shop/tax.py", "shop/price.py", "shop/cart.py"]) == {"shop/cart.py": 2,
+                                                                                  "shop/price.py": 1}
     db.edges.put({"README.md": ["shop/cart.py"]}, replace_all=True)
     assert db.edges.graph() == {"README.md": ["shop/cart.py"]}
 

@@ -35,8 +35,8 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> RepoIndex:
     return indexed_tree(tmp_path_factory.mktemp("library"), LIBRARY)
 
 
-def test_out_degree_counts_the_repository_files_a_file_imports(library: RepoIndex) -> None:
-    degree = signals.out_degree(library)
+def test_the_index_counts_the_repository_files_each_file_imports(library: RepoIndex) -> None:
+    degree = library.db.imports(["src/render.js", "demo/app.js", "src/h.js", "src/index.js"])
     assert degree["src/render.js"] == 1 and degree["demo/app.js"] == 1 and degree.get("src/h.js", 0) == 0
     assert degree["src/index.js"] == 2
 

@@ -37,6 +37,11 @@ class EdgeTable:
         return dict(rows_in(self._db, "SELECT files.path, COUNT(*) FROM edges JOIN files ON files.id = edges.dst "
                                       "WHERE files.path IN ({}) GROUP BY files.path", paths))
 
+    def imports(self, paths: Sequence[str]) -> dict[str, int]:
+        """How many repository files each of paths imports (those importing none are left out)."""
+        return dict(rows_in(self._db, "SELECT files.path, COUNT(*) FROM edges JOIN files ON files.id = edges.src "
+                                      "WHERE files.path IN ({}) GROUP BY files.path", paths))
+
     def neighbours(self, path: str) -> tuple[list[str], list[str]]:
         """(files path imports, files that import path)."""
         out = [p for (p,) in self._db.execute("SELECT b.path FROM files a JOIN edges ON edges.src = a.id "

@@ -151,5 +151,8 @@ class IndexDB:
     def importers(self, paths: Sequence[str]) -> dict[str, int]:
         return self.edges.importers(paths)
 
+    def imports(self, paths: Sequence[str]) -> dict[str, int]:
+        return self.edges.imports(paths)
+
     def vector_counts(self) -> tuple[int, int]:
         return self.vectors.counts()

@@ -79,7 +79,6 @@ class Signals:
     hit_symbols: dict[str, set[str]] = field(default_factory=dict)  # per file, definitions dense retrieval hit
     embedded: int = 0  # chunks the model embedded for this task
     degree: dict[str, int] = field(default_factory=dict)  # import neighbours of each graph anchor
-    out_degree: dict[str, int] = field(default_factory=dict)  # per file of the index, the files it imports
     tested: dict[str, str] = field(default_factory=dict)  # a test file the task points at -> the code it exercises
 
     @property
@@ -99,8 +98,7 @@ def gather(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | No
     """The fast signals: everything but the dense one, no model call."""
     mentions = find_mentions(task, index)
     frames = [f for f in (extra_frames or []) if f[0] in index.files] + mentions.traceback
-    sig = Signals({}, bool(TEST_TASK_RE.search(task)), len(index.files), mentions, frames,
-                  out_degree=out_degree(index))
+    sig = Signals({}, bool(TEST_TASK_RE.search(task)), len(index.files), mentions, frames)
     _lexical(index, sig, task)
     macros = _macro_definers(index, mentions.macros or set())
     for paths in macros.values():
@@ -127,17 +125,13 @@ def _details(index: RepoIndex, sig: Signals, paths: list[str]) -> None:
     """Size, definitions and imports of the files, from their index records."""
     records = index.db.records(paths)
     importers = index.db.importers(paths)
+    imports = index.db.imports(paths)
     for path in paths:
         entry, record = sig.files[path], records.get(path)
         if record is not None:
             entry.tokens, entry.n_symbols, entry.n_imports = record.tokens, len(record.symbols), len(record.imports)
             entry.importers = importers.get(path, 0)
-        entry.imports_resolved = sig.out_degree.get(path, 0)
-
-
-def out_degree(index: RepoIndex) -> dict[str, int]:
-    """How many repository files each file imports (the import graph's edges out of it)."""
-    return {path: len(targets) for path, targets in index.graph.items()}
+        entry.imports_resolved = imports.get(path, 0)
 
 
 def _lexical(index: RepoIndex, sig: Signals, task: str) -> None:
