@@ -113,22 +113,16 @@ def _order(index: RepoIndex, ranked: Ranking, must_include: list[str], with_test
 def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]], numbered: bool, budget: int,
             log: list[str], pairs: dict[str, str] | None = None, seats: int = CORE_FILES) -> list[ContextFile]:
     """The forms of the files shown, in `order`, within budget: 1. a seat for each of the `seats` core files in its
-    cheapest form (its first lines when it has no definitions and does not fit whole), 2. upgrades in rank order of every core file to a skeleton, 3. the test paired with a core file
-    (`pairs`: source -> test) in its richest form up to PAIR_MAX_TOKENS (whole, skeleton, outline, else its first
-    lines), 4. upgrades of core files to the whole file in rank order (the first may take the budget unless the
-    seats were widened: then no file takes more than MAX_SHARE), 5. more files while room is left."""
+    cheapest form (its first lines when it has no definitions and does not fit whole), 2. upgrades in rank order of
+    every core file to a skeleton, 3. the test paired with a core file (`pairs`: source -> test) in its richest form
+    up to PAIR_MAX_TOKENS (whole, skeleton, outline, else its first lines), 4. upgrades of core files to the whole
+    file in rank order (the first may take the budget unless the seats were widened: then no file takes more than
+    MAX_SHARE), 5. more files while room is left."""
     pairs = pairs or {}
     tests = set(pairs.values())
     core = [p for p in order if p not in tests][:seats]
     chosen: dict[str, ContextFile] = {}
     used = 0
-
-    texts: dict[str, str | None] = {}
-
-    def options(path: str) -> list[ContextFile]:
-        texts[path] = read_text(index.repo / path)
-        text = texts[path]
-        return file_forms(path, text, keep(path), numbered, index) if text is not None else []
 
     def upgrade(mode: str) -> None:
         nonlocal used
@@ -142,11 +136,11 @@ def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]],
 
     forms = {}
     for path in core:  # 1: a seat for each core file
-        forms[path] = options(path)
+        text = read_text(index.repo / path)
+        forms[path] = file_forms(path, text, keep(path), numbered, index) if text is not None else []
         cheapest = forms[path][-1] if forms[path] else None
-        if cheapest and used + cheapest.tokens > budget and len(forms[path]) == 1:  # no definitions to outline
-            text = texts[path] or ""  # (a file of macros): its head
-            room = min(OUTLINE_MAX_TOKENS, budget - used)
+        if text and cheapest and used + cheapest.tokens > budget and len(forms[path]) == 1:
+            room = min(OUTLINE_MAX_TOKENS, budget - used)  # no definitions to outline (a file of macros): its head
             cheapest = head_form(path, numbered_text(text) if numbered else text, room)
         if cheapest and used + cheapest.tokens <= budget:
             chosen[path] = cheapest
