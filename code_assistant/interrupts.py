@@ -34,9 +34,12 @@ def _handle(signum: int, frame: FrameType | None) -> None:
 
 
 @contextmanager
-def installed() -> Iterator[None]:
+def installed(*, leaving: bool = False) -> Iterator[None]:
     """While the command runs, every ending signal interrupts it once; the handlers before are put back after (a
-    caller in the same process, a test, keeps its own). Main thread only, as signal handlers must be."""
+    caller in the same process, a test, keeps its own). With `leaving` (the process's entrance, which exits right
+    after) they are ignored after instead, with no moment between: put back, the default action of a late SIGHUP
+    or SIGQUIT would end the process with that signal's status instead of the command's own exit status. Main
+    thread only, as signal handlers must be."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -49,17 +52,9 @@ def installed() -> Iterator[None]:
         yield
     finally:
         _state["armed"] = False
+        _state["raised"] = _state["raised"] or leaving  # the command is done: one more is only noted, then ignored
         for signum, handler in saved.items():
-            signal.signal(signum, handler)  # type: ignore[arg-type]
-
-
-def settle() -> None:
-    """The command is done and only exiting: a late signal is ignored. (At exit the interpreter puts a Python
-    handler back to the default, which would let a late SIGHUP end the process with that signal's status instead
-    of the command's own exit status.)"""
-    if threading.current_thread() is threading.main_thread():
-        for signum in ENDING_SIGNALS:
-            signal.signal(signum, signal.SIG_IGN)
+            signal.signal(signum, signal.SIG_IGN if leaving else handler)  # type: ignore[arg-type]
 
 
 def rearm() -> None:

@@ -120,3 +120,15 @@ def test_under_the_cli_handler_the_first_signal_interrupts_and_later_ones_are_on
         signal.pthread_sigmask(signal.SIG_BLOCK, [])
         assert interrupts.noted == [signal.SIGHUP]
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+def test_a_process_that_is_leaving_ignores_the_ending_signals_from_the_moment_its_command_is_done() -> None:
+    with interrupts.installed(leaving=True):
+        pass
+    try:
+        assert all(signal.getsignal(s) == signal.SIG_IGN for s in interrupts.ENDING_SIGNALS), "no default put back"
+        os.kill(os.getpid(), signal.SIGHUP)  # would end this process with SIGHUP's status under the default
+        signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    finally:
+        for s in interrupts.ENDING_SIGNALS:
+            signal.signal(s, signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL)

@@ -149,14 +149,16 @@ def _setup_logging(verbose: bool) -> None:
         logging.getLogger(noisy).setLevel(logging.INFO if verbose else logging.ERROR)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, leaving: bool = False) -> int:
+    """The command's exit status; `leaving`: the process exits right after (entry), so a signal that arrives once
+    the command is done is ignored rather than handled by the handlers from before."""
     argv = sys.argv[1:] if argv is None else argv
     verbose = "-v" in argv or "--verbose" in argv
     as_json = "--json" in argv
     try:
         command, settings, options = parse(argv)
         _setup_logging(settings.verbose)
-        with interrupts.installed():  # Ctrl-C, SIGTERM, SIGHUP, SIGQUIT: roll back, once; never cut short
+        with interrupts.installed(leaving=leaving):  # Ctrl-C, SIGTERM, SIGHUP, SIGQUIT: roll back, once; never cut short
             return command.execute(settings, options)
     except KeyboardInterrupt as exc:
         print("error: interrupted", file=sys.stderr)
@@ -170,9 +172,7 @@ def main(argv: list[str] | None = None) -> int:
 def entry() -> None:
     """The process's entrance (main.py, the `code-assistant` script): the command, then its exit status; a signal
     that arrives while the process is only exiting changes nothing."""
-    code = main()
-    interrupts.settle()
-    sys.exit(code)
+    sys.exit(main(leaving=True))
 
 
 def _report_error(exc: Exception, verbose: bool, as_json: bool = False) -> int:
