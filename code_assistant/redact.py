@@ -1,10 +1,15 @@
-"""Secrets never reach the model: replace credential-looking values in text with placeholders. Pure functions."""
+"""Secrets never reach the model: replace credential-looking values in text with placeholders.
+
+Pure functions, but for one registry: the exact values this process knows to be secret (the variables kept from the
+test command, the assistant's own key), registered once at the edge with `hold_values` and masked by every later
+`redact`, whatever they look like: a password in `.netrc` or a key with no known pattern has no shape to match.
+"""
 from __future__ import annotations
 
 import logging
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 logger = logging.getLogger(__name__)
@@ -122,12 +127,38 @@ def _span(rule: _Rule, match: re.Match[str]) -> tuple[int, int] | None:
     return _value_span(match)
 
 
-def redact(text: str) -> tuple[str, int]:
-    """Text with every credential-looking value replaced by [REDACTED:<kind>], and how many were replaced.
+MIN_HELD_CHARS = 6  # a shorter value ("1", "true", "dev") is no secret and would mask half of every text
+_held: set[str] = set()
+
+
+def hold_values(values: Iterable[str | None]) -> int:
+    """Mask these exact values in every later `redact` of this process (those shorter than MIN_HELD_CHARS are not
+    secrets); returns how many are held now."""
+    _held.update(v for v in values if v and len(v.strip()) >= MIN_HELD_CHARS)
+    return len(_held)
+
+
+def held_count() -> int:
+    return len(_held)
+
+
+def _mask_held(text: str, kinds: Counter[str]) -> str:
+    for value in sorted(_held, key=len, reverse=True):  # a value inside a longer one: the longer first
+        if value in text:
+            kinds["held-value"] += text.count(value)
+            text = text.replace(value, PLACEHOLDER.format(kind="held-value"))
+    return text
+
+
+def redact(text: str, quiet: bool = False) -> tuple[str, int]:
+    """Text with every held value and every credential-looking value replaced by [REDACTED:<kind>], and how many
+    were replaced (quiet: not logged).
 
     Names are kept ("password = [REDACTED:secret]") so code still reads; applying it twice changes nothing more.
     """
     kinds: Counter[str] = Counter()
+    if _held:
+        text = _mask_held(text, kinds)
     for rule in RULES:
         def replace(match: re.Match[str], rule: _Rule = rule) -> str:
             span = _span(rule, match)
@@ -142,7 +173,7 @@ def redact(text: str) -> tuple[str, int]:
         if rule.may_match(text):
             text = rule.pattern.sub(replace, text)
     total = sum(kinds.values())
-    if total:
+    if total and not quiet:
         logger.info("redacted %d secret(s): %s", total, ", ".join(f"{k}={n}" for k, n in sorted(kinds.items())))
     return text, total
 

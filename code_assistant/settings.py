@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,7 +17,10 @@ DEFAULT_TEST_COMMAND = "pytest"
 # two cores; an embeddings API is fast enough for ten times as many.
 EMBED_BUDGETS = {"local": 200, "openai": 2000}
 MIN_CONTEXT_WINDOW = 512  # below this no request (system prompt, task, some code, an answer) fits at all
-SANDBOX_MODES = ("off", "write", "strict")  # what the test command may write: anything; the tree; that, no network
+# The assistant's own settings in the environment: its chat and embedding server (key, URL, model), its vector store's
+# credentials. Never in a test command's environment (verify/environment.py), not even by --pass-env.
+OWN_PREFIXES = ("OPENAI_", "EMBEDDING_", "CHROMA_")
+SANDBOX_MODES = ("write", "strict", "off")  # verify/sandbox.Mode: the policy (strict: its older name); anything
 
 
 def cache_home() -> Path:
@@ -62,7 +66,10 @@ class Settings:
     dry_run: bool = False
     reproduce: bool | None = None   # write a failing test first; None: when the suite is green before the change
     candidates: int = 1             # independent attempts, each in a scratch copy; the best one is applied
-    sandbox: str = "write"          # SANDBOX_MODES; write: unconfined (and said so) where no sandbox can be had
+    sandbox: str = "write"          # SANDBOX_MODES; write without bubblewrap or Landlock is an error (say off)
+    network: bool = False           # the test command may reach the network (else loopback only)
+    pass_env: list[str] = field(default_factory=list)  # secret-looking variables the user lets the tests see
+    sandbox_show: list[Path] = field(default_factory=list)  # paths of the hidden HOME the tests may read
     sandbox_bwrap: str = "bwrap"    # the bubblewrap executable (CODE_ASSISTANT_BWRAP)
     sandbox_writable: list[Path] = field(default_factory=list)  # more paths a test may write (os.pathsep list)
     instructions: bool = True       # the repository's AGENTS.md (or CLAUDE.md, ...) in the system part of requests
@@ -128,6 +135,7 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
     settings.sandbox_bwrap = os.environ.get("CODE_ASSISTANT_BWRAP") or settings.sandbox_bwrap
     settings.sandbox_writable = [Path(p).expanduser() for p in
                                  os.environ.get("CODE_ASSISTANT_SANDBOX_WRITABLE", "").split(os.pathsep) if p]
+    settings.pass_env = [n for n in re.split(r"[\s,]+", os.environ.get("CODE_ASSISTANT_PASS_ENV", "")) if n]
     for key, value in cli.items():
         if value is None:
             continue
@@ -136,6 +144,10 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
         current = getattr(settings, key)
         if isinstance(current, Path) or key in ("index_path", "state_path", "log_dir"):
             value = Path(str(value)).expanduser().resolve()
+        if key == "sandbox_show":
+            value = [Path(str(v)).expanduser().resolve() for v in value]  # type: ignore[attr-defined]
+        if key == "pass_env":
+            value = [*settings.pass_env, *value]  # type: ignore[misc]
         setattr(settings, key, value)
     settings.model_named = bool(env.get("OPENAI_MODEL")) or cli.get("model") is not None
     if settings.embedding_backend not in ("local", "openai"):
@@ -146,6 +158,14 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
         raise ConfigError("--test-timeout must be positive")
     if settings.sandbox not in SANDBOX_MODES:
         raise ConfigError(f"--sandbox (CODE_ASSISTANT_SANDBOX) must be off, write or strict, not {settings.sandbox!r}")
+    for name in settings.pass_env:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ConfigError(f"--pass-env (CODE_ASSISTANT_PASS_ENV) takes variable names, not {name!r}")
+        if name.upper().startswith(OWN_PREFIXES):
+            raise ConfigError(f"--pass-env {name}: the assistant's own settings never reach the tests")
+    for path in settings.sandbox_show:
+        if not path.exists():
+            raise ConfigError(f"--sandbox-show {path}: no such file or directory")
     if settings.candidates < 1:
         raise ConfigError("--candidates must be at least 1")
     if settings.candidates > 1 and settings.dry_run:

@@ -110,9 +110,15 @@ def run(p: argparse.ArgumentParser) -> None:
     _setting(g, "--dry-run", field="dry_run", action="store_true", default=None,
              help="plan and print the diff; write nothing")
     _setting(g, "--sandbox", field="sandbox", choices=SANDBOX_MODES,
-             help="what the test command may write: off (anything), write (the repository, /tmp and toolchain "
-                  "caches), strict (that, no network, HOME hidden); "
-                  f"default {default('sandbox')} where bubblewrap works ($CODE_ASSISTANT_SANDBOX)")
+             help="what the test command may do: write (the repository, /tmp and toolchain caches; HOME hidden, "
+                  "network off, secrets held back; strict is the same), off (anything, as you); "
+                  f"default {default('sandbox')} ($CODE_ASSISTANT_SANDBOX)")
+    _setting(g, "--network", field="network", action="store_true", default=None,
+             help="let the test command reach the network (default: loopback only)")
+    _setting(g, "--pass-env", field="pass_env", action="append", metavar="NAME",
+             help="pass this secret-looking variable to the test command (repeatable; $CODE_ASSISTANT_PASS_ENV)")
+    _setting(g, "--sandbox-show", field="sandbox_show", action="append", metavar="PATH",
+             help="show this path of the hidden HOME to the test command, read-only (repeatable)")
     v = p.add_argument_group("success that means the task is done")
     _setting(v, "--reproduce", field="reproduce", action="store_true", default=None,
              help="first ask for a test that fails before the fix (default: when the suite is green)")

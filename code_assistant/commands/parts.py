@@ -96,12 +96,19 @@ def index(settings: Settings, quiet: bool) -> tuple[RepoIndex, IndexStats]:
 
 
 def sandbox(settings: Settings) -> Sandbox:
-    """What the test command may write; `strict` where no sandbox can be had is a ConfigError, raised before
-    anything is touched."""
+    """What the test command may write, read and reach; no sandbox to be had (and no `--sandbox off`) is a
+    ConfigError, raised before anything is touched. The values of the variables it holds back, and the assistant's
+    own key, are masked from here on in everything sent to the model or written to a run log."""
+    import os
+
+    from code_assistant import redact
     from code_assistant.verify.sandbox import resolve
 
-    return resolve(settings.sandbox, settings.sandbox_bwrap, writable=settings.sandbox_writable,
-                   protected=[settings.index_path, settings.state_path, settings.runs_dir])
+    found = resolve(settings.sandbox, settings.sandbox_bwrap, writable=settings.sandbox_writable,
+                    protected=[settings.index_path, settings.state_path, settings.runs_dir],
+                    network=settings.network, shown=settings.sandbox_show, passed_env=settings.pass_env)
+    redact.hold_values([settings.api_key, *(os.environ.get(name) for name in found.held_back)])
+    return found
 
 
 def running_tests(settings: Settings) -> Path:

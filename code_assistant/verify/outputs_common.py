@@ -95,6 +95,7 @@ class NotRunCause(StrEnum):
     OLD_TOOLCHAIN = "toolchain_too_old"
     NO_DOWNLOAD = "download_failed"
     NOT_INSTALLED = "package_not_installed"
+    NETWORK_OFF = "network_off"
 
 
 CAUSE_WORDS = {
@@ -107,6 +108,7 @@ CAUSE_WORDS = {
     NotRunCause.OLD_TOOLCHAIN: "the Go toolchain is older than go.mod asks for",
     NotRunCause.NO_DOWNLOAD: "dependencies could not be downloaded",
     NotRunCause.NOT_INSTALLED: "a package it needs is not installed",
+    NotRunCause.NETWORK_OFF: "they need the network, which the sandbox keeps off",
 }
 
 
@@ -140,6 +142,25 @@ def missing_program(output: str, exit_code: int | None) -> tuple[str, str] | Non
     if 127 not in _statuses(output, exit_code) or not (found := _SH_NOT_FOUND.search(output)):
         return None
     return found.group("program") or found.group("zsh") or found.group("make"), found.group(0)
+
+
+# What a program prints when the network is not there (the sandbox's namespace has only loopback; Landlock's filter
+# refuses the socket): name resolution failing (glibc, Go, Node, Rust, curl), or no route to another host.
+_NETWORK_FAILURE = re.compile(
+    r"^.*(?:Temporary failure in name resolution|Name or service not known|nodename nor servname provided"
+    r"|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|failed to lookup address information|Could not resolve host"
+    r"|dial tcp: lookup \S+(?: on \S+)?: .*|[Nn]etwork is unreachable|connect ENETUNREACH"
+    r"|Failed to establish a new connection: \[Errno 13\] Permission denied).*$", re.M)
+
+
+def network_not_run(output: str, exit_code: int | None) -> NotRun | None:
+    """A failed run whose output shows a network failure, under a sandbox with the network off: the suite needs
+    the network (`--network`), and no change of the model's can make it pass."""
+    if exit_code in (0, None) or not (found := _NETWORK_FAILURE.search(output)):
+        return None
+    return NotRun(NotRunCause.NETWORK_OFF, found.group(0)[:300],
+                  "pass --network if the tests need it (the sandbox keeps it off: nothing the model writes can send "
+                  "your files anywhere)")
 
 
 def shell_not_run(output: str, exit_code: int | None) -> NotRun | None:

@@ -15,11 +15,14 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from code_assistant.errors import AssistantError
+from code_assistant.verify.environment import without_secrets
 from code_assistant.verify.outputs import NotRun, TestFailure, never_ran, parse_test_output, strip_ansi
+from code_assistant.verify.outputs_common import network_not_run
 from code_assistant.verify.sandbox import Sandbox
 
 __all__ = ["TestCommandError", "TestResult", "TestRunner", "TestsNotRunError", "reap_leftovers", "truncate_output"]
@@ -111,13 +114,16 @@ class TestRunner:
                  capture_bytes: int = MAX_CAPTURE_BYTES, sandbox: Sandbox | None = None) -> None:
         """running_file, when given, names the run's processes while it lasts, so that `reap_leftovers` can stop
         them if this process dies without cleaning up (kill -9). capture_bytes: beyond this much output its middle
-        is dropped while reading. sandbox: what the command may write (verify/sandbox.py; None: anything)."""
+        is dropped while reading. sandbox: what the command may write, read and reach (verify/sandbox.py; None:
+        anything). The environment is this process's less its secrets (held_back names them), then `env`."""
         self.running_file = running_file
         self.sandbox = sandbox
         self.command = shlex.split(command) if isinstance(command, str) else list(command)
         self.cwd = Path(cwd)
         self.timeout = timeout
-        self.env = {**os.environ, **DEFAULT_ENV, **(env or {})}
+        inherited = sandbox.environment(os.environ) if sandbox else without_secrets(os.environ)
+        self.held_back = inherited.held_back
+        self.env = {**inherited.env, **DEFAULT_ENV, **(env or {})}
         cache = f"-o cache_dir={shlex.quote(str(PYTEST_CACHE))}"  # the repository is left as it was
         self.env["PYTEST_ADDOPTS"] = f"{self.env.get('PYTEST_ADDOPTS', '')} {cache}".strip()
         self._argv = list(self.command)
@@ -140,6 +146,7 @@ class TestRunner:
         runner = TestRunner(command, self.cwd, self.timeout, self.env, self.head_lines, self.tail_lines,
                             self.kill_grace, self.running_file, self.capture_bytes, self.sandbox)
         runner._cancelled, runner._live, runner._live_lock = self._cancelled, self._live, self._live_lock  # one cancel
+        runner.held_back = self.held_back
         return runner
 
     def cancel(self) -> None:
@@ -174,44 +181,52 @@ class TestRunner:
         self.check()
         logger.info("running %s in %s (timeout %gs)", shlex.join(self.command), self.cwd, self.timeout)
         start = time.monotonic()
-        argv = self.sandbox.wrap(self._argv, self.cwd, self.env) if self.sandbox else self._argv
         token = uuid.uuid4().hex
         if self.running_file:
             _write_running(self.running_file, token)
+        confined = self.sandbox.confined if self.sandbox else _unconfined
         try:
-            try:
-                proc = subprocess.Popen(argv, cwd=self.cwd, env={**self.env, RUN_TOKEN_VAR: token},
-                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                        start_new_session=True)
-            except OSError as exc:
-                raise TestCommandError(f"cannot start {self._argv[0]}: {exc.strerror or exc}") from exc
-            with self._live_lock:
-                self._live.add(proc)
-            try:
-                captured, timed_out = self._collect(proc, start + self.timeout)
-            except BaseException:  # Ctrl-C: the tests go with the run (a session goes on living)
-                _kill_group(proc, grace=0.0)
-                raise
-            finally:
-                with self._live_lock:
-                    self._live.discard(proc)
+            with confined(self._argv, self.cwd, self.env) as (argv, env):
+                captured, timed_out, exit_code = self._start_and_collect(argv, {**env, RUN_TOKEN_VAR: token}, start)
         finally:
             if self.running_file:
                 self.running_file.unlink(missing_ok=True)
         if self._cancelled.is_set():
             raise KeyboardInterrupt  # the run that asked for these tests is being stopped
-        exit_code = None if timed_out else proc.returncode
+        exit_code = None if timed_out else exit_code
         duration = time.monotonic() - start
         raw = strip_ansi(captured.decode("utf-8", errors="replace")).replace("\r\n", "\n")
         parsed = parse_test_output(raw, self.command, self.cwd)
         output = truncate_output(raw, self.head_lines, self.tail_lines)
         if timed_out:
             output += f"{'' if output.endswith(chr(10)) or not output else chr(10)}timed out after {self.timeout:g}s\n"
+        not_run = never_ran(raw, exit_code, self.cwd)
+        if not_run is None and self.sandbox is not None and self.sandbox.active and not self.sandbox.network:
+            not_run = network_not_run(raw, exit_code)
         result = TestResult(self.command, exit_code, exit_code == 0 and not timed_out, timed_out, output, duration,
                             parsed.failures, parsed.passed, parsed.failed, parsed.runner, self.timeout,
-                            not_run=never_ran(raw, exit_code, self.cwd))
+                            not_run=not_run)
         logger.info("test run finished in %.1fs: %s", duration, result.summary())
         return result
+
+    def _start_and_collect(self, argv: list[str], env: dict[str, str], start: float) -> tuple[bytes, bool, int | None]:
+        """Start argv, read its output to the end or the deadline: (output, timed out, exit code)."""
+        try:
+            proc = subprocess.Popen(argv, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        except OSError as exc:
+            raise TestCommandError(f"cannot start {self._argv[0]}: {exc.strerror or exc}") from exc
+        with self._live_lock:
+            self._live.add(proc)
+        try:
+            captured, timed_out = self._collect(proc, start + self.timeout)
+            return captured, timed_out, proc.returncode
+        except BaseException:  # Ctrl-C: the tests go with the run (a session goes on living)
+            _kill_group(proc, grace=0.0)
+            raise
+        finally:
+            with self._live_lock:
+                self._live.discard(proc)
 
     def _collect(self, proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, bool]:
         """Read output until EOF, the deadline (then kill the group) or shortly after the command exits."""
@@ -253,6 +268,11 @@ class TestRunner:
                 proc.wait()
         _kill_group(proc, grace=0.0)  # leftovers (e.g. daemons a test started) must not outlive the run
         return chunks.value(), timed_out
+
+
+@contextlib.contextmanager
+def _unconfined(argv: list[str], cwd: Path, env: dict[str, str]) -> Iterator[tuple[list[str], dict[str, str]]]:
+    yield argv, env
 
 
 class _Capture:

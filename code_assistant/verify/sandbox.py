@@ -1,27 +1,38 @@
-"""The sandbox the test command runs in: what the model's code may write while it is tested.
+"""The sandbox the test command runs in: what the model's code may write, read and reach while it is tested.
 
-`write` lets the test command write only its working tree (whose `.git`, and the assistant's index and state
-directory, stay read-only), a private /tmp and the toolchain caches a test run writes (CACHES); everything else is
-read-only. `strict` also takes the network away and hides HOME. Reads are not confined. On Linux the sandbox is
-bubblewrap (unprivileged user and pid namespaces); a policy (Policy) is turned into its command line by a pure
-function (bwrap_argv), so another backend (macOS's sandbox-exec, not built yet) would be a second builder of the same
-policy. `resolve` finds out whether a sandbox can be had here.
+`write` (the default; `strict` is the same, its old name) lets the test command write only its working tree (whose
+`.git`, and the assistant's index and state directory, stay read-only), a private /tmp and the toolchain caches a test
+run writes (CACHES); everything else is read-only. HOME is hidden but for what toolchains need (install prefixes,
+TOOLCHAINS, git's configuration, what the user shows with --sandbox-show), so a credential store there is unreadable
+whatever it is called; the network is off but for loopback unless --network. The environment is the user's less its
+secrets (environment.py).
+
+A policy (Policy) is built once per test run and turned into a backend's command line by a pure function: bubblewrap
+(unprivileged user, pid and network namespaces: bwrap_argv), else Landlock with a seccomp filter applied by the test
+command's own process before it executes (landlock.py: landlock_argv). `resolve` finds out which can be had here;
+with neither, only an explicit `--sandbox off` runs model-written code unconfined.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from code_assistant.errors import ConfigError
+from code_assistant.verify import landlock
+from code_assistant.verify.environment import Environment, without_secrets
 
-__all__ = ["CACHES", "Cache", "Policy", "Sandbox", "bwrap_argv", "cache_dirs", "resolve"]
+__all__ = ["CACHES", "TOOLCHAINS", "Backend", "Cache", "Mode", "Policy", "Sandbox", "bwrap_argv", "cache_dirs",
+           "resolve"]
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +41,26 @@ PROBE_TIMEOUT_S = 10.0  # creating the namespaces takes milliseconds; a probe th
 # Install prefixes of the programs on PATH: a PATH entry named so is a prefix's bin directory (~/.local/bin,
 # ~/.pyenv/shims, a virtualenv's bin), and the prefix is what its programs need (their libraries, their Python).
 _BIN_DIRS = ("bin", "shims")
+# What of such a prefix in HOME its programs need: never the whole of it (~/.cargo holds credentials.toml, ~/.local
+# an application's data), and all of it only for a virtual environment (pyvenv.cfg).
+_PREFIX_PARTS = ("bin", "shims", "lib", "lib64", "libexec", "include", "versions", "plugins")
+# Toolchains that live in HOME, shown read-only over the hidden HOME when they exist: their programs must run.
+TOOLCHAINS = (".pyenv", ".cargo/bin", ".rustup", ".nvm", "go/bin", ".local/bin", ".local/lib", ".local/share/uv/python",
+              ".volta", ".bun/bin", ".deno/bin", ".sdkman/candidates", ".asdf")
+GIT_CONFIG = (".gitconfig", ".config/git")  # read-only: git inside a test keeps the user's name and settings
+
+
+class Mode(StrEnum):
+    """What the test command may do: anything (off), or the policy above (write; strict is its older name)."""
+
+    OFF = "off"
+    WRITE = "write"
+    STRICT = "strict"
+
+
+class Backend(StrEnum):
+    BUBBLEWRAP = "bubblewrap"
+    LANDLOCK = "landlock"
 
 
 @dataclass(frozen=True)
@@ -79,10 +110,11 @@ class Policy:
 
     writable: tuple[Path, ...]
     protected: tuple[Path, ...] = ()  # read-only even inside a writable path: .git, the index, the state directory
-    network: bool = True
-    hidden: tuple[Path, ...] = ()  # replaced by an empty private directory: $XDG_RUNTIME_DIR, HOME under strict
+    network: bool = False
+    hidden: tuple[Path, ...] = ()  # replaced by an empty private directory: HOME, $XDG_RUNTIME_DIR
     # read-only again inside a hidden directory or over the private /tmp: the programs' install prefixes (a
-    # virtual environment under /tmp is as much the test command's as one in HOME)
+    # virtual environment under /tmp is as much the test command's as one in HOME), toolchains, git's configuration
+    # and what the user shows
     kept: tuple[Path, ...] = ()
 
 
@@ -99,13 +131,14 @@ def _tmp_tops(paths: Iterable[Path]) -> list[Path]:
 
 def bwrap_argv(executable: str, policy: Policy, argv: list[str], cwd: Path) -> list[str]:
     """The bubblewrap command line that runs argv in cwd under the policy. Later mounts cover earlier ones: the
-    read-only root, a private /dev, /proc and /tmp, the hidden directories, then what may be written, then what
-    stays read-only inside it. --die-with-parent and the pid namespace: when the assistant dies, or the command
-    ends, nothing it started lives on. No --new-session: the runner already starts it in a session of its own
-    with no terminal, and a new session would take it out of the process group the runner kills."""
+    read-only root, a private /dev, /proc and /tmp, the hidden directories, then what stays readable in them, then
+    what may be written, then what stays read-only inside it. --die-with-parent and the pid namespace: when the
+    assistant dies, or the command ends, nothing it started lives on, and no process outside (the assistant, with
+    its key in /proc/PID/environ) can be seen. No --new-session: the runner already starts it in a session of its
+    own with no terminal, and a new session would take it out of the process group the runner kills."""
     args = [executable, "--die-with-parent", "--unshare-pid", *([] if policy.network else ["--unshare-net"]),
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", str(TMP)]
-    for top in _tmp_tops(policy.writable):
+    for top in _tmp_tops([*policy.writable, *policy.hidden]):
         args += ["--ro-bind", str(top), str(top)]
     for path in policy.hidden:
         if not any(path == w or _inside(path, w) for w in policy.writable):  # never over what may be written
@@ -122,35 +155,50 @@ def bwrap_argv(executable: str, policy: Policy, argv: list[str], cwd: Path) -> l
 
 @dataclass(frozen=True)
 class Sandbox:
-    """The sandbox of a run: what was asked for (`requested`), what is in force (`mode`: off when none could be
-    had, `unavailable` then says why), and what every test run's policy is made of. TestRunner calls `wrap`."""
+    """The sandbox of a run: what was asked for (`requested`), what is in force (`mode`, `backend`; `unavailable`
+    says why bubblewrap could not be had when Landlock stands in), and what every test run's policy is made of.
+    TestRunner calls `environment` and `confined`."""
 
-    requested: str
-    mode: str
-    backend: str | None = None
-    executable: str | None = None
+    requested: Mode
+    mode: Mode
+    backend: Backend | None = None
+    executable: str | None = None  # bwrap; for Landlock the Python that applies the ruleset and executes the command
     unavailable: str | None = None
     protected: tuple[Path, ...] = ()  # the index and state directories (the tree's own .git is added per run)
     extra: tuple[Path, ...] = ()  # more writable paths (CODE_ASSISTANT_SANDBOX_WRITABLE)
+    network: bool = False  # --network
+    shown: tuple[Path, ...] = ()  # --sandbox-show: read-only over the hidden HOME
+    passed_env: tuple[str, ...] = field(default=())  # --pass-env: secret-looking variables the user lets through
+    landlock_abi: int | None = None
+    held_back: tuple[str, ...] = ()  # the variables of this process kept from every test run (names only)
 
     @property
     def active(self) -> bool:
-        return self.mode != "off"
+        return self.mode != Mode.OFF
+
+    def environment(self, env: Mapping[str, str]) -> Environment:
+        """The test command's environment: `env` less its secrets, but for what the user passes by name."""
+        return without_secrets(env, self.passed_env)
 
     def describe(self) -> str:
         """The header's words: what the test command may do."""
-        if self.unavailable:
-            return f"unavailable ({self.unavailable}); tests run unconfined"
+        count = len(self.held_back)
+        held = f"{count} secret variable{'' if count == 1 else 's'} held back"
         if not self.active:
-            return "off; tests run unconfined"
-        network = "network on" if self.mode == "write" else "network off, HOME hidden"
-        return f"{self.mode} ({self.backend}): repository + /tmp writable, {network}"
+            return f"off; tests run unconfined (HOME readable, network on), {held}"
+        network = "network on" if self.network else "network off"
+        if self.backend == Backend.LANDLOCK:
+            network = "network on" if self.network else "network off (loopback too)"
+            return (f"{self.mode} (landlock ABI {self.landlock_abi}, no bubblewrap: {self.unavailable}): repository "
+                    f"+ a private TMPDIR writable, HOME hidden (toolchains kept), {network}, {held}")
+        return f"{self.mode} ({self.backend}): repository + /tmp writable, HOME hidden (toolchains kept), {network}, {held}"
 
     def record(self) -> dict[str, object]:
-        """For the run log and --json."""
-        return {"requested": self.requested, "mode": self.mode, "backend": self.backend,
-                "network": self.mode != "strict", "home_hidden": self.mode == "strict",
-                "unavailable": self.unavailable}
+        """For the run log and --json: what was in force, and the names (never the values) of what was held back."""
+        return {"requested": str(self.requested), "mode": str(self.mode),
+                "backend": str(self.backend) if self.backend else None,
+                "network": self.network or not self.active, "home_hidden": self.active,
+                "unavailable": self.unavailable, "held_back": list(self.held_back)}
 
     def policy(self, tree: Path, env: Mapping[str, str], argv: Sequence[str] = ()) -> Policy:
         """The policy of one test run of argv in `tree` with this environment; missing caches of installed tools
@@ -163,24 +211,52 @@ class Sandbox:
         writable += [p.resolve() for p in self.extra if p.exists()]
         writable = list(dict.fromkeys(p for p in writable if p == tree or not _inside(p, tree)))
         search_path = env.get("PATH", os.defpath)
-        hidden, kept = [], _install_prefixes(search_path, TMP, _programs(argv))
+        programs = _programs(argv)
+        hidden = []
         if env.get("XDG_RUNTIME_DIR"):  # the session's D-Bus and the systemd user manager: ways out of any sandbox
             hidden.append(Path(env["XDG_RUNTIME_DIR"]).resolve())
         home = Path(env.get("HOME") or Path.home()).resolve()
-        if self.mode == "strict" and home != Path("/"):
+        kept = _install_prefixes(search_path, TMP, programs)
+        if home != Path("/"):
             hidden.append(home)
-            kept += _install_prefixes(search_path, home, _programs(argv))  # a venv in HOME, as in /tmp
+            kept += _install_prefixes(search_path, home, programs, whole=False)
+            kept += [home / name for name in TOOLCHAINS]
+            config = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
+            kept += [home / GIT_CONFIG[0], config / "git"]
+        kept += _venv_bases(search_path, programs, (home, TMP))
+        kept += [p.resolve() for p in self.shown]
+        kept = [p for p in dict.fromkeys(kept) if p.exists()]
         protected = [tree / ".git", *(p.resolve() for p in self.protected)]
-        return Policy(tuple(writable), tuple(protected), self.mode != "strict", tuple(h for h in hidden if h.is_dir()),
-                      tuple(kept))
+        return Policy(writable=tuple(writable), protected=tuple(protected), network=self.network,
+                      hidden=tuple(h for h in hidden if h.is_dir()), kept=tuple(kept))
 
-    def wrap(self, argv: list[str], cwd: Path, env: Mapping[str, str]) -> list[str]:
-        """argv as it runs in the sandbox (as it is when the sandbox is off)."""
+    @contextlib.contextmanager
+    def confined(self, argv: list[str], cwd: Path, env: Mapping[str, str]) -> Iterator[tuple[list[str], dict[str, str]]]:
+        """argv and its environment as they run in the sandbox (as they are when the sandbox is off), for as long as
+        the run lasts: Landlock's private TMPDIR is removed after it."""
         if not self.active or self.executable is None:
-            return argv
+            yield argv, dict(env)
+            return
         policy = self.policy(cwd, env, argv)
-        logger.debug("sandbox %s: writable %s, read-only %s", self.mode, policy.writable, policy.protected)
-        return bwrap_argv(self.executable, policy, argv, cwd.resolve())
+        logger.debug("sandbox %s (%s): writable %s, read-only %s, hidden %s, kept %s", self.mode, self.backend,
+                     policy.writable, policy.protected, policy.hidden, policy.kept)
+        if self.backend == Backend.BUBBLEWRAP:
+            yield bwrap_argv(self.executable, policy, argv, cwd.resolve()), dict(env)
+            return
+        private = Path(tempfile.mkdtemp(prefix="ca-sandbox-tmp-"))
+        try:
+            yield (landlock.landlock_argv(self.executable, policy_for_landlock(policy, private), argv),
+                   {**env, "TMPDIR": str(private)})
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
+
+
+def policy_for_landlock(policy: Policy, private_tmp: Path) -> landlock.Rules:
+    """The same policy as Landlock rules: Landlock only allows, so HOME and /tmp are not readable (rather than
+    empty), the private TMPDIR is a directory of its own, and a protected path inside a writable one is carved out
+    by allowing the writable path's other entries (its top level then takes no new entries)."""
+    return landlock.Rules(writable=policy.writable, protected=policy.protected, readable=policy.kept,
+                          hidden=(*policy.hidden, TMP), private_tmp=private_tmp, network=policy.network)
 
 
 def _prepare(path: Path, tool: str, env: Mapping[str, str]) -> bool:
@@ -209,34 +285,75 @@ def _programs(argv: Sequence[str]) -> list[Path]:
     return [Path(w) for w in words if w]
 
 
-def _install_prefixes(search_path: str, inside: Path, programs: Iterable[Path] = ()) -> list[Path]:
-    """The install prefixes, inside `inside` (HOME under strict, /tmp always), of the PATH's directories and of the
-    programs named by path (a virtual environment's bin/python): read-only over the hidden or private directory."""
+def _install_prefixes(search_path: str, inside: Path, programs: Iterable[Path] = (), whole: bool = True) -> list[Path]:
+    """The install prefixes, inside `inside` (HOME, and /tmp), of the PATH's directories and of the programs named
+    by path (a virtual environment's bin/python): read-only over the hidden or private directory. A virtual
+    environment is kept whole; another prefix only for the parts its programs need (_PREFIX_PARTS)."""
     places = [Path(entry) for entry in search_path.split(os.pathsep) if entry and Path(entry).is_absolute()]
     places += [program.parent for program in programs if program.is_absolute()]
-    prefixes = []
+    prefixes: list[Path] = []
     for place in places:
         path = Path(os.path.abspath(place)) if place.is_symlink() else place.resolve()  # a venv's bin, not its target
-        if _inside(path, inside):
-            prefixes.append(path.parent if path.name in _BIN_DIRS and path.parent != inside else path)
-    return list(dict.fromkeys(p for p in prefixes if p.is_dir()))
+        if not _inside(path, inside):
+            continue
+        prefix = path.parent if path.name in _BIN_DIRS and path.parent != inside else None
+        if prefix is None:
+            prefixes.append(path)
+        elif whole or (prefix / "pyvenv.cfg").is_file():
+            prefixes.append(prefix)
+        else:
+            prefixes += [prefix / part for part in _PREFIX_PARTS]
+    return list(dict.fromkeys(p for p in prefixes if p.exists()))
 
 
-def resolve(requested: str, executable: str = "bwrap", *, protected: Iterable[Path] = (),
-            writable: Iterable[Path] = ()) -> Sandbox:
-    """The sandbox this machine can give for `requested` (off, write, strict). `write` without one goes on
-    unconfined (the header says so); `strict` without one is a ConfigError."""
-    if requested == "off":
-        return Sandbox(requested, "off")
-    reason = _unavailable(executable, network=requested != "strict")
+def _venv_bases(search_path: str, programs: Iterable[Path], hidden: Iterable[Path]) -> list[Path]:
+    """The Python a virtual environment was made from (its pyvenv.cfg's `home`), when it lies in a hidden place: a
+    venv beside the repository whose python links into ~/.pyenv or uv's ~/.local/share/uv/python."""
+    places = [Path(entry) for entry in search_path.split(os.pathsep) if entry and Path(entry).is_absolute()]
+    places += [program.parent for program in programs if program.is_absolute()]
+    hidden = list(hidden)
+    bases: list[Path] = []
+    for place in places:
+        config = Path(os.path.abspath(place)).parent / "pyvenv.cfg"
+        try:
+            lines = config.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            name, _, value = line.partition("=")
+            if name.strip() != "home" or not value.strip():
+                continue
+            base = Path(value.strip()).resolve()
+            base = base.parent if base.name in _BIN_DIRS else base
+            if any(base == h or _inside(base, h) for h in hidden):
+                bases.append(base)
+    return bases
+
+
+def resolve(requested: str | Mode, executable: str = "bwrap", *, protected: Iterable[Path] = (),
+            writable: Iterable[Path] = (), network: bool = False, shown: Iterable[Path] = (),
+            passed_env: Iterable[str] = (), landlock_allowed: bool = True,
+            env: Mapping[str, str] | None = None) -> Sandbox:
+    """The sandbox this machine can give for `requested`: bubblewrap, else Landlock (landlock_allowed), else a
+    ConfigError naming what to install or pass; `off` only when asked for. `env` (this process's by default):
+    whose secrets are held back."""
+    requested = Mode(requested)
+    passed_env = tuple(passed_env)
+    held = without_secrets(os.environ if env is None else env, passed_env).held_back
+    common = {"protected": tuple(protected), "extra": tuple(writable), "network": network,
+              "shown": tuple(shown), "passed_env": passed_env, "held_back": held}
+    if requested == Mode.OFF:
+        return Sandbox(requested, Mode.OFF, network=True, passed_env=passed_env, held_back=held)
+    reason = _unavailable(executable, network=network)
     if reason is None:
-        return Sandbox(requested, requested, "bubblewrap", shutil.which(executable), None, tuple(protected),
-                       tuple(writable))
-    if requested == "strict":
-        raise ConfigError(f"--sandbox strict: no sandbox on this machine ({reason}); use --sandbox write to run "
-                          "the tests unconfined")
-    logger.info("no sandbox: %s", reason)  # the header says so, once
-    return Sandbox(requested, "off", unavailable=reason)
+        return Sandbox(requested, Mode.WRITE, Backend.BUBBLEWRAP, shutil.which(executable), **common)
+    abi = landlock.abi_version() if landlock_allowed else None
+    if abi is not None and abi >= landlock.MIN_ABI:
+        logger.info("no bubblewrap (%s): Landlock ABI %d stands in", reason, abi)
+        return Sandbox(requested, Mode.WRITE, Backend.LANDLOCK, sys.executable, reason, landlock_abi=abi, **common)
+    lock = "Landlock: not in this kernel" if abi is None else f"Landlock ABI {abi} is too old (needs {landlock.MIN_ABI})"
+    raise ConfigError(f"no sandbox for the tests on this machine ({reason}; {lock}): install bubblewrap, or pass "
+                      "--sandbox off to run the model's code unconfined")
 
 
 def _unavailable(executable: str, network: bool) -> str | None:
@@ -245,7 +362,7 @@ def _unavailable(executable: str, network: bool) -> str | None:
         return "sandbox-exec is not supported yet" if sys.platform == "darwin" else f"no sandbox on {sys.platform}"
     found = shutil.which(executable)
     if found is None:
-        return f"{executable} not found; install bubblewrap"
+        return f"{executable} not found"
     probe = bwrap_argv(found, Policy((), network=network), ["true"], Path("/"))
     try:
         done = subprocess.run(probe, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT_S,
