@@ -131,15 +131,10 @@ MIN_HELD_CHARS = 6  # a shorter value ("1", "true", "dev") is no secret and woul
 _held: set[str] = set()
 
 
-def hold_values(values: Iterable[str | None]) -> int:
+def hold_values(values: Iterable[str | None]) -> None:
     """Mask these exact values in every later `redact` of this process (those shorter than MIN_HELD_CHARS are not
-    secrets); returns how many are held now."""
+    secrets)."""
     _held.update(v for v in values if v and len(v.strip()) >= MIN_HELD_CHARS)
-    return len(_held)
-
-
-def held_count() -> int:
-    return len(_held)
 
 
 def _mask_held(text: str, kinds: Counter[str]) -> str:

@@ -20,6 +20,13 @@ MIN_CONTEXT_WINDOW = 512  # below this no request (system prompt, task, some cod
 # The assistant's own settings in the environment: its chat and embedding server (key, URL, model), its vector store's
 # credentials. Never in a test command's environment (verify/environment.py), not even by --pass-env.
 OWN_PREFIXES = ("OPENAI_", "EMBEDDING_", "CHROMA_")
+
+
+def own_setting(name: str) -> bool:
+    """One of the assistant's own settings (OWN_PREFIXES): never in a test's environment, not even by --pass-env."""
+    return name.upper().startswith(OWN_PREFIXES)
+
+
 SANDBOX_MODES = ("write", "strict", "off")  # verify/sandbox.Mode: the policy (strict: its older name); anything
 
 
@@ -161,7 +168,7 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
     for name in settings.pass_env:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             raise ConfigError(f"--pass-env (CODE_ASSISTANT_PASS_ENV) takes variable names, not {name!r}")
-        if name.upper().startswith(OWN_PREFIXES):
+        if own_setting(name):
             raise ConfigError(f"--pass-env {name}: the assistant's own settings never reach the tests")
     for path in settings.sandbox_show:
         if not path.exists():

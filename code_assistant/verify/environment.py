@@ -12,9 +12,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from code_assistant import redact
-from code_assistant.settings import OWN_PREFIXES
+from code_assistant.settings import own_setting
 
-__all__ = ["OWN_PREFIXES", "SECRET_NAMES", "Environment", "held_back_reason", "is_own", "without_secrets"]
+__all__ = ["SECRET_NAMES", "Environment", "held_back_reason", "without_secrets"]
+
 
 @dataclass(frozen=True)
 class SecretName:
@@ -41,11 +42,6 @@ SECRET_NAMES = (
 )
 
 
-def is_own(name: str) -> bool:
-    """One of the assistant's own settings: never in a test's environment, not even by --pass-env."""
-    return name.upper().startswith(OWN_PREFIXES)
-
-
 def _credential_value(value: str) -> bool:
     """A value that carries a credential whatever its name: a URL with a password, a provider's key."""
     if len(value) < 8:
@@ -55,7 +51,7 @@ def _credential_value(value: str) -> bool:
 
 def held_back_reason(name: str, value: str) -> str | None:
     """Why this variable is kept from the test command (None: it is not)."""
-    if is_own(name):
+    if own_setting(name):
         return "the assistant's own setting"
     upper = name.upper()
     for row in SECRET_NAMES:
@@ -76,7 +72,7 @@ class Environment:
 
 def without_secrets(env: Mapping[str, str], passed: Iterable[str] = ()) -> Environment:
     """`env` less its secrets; `passed` names variables the user lets through (not the assistant's own)."""
-    allowed = {name for name in passed if not is_own(name)}
+    allowed = {name for name in passed if not own_setting(name)}
     kept: dict[str, str] = {}
     held: list[str] = []
     for name, value in env.items():

@@ -115,14 +115,13 @@ class TestRunner:
         """running_file, when given, names the run's processes while it lasts, so that `reap_leftovers` can stop
         them if this process dies without cleaning up (kill -9). capture_bytes: beyond this much output its middle
         is dropped while reading. sandbox: what the command may write, read and reach (verify/sandbox.py; None:
-        anything). The environment is this process's less its secrets (held_back names them), then `env`."""
+        anything). The environment is this process's less its secrets, then `env`."""
         self.running_file = running_file
         self.sandbox = sandbox
         self.command = shlex.split(command) if isinstance(command, str) else list(command)
         self.cwd = Path(cwd)
         self.timeout = timeout
         inherited = sandbox.environment(os.environ) if sandbox else without_secrets(os.environ)
-        self.held_back = inherited.held_back
         self.env = {**inherited.env, **DEFAULT_ENV, **(env or {})}
         cache = f"-o cache_dir={shlex.quote(str(PYTEST_CACHE))}"  # the repository is left as it was
         self.env["PYTEST_ADDOPTS"] = f"{self.env.get('PYTEST_ADDOPTS', '')} {cache}".strip()
@@ -146,7 +145,6 @@ class TestRunner:
         runner = TestRunner(command, self.cwd, self.timeout, self.env, self.head_lines, self.tail_lines,
                             self.kill_grace, self.running_file, self.capture_bytes, self.sandbox)
         runner._cancelled, runner._live, runner._live_lock = self._cancelled, self._live, self._live_lock  # one cancel
-        runner.held_back = self.held_back
         return runner
 
     def cancel(self) -> None:

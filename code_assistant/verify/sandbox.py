@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
@@ -168,7 +168,7 @@ class Sandbox:
     extra: tuple[Path, ...] = ()  # more writable paths (CODE_ASSISTANT_SANDBOX_WRITABLE)
     network: bool = False  # --network
     shown: tuple[Path, ...] = ()  # --sandbox-show: read-only over the hidden HOME
-    passed_env: tuple[str, ...] = field(default=())  # --pass-env: secret-looking variables the user lets through
+    passed_env: tuple[str, ...] = ()  # --pass-env: secret-looking variables the user lets through
     landlock_abi: int | None = None
     held_back: tuple[str, ...] = ()  # the variables of this process kept from every test run (names only)
 
@@ -186,11 +186,11 @@ class Sandbox:
         held = f"{count} secret variable{'' if count == 1 else 's'} held back"
         if not self.active:
             return f"off; tests run unconfined (HOME readable, network on), {held}"
-        network = "network on" if self.network else "network off"
         if self.backend == Backend.LANDLOCK:
             network = "network on" if self.network else "network off (loopback too)"
             return (f"{self.mode} (landlock ABI {self.landlock_abi}, no bubblewrap: {self.unavailable}): repository "
                     f"+ a private TMPDIR writable, HOME hidden (toolchains kept), {network}, {held}")
+        network = "network on" if self.network else "network off"
         return f"{self.mode} ({self.backend}): repository + /tmp writable, HOME hidden (toolchains kept), {network}, {held}"
 
     def record(self) -> dict[str, object]:
@@ -285,14 +285,20 @@ def _programs(argv: Sequence[str]) -> list[Path]:
     return [Path(w) for w in words if w]
 
 
+def _places(search_path: str, programs: Iterable[Path]) -> list[Path]:
+    """Where the test command's programs come from: the PATH's absolute directories, and the directories of the
+    programs it names by path."""
+    places = [Path(entry) for entry in search_path.split(os.pathsep) if entry and Path(entry).is_absolute()]
+    return places + [program.parent for program in programs if program.is_absolute()]
+
+
 def _install_prefixes(search_path: str, inside: Path, programs: Iterable[Path] = (), whole: bool = True) -> list[Path]:
     """The install prefixes, inside `inside` (HOME, and /tmp), of the PATH's directories and of the programs named
-    by path (a virtual environment's bin/python): read-only over the hidden or private directory. A virtual
-    environment is kept whole; another prefix only for the parts its programs need (_PREFIX_PARTS)."""
-    places = [Path(entry) for entry in search_path.split(os.pathsep) if entry and Path(entry).is_absolute()]
-    places += [program.parent for program in programs if program.is_absolute()]
+    by path (a virtual environment's bin/python): read-only over the hidden or private directory. `whole` (/tmp):
+    each prefix whole; else (HOME) a virtual environment whole, another prefix only for the parts its programs need
+    (_PREFIX_PARTS)."""
     prefixes: list[Path] = []
-    for place in places:
+    for place in _places(search_path, programs):
         path = Path(os.path.abspath(place)) if place.is_symlink() else place.resolve()  # a venv's bin, not its target
         if not _inside(path, inside):
             continue
@@ -309,11 +315,9 @@ def _install_prefixes(search_path: str, inside: Path, programs: Iterable[Path] =
 def _venv_bases(search_path: str, programs: Iterable[Path], hidden: Iterable[Path]) -> list[Path]:
     """The Python a virtual environment was made from (its pyvenv.cfg's `home`), when it lies in a hidden place: a
     venv beside the repository whose python links into ~/.pyenv or uv's ~/.local/share/uv/python."""
-    places = [Path(entry) for entry in search_path.split(os.pathsep) if entry and Path(entry).is_absolute()]
-    places += [program.parent for program in programs if program.is_absolute()]
     hidden = list(hidden)
     bases: list[Path] = []
-    for place in places:
+    for place in _places(search_path, programs):
         config = Path(os.path.abspath(place)).parent / "pyvenv.cfg"
         try:
             lines = config.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -332,14 +336,13 @@ def _venv_bases(search_path: str, programs: Iterable[Path], hidden: Iterable[Pat
 
 def resolve(requested: str | Mode, executable: str = "bwrap", *, protected: Iterable[Path] = (),
             writable: Iterable[Path] = (), network: bool = False, shown: Iterable[Path] = (),
-            passed_env: Iterable[str] = (), landlock_allowed: bool = True,
-            env: Mapping[str, str] | None = None) -> Sandbox:
+            passed_env: Iterable[str] = (), landlock_allowed: bool = True) -> Sandbox:
     """The sandbox this machine can give for `requested`: bubblewrap, else Landlock (landlock_allowed), else a
-    ConfigError naming what to install or pass; `off` only when asked for. `env` (this process's by default):
-    whose secrets are held back."""
+    ConfigError naming what to install or pass; `off` only when asked for. The secrets of this process's
+    environment are held back."""
     requested = Mode(requested)
     passed_env = tuple(passed_env)
-    held = without_secrets(os.environ if env is None else env, passed_env).held_back
+    held = without_secrets(os.environ, passed_env).held_back
     common = {"protected": tuple(protected), "extra": tuple(writable), "network": network,
               "shown": tuple(shown), "passed_env": passed_env, "held_back": held}
     if requested == Mode.OFF:
