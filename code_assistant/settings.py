@@ -80,7 +80,6 @@ class Settings:
     sandbox_bwrap: str = "bwrap"    # the bubblewrap executable (CODE_ASSISTANT_BWRAP)
     sandbox_writable: list[Path] = field(default_factory=list)  # more paths a test may write (os.pathsep list)
     instructions: bool = True       # the repository's AGENTS.md (or CLAUDE.md, ...) in the system part of requests
-    stream: bool = False
     verbose: bool = False
 
     @property

@@ -189,7 +189,7 @@ class Workflow:
             raise GitError(f"{', '.join(dirty)} ha{'s' if len(dirty) == 1 else 've'} uncommitted changes and "
                            "--commit is on; commit or stash them first, or pass --allow-dirty")
 
-    def finish(self, success: bool, files: list[str], iterations: int) -> list[str]:
+    def finish(self, *, success: bool, files: list[str], iterations: int) -> list[str]:
         """Commit on success, clean up on failure; returns progress lines for the user."""
         lines: list[str] = []
         if not self.active:

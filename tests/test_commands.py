@@ -11,8 +11,7 @@ import pytest
 
 from code_assistant.cli import COMMANDS, build_parser, parse
 from code_assistant.cli.flags import default as _default
-from code_assistant.commands.context import ContextOptions
-from code_assistant.commands.run import RunOptions
+from code_assistant.operations.options import ContextOptions, RunOptions
 from code_assistant.settings import Settings
 from tests.repos import ROOT, python_repo, run_cli, snapshot
 
@@ -27,11 +26,11 @@ def test_every_command_has_its_own_help() -> None:
 
 def test_the_default_command_and_its_options_record(tmp_path: Path) -> None:
     repo = python_repo(tmp_path)
-    command, settings, options = parse(["--repo", str(repo), "--task", "fix add", "--max-iterations", "2",
-                                        "--branch", "--no-reproduce", "--json"])
-    assert command.name == "run" and settings.max_iterations == 2 and settings.reproduce is False
-    assert options == RunOptions(task="fix add", json=True, branch="")
-    assert not hasattr(settings, "task"), "the task is the run's, not a shared setting"
+    parsed = parse(["--repo", str(repo), "--task", "fix add", "--max-iterations", "2", "--branch", "--no-reproduce",
+                    "--json"])
+    assert parsed.command.name == "run" and parsed.settings.max_iterations == 2 and parsed.settings.reproduce is False
+    assert parsed.options == RunOptions(task="fix add", branch="") and parsed.as_json
+    assert not hasattr(parsed.settings, "task"), "the task is the run's, not a shared setting"
 
 
 def test_old_switches_mean_the_same_as_the_subcommands(tmp_path: Path) -> None:
@@ -40,8 +39,8 @@ def test_old_switches_mean_the_same_as_the_subcommands(tmp_path: Path) -> None:
                      (["--task", "add sums", "--context-only"], ["context", "--task", "add sums"]),
                      (["--recover"], ["recover"]), (["--index-all"], ["index"]), (["--ask", "why?"], ["ask", "why?"])):
         before, after = parse(["--repo", str(repo), *old]), parse([new[0], "--repo", str(repo), *new[1:]])
-        assert (before[0].name, before[2]) == (after[0].name, after[2])
-    assert parse(["context", "--repo", str(repo), "add", "sums"])[2] == ContextOptions(task="add sums")
+        assert (before.command.name, before.options) == (after.command.name, after.options)
+    assert parse(["context", "--repo", str(repo), "add", "sums"]).options == ContextOptions(task="add sums")
 
 
 def test_the_context_subcommand_through_the_cli(tmp_path: Path) -> None:

@@ -100,7 +100,7 @@ def test_an_interrupted_result_line_names_its_reason_once(tmp_path: Path) -> Non
 
     from code_assistant.agent.state import RunResult
     from code_assistant.agent.stop import Stop
-    from code_assistant.console import summary
+    from code_assistant.console.render import summary
 
     shown = io.StringIO()
     with contextlib.redirect_stdout(shown):

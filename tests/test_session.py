@@ -11,11 +11,11 @@ from typing import Any
 
 from code_assistant.agent.memory import Memory, Note, diff_stat, notes_text
 from code_assistant.agent.requests import Requests
-from code_assistant.commands.parts import build_indexer
 from code_assistant.model.fitting import message_tokens
 from code_assistant.model.window import ContextWindow
 from code_assistant.settings import load_settings
 from code_assistant.verify.runner import TestResult
+from code_assistant.workspace import build_indexer
 from tests.repos import (
     CALC_PY,
     PYTEST,
@@ -71,7 +71,7 @@ def test_a_session_in_a_terminal_follow_up_undo_ask_and_leave(tmp_path: Path) ->
             term.send("/ask what does add return?\r")
             assert "calc.py:5" in term.expect(PROMPT)
             term.send("/undi\r")
-            assert "[Unknown command /undi; did you mean /undo" in term.expect(PROMPT)
+            assert "unknown command /undi; did you mean /undo" in term.expect(PROMPT)
             term.send("\x04")  # Ctrl-D
             assert term.wait() == 0
         finally:

@@ -186,7 +186,7 @@ class BestOf:
         (which joins the run's usage), runner and editor, the run's budget, stop flag and index lock."""
         parent = self.parent
         settings = dataclasses.replace(parent.settings, repo=scratch, state_path=state_path, candidates=1,
-                                       reproduce=False, embed_budget=0, review=False, stream=False)
+                                       reproduce=False, embed_budget=0, review=False)
         running = parent.runner.running_file
         runner = TestRunner(settings.test_command, cwd=scratch, timeout=settings.test_timeout,
                             running_file=running.with_name(f"{running.name}-{number}") if running else None,

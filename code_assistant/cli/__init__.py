@@ -1,44 +1,52 @@
-"""The command line: one table of commands. Each parses its arguments once, here, into the Settings every command
-shares (a flag's destination is the Settings field it sets) and its own frozen options record; nothing below this
-module sees argparse. Known errors are one line on stderr; tracebacks only with -v."""
+"""The command line door: it parses its subcommands — the operations of the table (operations/) that the command
+line reaches, and `chat`, the session door — into the Settings every command shares (a flag's destination is the
+Settings field it sets) and the operation's own frozen options record; nothing below this package sees argparse.
+Then it opens a workspace, executes the operation and renders its outcome, as text or (--json) as one object. Known
+errors are one line on stderr; tracebacks only with -v."""
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from code_assistant import interrupts
-from code_assistant.agent.stop import Stop
 from code_assistant.cli import flags
 from code_assistant.cli.flags import SETTING_FIELDS, Parser
-from code_assistant.commands.ask import AskOptions, ask
-from code_assistant.commands.context import ContextOptions, context
-from code_assistant.commands.index import IndexOptions, index_all
-from code_assistant.commands.recover import RecoverOptions, UndoOptions, recover, undo
-from code_assistant.commands.run import RunOptions, run
-from code_assistant.commands.session import SessionOptions, chat
-from code_assistant.errors import (EXIT_FAILED, EXIT_INTERRUPTED, AssistantError, GaveUpWaiting, UsageError,
-                                   attached_log)
+from code_assistant.console import render
+from code_assistant.errors import UsageError
+from code_assistant.operations import OPERATIONS, Door, reached_from
+from code_assistant.operations.options import (AskOptions, ContextOptions, DiffOptions, IndexOptions, RecoverOptions,
+                                               RunOptions, TestOptions, UndoOptions)
+from code_assistant.session import SessionOptions
 from code_assistant.settings import DEFAULT_MODEL, Settings, load_settings
+
+CHAT = "chat"
 
 
 # ----- the table -------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Command:
-    """One command: its help line, the flag groups it takes, its options record built from the parsed arguments,
-    and what runs it."""
+    """One subcommand: an operation of the table (or `chat`, the session door), the flag groups it takes, and its
+    options record built from the parsed arguments."""
 
     name: str
     summary: str
     groups: tuple[Callable[[argparse.ArgumentParser], None], ...]
     options: Callable[[argparse.Namespace], object]
-    execute: Callable[[Settings, Any], int]
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """The command line, read once: the command, the settings, its options, and how the door shows things."""
+
+    command: Command
+    settings: Settings
+    options: object
+    as_json: bool = False
+    streams: bool = False  # the model's answers are shown as they come (a terminal, neither --json nor --no-stream)
 
 
 def _task(args: argparse.Namespace) -> str:
@@ -51,32 +59,34 @@ def _task(args: argparse.Namespace) -> str:
 
 
 def _run_options(args: argparse.Namespace) -> RunOptions:
-    return RunOptions(task=_task(args), json=args.json, branch=args.branch, worktree=args.worktree,
-                      commit=args.commit, allow_dirty=args.allow_dirty, keep_branch=args.keep_branch,
-                      replay=args.replay)
+    return RunOptions(task=_task(args), branch=args.branch, worktree=args.worktree, commit=args.commit,
+                      allow_dirty=args.allow_dirty, keep_branch=args.keep_branch, replay=args.replay)
 
 
-COMMANDS = {c.name: c for c in (
-    Command("run", "plan, edit, test and fix until green, or roll back (the default command)",
-            (flags.repository, flags.as_json, flags.model, flags.retrieval, flags.task, flags.run, flags.one_run,
-             flags.session, flags.legacy), _run_options, run),
-    Command("chat", "a session: task after task with the index warm, follow-ups, /undo (each stdin line a task "
-                    "when not on a terminal)",
-            (flags.repository, flags.as_json, flags.model, flags.retrieval, flags.run, flags.session),
-            lambda a: SessionOptions(json=a.json, resume=a.resume), chat),
-    Command("ask", "answer a question about the repository with file:line citations; never edits",
-            (flags.repository, flags.as_json, flags.model, flags.retrieval, flags.question),
-            lambda a: AskOptions(question=" ".join(a.question), json=a.json), ask),
-    Command("context", "show the context a task would get; no model, no key, nothing changed",
-            (flags.repository, flags.as_json, flags.retrieval, flags.context_task),
-            lambda a: ContextOptions(task=_task(a), json=a.json), context),
-    Command("index", "embed the whole repository now (resumable; Ctrl-C keeps finished batches)",
-            (flags.repository, flags.as_json), lambda a: IndexOptions(json=a.json), index_all),
-    Command("recover", "take an interrupted run's change out of the repository and stop its leftover tests",
-            (flags.repository,), lambda a: RecoverOptions(), recover),
-    Command("undo", "take back the last run that left changes; edits made since by anyone else stay",
-            (flags.repository, flags.as_json), lambda a: UndoOptions(json=a.json), undo),
-)}
+_RUN_GROUPS = (flags.repository, flags.as_json, flags.model, flags.retrieval, flags.task, flags.run, flags.one_run,
+               flags.session, flags.legacy)
+# How each operation the command line reaches is parsed (its summary is the table's).
+_PARSERS: dict[str, tuple[tuple[Callable[[argparse.ArgumentParser], None], ...],
+                          Callable[[argparse.Namespace], object]]] = {
+    "run": (_RUN_GROUPS, _run_options),
+    "ask": ((flags.repository, flags.as_json, flags.model, flags.retrieval, flags.question),
+            lambda a: AskOptions(question=" ".join(a.question))),
+    "context": ((flags.repository, flags.as_json, flags.retrieval, flags.context_task),
+                lambda a: ContextOptions(task=_task(a))),
+    "test": ((flags.repository, flags.as_json, flags.tests), lambda a: TestOptions()),
+    "diff": ((flags.repository, flags.as_json), lambda a: DiffOptions()),
+    "undo": ((flags.repository, flags.as_json), lambda a: UndoOptions()),
+    "index": ((flags.repository, flags.as_json), lambda a: IndexOptions()),
+    "recover": ((flags.repository,), lambda a: RecoverOptions()),
+}
+COMMANDS: dict[str, Command] = {
+    "run": Command("run", OPERATIONS["run"].summary + " (the default command)", *_PARSERS["run"]),
+    CHAT: Command(CHAT, "a session: task after task with the index warm, follow-ups, /undo (each stdin line a task "
+                        "when not on a terminal)",
+                  (flags.repository, flags.as_json, flags.model, flags.retrieval, flags.run, flags.session),
+                  lambda a: SessionOptions(resume=a.resume)),
+    **{op.name: Command(op.name, op.summary, *_PARSERS[op.name]) for op in reached_from(Door.CLI) if op.name != "run"},
+}
 
 
 def _legacy_switch(args: argparse.Namespace) -> tuple[Command, object]:
@@ -84,13 +94,13 @@ def _legacy_switch(args: argparse.Namespace) -> tuple[Command, object]:
     if args.recover:
         return COMMANDS["recover"], RecoverOptions()
     if args.index_all:
-        return COMMANDS["index"], IndexOptions(json=args.json)
+        return COMMANDS["index"], IndexOptions()
     if args.ask:
-        return COMMANDS["ask"], AskOptions(question=args.ask, json=args.json)
+        return COMMANDS["ask"], AskOptions(question=args.ask)
     if args.context_only:
-        return COMMANDS["context"], ContextOptions(task=_task(args), json=args.json)
+        return COMMANDS["context"], ContextOptions(task=_task(args))
     if not args.task and sys.stdin.isatty():  # `python main.py --repo PATH` on a terminal: a session
-        return COMMANDS["chat"], SessionOptions(json=args.json, resume=args.resume)
+        return COMMANDS[CHAT], SessionOptions(resume=args.resume)
     return COMMANDS["run"], _run_options(args)
 
 
@@ -111,15 +121,17 @@ def parse_arguments(argv: list[str]) -> tuple[str, argparse.Namespace]:
     return name, build_parser(name).parse_args(argv[1:] if argv[:1] == [name] else argv)
 
 
-def parse(argv: list[str]) -> tuple[Command, Settings, object]:
-    """The command line, once: the command, the Settings every command shares, the command's own options."""
+def parse(argv: list[str]) -> Parsed:
+    """The command line, once: the command, the Settings every command shares, the command's own options, and how
+    the door shows things."""
     name, args = parse_arguments(argv)
     command, options = _legacy_switch(args) if name == "run" else (COMMANDS[name], COMMANDS[name].options(args))
     overrides = {key: value for key, value in vars(args).items()
                  if key in SETTING_FIELDS and key != "repo" and value is not None}
-    streams = not getattr(args, "no_stream", True) and not getattr(args, "json", False)
-    settings = load_settings(args.repo, **overrides, stream=streams and sys.stdout.isatty())
-    return command, settings, options
+    as_json = bool(getattr(args, "json", False))
+    streams = not getattr(args, "no_stream", True) and not as_json and sys.stdout.isatty()
+    return Parsed(command=command, settings=load_settings(args.repo, **overrides), options=options, as_json=as_json,
+                  streams=streams)
 
 
 def _epilog(prog: str) -> str:
@@ -156,48 +168,39 @@ def main(argv: list[str] | None = None, *, leaving: bool = False) -> int:
     verbose = "-v" in argv or "--verbose" in argv
     as_json = "--json" in argv
     try:
-        command, settings, options = parse(argv)
-        _setup_logging(settings.verbose)
+        parsed = parse(argv)
+        _setup_logging(parsed.settings.verbose)
         with interrupts.installed(leaving=leaving):  # Ctrl-C, SIGTERM, SIGHUP, SIGQUIT: roll back, once; never cut short
-            return command.execute(settings, options)
-    except KeyboardInterrupt as exc:
-        print("error: interrupted", file=sys.stderr)
-        if as_json:
-            _print_json({"stop_reason": Stop.INTERRUPTED, "message": "interrupted"}, EXIT_INTERRUPTED, exc)
-        return EXIT_INTERRUPTED
-    except Exception as exc:  # noqa: BLE001 - the CLI edge turns every error into one line
-        return _report_error(exc, verbose, as_json)
+            return execute(parsed)
+    except BaseException as exc:  # noqa: BLE001 - the CLI edge turns every error into one line
+        if isinstance(exc, (SystemExit, GeneratorExit)):
+            raise
+        if verbose and not isinstance(exc, (UsageError, KeyboardInterrupt)):
+            logging.getLogger(__name__).exception("failed")
+        return render.error(exc, as_json=as_json, verbose=verbose)
+
+
+def execute(parsed: Parsed) -> int:
+    """The command on a workspace opened for it (the session door keeps its own), its outcome shown."""
+    from code_assistant import console
+    from code_assistant.workspace import Workspace
+
+    if parsed.command.name == CHAT:
+        from code_assistant import session
+
+        return session.chat(parsed.settings, parsed.options, as_json=parsed.as_json,  # type: ignore[arg-type]
+                            streams=parsed.streams)
+    display = console.display(as_json=parsed.as_json, streams=parsed.streams)
+    with Workspace(parsed.settings, display) as workspace:
+        outcome = OPERATIONS[parsed.command.name].execute(workspace, parsed.options)
+    render.show(outcome, as_json=parsed.as_json)
+    return outcome.exit_code
 
 
 def entry() -> None:
     """The process's entrance (main.py, the `code-assistant` script): the command, then its exit status; a signal
     that arrives while the process is only exiting changes nothing."""
     sys.exit(main(leaving=True))
-
-
-def _report_error(exc: Exception, verbose: bool, as_json: bool = False) -> int:
-    """The one place an error becomes a line on stderr and an exit status (and, with --json, the JSON object)."""
-    if verbose and not isinstance(exc, UsageError):
-        logging.getLogger(__name__).exception("failed")
-    if isinstance(exc, AssistantError):
-        message, code, kind = str(exc), exc.exit_code, _snake(type(exc).__name__)
-        print(f"[{message}]" if isinstance(exc, GaveUpWaiting) else f"error: {message}", file=sys.stderr)
-    else:
-        message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        code, kind = EXIT_FAILED, "internal_error"
-        print(f"error: {message}" + ("" if verbose else " (run with -v for details)"), file=sys.stderr)
-    if as_json:
-        _print_json({"error": kind, "message": message}, code, exc)
-    return code
-
-
-def _print_json(fields: dict[str, object], exit_code: int, exc: BaseException) -> None:
-    """--json promises one object on stdout whatever happens: on an error, what it was and the run log if any."""
-    print(json.dumps({"success": False, **fields, "exit_code": exit_code, "log": attached_log(exc)}), flush=True)
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 if __name__ == "__main__":

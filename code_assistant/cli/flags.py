@@ -84,14 +84,30 @@ def task(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", help="what to do, in plain words (without it, on a terminal: a session)")
 
 
-def run(p: argparse.ArgumentParser) -> None:
-    """What every task is run with: the test command, the guardrails, the reproduction test, best of N."""
+def tests(p: argparse.ArgumentParser) -> None:
+    """How the test command is run: the command, its timeout, the sandbox around it."""
     _setting(p, "--test-command", field="test_command",
              help=f"test command, split like a shell (default: {DEFAULT_TEST_COMMAND})")
-    _setting(p, "--max-iterations", field="max_iterations", type=int,
-             help=f"test/fix rounds before rolling back (default {default('max_iterations')})")
     _setting(p, "--test-timeout", field="test_timeout", type=float,
              help=f"seconds before a test run is killed (default {default('test_timeout')})")
+    g = p.add_argument_group("the sandbox the test command runs in")
+    _setting(g, "--sandbox", field="sandbox", choices=SANDBOX_MODES,
+             help="what the test command may do: write (the repository, /tmp and toolchain caches; HOME hidden, "
+                  "network off, secrets held back; strict is the same), off (anything, as you); "
+                  f"default {default('sandbox')} ($CODE_ASSISTANT_SANDBOX)")
+    _setting(g, "--network", field="network", action="store_true", default=None,
+             help="let the test command reach the network (default: loopback only)")
+    _setting(g, "--pass-env", field="pass_env", action="append", metavar="NAME",
+             help="pass this secret-looking variable to the test command (repeatable; $CODE_ASSISTANT_PASS_ENV)")
+    _setting(g, "--sandbox-show", field="sandbox_show", action="append", metavar="PATH",
+             help="show this path of the hidden HOME to the test command, read-only (repeatable)")
+
+
+def run(p: argparse.ArgumentParser) -> None:
+    """What every task is run with: the tests and their sandbox, the guardrails, the reproduction test, best of N."""
+    tests(p)
+    _setting(p, "--max-iterations", field="max_iterations", type=int,
+             help=f"test/fix rounds before rolling back (default {default('max_iterations')})")
     _setting(p, "--no-structured-output", field="structured_output", action="store_false", default=None,
              help="do not send the plan's JSON schema as response_format")
     g = p.add_argument_group("guardrails")
@@ -109,16 +125,6 @@ def run(p: argparse.ArgumentParser) -> None:
              help="show each diff and apply it only after y")
     _setting(g, "--dry-run", field="dry_run", action="store_true", default=None,
              help="plan and print the diff; write nothing")
-    _setting(g, "--sandbox", field="sandbox", choices=SANDBOX_MODES,
-             help="what the test command may do: write (the repository, /tmp and toolchain caches; HOME hidden, "
-                  "network off, secrets held back; strict is the same), off (anything, as you); "
-                  f"default {default('sandbox')} ($CODE_ASSISTANT_SANDBOX)")
-    _setting(g, "--network", field="network", action="store_true", default=None,
-             help="let the test command reach the network (default: loopback only)")
-    _setting(g, "--pass-env", field="pass_env", action="append", metavar="NAME",
-             help="pass this secret-looking variable to the test command (repeatable; $CODE_ASSISTANT_PASS_ENV)")
-    _setting(g, "--sandbox-show", field="sandbox_show", action="append", metavar="PATH",
-             help="show this path of the hidden HOME to the test command, read-only (repeatable)")
     v = p.add_argument_group("success that means the task is done")
     _setting(v, "--reproduce", field="reproduce", action="store_true", default=None,
              help="first ask for a test that fails before the fix (default: when the suite is green)")

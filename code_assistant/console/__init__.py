@@ -1,4 +1,6 @@
-"""Everything the CLI shows a person: progress lines, the index progress bar, streamed answers, review, summary."""
+"""The terminal: what the doors show a person while an operation works — progress lines, the progress bars, streamed
+answers, review, the session's prompt — and the Display an operation is given to show them (render.py shows what it
+ends with). Printing happens here and in render.py only."""
 from __future__ import annotations
 
 import functools
@@ -9,16 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from code_assistant.agent.review import Decision, Verdict
-from code_assistant.agent.stop import Stop
 
 if TYPE_CHECKING:  # the CLI imports this module first: the pipeline is loaded only when a command needs it
     from rich.console import Console
     from rich.progress import Progress
 
-    from code_assistant.agent.candidates import CandidateOutcome
-    from code_assistant.agent.state import RunResult
-    from code_assistant.edit.takeback import FileOutcome
-    from code_assistant.model.chat import Usage
+    from code_assistant.workspace import Display
 
 PROGRESS_MIN_FILES = 200
 
@@ -45,10 +43,6 @@ _open_on_stdout = False  # that answer is --ask's, on stdout (a run's plan strea
 def say(line: str) -> None:
     end_stream()
     print(line, flush=True)
-
-
-def quiet(line: str) -> None:
-    """--json runs: progress goes nowhere, stdout holds only the result object."""
 
 
 def stream(piece: str) -> None:
@@ -216,94 +210,15 @@ def embed_progress(files: int, enabled: bool = True) -> Iterator[_EmbedProgress]
         progress.close()
 
 
-def usage_json(usage: Usage) -> dict[str, Any]:
-    """A run's `tokens`: the server's counts, and `"estimated": true` when some were counted here."""
-    counts: dict[str, Any] = {"calls": usage.calls, "prompt_tokens": usage.prompt_tokens,
-                              "completion_tokens": usage.completion_tokens}
-    return {**counts, "estimated": True} if usage.estimated else counts
 
 
-def candidate_json(outcome: CandidateOutcome) -> dict[str, Any]:
-    return {"candidate": outcome.number, "passed": outcome.passed, "stop_reason": outcome.stop_reason,
-            "iterations": outcome.iterations, "changed_lines": outcome.changed_lines, "tokens": outcome.tokens,
-            "cost_usd": outcome.cost_usd, "started_s": outcome.started_s, "seconds": outcome.seconds,
-            "chosen": outcome.chosen}
+def display(*, as_json: bool, streams: bool) -> Display:
+    """What an operation shows while it works: on a terminal, progress lines and bars, and the model's answers as
+    they stream (`streams`); for --json, nothing on stdout but the outcome (a full embedding's progress goes to
+    stderr)."""
+    from code_assistant.workspace import Display
 
-
-def result_json(result: RunResult) -> dict[str, Any]:
-    return {"success": result.success, "stop_reason": result.stop_reason, "iterations": result.iterations,
-            "files_modified": result.files_modified, "rolled_back": result.rolled_back, "message": result.message,
-            "tokens": usage_json(result.usage), "cost_usd": result.cost_usd, "log": result.log_path,
-            "reproduction": result.reproduction, "candidates": [candidate_json(o) for o in result.candidates],
-            "taken_back": taken_back_json(result.taken_back), "verified": result.verified,
-            "verification": result.verification, "diff": result.diff}
-
-
-def candidates_table(outcomes: list[CandidateOutcome]) -> None:
-    say("Candidates:")
-    say(f"  {'#':>2}  {'result':<28} {'iterations':>10} {'changed lines':>13} {'tokens':>8} {'cost':>9}")
-    for o in outcomes:
-        outcome = "passed" if o.passed else f"failed ({o.stop_reason})"
-        cost = f"${o.cost_usd:.4f}" if o.cost_usd is not None else "-"
-        mark = "  <- applied" if o.chosen else ""
-        say(f"  {o.number:>2}  {outcome:<28} {o.iterations:>10} {o.changed_lines:>13} {o.tokens:>8} {cost:>9}{mark}")
-
-
-def taken_back(outcomes: list[FileOutcome], what: str = "rolled back") -> None:
-    """What a rollback, recovery or undo did, true to the byte: 'exactly as it was' only when every file is."""
-    from code_assistant.edit.takeback import exactly_as_before
-
-    if not outcomes:
-        say("Nothing was changed.")
-    elif exactly_as_before(outcomes):
-        say(f"All changes were {what}: every file the assistant touched is byte for byte as it was.")
-    else:
-        say(f"The assistant's changes were {what}; edits made meanwhile by someone else were kept:")
-        for outcome in outcomes:
-            say(f"  - {outcome.describe()}")
-
-
-def taken_back_json(outcomes: list[FileOutcome]) -> list[dict[str, Any]]:
-    return [{"path": o.path, "outcome": o.fate, "why": o.why, "original": o.original} for o in outcomes]
-
-
-def result_line(result: RunResult) -> str:
-    """A success says whether a test shows the task done (verified) or only that the tests pass."""
-    if result.stop_reason == Stop.NO_CHANGES:
-        return f"Result: SUCCESS, NO CHANGE ({result.message or result.verification})"
-    if result.verified:
-        return f"Result: SUCCESS (verified: {result.verification}; iteration {result.iterations})"
-    return (f"Result: SUCCESS, NOT VERIFIED (the tests pass; no test shows the task is done: {result.verification}; "
-            f"iteration {result.iterations})")
-
-
-def summary(result: RunResult) -> None:
-    bar = "=" * 60
-    if result.diff:
-        say(bar)
-        show_diff(result.diff)
-    say(bar)
-    if result.stop_reason == Stop.DRY_RUN:
-        say("Result: DRY RUN — nothing was written" + ("" if result.success else "; some edits would fail"))
-    elif result.success:
-        say(result_line(result))
-        say("Modified files:" if result.files_modified else "No files were modified; the tests already pass.")
-        for path in result.files_modified:
-            say(f"  - {path}")
-    else:
-        detail = result.message if result.message and result.message != result.stop_reason else ""
-        say(f"Result: FAILED ({result.stop_reason}{': ' + detail if detail else ''})")
-        taken_back(result.taken_back)
-    if result.reproduction:
-        say(f"Reproduction test: {result.reproduction}")
-    if result.candidates:
-        candidates_table(result.candidates)
-    usage = result.usage
-    if usage.calls:
-        cost = f", about ${result.cost_usd:.4f}" if result.cost_usd is not None else ""
-        counted = " (partly counted here: the server sent no usage)" if usage.estimated else ""
-        say(f"Model usage: {usage.calls} call(s), {usage.prompt_tokens} prompt + "
-            f"{usage.completion_tokens} completion tokens{cost}{counted}")
-    if result.log_path:
-        say(f"Run log: {result.log_path}")
-    say(bar)
+    if as_json:
+        return Display(review=review, embed_progress=embed_progress)
+    return Display(say=say, run_tokens=stream if streams else None, answer_tokens=answer if streams else None,
+                   end_stream=end_stream, review=review, index_progress=index_progress, embed_progress=embed_progress)

@@ -1,0 +1,32 @@
+"""`ask`: answer a question about the repository from the same context builder, with file:line citations; never
+edits. In a session the answer knows the session's pins."""
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from code_assistant.operations.options import AskOptions
+from code_assistant.operations.outcomes import AskOutcome
+
+if TYPE_CHECKING:
+    from code_assistant.workspace import Workspace
+
+
+def execute(ws: Workspace, options: AskOptions) -> AskOutcome:
+    from code_assistant.agent.question import answer_question
+    from code_assistant.errors import UsageError
+    from code_assistant.model.chat import Usage
+
+    if not options.question.strip():
+        raise UsageError("ask needs a question")
+    model = dataclasses.replace(ws.model, schema=None, usage=Usage())  # free text, its own usage
+    index, _ = ws.index()
+    display = ws.display
+    response, context = answer_question(index, model, options.question, ws.settings, memory=ws.memory,
+                                        on_token=display.answer_tokens, say=display.say)
+    display.end_stream()
+    ws.count(model.usage, None)
+    limit = (f"the answer limit ({model.window.reserve} tokens)" if ws.settings.base_url
+             else "the model's answer limit")
+    return AskOutcome(answer=response.text, cut_off=response.cut_off, files=context.paths, usage=model.usage,
+                      limit=limit, shown=display.answer_tokens is not None)

@@ -1,0 +1,44 @@
+"""`diff`: what the assistant changed that is still in effect — in a session, every task of the session not taken
+back; from the command line, the last run that `undo` would take back — each file from before the first of those runs
+to what the last of them left."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from code_assistant.operations.options import DiffOptions
+from code_assistant.operations.outcomes import DiffOutcome
+
+if TYPE_CHECKING:
+    from code_assistant.edit.journal import Journal
+    from code_assistant.workspace import Workspace
+
+
+def execute(ws: Workspace, options: DiffOptions) -> DiffOutcome:
+    from code_assistant.edit.history import kept_runs
+
+    kept = kept_runs(ws.settings.repo_state_dir, ws.settings.repo)  # newest first
+    if ws.memory_file is not None:
+        runs = [j for j in kept if (begin := j.begin()) is not None and (begin.time or 0) >= ws.started]
+        scope = "this session"
+    else:
+        runs, scope = kept[:1], "the last run"
+    return DiffOutcome(diff=changes(list(reversed(runs))), scope=scope)
+
+
+def changes(runs: list[Journal]) -> str:
+    """Each file the runs (oldest first) touched, from before the first of them to what the last of them left."""
+    from code_assistant.edit.diff import unified_diff
+
+    before: dict[str, bytes | None] = {}
+    after: dict[str, bytes | None] = {}
+    for journal in runs:
+        for record in journal.files():
+            before.setdefault(record.path, journal.original(record))
+            after[record.path] = journal.states(record)[-1]
+    chunks = []
+    for path, old in before.items():
+        new = after[path]
+        if old != new:
+            chunks.append(unified_diff(None if old is None else old.decode("utf-8", "replace"),
+                                       None if new is None else new.decode("utf-8", "replace"), path))
+    return "".join(chunks)

@@ -1,0 +1,79 @@
+"""What each operation is asked to do: one frozen record per operation, built by either door — the command line's
+parser (cli/) or the session's (session.py) — and nothing else. Light on purpose: the command line is read, and an
+error in it reported, before any of the pipeline is imported."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """A task for the loop, and what only a one-shot run takes: the git workflow and a replay."""
+
+    task: str
+    branch: str | None = None  # work on a new branch; "" names it after the task
+    worktree: bool = False
+    commit: bool = False
+    allow_dirty: bool = False
+    keep_branch: bool = False
+    replay: Path | None = None  # a recorded run's answers stand in for the model
+
+
+@dataclass(frozen=True)
+class AskOptions:
+    question: str
+
+
+@dataclass(frozen=True)
+class ContextOptions:
+    task: str = ""  # "": the workspace's last task (a session's), else a usage error
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    pass
+
+
+@dataclass(frozen=True)
+class RecoverOptions:
+    pass
+
+
+@dataclass(frozen=True)
+class UndoOptions:
+    pass
+
+
+@dataclass(frozen=True)
+class TestOptions:
+    __test__ = False  # not a pytest class, whatever its name
+
+    pass
+
+
+@dataclass(frozen=True)
+class DiffOptions:
+    pass
+
+
+@dataclass(frozen=True)
+class PinOptions:
+    """Files to pin into every task's context (`add`), or to unpin (`drop`: paths or globs of pinned files)."""
+
+    add: tuple[str, ...] = field(default_factory=tuple)
+    drop: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    name: str = ""  # "": only say which model is asked
+
+
+@dataclass(frozen=True)
+class TokensOptions:
+    pass
+
+
+Options = (RunOptions | AskOptions | ContextOptions | IndexOptions | RecoverOptions | UndoOptions | TestOptions
+           | DiffOptions | PinOptions | ModelOptions | TokensOptions)

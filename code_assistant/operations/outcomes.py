@@ -1,0 +1,195 @@
+"""What each operation ends with: a typed record, the same through every door. The console renders it as text or
+(`--json`) as the object `as_json()` gives; `exit_code` is the command line's exit status for it. Light on purpose
+(the pipeline's types are named for type checking only), so that the console can tell outcomes apart without
+loading the pipeline."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from code_assistant.agent.stop import Stop
+from code_assistant.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+
+if TYPE_CHECKING:
+    from code_assistant.agent.candidates import CandidateOutcome
+    from code_assistant.agent.state import RunResult
+    from code_assistant.edit.history import Undone
+    from code_assistant.edit.takeback import FileOutcome
+    from code_assistant.model.chat import Usage
+    from code_assistant.retrieve.context import Context
+    from code_assistant.verify.runner import TestResult
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    task: str
+    result: RunResult
+    sandbox: dict[str, object]
+
+    @property
+    def exit_code(self) -> int:
+        """0 for green and for a dry run (it did what was asked: showed the plan), 130 interrupted, else 1."""
+        if self.result.stop_reason == Stop.INTERRUPTED:
+            return EXIT_INTERRUPTED
+        return EXIT_OK if self.result.success or self.result.stop_reason == Stop.DRY_RUN else EXIT_FAILED
+
+    def as_json(self) -> dict[str, Any]:
+        return {"task": self.task, **result_json(self.result), "sandbox": self.sandbox}
+
+
+@dataclass(frozen=True)
+class AskOutcome:
+    answer: str
+    cut_off: bool
+    files: list[str]
+    usage: Usage
+    limit: str  # the answer's limit, in words, for the line that says it was cut off
+    shown: bool = False  # the answer was streamed to the person as it came
+    exit_code: int = EXIT_OK
+
+    def as_json(self) -> dict[str, Any]:
+        return {"answer": self.answer, "truncated": self.cut_off, "files": self.files, "tokens": usage_json(self.usage)}
+
+
+@dataclass(frozen=True)
+class ContextOutcome:
+    task: str
+    context: Context
+    verbose: bool = False  # the budget's log too
+    exit_code: int = EXIT_OK
+
+    def as_json(self) -> dict[str, Any]:
+        built = self.context
+        return {"files": [r.path for r in built.ranking], "tokens": built.tokens, "context_files": built.paths,
+                "map_files": built.map, "listed_files": built.listed, "chunks_embedded": built.embedded}
+
+
+@dataclass(frozen=True)
+class IndexOutcome:
+    files: int
+    files_embedded: int
+    chunks: int
+    chunks_embedded: int
+    chunks_reused: int
+    chunks_stored: int
+    seconds: float
+    interrupted: bool
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_INTERRUPTED if self.interrupted else EXIT_OK
+
+    def as_json(self) -> dict[str, Any]:
+        return {"files": self.files, "files_embedded": self.files_embedded, "chunks": self.chunks,
+                "chunks_embedded": self.chunks_embedded, "chunks_reused": self.chunks_reused,
+                "chunks_stored": self.chunks_stored, "seconds": round(self.seconds, 2), "interrupted": self.interrupted}
+
+
+@dataclass(frozen=True)
+class RecoverOutcome:
+    outcomes: list[FileOutcome] | None  # None: no interrupted run had left anything
+    exit_code: int = EXIT_OK
+
+    def as_json(self) -> dict[str, Any]:
+        return {"recovered": None if self.outcomes is None else taken_back_json(self.outcomes)}
+
+
+@dataclass(frozen=True)
+class UndoOutcome:
+    undone: Undone
+    exit_code: int = EXIT_OK
+
+    def as_json(self) -> dict[str, Any]:
+        undone = self.undone
+        return {"success": True, "undone": undone.run, "taken_back": taken_back_json(undone.outcomes),
+                "reverted_commit": undone.reverted, "revert_commit": undone.revert_commit}
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    __test__ = False  # not a pytest class, whatever its name
+
+    command: str
+    result: TestResult
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_OK if self.result.passed else EXIT_FAILED
+
+    def as_json(self) -> dict[str, Any]:
+        result = self.result
+        return {"test_command": self.command, "passed": result.passed, "summary": result.summary(),
+                "tests_failed": result.failed_ids, "exit": result.exit_code, "timed_out": result.timed_out}
+
+
+@dataclass(frozen=True)
+class DiffOutcome:
+    diff: str
+    scope: str  # whose changes: "this session", "the last run"
+    exit_code: int = EXIT_OK
+
+    def as_json(self) -> dict[str, Any]:
+        return {"diff": self.diff, "scope": self.scope}
+
+
+@dataclass(frozen=True)
+class PinsOutcome:
+    pinned: list[str]
+    added: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    exit_code: int = EXIT_OK
+
+    def as_json(self) -> dict[str, Any]:
+        return {"pinned": self.pinned, "added": self.added, "refused": self.refused}
+
+
+@dataclass(frozen=True)
+class ModelOutcome:
+    name: str
+    window: str = ""  # the context window in words; "" when the model was only named
+    exit_code: int = EXIT_OK
+
+    def as_json(self) -> dict[str, Any]:
+        return {"model": self.name, "context_window": self.window or None}
+
+
+@dataclass(frozen=True)
+class TokensOutcome:
+    usage: Usage
+    cost_usd: float | None
+    exit_code: int = EXIT_OK
+
+    def as_json(self) -> dict[str, Any]:
+        return {**usage_json(self.usage), "cost_usd": self.cost_usd}
+
+
+Outcome = (RunOutcome | AskOutcome | ContextOutcome | IndexOutcome | RecoverOutcome | UndoOutcome | TestOutcome
+           | DiffOutcome | PinsOutcome | ModelOutcome | TokensOutcome)
+
+
+# ----- the records' parts, as JSON -------------------------------------------------------------------------------------
+def usage_json(usage: Usage) -> dict[str, Any]:
+    """A run's `tokens`: the server's counts, and `"estimated": true` when some were counted here."""
+    counts: dict[str, Any] = {"calls": usage.calls, "prompt_tokens": usage.prompt_tokens,
+                              "completion_tokens": usage.completion_tokens}
+    return {**counts, "estimated": True} if usage.estimated else counts
+
+
+def candidate_json(outcome: CandidateOutcome) -> dict[str, Any]:
+    return {"candidate": outcome.number, "passed": outcome.passed, "stop_reason": outcome.stop_reason,
+            "iterations": outcome.iterations, "changed_lines": outcome.changed_lines, "tokens": outcome.tokens,
+            "cost_usd": outcome.cost_usd, "started_s": outcome.started_s, "seconds": outcome.seconds,
+            "chosen": outcome.chosen}
+
+
+def taken_back_json(outcomes: list[FileOutcome]) -> list[dict[str, Any]]:
+    return [{"path": o.path, "outcome": o.fate, "why": o.why, "original": o.original} for o in outcomes]
+
+
+def result_json(result: RunResult) -> dict[str, Any]:
+    return {"success": result.success, "stop_reason": result.stop_reason, "iterations": result.iterations,
+            "files_modified": result.files_modified, "rolled_back": result.rolled_back, "message": result.message,
+            "tokens": usage_json(result.usage), "cost_usd": result.cost_usd, "log": result.log_path,
+            "reproduction": result.reproduction, "candidates": [candidate_json(o) for o in result.candidates],
+            "taken_back": taken_back_json(result.taken_back), "verified": result.verified,
+            "verification": result.verification, "diff": result.diff}

@@ -1,0 +1,121 @@
+"""`run`: a task for the loop. What can be checked is checked before anything is touched (the test command, the
+sandbox, a replay file, the key); then, with the repository held, the agent (or best of N) runs under the git
+workflow, with its run log and its journal kept for undo. A session's task is the same operation: the workspace keeps
+the model, the indexer and the memory warm between tasks, and remembers a note of each."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from code_assistant.errors import ConfigError, attach_log
+from code_assistant.operations.options import RunOptions
+from code_assistant.operations.outcomes import RunOutcome
+from code_assistant.settings import Settings, repo_id
+
+if TYPE_CHECKING:
+    from code_assistant.agent.memory import Note
+    from code_assistant.agent.state import RunResult
+    from code_assistant.edit.editor import FileEditor
+    from code_assistant.model.trajectory import ReplayModel, Trajectory
+    from code_assistant.vcs import Workflow
+    from code_assistant.workspace import Workspace
+
+
+def execute(ws: Workspace, options: RunOptions) -> RunOutcome:
+    from code_assistant.model.chat import Usage
+
+    replay = replay_model(ws, options.replay)
+    ws.check_before_runs(needs_key=replay is None)
+    with ws.holding():  # another run on this repository: refused, nothing asked
+        if replay is not None:
+            ws.use_model(replay)
+        model = ws.model
+        ws.announce_sandbox()
+        model.usage = Usage()  # each task reports (and is capped by) its own usage; the workspace sums them
+        ws.last_task = options.task
+        result = one_task(ws, options)
+    ws.count(result.usage, result.cost_usd)
+    remember(ws, options.task, result)
+    return RunOutcome(task=options.task, result=result, sandbox=ws.sandbox.record())
+
+
+def replay_model(ws: Workspace, replay: Path | None) -> ReplayModel | None:
+    """--replay: a recorded run's answers stand in for the model (None: ask the model)."""
+    if replay is None:
+        return None
+    from code_assistant.model.trajectory import ReplayModel, read_answers
+
+    if ws.settings.candidates > 1:
+        raise ConfigError("--replay repeats one recorded attempt; it cannot be combined with --candidates")
+    if not replay.is_file():
+        raise ConfigError(f"replay file not found: {replay}")
+    return ReplayModel(read_answers(replay), name=f"replay:{replay.name}")
+
+
+def one_task(ws: Workspace, options: RunOptions) -> RunResult:
+    """One task, the repository held: the git workflow around the agent (or best of N)."""
+    from code_assistant import vcs
+    from code_assistant.edit.editor import FileEditor
+    from code_assistant.model.trajectory import Trajectory
+
+    settings = ws.settings
+    workflow = vcs.Workflow(settings.repo, options.task, branch=options.branch, worktree=options.worktree,
+                            commit=options.commit, allow_dirty=options.allow_dirty, keep_branch=options.keep_branch,
+                            worktrees_dir=settings.state_path / "worktrees" / repo_id(settings.repo))
+    work = dataclasses.replace(settings, repo=workflow.start())
+    trajectory = Trajectory(work.runs_dir, options.task or "task")
+    editor = FileEditor(work.repo, state_dir=work.repo_state_dir, forbidden=[work.index_path],
+                        originals=trajectory.path.with_suffix(".originals"))
+    try:
+        result = _agent_run(ws, options.task, work=work, workflow=workflow, trajectory=trajectory, editor=editor)
+    except BaseException as exc:
+        attach_log(exc, str(trajectory.path))
+        workflow.finish(success=False, files=[], iterations=0)
+        raise
+    from code_assistant.agent.stop import Stop
+
+    for line in workflow.finish(success=result.success and result.stop_reason != Stop.DRY_RUN,
+                                files=result.files_modified, iterations=result.iterations):
+        ws.say(line)
+    if workflow.committed:
+        editor.record_commit(workflow.committed)
+    return result
+
+
+def _agent_run(ws: Workspace, task: str, *, work: Settings, workflow: Workflow, trajectory: Trajectory,
+               editor: FileEditor) -> RunResult:
+    """The agent (or best of N) on the working tree `work` (the repository, a branch of it, or a worktree: an index
+    of its own)."""
+    from code_assistant.agent.loop import Agent
+    from code_assistant.workspace import build_indexer
+
+    indexer = ws.indexer if work.repo == ws.settings.repo else build_indexer(work)
+    display, model = ws.display, ws.model
+    with display.index_progress() as progress:
+        agent = Agent(work, model, indexer, ws.runner(cwd=work.repo), editor, say=display.say, trajectory=trajectory,
+                      review=display.review if work.review else None, on_token=display.run_tokens,
+                      index_progress=progress, pre_write=workflow.guard, memory=ws.memory)
+        if work.candidates <= 1:
+            return agent.run(task)
+        from code_assistant.agent.best_of import BestOf, candidate_model
+
+        return BestOf(agent, lambda number: candidate_model(model, number), work.candidates).run(task)
+
+
+def remember(ws: Workspace, task: str, result: RunResult) -> None:
+    """A note of the task for the next requests of a session (and its file, for --resume)."""
+    ws.memory.remember(note(task, result), result.files_modified if result.success else [])
+    ws.save_memory()
+
+
+def note(task: str, result: RunResult) -> Note:
+    from code_assistant.agent.memory import Note, files_with_stat
+
+    if result.success:
+        outcome = f"done ({result.stop_reason}, iteration {result.iterations}); the change is in the files"
+    else:
+        detail = f": {result.message.splitlines()[0]}" if result.message and result.message != result.stop_reason else ""
+        outcome = f"not done ({result.stop_reason}{detail}); everything was rolled back"
+    return Note(task=task, result=outcome, files=files_with_stat(result.diff) if result.success else (),
+                failing=tuple(result.tests_failed))

@@ -1,0 +1,313 @@
+"""The workspace: what every operation is given, opened once per process. A command of the command line opens one
+and closes it when the command is done; a session keeps it between tasks — the chat model, the indexer and its
+embedding model warm, its memory of earlier tasks — and holds the repository from its start to its end, so that
+another run or session on the same repository is refused meanwhile, naming this process and that it is a session.
+
+What is costly, or can fail, is opened when an operation first needs it: `context` needs no key and no model, `undo`
+no index, `ask` no sandbox. Imports stay lazy for the same reason: a configuration error is reported before anything
+heavy is loaded.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from code_assistant.agent.memory import Memory
+from code_assistant.agent.review import Verdict
+from code_assistant.errors import ConfigError
+from code_assistant.settings import Settings
+
+if TYPE_CHECKING:
+    from code_assistant.edit.takeback import FileOutcome
+    from code_assistant.index.indexer import Indexer, IndexStats, RepoIndex
+    from code_assistant.model.chat import ChatModel, OpenAIChat, Usage
+    from code_assistant.verify.runner import TestRunner
+    from code_assistant.verify.sandbox import Sandbox
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+
+
+def _silent(line: str) -> None:
+    """Progress nobody watches (--json: stdout holds only the result)."""
+
+
+@contextlib.contextmanager
+def _no_progress(*args: Any) -> Iterator[None]:
+    yield None
+
+
+@dataclass(frozen=True)
+class Display:
+    """How an operation shows its work to the person at the door while it works (console.py builds one for a
+    terminal; the default shows nothing, as --json wants). The operation's result is not shown here: the door
+    renders the outcome it returns."""
+
+    say: Callable[[str], None] = _silent
+    run_tokens: Callable[[str], None] | None = None  # a run's answers as they arrive (None: not shown)
+    answer_tokens: Callable[[str], None] | None = None  # an answer to a question as it arrives (None: shown at the end)
+    end_stream: Callable[[], None] = lambda: None  # ends a streamed answer's line
+    review: Callable[[str], Verdict] | None = None  # --review: the diff shown, what the person said
+    index_progress: Callable[[], AbstractContextManager[Progress | None]] = _no_progress
+    embed_progress: Callable[[int], AbstractContextManager[Callable[[Any], None] | None]] = _no_progress
+
+
+class Workspace:
+    """One repository and what works on it. `memory`: a session's notes and pins (a command's is empty)."""
+
+    def __init__(self, settings: Settings, display: Display | None = None, *, memory: Memory | None = None,
+                 memory_file: Path | None = None) -> None:
+        from code_assistant.model.chat import Usage
+
+        self.settings = settings
+        self.display = display or Display()
+        self.memory = memory or Memory()
+        self.memory_file = memory_file  # where a session keeps its memory (None: nowhere, a one-shot command)
+        self.started = time.time()
+        self.usage: Usage = Usage()  # every model call of the workspace's life (a session's /tokens)
+        self.cost = 0.0
+        self.last_task = ""
+        self._stack = ExitStack()
+        self._held = False
+        self._model: ChatModel | None = None
+        self._indexer: Indexer | None = None
+        self._sandbox: Sandbox | None = None
+        self._sandbox_said = False
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._stack.close()
+        self._held = False
+
+    def say(self, line: str) -> None:
+        self.display.say(line)
+
+    # ----- the repository, held ----------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[list[FileOutcome] | None]:
+        """The repository's lock for the length of the block (nothing more to take when the workspace holds it for
+        a session). Taking it first takes out what an interrupted run left (yielded; None: nothing was left)."""
+        if self._held:
+            yield None
+            return
+        from code_assistant.edit.journal import RepoLock
+
+        with RepoLock(self.settings.repo, self.settings.repo_state_dir):
+            self._held = True
+            try:
+                yield self.recover_interrupted()
+            finally:
+                self._held = False
+
+    def hold(self) -> list[FileOutcome] | None:
+        """Take the repository until the workspace closes (a session); what an interrupted run left is taken out."""
+        return self._stack.enter_context(self.holding())
+
+    def recover_interrupted(self) -> list[FileOutcome] | None:
+        """With the lock held: an interrupted run's test processes stopped, its change taken out of the files by the
+        ownership rule (returned; None when no journal was left)."""
+        from code_assistant.edit.editor import FileEditor
+        from code_assistant.edit.ownership import Fate
+        from code_assistant.verify.runner import reap_leftovers
+
+        running = self.running_tests
+        stopped = sum(reap_leftovers(path) for path in [running, *sorted(running.parent.glob(running.name + "-*"))])
+        if stopped:
+            self.say(f"[Recovered: stopped {stopped} leftover test process(es) of an interrupted run]")
+        outcomes = FileEditor.recover(self.settings.repo, self.settings.repo_state_dir)
+        if outcomes is not None:
+            restored = sum(1 for o in outcomes if o.fate == Fate.RESTORED)
+            self.say(f"[Recovered: restored {restored} file(s) from an interrupted run]")
+            for outcome in outcomes:
+                if outcome.fate != Fate.RESTORED:
+                    self.say(f"[Recovered: {outcome.describe()}]")
+        return outcomes
+
+    @property
+    def running_tests(self) -> Path:
+        """Where a running test command is named, so that a later run can stop it if this one is killed."""
+        return self.settings.repo_state_dir / "running-tests"
+
+    # ----- the index --------------------------------------------------------------------------------------------
+    @property
+    def indexer(self) -> Indexer:
+        if self._indexer is None:
+            self._indexer = build_indexer(self.settings)
+        return self._indexer
+
+    def index(self) -> tuple[RepoIndex, IndexStats]:
+        """The repository's index, brought up to date (what changed since it was last read), said as it goes."""
+        self.say(f"[Indexing repository: {self.settings.repo}]")
+        with self.display.index_progress() as progress:
+            repo_index, stats = self.indexer.update(progress=progress, exclude=[self.settings.state_path])
+        self.say(f"[Indexed: {stats.files} files, {stats.symbols} symbols]")
+        return repo_index, stats
+
+    def quiet_index(self) -> RepoIndex:
+        """The index brought up to date without a word (a session's commands: the index is warm)."""
+        return self.indexer.update(exclude=[self.settings.state_path])[0]
+
+    # ----- the model ----------------------------------------------------------------------------------------------
+    def api_key(self) -> str:
+        return api_key(self.settings)
+
+    @property
+    def model(self) -> ChatModel:
+        """The chat model runs ask for plans: opened on first use, with the header lines that name it."""
+        if self._model is None:
+            self._model = self.open_model()
+            self.header(self._model)
+        return self._model
+
+    def use_model(self, model: ChatModel) -> None:
+        """Another model from now on (--replay's recorded answers, a session's /model)."""
+        self._model = model
+
+    def open_model(self, name: str | None = None) -> OpenAIChat:
+        """The server checked (one that is not there is found before any work), then the chat model with its
+        context window and the plan's schema. `name`: another model than the settings' (kept from now on)."""
+        from code_assistant.model.servers import check_server
+
+        if name:
+            self.settings = dataclasses.replace(self.settings, model=name, model_named=True)
+        key = self.api_key()
+        check_server(self.settings.base_url, self.settings.api_key)
+        return run_model(self.settings, key)
+
+    def header(self, model: ChatModel) -> None:
+        """The lines that say what a run will ask: the model and its window, the owner's instructions, a cost cap
+        that cannot be kept."""
+        from code_assistant.model.prices import estimate_cost
+
+        self.say(f"[Model: {model.name}, context window {model.window.describe()}]")
+        if line := self.instructions_line():
+            self.say(line)
+        if self.settings.max_cost is not None and estimate_cost(model.name, 1, 1, self.settings.base_url) is None:
+            self.say("[--max-cost: this model has no price (a local server or an unknown model); only --max-tokens "
+                     "caps the run]")
+
+    def instructions_line(self) -> str | None:
+        """The header's line naming the repository owner's instructions (None: there are none, or
+        --no-instructions)."""
+        from code_assistant.agent import instructions
+
+        if not self.settings.instructions:
+            return None
+        found = instructions.find(self.settings.repo, self.settings.context_tokens // instructions.SHARE)
+        return f"[Instructions: {found.describe()}]" if found else None
+
+    def count(self, usage: Usage, cost: float | None) -> None:
+        """A finished task's or answer's model usage, into the workspace's total."""
+        self.usage = self.usage + usage
+        self.cost += cost or 0.0
+
+    # ----- the tests ----------------------------------------------------------------------------------------------
+    def check_before_runs(self, *, needs_key: bool = True) -> None:
+        """What can be checked before anything is touched or asked: the test command, the sandbox, the key (a
+        ConfigError or TestCommandError, exit 2)."""
+        self.check_tests()
+        self.sandbox  # noqa: B018 - resolved now: no sandbox to be had is an error before anything is touched
+        if needs_key:
+            self.api_key()  # a missing key is reported before anything else happens
+
+    def check_tests(self) -> None:
+        """The test command can start (a TestCommandError, exit 2, before anything is touched)."""
+        from code_assistant.verify.runner import TestRunner
+
+        TestRunner(self.settings.test_command, cwd=self.settings.repo, timeout=self.settings.test_timeout).check()
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """What the test command may write, read and reach; no sandbox to be had (and no `--sandbox off`) is a
+        ConfigError, raised before anything is touched. From here on the values of the variables it holds back,
+        and the assistant's own key, are masked in everything sent to the model or written to a run log."""
+        if self._sandbox is None:
+            from code_assistant import redact
+            from code_assistant.verify.sandbox import resolve
+
+            s = self.settings
+            self._sandbox = resolve(s.sandbox, s.sandbox_bwrap, writable=s.sandbox_writable,
+                                    protected=[s.index_path, s.state_path, s.runs_dir], network=s.network,
+                                    shown=s.sandbox_show, passed_env=s.pass_env)
+            redact.hold_values([s.api_key, *(os.environ.get(name) for name in self._sandbox.held_back)])
+        return self._sandbox
+
+    def announce_sandbox(self) -> None:
+        """The header's line on what the test command may do (once a workspace)."""
+        if not self._sandbox_said:
+            self.say(f"[Sandbox: {self.sandbox.describe()}]")
+            self._sandbox_said = True
+
+    def runner(self, cwd: Path | None = None) -> TestRunner:
+        """The test command in the sandbox, on the repository (or on `cwd`: a worktree of it)."""
+        from code_assistant.verify.runner import TestRunner
+
+        return TestRunner(self.settings.test_command, cwd=cwd or self.settings.repo, timeout=self.settings.test_timeout,
+                          running_file=self.running_tests, sandbox=self.sandbox)
+
+    # ----- a session's memory -------------------------------------------------------------------------------------
+    def save_memory(self) -> None:
+        if self.memory_file is not None:
+            self.memory.save(self.memory_file)
+
+
+def build_indexer(settings: Settings) -> Indexer:
+    """The indexer of `settings.repo`, with the embedding model its settings name."""
+    from code_assistant.index import embeddings, indexer, store
+
+    client = chat_client(settings) if settings.embedding_backend == "openai" else None
+    embedder = embeddings.make_embedder(settings.embedding_backend, model=settings.embedding_model, client=client)
+    chunk_store = store.LazyChunkStore(settings.index_path, settings.repo, embedder.name)
+    return indexer.Indexer(settings.repo, settings.index_path, embedder, chunk_store)
+
+
+def api_key(settings: Settings) -> str:
+    """The key to send: the setting, any word for a local server, else a ConfigError that says where to put it."""
+    if settings.api_key:
+        return settings.api_key
+    if settings.base_url:
+        return "not-needed"  # Ollama, vLLM and LM Studio accept any key
+    raise ConfigError("OPENAI_API_KEY is not set (put it in the environment or a .env file; "
+                      "for Ollama/vLLM/LM Studio set OPENAI_BASE_URL)")
+
+
+def chat_client(settings: Settings):  # noqa: ANN201 - openai.OpenAI, imported only when needed
+    """The embeddings backend's client: the same server and key as the chat model's."""
+    import openai
+
+    return openai.OpenAI(api_key=api_key(settings), base_url=settings.base_url)
+
+
+def chat_model(settings: Settings, key: str, schema: dict | None) -> OpenAIChat:
+    """The chat seam with the model's context window: the setting, else the server's report, else known, else 8192."""
+    from code_assistant.model.chat import OpenAIChat
+    from code_assistant.model.servers import model_name, resolve_window
+
+    own_key = key if settings.api_key else None
+    name = model_name(settings.model, settings.model_named, settings.base_url, own_key)
+    window = resolve_window(settings.context_window, settings.base_url, name, own_key,
+                            load_timeout=settings.request_timeout)
+    return OpenAIChat(name, api_key=key, base_url=settings.base_url, timeout=settings.request_timeout,
+                      max_retries=settings.max_retries, window=window, schema=schema)
+
+
+def run_model(settings: Settings, key: str) -> OpenAIChat:
+    """The chat model a run asks for plans: with the plan's JSON schema unless structured output is off."""
+    from code_assistant.edit.operations import PLAN_ACTIONS
+    from code_assistant.model.structured import plan_schema
+
+    return chat_model(settings, key, plan_schema(PLAN_ACTIONS) if settings.structured_output else None)
