@@ -98,7 +98,7 @@ class Workspace:
 
     # ----- the repository, held ----------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def holding(self) -> Iterator[list[FileOutcome] | None]:
+    def holding(self, *, session: bool = False) -> Iterator[list[FileOutcome] | None]:
         """The repository's lock for the length of the block (nothing more to take when the workspace holds it for
         a session). Taking it first takes out what an interrupted run left (yielded; None: nothing was left)."""
         if self._held:
@@ -106,7 +106,7 @@ class Workspace:
             return
         from code_assistant.edit.journal import RepoLock
 
-        with RepoLock(self.settings.repo, self.settings.repo_state_dir):
+        with RepoLock(self.settings.repo, self.settings.repo_state_dir, session=session):
             self._held = True
             try:
                 yield self.recover_interrupted()
@@ -115,7 +115,7 @@ class Workspace:
 
     def hold(self) -> list[FileOutcome] | None:
         """Take the repository until the workspace closes (a session); what an interrupted run left is taken out."""
-        return self._stack.enter_context(self.holding())
+        return self._stack.enter_context(self.holding(session=True))
 
     def recover_interrupted(self) -> list[FileOutcome] | None:
         """With the lock held: an interrupted run's test processes stopped, its change taken out of the files by the

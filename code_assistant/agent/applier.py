@@ -80,8 +80,8 @@ class Applier:
         if not broken:
             return applied
         self.say(f"[Syntax error in {', '.join(r.file_path for r in broken)}: asking for a fix before testing]")
-        request = FollowUp(self.state.messages, prompts.SYNTAX.render(
-            feedback=edit_feedback(applied.results, applied.refused)), prompts.SYNTAX)
+        request = FollowUp(prompts.SYNTAX.render(feedback=edit_feedback(applied.results, applied.refused)),
+                           prompts.SYNTAX)
         repaired = self.apply(self.asker.ask(request), is_plan=False)
         return Applied(results=[*applied.results, *repaired.results], refused=[*applied.refused, *repaired.refused],
                        patch_lines=applied.patch_lines + repaired.patch_lines,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from code_assistant.agent.candidates import CandidateOutcome, ScratchCopy, changed_lines, choose
 from code_assistant.agent.loop import Agent
-from code_assistant.agent.state import Prepared, RunResult, StopRun
+from code_assistant.agent.state import Ending, Prepared, RunResult, StopRun
 from code_assistant.agent.stop import Stop
 from code_assistant.edit.editor import FileEditor
 from code_assistant.edit.operations import Action, EditOperation
@@ -55,7 +55,7 @@ class BestOf:
         result.candidates = self.outcomes
         return result
 
-    def _run(self, task: str) -> RunResult:
+    def _run(self, task: str) -> Ending:
         parent = self.parent.parts
         prepared = self.parent.prepare(task)
         with self._index_lock:  # the task's vectors are made once, here; the attempts read them (embed budget 0)
@@ -73,7 +73,7 @@ class BestOf:
         parent.say(f"[Chosen: candidate {winner.number} ({winner.changed_lines} changed lines)]")
         return self.apply(winner, prepared)
 
-    def apply(self, winner: CandidateOutcome, prepared: Prepared) -> RunResult:
+    def apply(self, winner: CandidateOutcome, prepared: Prepared) -> Ending:
         """The winner's files into the repository (journal, guardrails, review), then the tests there once more."""
         parent = self.parent.parts
         parent.state.iteration = winner.iterations
@@ -95,7 +95,7 @@ class BestOf:
             raise StopRun(Stop.MAX_ITERATIONS, f"candidate {winner.number} passed in its copy but not in the "
                                                f"repository: {result.summary()}")
         parent.say("[Tests passed with the chosen candidate]")
-        return self.parent.finish(Stop.PASSED)
+        return Ending(Stop.PASSED, kept=True)
 
     def operations(self, winner: CandidateOutcome) -> list[EditOperation]:
         repo = self.parent.settings.repo

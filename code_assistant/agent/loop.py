@@ -1,5 +1,6 @@
-"""The loop: index → baseline → (reproduction test) → plan → apply → test → (fix → apply → test)* → finish or roll
-back. Each step is done by one of the run's parts (parts.py); best_of.py runs several attempts of the same loop."""
+"""The loop: index → baseline → (reproduction test) → plan → apply → test → (fix → apply → test)* → an Ending, made
+into the run's outcome in one place (Agent.end: the change kept, or rolled back). Each step is done by one of the
+run's parts (parts.py); best_of.py runs several attempts of the same loop."""
 from __future__ import annotations
 
 import contextlib
@@ -13,7 +14,7 @@ from code_assistant.agent.parts import build_parts
 from code_assistant.agent.reproduction import reproduce
 from code_assistant.agent.requests import FixRequest, FollowUp, PlanRequest
 from code_assistant.agent.review import Review
-from code_assistant.agent.state import Applied, Prepared, Reproduction, RunResult, StopRun
+from code_assistant.agent.state import Applied, Ending, Prepared, Reproduction, RunResult, StopRun
 from code_assistant.agent.stop import Stop
 from code_assistant.answers.plan import PlanParseError
 from code_assistant.edit.editor import ChangedOutsideError, FileEditor
@@ -84,84 +85,91 @@ class Agent:
         p.state.reproduction = reproduce(p, index, task, baseline) if wanted and not self.settings.dry_run else None
         return Prepared(index, baseline, p.state.reproduction)
 
-    def attempt(self, task: str, prepared: Prepared) -> RunResult:
-        p, state, settings = self.parts, self.parts.state, self.settings
-        index, baseline, reproduction = prepared.index, prepared.baseline, prepared.reproduction
-        state.reproduction, state.repo_index = reproduction, index
-        reproduced = reproduction if reproduction and reproduction.reproduced else None
-        plan = PlanRequest(index=index, task=task, baseline=baseline,
-                           reproduced=reproduced.failed if reproduced else None,
-                           reproduction=reproduced.paths if reproduced else ())
-        messages, context = p.requests.plan(index, task, baseline, plan.reproduced, list(plan.reproduction))
-        p.say(f"[Context: {len(context.files)} relevant files selected]")
-        p.say("[Planning changes...]")
-        ops = p.asker.ask_reading(plan, first=messages)
-        p.say(f"[Plan: {len({op.file_path for op in ops})} file(s) to change]")
-        if settings.dry_run:
+    def attempt(self, task: str, prepared: Prepared) -> Ending:
+        """Plan and apply, then test and fix until the run ends: green, or a reason to stop."""
+        ops = self.plan(task, prepared)
+        if self.settings.dry_run:
             return self.dry_run(ops)
-        if not ops and baseline.passed:
-            raise StopRun(Stop.NO_CHANGES, NO_CHANGE)
-        applied = p.applier.repair_syntax(p.applier.apply(ops, is_plan=True))
-        previous: frozenset[tuple[str, str]] | None = None
-        for state.iteration in range(1, settings.max_iterations + 1):
-            untested = self.untested(applied)
-            if untested:  # nothing to test, or nothing that should be: the answer goes back at once
-                p.say(f"[Not tested (iteration {state.iteration}): {untested}]")
-                p.recorder.record(applied, None)
-                if state.iteration == settings.max_iterations:
-                    raise StopRun(Stop.MAX_ITERATIONS, untested)
-                request: FixRequest | FollowUp = self.retry_request(applied)
-            else:
-                p.say(f"[Testing (iteration {state.iteration})...]")
-                result = p.verifier.test(reproduction)
-                p.recorder.record(applied, result)
-                if result.passed:
-                    p.say(f"[Tests passed on iteration {state.iteration}]")
-                    return self.green(baseline, result)
-                p.say("[Tests failed. Analyzing errors...]")
-                signature = failure_signature(result)
-                if state.iteration == settings.max_iterations:
-                    raise StopRun(Stop.MAX_ITERATIONS, result.summary())
-                if previous == signature and applied.wrote:
-                    raise StopRun(Stop.NO_PROGRESS, "the same tests failed the same way after the last fix")
-                previous = signature
-                request = self.fix_request(index, task, result, applied)
-            if state.refused_in_a_row >= 2:
-                raise StopRun(Stop.REFUSED, "two answers in a row were refused: " + "; ".join(applied.refused))
-            ops = p.asker.ask_reading(request) if isinstance(request, FixRequest) else p.asker.ask(request)
-            if not ops:
-                raise StopRun(Stop.NO_CHANGES, "the model proposed no further changes" if p.editor.modified_files
-                              else NO_CHANGE)
-            if state.answers[-1] in state.answers[:-1]:
-                raise StopRun(Stop.NO_PROGRESS, "the model repeated an earlier answer")
-            applied = p.applier.repair_syntax(p.applier.apply(ops, is_plan=False))
-        raise StopRun(Stop.MAX_ITERATIONS)
+        if not ops and prepared.baseline.passed:
+            return Ending(Stop.NO_CHANGES, NO_CHANGE)
+        applied = self.apply(ops, is_plan=True)
+        ending: Ending | None = None
+        while ending is None:
+            ending, applied = self.iteration(task, prepared, applied)
+        return ending
 
-    def guarded(self, body: Callable[[], RunResult]) -> RunResult:
-        """Run body; every way it can stop becomes a RunResult, and every way but success rolls back first."""
-        outcome: RunResult | None = None
+    def iteration(self, task: str, prepared: Prepared, applied: Applied) -> tuple[Ending | None, Applied]:
+        """Test what the last answer changed (or say why it is not worth a test), then ask for the next change and
+        apply it; an Ending when the run is over."""
+        p, state = self.parts, self.parts.state
+        state.iteration += 1
+        last = state.iteration >= self.settings.max_iterations
+        request: FixRequest | FollowUp
+        if untested := self.untested(applied):  # nothing to test, or nothing that should be: back at once
+            p.say(f"[Not tested (iteration {state.iteration}): {untested}]")
+            p.recorder.record(applied, None)
+            if last:
+                return Ending(Stop.MAX_ITERATIONS, untested), applied
+            request = self.retry_request(applied)
+        else:
+            p.say(f"[Testing (iteration {state.iteration})...]")
+            result = p.verifier.test(prepared.reproduction)
+            p.recorder.record(applied, result)
+            if result.passed:
+                p.say(f"[Tests passed on iteration {state.iteration}]")
+                return self.green(prepared.baseline, result), applied
+            p.say("[Tests failed. Analyzing errors...]")
+            if last:
+                return Ending(Stop.MAX_ITERATIONS, result.summary()), applied
+            previous, state.failures = state.failures, failure_signature(result)
+            if previous == state.failures and applied.wrote:
+                return Ending(Stop.NO_PROGRESS, "the same tests failed the same way after the last fix"), applied
+            request = self.fix_request(prepared.index, task, result, applied)
+        if state.refused_in_a_row >= 2:
+            return Ending(Stop.REFUSED, "two answers in a row were refused: " + "; ".join(applied.refused)), applied
+        ops = p.asker.ask_reading(request) if isinstance(request, FixRequest) else p.asker.ask(request)
+        if not ops:
+            return Ending(Stop.NO_CHANGES, "the model proposed no further changes" if p.editor.modified_files
+                          else NO_CHANGE), applied
+        if state.answers[-1] in state.answers[:-1]:
+            return Ending(Stop.NO_PROGRESS, "the model repeated an earlier answer"), applied
+        return None, self.apply(ops, is_plan=False)
+
+    def guarded(self, body: Callable[[], Ending]) -> RunResult:
+        """Run body; whatever way it ends becomes an Ending, and the Ending the run's outcome (end). A model, git or
+        internal error is raised again once the run is rolled back, for the door to report."""
+        result: RunResult | None = None
+        error: BaseException | None = None
         try:
-            outcome = body()
-            return outcome
-        except StopRun as stop:
-            outcome = self.give_up(stop.reason, stop.message)
-            return outcome
-        except KeyboardInterrupt:
-            outcome = self.give_up(Stop.INTERRUPTED, "interrupted")
-            return outcome
-        except PlanParseError as exc:
-            outcome = self.give_up(Stop.MODEL_ERROR, str(exc))
-            return outcome
-        except ChangedOutsideError as exc:
-            outcome = self.give_up(Stop.CHANGED_OUTSIDE, str(exc))
-            return outcome
-        except BaseException as exc:  # a model, git or internal error: roll back, then let the CLI report it
-            reason = (Stop.MODEL_ERROR if isinstance(exc, ModelError) else
-                      Stop.TESTS_NOT_RUN if isinstance(exc, TestsNotRunError) else Stop.ERROR)
-            outcome = self.give_up(reason, str(exc))
-            raise
+            try:
+                ending = body()
+            except BaseException as exc:  # noqa: BLE001 - every way a run can stop ends it the same way
+                ending, error = ending_of(exc)
+            result = self.end(ending)
         finally:
-            self.parts.recorder.close(outcome, self.parts.editor.modified_files)
+            self.parts.recorder.close(result, self.parts.editor.modified_files)
+        if error is not None:
+            raise error
+        return result
+
+    def end(self, ending: Ending) -> RunResult:
+        """The one place a run's outcome is made: a kept change is finished (its journal kept for undo); any other
+        ending takes the run's change back out first; a dry run wrote nothing."""
+        editor, recorder = self.parts.editor, self.parts.recorder
+        files = editor.modified_files
+        if ending.preview is not None:
+            return recorder.result(success=ending.kept, reason=ending.reason, files=ending.preview.files,
+                                   rolled_back=False, diff=ending.preview.diff(), message=ending.message, iterations=0)
+        if ending.kept:
+            diff = editor.diff()
+            editor.finish()
+            return recorder.result(success=True, reason=ending.reason, files=files, rolled_back=False, diff=diff,
+                                   message=ending.message, verified=ending.verified,
+                                   verification=ending.verification)
+        taken_back = editor.rollback()
+        logger.info("rolled back %d file(s) after %s", len(taken_back), ending.reason)
+        return recorder.result(success=False, reason=ending.reason, files=files, rolled_back=bool(taken_back),
+                               message=ending.message, taken_back=taken_back)
 
     # ----- the steps the loop names -----------------------------------------------------------------------
     def index(self) -> RepoIndex:
@@ -171,6 +179,25 @@ class Agent:
         p.say(f"[Indexed: {stats.files} files, {stats.symbols} symbols]")
         p.state.repo_index = index
         return index
+
+    def plan(self, task: str, prepared: Prepared) -> list[EditOperation]:
+        """The first request (with the reproduction test's failing run, when there is one) and the model's plan."""
+        p, reproduction = self.parts, prepared.reproduction
+        p.state.reproduction, p.state.repo_index = reproduction, prepared.index
+        reproduced = reproduction if reproduction and reproduction.reproduced else None
+        request = PlanRequest(index=prepared.index, task=task, baseline=prepared.baseline,
+                              reproduced=reproduced.failed if reproduced else None,
+                              reproduction=reproduced.paths if reproduced else ())
+        context = p.conversation.open(request)
+        p.say(f"[Context: {len(context.files) if context else 0} relevant files selected]")
+        p.say("[Planning changes...]")
+        ops = p.asker.ask_reading(request)
+        p.say(f"[Plan: {len({op.file_path for op in ops})} file(s) to change]")
+        return ops
+
+    def apply(self, ops: list[EditOperation], *, is_plan: bool) -> Applied:
+        """The answer's edits written, and an edit that broke a file's syntax sent back for repair at once."""
+        return self.parts.applier.repair_syntax(self.parts.applier.apply(ops, is_plan=is_plan))
 
     def untested(self, applied: Applied) -> str | None:
         """Why this answer's edits are not worth a test run (None: run the tests). Not when nothing was asked:
@@ -190,48 +217,51 @@ class Agent:
         broken = self.parts.editor.broken()
         if broken:
             feedback += "".join(f"{path} does not parse: {problem}\n" for path, problem in broken.items())
-            return FollowUp(self.parts.state.messages, prompts.SYNTAX.render(feedback=feedback), prompts.SYNTAX)
-        return FollowUp(self.parts.state.messages, prompts.UNAPPLIED.render(feedback=feedback), prompts.UNAPPLIED)
+            return FollowUp(prompts.SYNTAX.render(feedback=feedback), prompts.SYNTAX)
+        return FollowUp(prompts.UNAPPLIED.render(feedback=feedback), prompts.UNAPPLIED)
 
-    def green(self, baseline: TestResult, result: TestResult) -> RunResult:
+    def green(self, baseline: TestResult, result: TestResult) -> Ending:
         """The tests pass: a success when the run changed something (verified or not), or when a failing baseline
         passes now without a change (said so: the tests may be flaky); no change on a green baseline is no success."""
         if not self.parts.editor.modified_files:
             if baseline.passed:
-                raise StopRun(Stop.NO_CHANGES, NO_CHANGE)
-            return self.finish(Stop.NO_CHANGES, message="the tests pass now without any change: they may be flaky",
-                               verification="no change was made")
+                return Ending(Stop.NO_CHANGES, NO_CHANGE)
+            return Ending(Stop.NO_CHANGES, "the tests pass now without any change: they may be flaky", kept=True,
+                          verification="no change was made")
         verified, why = verification(baseline, result, self.parts.state.reproduction, self.settings.reproduce)
-        return self.finish(Stop.PASSED, verified=verified, verification=why)
+        return Ending(Stop.PASSED, kept=True, verified=verified, verification=why)
 
     def fix_request(self, index: RepoIndex, task: str, result: TestResult, applied: Applied) -> FixRequest:
-        """The conversation so far, the failures, what became of the last edits, the files involved."""
+        """After the conversation so far: the failures, what became of the last edits, the files involved."""
         p = self.parts
         return FixRequest(index=index, task=task, result=result,
-                          feedback=edit_feedback(applied.results, applied.refused), history=p.state.messages,
+                          feedback=edit_feedback(applied.results, applied.refused),
                           modified=p.editor.modified_files, iteration=p.state.iteration)
 
-    def dry_run(self, ops: list[EditOperation]) -> RunResult:
+    def dry_run(self, ops: list[EditOperation]) -> Ending:
         p = self.parts
         preview = p.applier.preview(ops)
         failed = [r.message for r in preview.results if not r.ok]
         for message in failed:
             p.say(f"[Edit would fail: {message.splitlines()[0]}]")
-        return RunResult(success=not failed, stop_reason=Stop.DRY_RUN, iterations=0, files_modified=preview.files,
-                         rolled_back=False, diff=preview.diff(), message="dry run: nothing was written",
-                         usage=p.meter.total(), cost_usd=p.recorder.cost())
+        return Ending(Stop.DRY_RUN, "dry run: nothing was written", kept=not failed, preview=preview)
 
-    def finish(self, reason: Stop, *, message: str = "", verified: bool = False, verification: str = "") -> RunResult:
-        editor = self.parts.editor
-        diff, files = editor.diff(), editor.modified_files
-        editor.finish()
-        return self.parts.recorder.result(True, reason, files, rolled_back=False, diff=diff, message=message,
-                                          verified=verified, verification=verification)
 
-    def give_up(self, reason: Stop, message: str) -> RunResult:
-        editor = self.parts.editor
-        files = editor.modified_files
-        taken_back = editor.rollback()
-        logger.info("rolled back %d file(s) after %s", len(taken_back), reason)
-        return self.parts.recorder.result(False, reason, files, rolled_back=bool(taken_back), message=message,
-                                          taken_back=taken_back)
+def ending_of(exc: BaseException) -> tuple[Ending, BaseException | None]:
+    """How an exception ends a run, and the error to raise again once it is rolled back (None: none, the Ending
+    says it all)."""
+    match exc:
+        case StopRun():
+            return Ending(exc.reason, exc.message), None
+        case KeyboardInterrupt():
+            return Ending(Stop.INTERRUPTED, "interrupted"), None
+        case PlanParseError():
+            return Ending(Stop.MODEL_ERROR, str(exc)), None
+        case ChangedOutsideError():
+            return Ending(Stop.CHANGED_OUTSIDE, str(exc)), None
+        case ModelError():
+            return Ending(Stop.MODEL_ERROR, str(exc)), exc
+        case TestsNotRunError():
+            return Ending(Stop.TESTS_NOT_RUN, str(exc)), exc
+        case _:
+            return Ending(Stop.ERROR, str(exc)), exc

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from code_assistant.agent.applier import Applier
 from code_assistant.agent.asker import Asker
+from code_assistant.agent.conversation import Conversation
 from code_assistant.agent.memory import Memory
 from code_assistant.agent.recorder import Recorder
 from code_assistant.agent.requests import Requests
@@ -31,6 +32,7 @@ class Parts:
     state: RunState
     meter: UsageMeter  # this run's usage: its model's, and (best of N) its attempts'
     requests: Requests
+    conversation: Conversation
     asker: Asker
     applier: Applier
     verifier: Verifier
@@ -51,11 +53,13 @@ def build_parts(settings: Settings, model: ChatModel, runner: TestRunner, editor
     state = RunState(step=Step(kind=StepKind.PLAN, step=0, model=model.name), candidate=candidate)
     meter = UsageMeter(model)
     requests = Requests(settings, model.window, index_lock, memory)
+    conversation = Conversation(requests)
     recorder = Recorder(settings, model.name, state, usage=meter.total, trajectory=trajectory,
                         sandbox=runner.sandbox.record() if runner.sandbox else None)
-    asker = Asker(settings, model, requests, state, say=say, budget=budget or meter.total, on_token=on_token,
+    asker = Asker(settings, model, conversation, state, say=say, budget=budget or meter.total, on_token=on_token,
                   stop=stop, flush=recorder.flush)
     applier = Applier(settings, editor, asker, state, say=say, review=review, pre_write=pre_write)
-    return Parts(settings=settings, model=model, state=state, meter=meter, requests=requests, asker=asker,
+    return Parts(settings=settings, model=model, state=state, meter=meter, requests=requests,
+                 conversation=conversation, asker=asker,
                  applier=applier, verifier=Verifier(settings, runner, say=say), recorder=recorder, editor=editor,
                  say=say)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from code_assistant.agent.conversation import Conversation
 from code_assistant.agent.exchange import exchange
 from code_assistant.agent.memory import Memory
-from code_assistant.agent.requests import Requests
+from code_assistant.agent.requests import QuestionRequest, Requests
 from code_assistant.answers.reasoning import split_reasoning
 from code_assistant.index.indexer import RepoIndex
-from code_assistant.model.chat import ChatModel, ChatResponse, Message
+from code_assistant.model.chat import ChatModel, ChatResponse
 from code_assistant.retrieve.context import Context
 from code_assistant.settings import Settings
 
@@ -20,16 +21,12 @@ def answer_question(index: RepoIndex, model: ChatModel, question: str, settings:
                     memory: Memory | None = None) -> tuple[ChatResponse, Context]:
     """The answer and the context it was given; a server that names a smaller window is asked once more, with the
     context built again to fit it. `memory`: a session's pins, shown too."""
-    requests = Requests(settings, model.window, memory=memory)
-    messages, context = requests.question(index, question)
+    conversation = Conversation(Requests(settings, model.window, memory=memory))
+    context = conversation.open(QuestionRequest(index, question))
+    assert context is not None
     say(f"[Context: {len(context.files)} files, {context.tokens} tokens]")
     say(f"[Asking {model.name}...]")
-
-    def rebuild() -> list[Message]:
-        nonlocal context
-        smaller, context = requests.question(index, question)
-        return smaller
-
-    response = exchange(model, messages, rebuild, on_token=on_token, say=say)
+    response = exchange(model, conversation, on_token=on_token, say=say)
     response.text = split_reasoning(response.text).answer or response.text  # all reasoning (cut off): shown as is
-    return response, context
+    assert conversation.context is not None
+    return response, conversation.context

@@ -49,7 +49,7 @@ class Recorder:
                                         tests_passed=result.passed_count, timed_out=result.timed_out,
                                         duration_s=round(result.duration_s, 3), test_output=result.output))
 
-    def result(self, success: bool, reason: Stop, files: list[str], *, rolled_back: bool, diff: str = "",
+    def result(self, *, success: bool, reason: Stop, files: list[str], rolled_back: bool, diff: str = "",
                message: str = "", iterations: int | None = None,
                taken_back: list[FileOutcome] | None = None, verified: bool = False,
                verification: str = "") -> RunResult:

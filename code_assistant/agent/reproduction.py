@@ -35,7 +35,7 @@ def reproduce(parts: Parts, index: RepoIndex, task: str, baseline: TestResult) -
         if attempt == 0:
             say("[The reproduction test passes on the current code; asking once more]")
             again = prompts.REPRODUCE_AGAIN.render(output=alone.output[-3000:] or alone.summary())
-            ops = [op for op in asker.ask(FollowUp(parts.state.messages, again, prompts.REPRODUCE))
+            ops = [op for op in asker.ask(FollowUp(again, prompts.REPRODUCE))
                    if op.action != Action.READ]  # a follow-up's reads are not answered
     note = "the test passed before any fix" if paths else "no test was written"
     if paths:

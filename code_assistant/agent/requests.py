@@ -1,8 +1,9 @@
 """What the model is sent — the plan, fix, reproduce, follow-up and question requests — sized to the model's window.
 
-Each request the loop sends is a small typed value (PlanRequest, FixRequest, ReproduceRequest, FollowUp) that
-`Requests.build` turns into messages, and builds again — smaller — when the server names a smaller window, or with
-the files the model asked to read shown first.
+Each request the loop sends is a small typed value (PlanRequest, FixRequest, ReproduceRequest, FollowUp,
+QuestionRequest) that `Requests.build` turns into messages after the conversation so far (conversation.py owns it),
+and builds again — smaller — when the server names a smaller window, or with the files the model asked to read shown
+first.
 
 A request holds the system prompt, the task, and as much of the repository as the window leaves after those and the
 answer's reserve (model/window.py): the context's budget shrinks to fit, and so do failing-test output and edit
@@ -82,13 +83,12 @@ class ReproduceRequest:
 
 @dataclass(frozen=True)
 class FixRequest:
-    """The conversation so far, the failures, what became of the last edits, and the files involved."""
+    """After the conversation so far: the failures, what became of the last edits, and the files involved."""
 
     index: RepoIndex
     task: str
     result: TestResult
     feedback: str
-    history: list[Message]
     modified: list[str]
     iteration: int
     prompt: ClassVar[prompts.Prompt] = prompts.FIX
@@ -96,15 +96,31 @@ class FixRequest:
 
 @dataclass(frozen=True)
 class FollowUp:
-    """The conversation and one more user message (a syntax repair, a reproduction test asked for again); the model
-    asking to read files is not answered here."""
+    """After the conversation so far, one more user message (a syntax repair, a reproduction test asked for again);
+    the model asking to read files is not answered here."""
 
-    history: list[Message]
     text: str
     prompt: prompts.Prompt = field(default=prompts.SYNTAX)
 
 
-Request = PlanRequest | ReproduceRequest | FixRequest | FollowUp
+@dataclass(frozen=True)
+class QuestionRequest:
+    """A question about the repository (--ask): the context with numbered lines, for file:line citations."""
+
+    index: RepoIndex
+    question: str
+    prompt: ClassVar[prompts.Prompt] = prompts.ASK
+
+
+Request = PlanRequest | ReproduceRequest | FixRequest | FollowUp | QuestionRequest
+
+
+@dataclass(frozen=True)
+class Built:
+    """A request's messages, and the context they show (None: a follow-up shows none of its own)."""
+
+    messages: list[Message]
+    context: Context | None = None
 
 
 class Requests:
@@ -147,19 +163,28 @@ class Requests:
         notes = notes_text(self.memory.notes, room // NOTES_SHARE) if self.memory else ""
         return prompts.SESSION.render(notes=notes) + "\n" if notes else ""
 
-    def build(self, request: Request, asked: Sequence[str] = ()) -> list[Message]:
-        """The messages of a request; `asked`: files the model asked to read, shown first."""
+    def build(self, request: Request, *, history: Sequence[Message] = (), asked: Sequence[str] = (),
+              note: str = "") -> Built:
+        """The messages of a request after `history` (the conversation so far: a fix and a follow-up carry it, a
+        new start does not); `asked`: files the model asked to read, shown first; `note`: said at the end."""
+        context: Context | None = None
         match request:
             case PlanRequest():
-                return self.plan(request.index, request.task, request.baseline, request.reproduced,
-                                 list(request.reproduction), list(asked))[0]
+                messages, context = self.plan(request.index, request.task, request.baseline, request.reproduced,
+                                              list(request.reproduction), list(asked))
             case ReproduceRequest():
-                return self.reproduce(request.index, request.task, request.baseline, list(asked))
+                messages, context = self.reproduce(request.index, request.task, request.baseline, list(asked))
             case FixRequest():
-                return self.fix(request.index, request.task, request.result, request.feedback, request.history,
-                                request.modified, request.iteration, list(asked))
+                messages, context = self.fix(request.index, request.task, request.result, request.feedback,
+                                             list(history), request.modified, request.iteration, list(asked))
             case FollowUp():
-                return self.follow_up(request.history, request.text)
+                messages = self.follow_up(list(history), request.text)
+            case QuestionRequest():
+                messages, context = self.question(request.index, request.question)
+        if note:
+            last = messages[-1]
+            messages = self.fitted([*messages[:-1], {**last, "content": f"{last['content']}\n\n{note}"}])
+        return Built(messages=messages, context=context)
 
     def plan(self, index: RepoIndex, task: str, baseline: TestResult,
              reproduced: TestResult | None = None, reproduction: list[str] | None = None,
@@ -199,7 +224,7 @@ class Requests:
         self.plan(index, task, baseline)
 
     def reproduce(self, index: RepoIndex, task: str, baseline: TestResult,
-                  asked: list[str] | None = None) -> list[Message]:
+                  asked: list[str] | None = None) -> tuple[list[Message], Context]:
         """The request for a test that captures the task and fails before any fix."""
         room = self.window.prompt_room()
 
@@ -211,10 +236,10 @@ class Requests:
         budget, owner = self._split(room, render(""), index)
         context = self._context(index, task, budget, must_include=asked, with_tests=True)
         logger.info("prompts %s + %s", prompts.SYSTEM.version, prompts.REPRODUCE.version)
-        return self.fitted(render(context.render() or "(no files indexed)", owner, context.paths))
+        return self.fitted(render(context.render() or "(no files indexed)", owner, context.paths)), context
 
     def fix(self, index: RepoIndex, task: str, result: TestResult, feedback: str, history: list[Message],
-            modified: list[str], iteration: int, asked: list[str] | None = None) -> list[Message]:
+            modified: list[str], iteration: int, asked: list[str] | None = None) -> tuple[list[Message], Context]:
         room = self.window.prompt_room()
         failures = failure_text(result)
         shown = clip_text(failures, room // FAILURES_SHARE, "test output") if failures else ""
@@ -232,7 +257,7 @@ class Requests:
         context = self._context(index, task, max(budget, 1), extra_text=failures,
                                 must_include=[*(asked or []), *self._involved(index, result, modified)])
         logger.info("prompt %s; context budget %d of a %d-token room", prompts.FIX.version, budget, room)
-        return self.fitted([*kept, {"role": "user", "content": render(context.render())}])
+        return self.fitted([*kept, {"role": "user", "content": render(context.render())}]), context
 
     def follow_up(self, history: list[Message], text: str) -> list[Message]:
         """The conversation and one more user message (a re-ask, a syntax repair)."""

@@ -12,15 +12,30 @@ from code_assistant.model.chat import Usage
 
 if TYPE_CHECKING:
     from code_assistant.edit.operations import EditResult
+    from code_assistant.edit.preview import Preview
     from code_assistant.edit.takeback import FileOutcome
     from code_assistant.index.indexer import RepoIndex
-    from code_assistant.model.chat import ChatModel, Message
+    from code_assistant.model.chat import ChatModel
     from code_assistant.model.trajectory import Step
     from code_assistant.verify.runner import TestResult
 
 
+@dataclass(frozen=True)
+class Ending:
+    """How a run ended, before its outcome is made of it (Agent.end, the one place): the change kept, or taken back
+    out; `preview`: a dry run's, nothing having been written."""
+
+    reason: Stop
+    message: str = ""
+    kept: bool = False
+    verified: bool = False  # a test that failed before the change passes now
+    verification: str = ""  # which test shows it, or why none does
+    preview: Preview | None = None
+
+
 class StopRun(Exception):
-    """Raised anywhere in a run to stop it; the loop rolls back and turns it into a RunResult."""
+    """Raised where a part must stop the run (the budget spent, the user quitting at review): the run ends with its
+    change taken back out."""
 
     def __init__(self, reason: Stop, message: str = "") -> None:
         super().__init__(message or reason)
@@ -69,9 +84,9 @@ class RunState:
     step_written: bool = False  # the step is in the run log already
     candidate: int | None = None  # best of N: which attempt this is (None: the run in the repository)
     iteration: int = 0
-    messages: list[Message] = field(default_factory=list)  # the conversation so far: the last request and its answers
     answers: list[str] = field(default_factory=list)  # every answer of the run (a repeated one is no progress)
     refused_in_a_row: int = 0
+    failures: frozenset[tuple[str, str]] | None = None  # how the tests failed at the last test run (no progress: again)
     reproduction: Reproduction | None = None
     repo_index: RepoIndex | None = None  # the index of the repository: what the model may ask to read
     tests_failed: list[str] = field(default_factory=list)  # at the last test run

@@ -34,6 +34,13 @@ class RepoLockedError(AssistantError):
     """Another run holds the repository lock."""
 
 
+def held_by(pid: str, session: bool, repo: Path) -> str:
+    """What another run is told while this repository is held."""
+    if session:
+        return f"a session (pid {pid}) holds {repo} until it ends; leave it (Ctrl-D) or wait for it"
+    return f"another run (pid {pid}) is already working on {repo}; wait for it to finish"
+
+
 def default_state_dir(repo: Path) -> Path:
     return cache_home() / "state" / repo_id(repo)
 
@@ -291,11 +298,13 @@ def _fsync_file(path: Path) -> None:
 
 
 class RepoLock:
-    """One run per repository: an exclusive, non-blocking flock on a file in the state dir."""
+    """One run (or one session) per repository: an exclusive, non-blocking flock on a file in the state dir, which
+    names the holder's pid, and `session` when a session holds it for its whole length."""
 
-    def __init__(self, repo_path: str | Path, state_dir: str | Path | None = None) -> None:
+    def __init__(self, repo_path: str | Path, state_dir: str | Path | None = None, *, session: bool = False) -> None:
         self.repo = Path(repo_path).resolve()
         self.path = (Path(state_dir) if state_dir else default_state_dir(self.repo)) / "lock"
+        self.session = session
         self._fd: int | None = None
 
     def __enter__(self) -> RepoLock:
@@ -304,12 +313,12 @@ class RepoLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            other = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            holder = os.pread(fd, 64, 0).decode(errors="replace").split()
             os.close(fd)
-            raise RepoLockedError(f"another run (pid {other}) is already working on {self.repo}; "
-                                  "wait for it to finish") from None
+            raise RepoLockedError(held_by(holder[0] if holder else "unknown", "session" in holder[1:], self.repo)
+                                  ) from None
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        os.pwrite(fd, (f"{os.getpid()}\n" + ("session\n" if self.session else "")).encode(), 0)
         self._fd = fd
         return self
 
