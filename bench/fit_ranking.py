@@ -10,7 +10,8 @@ The honest numbers are the cross-set ones: fit on dev, score on sympy; fit on sy
 and the old hand fusion on the same instances, per set and per repository. The L2 penalty is chosen inside the
 training set (leave one repository out, or five folds of one repository), never on the set scored; so is the loss
 (softmax or pairwise). --write stores
-the models fitted on the --ship-on sets together (default: both dev sets) in code_assistant/retrieve/fusion_weights.py.
+the models fitted on the --ship-on sets together (default: both dev sets) in code_assistant/retrieve/fusion_weights.json,
+data the package loads (retrieve/fusion.py).
 
     python -m bench.fit_ranking --records R --more-sets heldout heldout2 --loss pairwise --l2 30 \
         --without test_about --ship-on dev sympy heldout heldout2 [--write]   # the shipped weights (BENCHMARKS.md)
@@ -23,7 +24,6 @@ import json
 import math
 import statistics
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -33,7 +33,7 @@ from bench.localize_report import KS, metrics, rank_of
 from code_assistant.retrieve import fusion
 
 L2_GRID = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
-WEIGHTS_FILE = Path(__file__).resolve().parent.parent / "code_assistant" / "retrieve" / "fusion_weights.py"
+WEIGHTS_FILE = Path(__file__).resolve().parent.parent / "code_assistant" / "retrieve" / fusion.WEIGHTS_FILE
 
 
 def load(folder: Path, names: tuple[str, ...] = ("dev", "sympy")) -> dict[str, list[dict]]:
@@ -202,18 +202,17 @@ def weights_table(fast: fusion.Model, full: fusion.Model) -> list[str]:
     return lines
 
 
-def write_weights(fast: fusion.Model, full: fusion.Model, note: str) -> None:
+def weights_json(fast: fusion.Model, full: fusion.Model, note: str) -> str:
+    """The text of the package's fusion_weights.json: a line per list, six significant digits per number."""
     def spec(m: fusion.Model) -> str:
-        rows = [f'        "names": {list(m.names)!r},']
+        rows = [f'      "names": {json.dumps(list(m.names))}']
         for key in ("weights", "means", "scales"):
-            rows.append(f'        "{key}": [{", ".join(f"{v:.6g}" for v in getattr(m, key))}],')
-        return "{\n" + "\n".join(rows) + "\n    }"
+            rows.append(f'      "{key}": {json.dumps([float(f"{v:.6g}") for v in getattr(m, key)])}')
+        return "{\n" + ",\n".join(rows) + "\n    }"
 
-    note = "\n".join(textwrap.fill(line, 120) for line in note.splitlines())
-    WEIGHTS_FILE.write_text(
-        '"""The fusion models\' constants, written by `python -m bench.fit_ranking --write`; do not edit by hand.\n\n'
-        f"{note}\n" + '"""\n\n'
-        f"MODELS = {{\n    \"fast\": {spec(fast)},\n    \"full\": {spec(full)},\n}}\n")
+    about = "The fusion models' constants, written by `python -m bench.fit_ranking --write`; do not edit by hand."
+    return (f'{{\n  "about": {json.dumps(f"{about} {note}")},\n  "models": {{\n    "fast": {spec(fast)},\n'
+            f'    "full": {spec(full)}\n  }}\n}}\n')
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -222,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--loss", choices=("softmax", "pairwise"), nargs="+", default=["softmax", "pairwise"],
                    help="losses to choose from, inside the training set")
     p.add_argument("--write", action="store_true",
-                   help="write the models fitted on the --ship-on sets to fusion_weights.py")
+                   help=f"write the models fitted on the --ship-on sets to the package's {fusion.WEIGHTS_FILE}")
     p.add_argument("--without", nargs="+", default=[], choices=fusion.NAMES, metavar="FEATURE",
                    help="leave these features out of every fit")
     p.add_argument("--more-sets", nargs="+", default=[], metavar="NAME",
@@ -267,11 +266,10 @@ def main(argv: list[str] | None = None) -> int:
               *weights_table(fast, full)]
     print("\n".join(lines))
     if args.write:
-        write_weights(fast, full, f"Fitted on {on} instances ({len(train)}), every {args.balance} weighing the same, "
-                                  f"{loss} loss, L2 {l2:g} ({how}), "
-                                  + (f"features left out: {', '.join(sorted(WITHOUT))}, " if WITHOUT else "") +
-                                  f"{time.strftime('%Y-%m-%d')}.\n"
-                                  "Cross-set numbers (the honest estimate) are in BENCHMARKS.md.")
+        note = (f"Fitted on {on} instances ({len(train)}), every {args.balance} weighing the same, {loss} loss, "
+                f"L2 {l2:g} ({how}), " + (f"features left out: {', '.join(sorted(WITHOUT))}, " if WITHOUT else "")
+                + f"{time.strftime('%Y-%m-%d')}. Cross-set numbers (the honest estimate) are in BENCHMARKS.md.")
+        WEIGHTS_FILE.write_text(weights_json(fast, full, note), encoding="utf-8")
         print(f"wrote {WEIGHTS_FILE}", file=sys.stderr)
     return 0
 
