@@ -9,9 +9,8 @@ dense features the lazy flow would have under that fast model), numpy only (benc
 The honest numbers are the cross-set ones: fit on dev, score on sympy; fit on sympy, score on dev; each next to BM25
 and the old hand fusion on the same instances, per set and per repository. The L2 penalty is chosen inside the
 training set (leave one repository out, or five folds of one repository), never on the set scored; so is the loss
-(softmax or pairwise). --write stores
-the models fitted on the --ship-on sets together (default: both dev sets) in code_assistant/retrieve/fusion_weights.json,
-data the package loads (retrieve/fusion.py).
+(softmax or pairwise). --write stores the models fitted on the --ship-on sets together (default: both dev sets) in
+code_assistant/retrieve/fusion_weights.json, data the package reads (retrieve/fusion.py).
 
     python -m bench.fit_ranking --records R --more-sets heldout heldout2 --loss pairwise --l2 30 \
         --without test_about --ship-on dev sympy heldout heldout2 [--write]   # the shipped weights (BENCHMARKS.md)
@@ -100,8 +99,8 @@ def choose(records: list[dict], losses: tuple[str, ...]) -> tuple[str, float]:
     --rule best: the best mean reciprocal rank (over all queries; with --balance repo or set, or --choose-by set, the
     mean of the folds' MRRs, every fold the same). --rule one-se: the one-standard-error rule - of the settings whose
     mean fold MRR is within one standard error (over folds) of the best one's, the most penalized: the simplest model
-    the folds cannot tell apart from the best (BENCHMARKS.md, "A fourth set": what it picked, and why it was not
-    shipped)."""
+    the folds cannot tell apart from the best (BENCHMARKS-HISTORY.md, "A fourth set": what it picked, and why it
+    was not shipped)."""
     fold_mrr: dict[tuple[str, float], list[float]] = {}
     pooled: dict[tuple[str, float], float] = {}
     for loss in losses:
