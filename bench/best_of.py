@@ -20,18 +20,9 @@ import time
 from pathlib import Path
 
 from code_assistant.agent.candidates import ScratchCopy
-from tests.repos import ROOT, answer, git_init, modify
+from tests.repos import INVENTORY_FIX, ROOT, git_init
 from tests.scripted_server import ScriptedServer
 
-FIX = answer(
-    modify("inventory/stock.py",
-           "        sku = parse_sku(sku)\n        self.quantities[sku] = self.quantities.get(sku, 0) - quantity\n",
-           "        sku = parse_sku(sku)\n        if quantity > self.quantities.get(sku, 0):\n"
-           "            raise ValueError(f\"only {self.quantities.get(sku, 0)} of {sku} in stock\")\n"
-           "        self.quantities[sku] = self.quantities.get(sku, 0) - quantity\n"),
-    modify("inventory/stock.py", "    sku = text.strip()\n", "    sku = text.strip().upper()\n"),
-    modify("inventory/stock.py", "        return int(total * (1 - discount))\n",
-           "        return round(total * (1 - discount))\n"))
 TASK = "Make the failing tests in tests/test_stock.py pass"
 
 
@@ -44,8 +35,8 @@ def one_run(source: Path, candidates: int, work: Path) -> dict[str, float]:
     repo = work / f"repo-{candidates}-{time.monotonic_ns()}"
     shutil.copytree(source, repo)
     git_init(repo)
-    seeds = {n: [FIX] for n in range(1, candidates + 1)}
-    with ScriptedServer([FIX], by_seed=seeds) as server:
+    seeds = {n: [INVENTORY_FIX] for n in range(1, candidates + 1)}
+    with ScriptedServer([INVENTORY_FIX], by_seed=seeds) as server:
         env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "bench", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
                "CODE_ASSISTANT_INDEX_PATH": str(work / "index"), "CODE_ASSISTANT_STATE_PATH": str(work / "state")}
         command = [sys.executable, str(ROOT / "main.py"), "--repo", str(repo), "--task", TASK, "--test-command",

@@ -1,5 +1,5 @@
 """Fitting the fusion model, the ranking's training code (the bench and the tests use it; the product only reads the
-weights bench/fit_ranking.py writes to code_assistant/retrieve/fusion_weights.py): from per-query candidate feature
+weights bench/fit_ranking.py writes to code_assistant/retrieve/fusion_weights.json): from per-query candidate feature
 matrices and the file that was right, the weights of a linear scorer (numpy only, Newton's method on a convex loss
 with an L2 penalty on standardized features).
 

@@ -9,8 +9,8 @@ dense features the lazy flow would have under that fast model), numpy only (benc
 The honest numbers are the cross-set ones: fit on dev, score on sympy; fit on sympy, score on dev; each next to BM25
 and the old hand fusion on the same instances, per set and per repository. The L2 penalty is chosen inside the
 training set (leave one repository out, or five folds of one repository), never on the set scored; so is the loss
-(softmax or pairwise). --write stores
-the models fitted on the --ship-on sets together (default: both dev sets) in code_assistant/retrieve/fusion_weights.py.
+(softmax or pairwise). --write stores the models fitted on the --ship-on sets together (default: both dev sets) in
+code_assistant/retrieve/fusion_weights.json, data the package reads (retrieve/fusion.py).
 
     python -m bench.fit_ranking --records R --more-sets heldout heldout2 --loss pairwise --l2 30 \
         --without test_about --ship-on dev sympy heldout heldout2 [--write]   # the shipped weights (BENCHMARKS.md)
@@ -23,7 +23,6 @@ import json
 import math
 import statistics
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -33,7 +32,7 @@ from bench.localize_report import KS, metrics, rank_of
 from code_assistant.retrieve import fusion
 
 L2_GRID = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
-WEIGHTS_FILE = Path(__file__).resolve().parent.parent / "code_assistant" / "retrieve" / "fusion_weights.py"
+WEIGHTS_FILE = Path(__file__).resolve().parent.parent / "code_assistant" / "retrieve" / fusion.WEIGHTS_FILE
 
 
 def load(folder: Path, names: tuple[str, ...] = ("dev", "sympy")) -> dict[str, list[dict]]:
@@ -100,8 +99,8 @@ def choose(records: list[dict], losses: tuple[str, ...]) -> tuple[str, float]:
     --rule best: the best mean reciprocal rank (over all queries; with --balance repo or set, or --choose-by set, the
     mean of the folds' MRRs, every fold the same). --rule one-se: the one-standard-error rule - of the settings whose
     mean fold MRR is within one standard error (over folds) of the best one's, the most penalized: the simplest model
-    the folds cannot tell apart from the best (BENCHMARKS.md, "A fourth set": what it picked, and why it was not
-    shipped)."""
+    the folds cannot tell apart from the best (BENCHMARKS-HISTORY.md, "A fourth set": what it picked, and why it
+    was not shipped)."""
     fold_mrr: dict[tuple[str, float], list[float]] = {}
     pooled: dict[tuple[str, float], float] = {}
     for loss in losses:
@@ -202,18 +201,17 @@ def weights_table(fast: fusion.Model, full: fusion.Model) -> list[str]:
     return lines
 
 
-def write_weights(fast: fusion.Model, full: fusion.Model, note: str) -> None:
+def weights_json(fast: fusion.Model, full: fusion.Model, note: str) -> str:
+    """The text of the package's fusion_weights.json: a line per list, six significant digits per number."""
     def spec(m: fusion.Model) -> str:
-        rows = [f'        "names": {list(m.names)!r},']
+        rows = [f'      "names": {json.dumps(list(m.names))}']
         for key in ("weights", "means", "scales"):
-            rows.append(f'        "{key}": [{", ".join(f"{v:.6g}" for v in getattr(m, key))}],')
-        return "{\n" + "\n".join(rows) + "\n    }"
+            rows.append(f'      "{key}": {json.dumps([float(f"{v:.6g}") for v in getattr(m, key)])}')
+        return "{\n" + ",\n".join(rows) + "\n    }"
 
-    note = "\n".join(textwrap.fill(line, 120) for line in note.splitlines())
-    WEIGHTS_FILE.write_text(
-        '"""The fusion models\' constants, written by `python -m bench.fit_ranking --write`; do not edit by hand.\n\n'
-        f"{note}\n" + '"""\n\n'
-        f"MODELS = {{\n    \"fast\": {spec(fast)},\n    \"full\": {spec(full)},\n}}\n")
+    about = "The fusion models' constants, written by `python -m bench.fit_ranking --write`; do not edit by hand."
+    return (f'{{\n  "about": {json.dumps(f"{about} {note}")},\n  "models": {{\n    "fast": {spec(fast)},\n'
+            f'    "full": {spec(full)}\n  }}\n}}\n')
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -222,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--loss", choices=("softmax", "pairwise"), nargs="+", default=["softmax", "pairwise"],
                    help="losses to choose from, inside the training set")
     p.add_argument("--write", action="store_true",
-                   help="write the models fitted on the --ship-on sets to fusion_weights.py")
+                   help=f"write the models fitted on the --ship-on sets to the package's {fusion.WEIGHTS_FILE}")
     p.add_argument("--without", nargs="+", default=[], choices=fusion.NAMES, metavar="FEATURE",
                    help="leave these features out of every fit")
     p.add_argument("--more-sets", nargs="+", default=[], metavar="NAME",
@@ -267,11 +265,10 @@ def main(argv: list[str] | None = None) -> int:
               *weights_table(fast, full)]
     print("\n".join(lines))
     if args.write:
-        write_weights(fast, full, f"Fitted on {on} instances ({len(train)}), every {args.balance} weighing the same, "
-                                  f"{loss} loss, L2 {l2:g} ({how}), "
-                                  + (f"features left out: {', '.join(sorted(WITHOUT))}, " if WITHOUT else "") +
-                                  f"{time.strftime('%Y-%m-%d')}.\n"
-                                  "Cross-set numbers (the honest estimate) are in BENCHMARKS.md.")
+        note = (f"Fitted on {on} instances ({len(train)}), every {args.balance} weighing the same, {loss} loss, "
+                f"L2 {l2:g} ({how}), " + (f"features left out: {', '.join(sorted(WITHOUT))}, " if WITHOUT else "")
+                + f"{time.strftime('%Y-%m-%d')}. Cross-set numbers (the honest estimate) are in BENCHMARKS.md.")
+        WEIGHTS_FILE.write_text(weights_json(fast, full, note), encoding="utf-8")
         print(f"wrote {WEIGHTS_FILE}", file=sys.stderr)
     return 0
 

@@ -6,10 +6,10 @@ folds fitted without all of them, then with each one alone, as deltas per langua
     python -m bench.held_out --records G --sets dev sympy heldout heldout2 multilang mined_ml mined37
     python -m bench.held_out --records G --sets ... --ablate role leaf core cover   # each prior alone, held out
 
-The recipe is the shipped one unless told (pairwise loss, L2 30, `test_about` left out: BENCHMARKS.md, "A fourth
-set"); --folds 0 leaves out one repository at a time, --folds K (default 10) puts whole repositories into K folds of
-about equal size (the largest first), which is ten fits instead of one per repository and leaves nearly as much to
-fit on.
+The recipe is the shipped one unless told (pairwise loss, L2 30, `test_about` left out: BENCHMARKS-HISTORY.md, "A
+fourth set"); --folds 0 leaves out one repository at a time, --folds K (default 10) puts whole repositories into K
+folds of about equal size (the largest first), which is ten fits instead of one per repository and leaves nearly as
+much to fit on.
 """
 
 from __future__ import annotations

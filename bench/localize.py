@@ -134,9 +134,10 @@ class InProcess:
         context = build_context(index, task, budget, ranked=ranking)
         sig = ranking.signals
         assert sig is not None
-        from code_assistant.retrieve import fusion_weights
+        from code_assistant.retrieve import fusion
 
-        weights = hashlib.sha1(json.dumps(fusion_weights.MODELS, sort_keys=True).encode()).hexdigest()[:8]
+        shipped = {name: asdict(fusion.shipped(name)) for name in ("fast", "full")}  # the models of the package's JSON
+        weights = hashlib.sha1(json.dumps(shipped, sort_keys=True).encode()).hexdigest()[:8]
         return {"files": [r.path for r in ranking.files], "context_files": context.paths, "map_files": context.map,
                 "listed_files": context.listed, "tests_paired": context.tests, **test_fields(*tests, set(index.files)),
                 "embedded": ranking.embedded,

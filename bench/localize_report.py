@@ -160,7 +160,7 @@ def render(records: dict[str, list[dict]], budget: int) -> str:
         embedded = [r.get("embedded", 0) for r in done]
         secs = sorted(r["seconds"]["rank"] for r in done) if done else [0]
         runs = sorted({r.get("weights", "initial hand-set") for r in done})
-        lines += ["", f"As run with fusion weights {', '.join(runs)} (fusion_weights.MODELS hash)."]
+        lines += ["", f"As run with fusion weights {', '.join(runs)} (a hash of the models in fusion_weights.json)."]
         lines += ["", (f"Chunks embedded per query: mean {sum(embedded) / max(len(embedded), 1):.0f}, max "
                        f"{max(embedded, default=0)}; rank() seconds median {secs[len(secs) // 2]:.1f}, "
                        f"max {secs[-1]:.1f}.")]

@@ -131,6 +131,15 @@ def create(path: str, content: str) -> dict:
 
 NODE_FIX = modify("src/math.js", "  return a - b;", "  return a + b;")
 GO_FIX = modify("calc/calc.go", "\treturn a - b", "\treturn a + b")
+INVENTORY_FIX = answer(  # what makes examples/inventory's three failing tests pass
+    modify("inventory/stock.py",
+           "        sku = parse_sku(sku)\n        self.quantities[sku] = self.quantities.get(sku, 0) - quantity\n",
+           "        sku = parse_sku(sku)\n        if quantity > self.quantities.get(sku, 0):\n"
+           "            raise ValueError(f\"only {self.quantities.get(sku, 0)} of {sku} in stock\")\n"
+           "        self.quantities[sku] = self.quantities.get(sku, 0) - quantity\n"),
+    modify("inventory/stock.py", "    sku = text.strip()\n", "    sku = text.strip().upper()\n"),
+    modify("inventory/stock.py", "        return int(total * (1 - discount))\n",
+           "        return round(total * (1 - discount))\n"))
 
 
 def _cli_env(server_url: str | None, api_key: str | None, extra_env: dict[str, str] | None) -> dict[str, str]:

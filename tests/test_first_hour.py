@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.repos import ROOT, answer, modify, python_repo, run_cli, run_cli_on_a_terminal, snapshot
+from tests.repos import INVENTORY_FIX, ROOT, answer, modify, python_repo, run_cli, run_cli_on_a_terminal, snapshot
 from tests.scripted_server import ScriptedServer
 
 PYTEST = f"{sys.executable} -m pytest -q"
@@ -202,8 +202,6 @@ def _block(readme: Path) -> list[str]:
 
 
 def test_the_inventory_examples_commands_work_as_written(tmp_path: Path) -> None:
-    from bench.best_of import FIX
-
     setup, run = _block(ROOT / "examples" / "inventory" / "README.md")
     target = tmp_path / "inventory"
     setup, run = setup.replace("/tmp/inventory", str(target)), run.replace("/tmp/inventory", str(target))
@@ -212,7 +210,7 @@ def test_the_inventory_examples_commands_work_as_written(tmp_path: Path) -> None
     done = subprocess.run(["bash", "-c", setup], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and (target / ".git").is_dir(), done.stderr
     assert run.startswith("python main.py ")
-    with ScriptedServer([FIX]) as server:
+    with ScriptedServer([INVENTORY_FIX]) as server:
         proc = subprocess.run(["bash", "-c", run.replace("python ", f"{sys.executable} ", 1)], cwd=ROOT,
                               env={**env, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k"},
                               capture_output=True, text=True, timeout=300)

@@ -1,4 +1,5 @@
-"""Packaging: pyproject.toml lists every module, and the installed `code-assistant` script works outside the tree.
+"""Packaging: pyproject.toml lists every module and the data the package reads, and the installed `code-assistant` script
+works outside the tree.
 
 The install test is slow-ish (~20 s): a wheel built with this environment's setuptools (declared in requirements.txt),
 installed into a venv that sees this environment's packages through a .pth file and nothing of the machine's. Select it
@@ -15,9 +16,12 @@ import sys
 import sysconfig
 import tomllib
 import venv
+import zipfile
 from pathlib import Path
 
 from repos import ROOT, python_repo
+
+WEIGHTS = "code_assistant/retrieve/fusion_weights.json"  # data the ranking reads at run time
 
 
 def _pyproject() -> dict:
@@ -28,6 +32,7 @@ def test_one_package_and_its_console_script_are_declared() -> None:
     assert _pyproject()["tool"]["setuptools"]["packages"]["find"]["include"] == ["code_assistant", "code_assistant.*"]
     assert "py-modules" not in _pyproject()["tool"]["setuptools"]
     assert _pyproject()["project"]["scripts"] == {"code-assistant": "code_assistant.cli:entry"}
+    assert _pyproject()["tool"]["setuptools"]["package-data"] == {"code_assistant.retrieve": ["fusion_weights.json"]}
 
 
 def test_root_modules_are_entrances_that_only_re_export() -> None:
@@ -103,6 +108,8 @@ def test_installed_console_script_runs_outside_the_tree(tmp_path: Path) -> None:
                            capture_output=True, text=True, env=env, cwd=work, timeout=180)
     assert built.returncode == 0, built.stdout + built.stderr
     wheel = next((tmp_path / "dist").glob("*.whl"))
+    with zipfile.ZipFile(wheel) as archive:
+        assert WEIGHTS in archive.namelist(), "the ranking's fitted weights are package data"
     env_dir = tmp_path / "venv"
     python = _isolated_venv(env_dir)
     site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -120,6 +127,12 @@ def test_installed_console_script_runs_outside_the_tree(tmp_path: Path) -> None:
                            capture_output=True, text=True, env=env, cwd=work, timeout=60)
     assert where.returncode == 0, where.stderr
     assert str(env_dir) in where.stdout  # the installed copy, not the source tree
+    loaded = subprocess.run([str(python), "-c", "import json; from dataclasses import asdict; "
+                             "from code_assistant.retrieve import fusion; "
+                             "print(json.dumps({name: asdict(fusion.shipped(name)) for name in ('fast', 'full')}))"],
+                            capture_output=True, text=True, env=env, cwd=work, timeout=60)
+    assert loaded.returncode == 0, loaded.stderr
+    assert json.loads(loaded.stdout) == json.loads((ROOT / WEIGHTS).read_text(encoding="utf-8"))["models"]
 
     helped = subprocess.run([str(script), "--help"], capture_output=True, text=True, env=env, cwd=work, timeout=60)
     assert helped.returncode == 0 and "--context-only" in helped.stdout, helped.stderr

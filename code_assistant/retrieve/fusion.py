@@ -1,16 +1,20 @@
-"""Signals to features to one score per file: a linear model whose weights are fitted offline (bench/fit_ranking.py
-writes fusion_weights.py), not set by hand. Two models: the fast one ranks before any vectors exist and picks the
-files worth embedding; the full one adds the dense features once they do."""
+"""Signals to features to one score per file: a linear model whose weights are fitted offline, not set by hand: they
+are data the package ships (fusion_weights.json beside this module, written by `python -m bench.fit_ranking --write`).
+Two models: the fast one ranks before any vectors exist and picks the files worth embedding; the full one adds the
+dense features once they do."""
 from __future__ import annotations
 
+import functools
+import json
 import math
 from collections import Counter
 from dataclasses import dataclass
+from importlib import resources
 
 import numpy as np
 
 from code_assistant import languages
-from code_assistant.retrieve import file_roles, fusion_weights
+from code_assistant.retrieve import file_roles
 from code_assistant.retrieve.signals import SIGNAL_DEPTH, FileSignals, Signals
 
 RANK_SCALE = 8  # a signal's rank r becomes RANK_SCALE / (RANK_SCALE + r - 1): 1 at the top, 0.5 at rank 9
@@ -78,10 +82,20 @@ class Model:
         return x @ np.asarray(self.weights)
 
 
+WEIGHTS_FILE = "fusion_weights.json"  # package data: {"about": ..., "models": {"fast": {...}, "full": {...}}}
+
+
+@functools.cache
+def _shipped_models() -> dict[str, Model]:
+    """The fitted models of WEIGHTS_FILE, read once per process."""
+    text = resources.files("code_assistant.retrieve").joinpath(WEIGHTS_FILE).read_text(encoding="utf-8")
+    return {name: Model(tuple(spec["names"]), tuple(spec["weights"]), tuple(spec["means"]), tuple(spec["scales"]))
+            for name, spec in json.loads(text)["models"].items()}
+
+
 def shipped(name: str) -> Model:
-    """The fitted model `fast` or `full` of fusion_weights.py."""
-    spec = fusion_weights.MODELS[name]
-    return Model(tuple(spec["names"]), tuple(spec["weights"]), tuple(spec["means"]), tuple(spec["scales"]))
+    """The fitted model `fast` or `full` the package ships (WEIGHTS_FILE)."""
+    return _shipped_models()[name]
 
 
 def _rr(rank: int) -> float:

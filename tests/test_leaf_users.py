@@ -1,11 +1,10 @@
 """Issue 37's leaf users (a file that imports repository files and that no file imports: a demo, a script, a
-compatibility layer that wraps the core) as a ranking feature, and the bench's folds that keep each repository whole
-when every instance is scored by weights fitted without its repository."""
+compatibility layer that wraps the core) as a ranking feature. The bench's folds that keep each repository whole are
+tested beside the bench (bench/tests/test_held_out.py)."""
 from __future__ import annotations
 
 import pytest
 
-from bench.held_out import folds
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.retrieve import fusion, signals
 from tests.repos import indexed_tree
@@ -48,12 +47,3 @@ def test_a_leaf_user_is_marked_and_the_core_it_uses_is_not(library: RepoIndex) -
     assert leaf["demo/app.js"] == 1.0, "imports the library, nothing imports it"
     assert leaf["src/render.js"] == 0.0 and leaf["src/diff.js"] == 0.0, "imported by the library"
     assert leaf.get("src/index.js", 0.0) == 0.0, "an entry is not a leaf user, though nothing imports it"
-
-
-def test_folds_keep_every_repository_whole_and_balance_their_sizes() -> None:
-    records = [{"repo": repo, "set": "s", "instance_id": f"{repo}-{i}"}
-               for repo, n in (("a/big", 9), ("b/mid", 5), ("c/mid", 4), ("d/one", 1), ("e/one", 1)) for i in range(n)]
-    three = folds(records, 3)
-    assert sorted(len(f) for f in three) == [5, 6, 9]
-    assert all(len({r["repo"] for r in f} & {r["repo"] for r in g}) == 0 for f in three for g in three if f is not g)
-    assert sorted(len(f) for f in folds(records, 0)) == [1, 1, 4, 5, 9], "0: one repository per fold"
