@@ -41,15 +41,15 @@ def step_kind(request: Request) -> StepKind:
 
 class Asker:
     """The model side of a run. `budget`: the usage that counts against --max-tokens and --max-cost (best of N: every
-    attempt's); `stop`: when set, the next ask stops the run as interrupted (best of N's Ctrl-C)."""
+    attempt's); `cancelled`: when set, the next ask ends the run as interrupted (best of N's Ctrl-C)."""
 
     def __init__(self, settings: Settings, model: ChatModel, conversation: Conversation, state: RunState, *,
                  say: Callable[[str], None], budget: Callable[[], Usage],
-                 on_token: Callable[[str], None] | None = None, stop: threading.Event | None = None,
+                 on_token: Callable[[str], None] | None = None, cancelled: threading.Event | None = None,
                  flush: Callable[[], None] = lambda: None) -> None:
         """`flush`: writes the step being built to the run log before a new one starts (Recorder.flush)."""
         self.settings, self.model, self.conversation, self.state = settings, model, conversation, state
-        self.say, self.budget, self.on_token, self.stop, self.flush = say, budget, on_token, stop, flush
+        self.say, self.budget, self.on_token, self.cancelled, self.flush = say, budget, on_token, cancelled, flush
 
     def ask(self, request: Request) -> list[EditOperation]:
         """The model's changes for a request (a new step of the conversation, unless it is the one just opened)."""
@@ -98,7 +98,7 @@ class Asker:
     def _ask(self, request: Request) -> list[EditOperation]:
         """One chat call for the conversation's open step; an unusable answer is sent back once with the parse
         error."""
-        if self.stop is not None and self.stop.is_set():
+        if self.cancelled is not None and self.cancelled.is_set():
             raise KeyboardInterrupt
         state = self.state
         self.flush()  # the answers of the step before, untested, are not lost

@@ -37,7 +37,7 @@ ModelFactory = Callable[[int], ChatModel]  # candidate number -> that attempt's 
 
 class BestOf:
     """Runs `count` attempts for `parent` (the agent on the user's repository) and applies the best one. Each attempt
-    is an Agent of its own in its own scratch copy; it gets the run's budget and stop flag, and its model joins the
+    is an Agent of its own in its own scratch copy; it gets the run's budget and cancel flag, and its model joins the
     run's usage meter."""
 
     def __init__(self, parent: Agent, make_model: ModelFactory, count: int, workers: int | None = None) -> None:
@@ -47,7 +47,7 @@ class BestOf:
         self._agents: dict[int, Agent] = {}
         self._lock = threading.Lock()
         self._index_lock = threading.Lock()
-        self._stop = threading.Event()
+        self._cancelled = threading.Event()
 
     # ----- the run, top to bottom -------------------------------------------------------------------------
     def run(self, task: str) -> RunResult:
@@ -128,7 +128,7 @@ class BestOf:
                 started = time.perf_counter()
                 try:
                     outcome = (CandidateOutcome(number=number, passed=False, stop_reason=Stop.INTERRUPTED)
-                               if self._stop.is_set() else self.attempt(number, copies[number], task, prepared))
+                               if self._cancelled.is_set() else self.attempt(number, copies[number], task, prepared))
                 except BaseException as exc:  # noqa: BLE001 - one attempt's error is its outcome, not the run's
                     logger.warning("candidate %d stopped: %s", number, exc)
                     reason = Stop.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else Stop.MODEL_ERROR
@@ -156,7 +156,7 @@ class BestOf:
 
     def cancel(self, threads: list[threading.Thread]) -> None:
         """Tell every attempt to stop, kill their running tests, and give them a moment to wind down."""
-        self._stop.set()
+        self._cancelled.set()
         with self._lock:
             agents = list(self._agents.values())
         for agent in agents:
@@ -169,7 +169,7 @@ class BestOf:
         with copy as scratch:
             assert copy.root is not None
             agent, model = self.candidate(number, scratch, copy.root / "state")
-            if self._stop.is_set():
+            if self._cancelled.is_set():
                 raise KeyboardInterrupt
             index = dataclasses.replace(prepared.index, repo=scratch)
             reproduction = dataclasses.replace(prepared.reproduction) if prepared.reproduction else None
@@ -183,7 +183,7 @@ class BestOf:
 
     def candidate(self, number: int, scratch: Path, state_path: Path) -> tuple[Agent, ChatModel]:
         """Attempt `number`: an Agent built from the same parts as the run's, on the scratch copy, with its own model
-        (which joins the run's usage), runner and editor, the run's budget, stop flag and index lock."""
+        (which joins the run's usage), runner and editor, the run's budget, cancel flag and index lock."""
         parent = self.parent
         settings = dataclasses.replace(parent.settings, repo=scratch, state_path=state_path, candidates=1,
                                        reproduce=False, embed_budget=0, review=False)
@@ -197,7 +197,7 @@ class BestOf:
         agent = Agent(settings, model, parent.indexer, runner, editor, candidate=number,
                       say=lambda line: parent.parts.say(f"[Candidate {number}] {line}"),
                       trajectory=parent.parts.recorder.trajectory, budget=parent.parts.meter.total,
-                      stop=self._stop, index_lock=self._index_lock)
+                      cancelled=self._cancelled, index_lock=self._index_lock)
         with self._lock:
             self._agents[number] = agent
         return agent, model

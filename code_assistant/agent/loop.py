@@ -61,13 +61,13 @@ class Agent:
                  on_token: Callable[[str], None] | None = None,
                  index_progress: Callable[[int, int], None] | None = None,
                  pre_write: Callable[[list[str]], None] | None = None, candidate: int | None = None,
-                 budget: Callable[[], Usage] | None = None, stop: threading.Event | None = None,
+                 budget: Callable[[], Usage] | None = None, cancelled: threading.Event | None = None,
                  index_lock: contextlib.AbstractContextManager[object] | None = None,
                  memory: Memory | None = None) -> None:
         self.settings, self.indexer, self.runner, self.index_progress = settings, indexer, runner, index_progress
         self.parts = build_parts(settings, model, runner, editor, say=say, trajectory=trajectory, review=review,
                                  on_token=on_token, pre_write=pre_write, candidate=candidate, budget=budget,
-                                 stop=stop, index_lock=index_lock, memory=memory)
+                                 cancelled=cancelled, index_lock=index_lock, memory=memory)
 
     # ----- the loop, top to bottom ------------------------------------------------------------------------
     def run(self, task: str) -> RunResult:

@@ -1,6 +1,6 @@
 """The parts a run is built from, each with one job, sharing one RunState: the asker (model calls), the applier
 (edits), the verifier (tests), the recorder (run log and result). The run in the repository and each best-of-N
-attempt are built the same way; an attempt gets its own state, editor, runner and model, the run's budget and a stop
+attempt are built the same way; an attempt gets its own state, editor, runner and model, the run's budget and a cancel
 flag, and writes nothing of the run that started it."""
 from __future__ import annotations
 
@@ -45,10 +45,10 @@ def build_parts(settings: Settings, model: ChatModel, runner: TestRunner, editor
                 say: Callable[[str], None] = lambda line: None, trajectory: Trajectory | None = None,
                 review: Review | None = None, on_token: Callable[[str], None] | None = None,
                 pre_write: Callable[[list[str]], None] | None = None, candidate: int | None = None,
-                budget: Callable[[], Usage] | None = None, stop: threading.Event | None = None,
+                budget: Callable[[], Usage] | None = None, cancelled: threading.Event | None = None,
                 index_lock: contextlib.AbstractContextManager[object] | None = None,
                 memory: Memory | None = None) -> Parts:
-    """`candidate`, `budget` (the whole run's usage, which caps it), `stop` and `index_lock` (the shared index):
+    """`candidate`, `budget` (the whole run's usage, which caps it), `cancelled` and `index_lock` (the shared index):
     what a best-of-N attempt gets from the run it belongs to; `memory`: a session's notes and pins."""
     state = RunState(step=Step(kind=StepKind.PLAN, step=0, model=model.name), candidate=candidate)
     meter = UsageMeter(model)
@@ -57,7 +57,7 @@ def build_parts(settings: Settings, model: ChatModel, runner: TestRunner, editor
     recorder = Recorder(settings, model.name, state, usage=meter.total, trajectory=trajectory,
                         sandbox=runner.sandbox.record() if runner.sandbox else None)
     asker = Asker(settings, model, conversation, state, say=say, budget=budget or meter.total, on_token=on_token,
-                  stop=stop, flush=recorder.flush)
+                  cancelled=cancelled, flush=recorder.flush)
     applier = Applier(settings, editor, asker, state, say=say, review=review, pre_write=pre_write)
     return Parts(settings=settings, model=model, state=state, meter=meter, requests=requests,
                  conversation=conversation, asker=asker,
