@@ -9,7 +9,6 @@ import logging
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
 
 from code_assistant.verify.manifests import python_install_fix
 from code_assistant.verify.outputs_common import (
@@ -17,6 +16,7 @@ from code_assistant.verify.outputs_common import (
     MAX_MESSAGE_CHARS,
     NotRun,
     NotRunCause,
+    ParsedOutput,
     TestFailure,
     clean_frames,
     finish,
@@ -28,9 +28,10 @@ from code_assistant.verify.outputs_js import npm_not_run, parse_jest, parse_moch
 from code_assistant.verify.outputs_native import cargo_not_run, go_not_run, parse_cargo, parse_go
 
 logger = logging.getLogger(__name__)
-__all__ = ["MAX_FRAMES", "MAX_MESSAGE_CHARS", "NotRun", "NotRunCause", "TestFailure", "clean_frames", "detect_runner",
-           "never_ran", "parse_cargo", "parse_go", "parse_jest", "parse_mocha", "parse_node", "parse_pytest",
-           "parse_test_output", "parse_unittest", "python_not_run", "repo_path", "strip_ansi", "trim_message"]
+__all__ = ["MAX_FRAMES", "MAX_MESSAGE_CHARS", "NotRun", "NotRunCause", "ParsedOutput", "TestFailure", "clean_frames",
+           "detect_runner", "never_ran", "parse_cargo", "parse_go", "parse_jest", "parse_mocha", "parse_node",
+           "parse_pytest", "parse_test_output", "parse_unittest", "python_not_run", "repo_path", "strip_ansi",
+           "trim_message"]
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _PY_FRAME = re.compile(r'File "(.+?)", line (\d+)')
@@ -109,7 +110,7 @@ def _summary_matches(test_id: str, name: str) -> bool:
     return test_id == name or test_id.split("::", 1)[-1].replace("::", ".") == name
 
 
-def parse_pytest(output: str, repo: Path | None) -> tuple[list[TestFailure], int | None, int | None]:
+def parse_pytest(output: str, repo: Path | None) -> ParsedOutput:
     lines = output.splitlines()
     sections = _pytest_sections(lines)
     summary = [(m.group(1), m.group(2), m.group(3) or "") for line in lines if (m := _PYTEST_SUMMARY.match(line))]
@@ -146,9 +147,10 @@ def parse_pytest(output: str, repo: Path | None) -> tuple[list[TestFailure], int
 
     final = next((line for line in reversed(lines) if _PYTEST_FINAL.match(line)), None)
     if final is None:
-        return failures, None, (len(failures) or None)
+        return ParsedOutput(runner="pytest", failures=failures, passed=None, failed=len(failures) or None)
     counts = {word.rstrip("s"): int(num) for num, word in re.findall(r"(\d+) (failed|passed|errors?)\b", final)}
-    return failures, counts.get("passed", 0), counts.get("failed", 0) + counts.get("error", 0)
+    return ParsedOutput(runner="pytest", failures=failures, passed=counts.get("passed", 0),
+                        failed=counts.get("failed", 0) + counts.get("error", 0))
 
 
 # ---------------------------------------------------------------- unittest
@@ -157,7 +159,7 @@ _UT_HEAD = re.compile(r"^(FAIL|ERROR|UNEXPECTED SUCCESS): (\S+) \((.+?)\)")
 _UT_RULE = re.compile(r"^(?:=|-){40,}$")
 
 
-def parse_unittest(output: str, repo: Path | None) -> tuple[list[TestFailure], int | None, int | None]:
+def parse_unittest(output: str, repo: Path | None) -> ParsedOutput:
     lines = output.splitlines()
     failures: list[TestFailure] = []
     i = 0
@@ -187,12 +189,13 @@ def parse_unittest(output: str, repo: Path | None) -> tuple[list[TestFailure], i
     ran = re.search(r"^Ran (\d+) tests? in", output, re.M)
     verdict = re.search(r"^(?:FAILED|OK)(?: \((.*)\))?$", output, re.M)
     if not ran:
-        return failures, None, (len(failures) or None)
+        return ParsedOutput(runner="unittest", failures=failures, passed=None, failed=len(failures) or None)
     pairs = re.findall(r"([\w ]+?)=(\d+)", verdict.group(1) or "") if verdict else []
     stats = {key.strip(): int(value) for key, value in pairs}
     failed = stats.get("failures", 0) + stats.get("errors", 0) + stats.get("unexpected successes", 0)
     not_passed = failed + stats.get("skipped", 0) + stats.get("expected failures", 0)
-    return failures, max(int(ran.group(1)) - not_passed, 0), failed
+    return ParsedOutput(runner="unittest", failures=failures, passed=max(int(ran.group(1)) - not_passed, 0),
+                        failed=failed)
 
 # ---------------------------------------------------------------- python: the tests never ran
 
@@ -251,19 +254,10 @@ def never_ran(output: str, exit_code: int | None, repo: Path | None = None) -> N
 
 # ---------------------------------------------------------------- entry point
 
-_PARSERS: dict[str, Callable[[str, Path | None], tuple[list[TestFailure], int | None, int | None]]] = {
+_PARSERS: dict[str, Callable[[str, Path | None], ParsedOutput]] = {
     "pytest": parse_pytest, "unittest": parse_unittest, "go": parse_go, "node": parse_node,
     "jest": parse_jest, "mocha": parse_mocha, "cargo": parse_cargo,
 }
-
-
-class ParsedOutput(NamedTuple):
-    """What a test run's output says; counts are None when unknown."""
-
-    runner: str
-    failures: list[TestFailure]
-    passed: int | None
-    failed: int | None
 
 
 def parse_test_output(output: str, command: list[str], repo: Path | None = None) -> ParsedOutput:
@@ -273,11 +267,12 @@ def parse_test_output(output: str, command: list[str], repo: Path | None = None)
     parser = _PARSERS.get(runner)
     if parser is None:
         logger.debug("unknown test runner for %s", command)
-        return ParsedOutput(runner, [], None, None)
+        return ParsedOutput(runner=runner, failures=[], passed=None, failed=None)
     try:
-        failures, passed, failed = parser(output, repo)
+        parsed = parser(output, repo)
     except Exception:  # a parser bug must not break the agent loop; the caller falls back to the raw output
         logger.warning("could not parse %s output", runner, exc_info=True)
-        return ParsedOutput(runner, [], None, None)
-    logger.debug("%s: %d failures parsed (passed=%s failed=%s)", runner, len(failures), passed, failed)
-    return ParsedOutput(runner, failures, passed, failed)
+        return ParsedOutput(runner=runner, failures=[], passed=None, failed=None)
+    logger.debug("%s: %d failures parsed (passed=%s failed=%s)", runner, len(parsed.failures), parsed.passed,
+                 parsed.failed)
+    return parsed

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import NamedTuple
 
 MAX_MESSAGE_CHARS = 1500
 MAX_FRAMES = 5
@@ -26,6 +27,15 @@ class TestFailure:
     line: int | None = None
     message: str = ""
     frames: list[tuple[str, int]] = field(default_factory=list)  # in-repo frames, innermost last
+
+
+class ParsedOutput(NamedTuple):
+    """What a test run's output says: its runner, the failing tests and the counts (None when unknown)."""
+
+    runner: str
+    failures: list[TestFailure]
+    passed: int | None
+    failed: int | None
 
 
 def repo_path(path: str, repo: Path | None) -> str | None:

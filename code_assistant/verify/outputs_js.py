@@ -6,7 +6,15 @@ import re
 from pathlib import Path
 
 from code_assistant.verify.manifests import npm_install_fix
-from code_assistant.verify.outputs_common import NotRun, NotRunCause, TestFailure, dedent, finish, missing_program
+from code_assistant.verify.outputs_common import (
+    NotRun,
+    NotRunCause,
+    ParsedOutput,
+    TestFailure,
+    dedent,
+    finish,
+    missing_program,
+)
 
 _JS_FRAME = re.compile(r"^\s*(?:at\s+)?(?:.*?\()?((?:file://)?[^\s()]+?):(\d+):(\d+)\)?\s*$")
 
@@ -55,11 +63,12 @@ def _not_frame(line: str) -> bool:
     return not line.strip().startswith("at ")
 
 
-def parse_node(output: str, repo: Path | None) -> tuple[list[TestFailure], int | None, int | None]:
+def parse_node(output: str, repo: Path | None) -> ParsedOutput:
     counters = {m.group(1): int(float(m.group(2))) for line in output.splitlines() if (m := _NODE_COUNTER.match(line))}
     tap = re.search(r"^TAP version \d+$|^\s*(?:not )?ok \d+ - ", output, re.M)
     failures = _parse_node_tap(output, repo) if tap else _parse_node_spec(output, repo)
-    return failures, counters.get("pass"), counters.get("fail", len(failures) if failures else None)
+    return ParsedOutput(runner="node", failures=failures, passed=counters.get("pass"),
+                        failed=counters.get("fail", len(failures) if failures else None))
 
 
 def _parse_node_tap(output: str, repo: Path | None) -> list[TestFailure]:
@@ -139,7 +148,7 @@ _JEST_END = re.compile(r"^(?:FAIL|PASS)\s|^(?:Test Suites|Tests|Snapshots|Time):
 _JEST_CODE = re.compile(r"^\s*(?:>\s*)?\d+ \||^\s+\|")
 
 
-def parse_jest(output: str, repo: Path | None) -> tuple[list[TestFailure], int | None, int | None]:
+def parse_jest(output: str, repo: Path | None) -> ParsedOutput:
     lines = output.splitlines()
     failures: list[TestFailure] = []
     seen: set[tuple[str, str]] = set()
@@ -163,15 +172,16 @@ def parse_jest(output: str, repo: Path | None) -> tuple[list[TestFailure], int |
         failures.append(finish(failure, _js_frames(body), repo, (current_file, 1) if suite_error else None))
     totals = re.search(r"^Tests:\s+(.*)$", output, re.M)
     if not totals:
-        return failures, None, (len(failures) or None)
+        return ParsedOutput(runner="jest", failures=failures, passed=None, failed=len(failures) or None)
     counts = {word: int(num) for num, word in re.findall(r"(\d+) (failed|passed)", totals.group(1))}
-    return failures, counts.get("passed", 0), counts.get("failed", 0) + sum(f.status == "error" for f in failures)
+    return ParsedOutput(runner="jest", failures=failures, passed=counts.get("passed", 0),
+                        failed=counts.get("failed", 0) + sum(f.status == "error" for f in failures))
 
 
 _MOCHA_BLOCK = re.compile(r"^  (\d+)\) (.+)$")
 
 
-def parse_mocha(output: str, repo: Path | None) -> tuple[list[TestFailure], int | None, int | None]:
+def parse_mocha(output: str, repo: Path | None) -> ParsedOutput:
     lines = output.splitlines()
     passing = re.search(r"^\s+(\d+) passing", output, re.M)
     failing = re.search(r"^\s+(\d+) failing", output, re.M)
@@ -201,8 +211,8 @@ def parse_mocha(output: str, repo: Path | None) -> tuple[list[TestFailure], int 
             [crash.group(1), *[line for line in rest[:8] if _not_frame(line)]])), frames, repo)
         failure.test_id = failure.file or "mocha"
         failures.append(failure)
-    return (failures, int(passing.group(1)) if passing else None,
-            int(failing.group(1)) if failing else (len(failures) or None))
+    return ParsedOutput(runner="mocha", failures=failures, passed=int(passing.group(1)) if passing else None,
+                        failed=int(failing.group(1)) if failing else (len(failures) or None))
 
 
 # ---------------------------------------------------------------- npm: the tests never ran

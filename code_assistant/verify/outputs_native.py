@@ -5,7 +5,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from code_assistant.verify.outputs_common import MAX_FRAMES, NotRun, NotRunCause, TestFailure, dedent, finish
+from code_assistant.verify.outputs_common import (
+    MAX_FRAMES,
+    NotRun,
+    NotRunCause,
+    ParsedOutput,
+    TestFailure,
+    dedent,
+    finish,
+)
 
 # ---------------------------------------------------------------- go test
 
@@ -45,7 +53,7 @@ def _go_file(base: str, pkg: str | None, module: str | None) -> str:
     return f"{rel_dir}/{base}" if rel_dir else base
 
 
-def parse_go(output: str, repo: Path | None) -> tuple[list[TestFailure], int | None, int | None]:
+def parse_go(output: str, repo: Path | None) -> ParsedOutput:
     module = _go_module(repo)
     failures: list[TestFailure] = []
     logs: dict[str, list[str]] = {}
@@ -113,7 +121,7 @@ def parse_go(output: str, repo: Path | None) -> tuple[list[TestFailure], int | N
             logs.setdefault(current, []).append(line)
     if failed or panic:
         flush(None, "")
-    return failures, (passed if verbose else None), len(failures)
+    return ParsedOutput(runner="go", failures=failures, passed=passed if verbose else None, failed=len(failures))
 
 
 # ---------------------------------------------------------------- go: the tests never ran
@@ -179,7 +187,7 @@ def _cargo_section(name: str, body: list[str], repo: Path | None) -> TestFailure
     return finish(TestFailure(name, message="\n".join(message_lines)), raw, repo)
 
 
-def parse_cargo(output: str, repo: Path | None) -> tuple[list[TestFailure], int | None, int | None]:
+def parse_cargo(output: str, repo: Path | None) -> ParsedOutput:
     lines = output.splitlines()
     failures: list[TestFailure] = []
     diagnostics: list[str] = []
@@ -211,8 +219,9 @@ def parse_cargo(output: str, repo: Path | None) -> tuple[list[TestFailure], int 
         failures.append(failure)
     results = [tuple(map(int, m.groups())) for line in lines if (m := _CARGO_RESULT.match(line))]
     if not results:
-        return failures, None, (len(failures) or None)
-    return failures, sum(r[0] for r in results), sum(r[1] for r in results) + bool(diagnostics)
+        return ParsedOutput(runner="cargo", failures=failures, passed=None, failed=len(failures) or None)
+    return ParsedOutput(runner="cargo", failures=failures, passed=sum(r[0] for r in results),
+                        failed=sum(r[1] for r in results) + bool(diagnostics))
 
 
 _CARGO_OFFLINE = re.compile(r"^error: (?:no matching package named `[^`]+` found|failed to get `[^`]+` as a dependency"
