@@ -176,8 +176,19 @@ def _body(node: Node) -> Node | None:
     return node.child_by_field_name("body")
 
 
-def _definition(node: Node, spec: _Spec, language: str) -> tuple[str, str, Node, Node | None, str] | None:
-    """(name, kind, outer node, body node, receiver type) of a definition node."""
+@dataclass(frozen=True)
+class _Definition:
+    """A definition node as the symbol walk reads it."""
+
+    name: str
+    kind: str
+    outer: Node  # the node whose lines the definition covers (_outer)
+    body: Node | None
+    receiver: str  # a Go method's receiver type, else ""
+
+
+def _definition(node: Node, spec: _Spec, language: str) -> _Definition | None:
+    """The name, kind, outer node, body node and receiver type of a definition node."""
     kind = spec.defs[node.type]
     receiver = ""
     if node.type == "impl_item":
@@ -191,7 +202,7 @@ def _definition(node: Node, spec: _Spec, language: str) -> tuple[str, str, Node,
         receiver = _type_name(node.child_by_field_name("receiver"))
     if not name:
         return None
-    return name, kind, _outer(node, language), _body(node), receiver
+    return _Definition(name=name, kind=kind, outer=_outer(node, language), body=_body(node), receiver=receiver)
 
 
 def _ts_symbols(nodes: list[Node], spec: _Spec, language: str, src: bytes,
@@ -203,11 +214,11 @@ def _ts_symbols(nodes: list[Node], spec: _Spec, language: str, src: bytes,
         found = _definition(node, spec, language)
         if found is None:
             continue
-        name, kind, outer, body, receiver = found
+        name, outer, body, kind = found.name, found.outer, found.body, found.kind
         while stack and stack[-1][0] <= node.start_byte:
             stack.pop()
-        parent = receiver or (stack[-1][1] if stack else None)
-        parent_kind = "struct" if receiver else (stack[-1][2] if stack else "")
+        parent = found.receiver or (stack[-1][1] if stack else None)
+        parent_kind = "struct" if found.receiver else (stack[-1][2] if stack else "")
         if kind == "function" and parent_kind in CLASSLIKE:
             kind = "method"
         qualname = f"{parent}.{name}" if parent else name
