@@ -124,7 +124,7 @@ def parse_pytest(output: str, repo: Path | None) -> ParsedOutput:
                             for line in body if line.startswith("E "))
         if not message:
             message = fallback_msg or "\n".join(line for line in body if line.strip())[:MAX_MESSAGE_CHARS]
-        return finish(TestFailure(test_id, status, message=message), raw, repo)
+        return finish(TestFailure(test_id=test_id, status=status, message=message), raw, repo)
 
     for kind, test_id, msg in summary:
         status = "failed" if kind == "FAILED" else "error"
@@ -185,7 +185,7 @@ def parse_unittest(output: str, repo: Path | None) -> ParsedOutput:
                             and line != "Traceback (most recent call last):")
         raw = [(m.group(1), int(m.group(2))) for line in body if (m := _PY_FRAME.search(line))]
         status = "error" if loader_error or name in ("setUpClass", "tearDownClass", "setUpModule") else "failed"
-        failures.append(finish(TestFailure(test_id, status, message=message), raw, repo))
+        failures.append(finish(TestFailure(test_id=test_id, status=status, message=message), raw, repo))
     ran = re.search(r"^Ran (\d+) tests? in", output, re.M)
     verdict = re.search(r"^(?:FAILED|OK)(?: \((.*)\))?$", output, re.M)
     if not ran:

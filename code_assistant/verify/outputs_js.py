@@ -109,7 +109,8 @@ def _parse_node_tap(output: str, repo: Path | None) -> list[TestFailure]:
             if is_file and comments:  # the file crashed before its tests ran: its stderr came as comments
                 message = "\n".join(filter(_not_frame, comments))
                 raw = _js_frames(comments)
-            failure = TestFailure(" › ".join([*parents, name]), "error" if is_file else "failed", message=message)
+            failure = TestFailure(test_id=" › ".join([*parents, name]), status="error" if is_file else "failed",
+                                  message=message)
             failures.append(finish(failure, raw, repo, _location(meta.get("location", ""))))
         if indent == 0:
             comments = []
@@ -135,7 +136,7 @@ def _parse_node_spec(output: str, repo: Path | None) -> list[TestFailure]:
         is_file = name.endswith(_SCRIPT_SUFFIXES)
         message = "\n".join(line.strip() for line in body if _not_frame(line))
         where = lines[n - 1][len("test at "):] if n and lines[n - 1].startswith("test at ") else ""
-        failure = TestFailure(name, "error" if is_file else "failed", message=message)
+        failure = TestFailure(test_id=name, status="error" if is_file else "failed", message=message)
         failures.append(finish(failure, _js_frames(body), repo, _location(where)))
     return failures
 
@@ -167,8 +168,8 @@ def parse_jest(output: str, repo: Path | None) -> ParsedOutput:
             body.append(following)
         suite_error = block.group(1) == "Test suite failed to run"
         message = dedent([b for b in body if _not_frame(b) and not _JEST_CODE.match(b)])
-        failure = TestFailure(current_file if suite_error else block.group(1), "error" if suite_error else "failed",
-                              message=message)
+        failure = TestFailure(test_id=current_file if suite_error else block.group(1),
+                              status="error" if suite_error else "failed", message=message)
         failures.append(finish(failure, _js_frames(body), repo, (current_file, 1) if suite_error else None))
     totals = re.search(r"^Tests:\s+(.*)$", output, re.M)
     if not totals:
@@ -203,11 +204,11 @@ def parse_mocha(output: str, repo: Path | None) -> ParsedOutput:
             body.append(lines[n])
             n += 1
         message = dedent([line for line in body if _not_frame(line)])
-        failures.append(finish(TestFailure(" › ".join(title), message=message), _js_frames(body), repo))
+        failures.append(finish(TestFailure(test_id=" › ".join(title), message=message), _js_frames(body), repo))
     if crash := re.search(r"^\s*Exception during run: (.*)$", output, re.M):  # a spec file failed to load
         rest = output[crash.end():].splitlines()
         frames = _js_frames(rest)
-        failure = finish(TestFailure("mocha", "error", message="\n".join(
+        failure = finish(TestFailure(test_id="mocha", status="error", message="\n".join(
             [crash.group(1), *[line for line in rest[:8] if _not_frame(line)]])), frames, repo)
         failure.test_id = failure.file or "mocha"
         failures.append(failure)

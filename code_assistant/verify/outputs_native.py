@@ -70,8 +70,8 @@ def parse_go(output: str, repo: Path | None) -> ParsedOutput:
         if "[build failed]" in rest or "[setup failed]" in rest:
             diags = build.get(pkg or "") or (list(build.values())[-1] if build else [rest])
             locations = [(m.group(1), int(m.group(2))) for line in diags if (m := _GO_DIAG.match(line))]
-            failure = finish(TestFailure(pkg or "build", "error", message="\n".join(diags)), locations[:MAX_FRAMES],
-                             repo)
+            failure = finish(TestFailure(test_id=pkg or "build", status="error", message="\n".join(diags)),
+                             locations[:MAX_FRAMES], repo)
             if failure.frames:  # compiler order: point at the first error
                 failure.file, failure.line = failure.frames[0]
             failures.append(failure)
@@ -87,7 +87,7 @@ def parse_go(output: str, repo: Path | None) -> ParsedOutput:
                 message = "\n".join([message, *panic]).strip()
                 raw = list(reversed(trace)) or raw
             test_id = f"{pkg}.{name}" if pkg else name
-            failures.append(finish(TestFailure(test_id, message=message), raw, repo))
+            failures.append(finish(TestFailure(test_id=test_id, message=message), raw, repo))
         failed.clear()
         logs.clear()
         current, panic, trace = None, [], []
@@ -174,7 +174,7 @@ _RUST_LOC = re.compile(r"^\s*--> (\S+?):(\d+):\d+$")
 def _cargo_section(name: str, body: list[str], repo: Path | None) -> TestFailure:
     panic_at = next((n for n, line in enumerate(body) if _CARGO_PANIC.match(line)), None)
     if panic_at is None:
-        return finish(TestFailure(name, message="\n".join(body)), [], repo)
+        return finish(TestFailure(test_id=name, message="\n".join(body)), [], repo)
     panic = _CARGO_PANIC.match(body[panic_at])
     assert panic is not None
     message_lines = [panic.group(1)] if panic.group(1) is not None else []
@@ -184,7 +184,7 @@ def _cargo_section(name: str, body: list[str], repo: Path | None) -> TestFailure
         message_lines.append(line)
     raw = [(m.group(1), int(m.group(2))) for line in body[panic_at:] if (m := _CARGO_BT.match(line))]
     raw = [*reversed(raw), (panic.group(2), int(panic.group(3)))]
-    return finish(TestFailure(name, message="\n".join(message_lines)), raw, repo)
+    return finish(TestFailure(test_id=name, message="\n".join(message_lines)), raw, repo)
 
 
 def parse_cargo(output: str, repo: Path | None) -> ParsedOutput:
@@ -212,9 +212,10 @@ def parse_cargo(output: str, repo: Path | None) -> ParsedOutput:
     for line in lines:  # tests reported FAILED without a captured-output section
         if (failed := _CARGO_FAILED.match(line)) and failed.group(1) not in known:
             known.add(failed.group(1))
-            failures.append(TestFailure(failed.group(1)))
+            failures.append(TestFailure(test_id=failed.group(1)))
     if diagnostics:
-        failure = finish(TestFailure(crate, "error", message="\n".join(diagnostics)), raw_build[:MAX_FRAMES], repo)
+        failure = finish(TestFailure(test_id=crate, status="error", message="\n".join(diagnostics)),
+                         raw_build[:MAX_FRAMES], repo)
         failure.file, failure.line = failure.frames[0] if failure.frames else (None, None)
         failures.append(failure)
     results = [tuple(map(int, m.groups())) for line in lines if (m := _CARGO_RESULT.match(line))]

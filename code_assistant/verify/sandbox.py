@@ -76,14 +76,16 @@ class Cache:
 
 
 CACHES = (
-    Cache("Go build cache", "GOCACHE", "{cache}/go-build", "go"),  # `go env GOCACHE`
-    Cache("Go module cache", "GOMODCACHE", "{gopath}/pkg/mod", "go"),  # `go env GOMODCACHE`
-    Cache("npm cache", "npm_config_cache", "{home}/.npm", "npm"),  # `npm config get cache`; npm's logs go there
-    Cache("pip cache", "PIP_CACHE_DIR", "{cache}/pip", "pip"),  # `pip cache dir`
-    Cache("uv cache", "UV_CACHE_DIR", "{cache}/uv", "uv"),  # `uv run pytest` writes it
-    Cache("cargo registry", "CARGO_HOME", "{cargo}/registry", "cargo"),  # downloaded crates
-    Cache("cargo git", "CARGO_HOME", "{cargo}/git", "cargo"),  # git dependencies
-    Cache("cargo target", "CARGO_TARGET_DIR", None, "cargo"),  # only when moved out of the repository
+    Cache(name="Go build cache", env="GOCACHE", default="{cache}/go-build", tool="go"),  # `go env GOCACHE`
+    Cache(name="Go module cache", env="GOMODCACHE", default="{gopath}/pkg/mod", tool="go"),  # `go env GOMODCACHE`
+    # `npm config get cache`; npm's logs go there
+    Cache(name="npm cache", env="npm_config_cache", default="{home}/.npm", tool="npm"),
+    Cache(name="pip cache", env="PIP_CACHE_DIR", default="{cache}/pip", tool="pip"),  # `pip cache dir`
+    Cache(name="uv cache", env="UV_CACHE_DIR", default="{cache}/uv", tool="uv"),  # `uv run pytest` writes it
+    Cache(name="cargo registry", env="CARGO_HOME", default="{cargo}/registry", tool="cargo"),  # downloaded crates
+    Cache(name="cargo git", env="CARGO_HOME", default="{cargo}/git", tool="cargo"),  # git dependencies
+    # only when moved out of the repository
+    Cache(name="cargo target", env="CARGO_TARGET_DIR", default=None, tool="cargo"),
 )
 
 
@@ -346,14 +348,16 @@ def resolve(requested: str | Mode, executable: str = "bwrap", *, protected: Iter
     common = {"protected": tuple(protected), "extra": tuple(writable), "network": network,
               "shown": tuple(shown), "passed_env": passed_env, "held_back": held}
     if requested == Mode.OFF:
-        return Sandbox(requested, Mode.OFF, network=True, passed_env=passed_env, held_back=held)
+        return Sandbox(requested=requested, mode=Mode.OFF, network=True, passed_env=passed_env, held_back=held)
     reason = _unavailable(executable, network=network)
     if reason is None:
-        return Sandbox(requested, Mode.WRITE, Backend.BUBBLEWRAP, shutil.which(executable), **common)
+        return Sandbox(requested=requested, mode=Mode.WRITE, backend=Backend.BUBBLEWRAP,
+                       executable=shutil.which(executable), **common)
     abi = landlock.abi_version() if landlock_allowed else None
     if abi is not None and abi >= landlock.MIN_ABI:
         logger.info("no bubblewrap (%s): Landlock ABI %d stands in", reason, abi)
-        return Sandbox(requested, Mode.WRITE, Backend.LANDLOCK, sys.executable, reason, landlock_abi=abi, **common)
+        return Sandbox(requested=requested, mode=Mode.WRITE, backend=Backend.LANDLOCK, executable=sys.executable,
+                       unavailable=reason, landlock_abi=abi, **common)
     lock = "Landlock: not in this kernel" if abi is None else f"Landlock ABI {abi} is too old (needs {landlock.MIN_ABI})"
     raise ConfigError(f"no sandbox for the tests on this machine ({reason}; {lock}): install bubblewrap, or pass "
                       "--sandbox off to run the model's code unconfined")
@@ -366,7 +370,7 @@ def _unavailable(executable: str, network: bool) -> str | None:
     found = shutil.which(executable)
     if found is None:
         return f"{executable} not found"
-    probe = bwrap_argv(found, Policy((), network=network), ["true"], Path("/"))
+    probe = bwrap_argv(found, Policy(writable=(), network=network), ["true"], Path("/"))
     try:
         done = subprocess.run(probe, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT_S,
                               check=False)
