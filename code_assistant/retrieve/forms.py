@@ -42,7 +42,7 @@ def head_form(path: str, text: str, room: int) -> ContextFile | None:
 
 def _head(path: str, lines: list[str], n: int, fence: str) -> ContextFile:
     text = "\n".join([f"### {path} (head)", fence, *lines[:n], f"⋮ ({len(lines) - n} more lines)", fence])
-    return ContextFile(path, "head", text, tokens.count_tokens(text))
+    return ContextFile(path=path, mode="head", text=text, tokens=tokens.count_tokens(text))
 
 
 def pair_form(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex,
@@ -111,7 +111,7 @@ def _skeleton_floor(record: FileRecord) -> int:
 
 def _form(path: str, text: str, mode: str) -> ContextFile:
     piece = _render_file(path, text, mode)
-    return ContextFile(path, mode, piece, tokens.count_tokens(piece))
+    return ContextFile(path=path, mode=mode, text=piece, tokens=tokens.count_tokens(piece))
 
 
 def read_text(path: Path) -> str | None:

@@ -81,7 +81,8 @@ class Model:
 def shipped(name: str) -> Model:
     """The fitted model `fast` or `full` of fusion_weights.py."""
     spec = fusion_weights.MODELS[name]
-    return Model(tuple(spec["names"]), tuple(spec["weights"]), tuple(spec["means"]), tuple(spec["scales"]))
+    return Model(names=tuple(spec["names"]), weights=tuple(spec["weights"]), means=tuple(spec["means"]),
+                 scales=tuple(spec["scales"]))
 
 
 def _rr(rank: int) -> float:

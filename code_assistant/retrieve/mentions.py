@@ -142,8 +142,8 @@ def find_mentions(task: str, index: RepoIndex) -> Mentions:
         identifiers.update(p for p in found.split("::") if len(p) > 2 and p not in ("crate", "self", "super"))
     called = set(_CALL_RE.findall(task))
     identifiers |= called
-    mentions = Mentions(paths, traceback_frames(task, index.repo, known), identifiers, called=called,
-                        packages=packages, macros=macro_mentions(task))
+    mentions = Mentions(paths=paths, traceback=traceback_frames(task, index.repo, known), identifiers=identifiers,
+                        called=called, packages=packages, macros=macro_mentions(task))
     mentions.stems = stem_mentions(task, index, identifiers)
     return mentions
 

@@ -56,7 +56,8 @@ def rank(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | None
     if not sig.about_tests:
         ordered = code_before_its_tests(ordered, sig.tested)
     ranked = [RankedFile(p, s, reasons(sig.files[p], sig)) for p, s in ordered[:limit] if p in index.files]
-    return Ranking(ranked, sig.hit_symbols, sig.mentions, sig.frames, sig.embedded, sig, asked)
+    return Ranking(files=ranked, hit_symbols=sig.hit_symbols, mentions=sig.mentions, frames=sig.frames,
+                   embedded=sig.embedded, signals=sig, dense_asked=asked)
 
 
 def code_before_its_tests(ordered: list[tuple[str, float]], tested: dict[str, str]) -> list[tuple[str, float]]:

@@ -90,7 +90,7 @@ class Signals:
     def file(self, path: str) -> FileSignals:
         """The path's entry, made on first mention."""
         if path not in self.files:
-            self.files[path] = FileSignals(path, kind_of(path))
+            self.files[path] = FileSignals(path=path, kind=kind_of(path))
         return self.files[path]
 
 
@@ -98,7 +98,8 @@ def gather(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | No
     """The fast signals: everything but the dense one, no model call."""
     mentions = find_mentions(task, index)
     frames = [f for f in (extra_frames or []) if f[0] in index.files] + mentions.traceback
-    sig = Signals({}, bool(TEST_TASK_RE.search(task)), len(index.files), mentions, frames)
+    sig = Signals(files={}, about_tests=bool(TEST_TASK_RE.search(task)), n_files=len(index.files), mentions=mentions,
+                  frames=frames)
     _lexical(index, sig, task)
     macros = _macro_definers(index, mentions.macros or set())
     for paths in macros.values():
