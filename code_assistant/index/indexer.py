@@ -159,8 +159,9 @@ class Indexer:
         self._relink(paths, updated, paths_changed=stats.added + stats.removed > 0)
         self._count(stats, paths, started)
         vectors = Vectors(self.repo, self.db, self.cache, self.chunks, self.embedder)
-        return RepoIndex(self.repo, Files(self.db, paths), self.db, self.chunks, self.embedder, vectors,
-                         ChunkSearch(self.db.vectors, self.chunks)), stats
+        search = ChunkSearch(self.db.vectors, self.chunks)
+        return RepoIndex(repo=self.repo, files=Files(self.db, paths), db=self.db, chunks=self.chunks,
+                         embedder=self.embedder, vectors=vectors, search=search), stats
 
     def _start(self) -> bool:
         """Empty a private store when the index is new; whether the store is known to hold nothing stale."""

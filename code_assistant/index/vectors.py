@@ -101,8 +101,8 @@ def to_layout(chunks: list[Chunk], text: str) -> list[list[object]]:
 def from_layout(path: str, text: str, layout: list[list]) -> list[Chunk]:
     """The chunks `to_layout` described, rebuilt from the file's text without parsing or counting tokens."""
     lines = text.splitlines()
-    return [Chunk(path, start, end, symbol, kind,
-                  whole if whole is not None else header + "\n".join(lines[start - 1:end]) + "\n")
+    return [Chunk(path=path, start_line=start, end_line=end, symbol=symbol, kind=kind,
+                  text=whole if whole is not None else header + "\n".join(lines[start - 1:end]) + "\n")
             for start, end, symbol, kind, header, whole in layout]
 
 
@@ -182,7 +182,7 @@ class Vectors:
             stored |= found
             report.reused += len(found)
             need = [k for k in need if ids[k] not in found]
-        return _Plan(path, ids, chunks, stored, need)
+        return _Plan(path=path, ids=ids, chunks=chunks, stored=stored, need=need)
 
     def _embed(self, work: list[tuple[_Plan, list[int]]], budget: int | None, report: FillReport,
                pending: _Pending, progress: FillProgress | None, keep_order: bool = False) -> None:
@@ -250,8 +250,9 @@ class Vectors:
                            pending.metas[start:start + STORE_BATCH])
         import numpy as np
 
-        self.db.vectors.put_rows([VectorRow(cid, meta["path"], meta["start"], meta["end"], meta["symbol"],
-                                            meta["kind"], np.asarray(vector, dtype=np.float32).tobytes())
+        self.db.vectors.put_rows([VectorRow(chunk_id=cid, path=meta["path"], start=meta["start"], end=meta["end"],
+                                            symbol=meta["symbol"], kind=meta["kind"],
+                                            vector=np.asarray(vector, dtype=np.float32).tobytes())
                                   for cid, vector, meta in zip(pending.ids, pending.vectors, pending.metas)])
         for path, stored, total, complete in pending.states:
             self.db.vectors.set_stored(path, stored, total, complete)
