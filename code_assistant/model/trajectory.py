@@ -139,6 +139,6 @@ class ReplayModel:
         text = self.answers.pop(0)
         if on_token:
             on_token(text)
-        response = ChatResponse(text)
+        response = ChatResponse(text=text)
         self.usage.add(response)
         return response

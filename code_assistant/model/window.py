@@ -71,7 +71,7 @@ class ContextWindow:
 
     @classmethod
     def unlimited(cls) -> ContextWindow:
-        return cls(10**9, "unlimited", ratio=1.0, measured=True)
+        return cls(tokens=10**9, source="unlimited", ratio=1.0, measured=True)
 
     @property
     def reserve(self) -> int:
