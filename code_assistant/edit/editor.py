@@ -185,7 +185,7 @@ class FileEditor:
     def record_commit(self, commit: str) -> None:
         """The last finished run was committed (--commit): an undo reverts that commit."""
         if self.last_run is not None:
-            self.last_run.append(JournalEntry(Op.COMMITTED, commit=commit))
+            self.last_run.append(JournalEntry(op=Op.COMMITTED, commit=commit))
 
     @property
     def modified_files(self) -> list[str]:
@@ -328,11 +328,12 @@ class FileEditor:
             self._journal = Journal.start(self.state_dir, self.repo, self.originals)
         if old is not None:
             backup = self._journal.backup(old, len(self._touched))
-            entry = JournalEntry(Op.MODIFIED, rel, backup=str(backup.relative_to(self._journal.run_dir)),
+            entry = JournalEntry(op=Op.MODIFIED, path=rel, backup=str(backup.relative_to(self._journal.run_dir)),
                                  mode=path.stat().st_mode & 0o7777)
         else:
             missing = [p for p in reversed(path.parents) if inside(p, self.repo) and not p.exists()]
-            entry = JournalEntry(Op.CREATED, rel, dirs=tuple(p.relative_to(self.repo).as_posix() for p in missing))
+            entry = JournalEntry(op=Op.CREATED, path=rel,
+                                 dirs=tuple(p.relative_to(self.repo).as_posix() for p in missing))
         self._journal.append(entry)
         self._touched[rel] = entry
         for dir_ in entry.dirs:
