@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.retrieve import fusion, signals
-from code_assistant.retrieve.mentions import Mentions
+from code_assistant.retrieve.mentions import FileKind, Mentions
 from code_assistant.retrieve.signals import FileSignals, Signals
 from code_assistant.settings import EMBED_BUDGETS
 
@@ -98,6 +98,6 @@ def reasons(f: FileSignals, sig: Signals) -> list[str]:
     if f.pkg_named:
         out.append("in a package the task names")
     out.extend(f"imports/imported by {anchor}" for anchor in f.via)
-    if f.kind != "code":
-        out.append(f"{f.kind} file{' (task about tests)' if f.kind == 'test' and sig.about_tests else ''}")
+    if f.kind != FileKind.CODE:
+        out.append(f"{f.kind} file{' (task about tests)' if f.kind == FileKind.TEST and sig.about_tests else ''}")
     return out

@@ -17,10 +17,10 @@ from code_assistant.index.lexical import tokenize
 from code_assistant.retrieve import phrases
 from code_assistant.retrieve.counterparts import counterparts
 from code_assistant.retrieve.file_roles import module_stem
-from code_assistant.retrieve.mentions import TEST_TASK_RE, Mentions, find_mentions, kind_of
+from code_assistant.retrieve.mentions import TEST_TASK_RE, FileKind, Mentions, find_mentions, kind_of
 
 SIGNAL_DEPTH = 100  # files taken from the top of the BM25 ranking as candidates (non-test files; tests apart)
-SOURCE_KINDS = frozenset({"code", "aux"})  # what BM25 always ranks: a file of scripts/ or utils/ is code too
+SOURCE_KINDS = frozenset({FileKind.CODE, FileKind.AUX})  # what BM25 always ranks: scripts/ or utils/ is code too
 LITERAL_TERMS = 3  # a quoted message's rarest words: the files holding all of them are read for the message
 LITERAL_FILES = 40  # a message more files hold than this is too common to point at any of them
 PACKAGE_FILES = 30  # a package (directory) the task names makes candidates of its files, if it has at most this many
@@ -37,7 +37,7 @@ class FileSignals:
     """One candidate file's raw evidence (0 / None: the signal did not find it)."""
 
     path: str
-    kind: str  # code | test | aux | other (mentions.kind_of)
+    kind: FileKind  # mentions.kind_of
     tokens: int = 0
     bm25: float = 0.0
     bm25_rank: int = 0  # 1-based among files of the lexical kinds
@@ -82,10 +82,10 @@ class Signals:
     tested: dict[str, str] = field(default_factory=dict)  # a test file the task points at -> the code it exercises
 
     @property
-    def lexical_kinds(self) -> set[str]:
+    def lexical_kinds(self) -> set[FileKind]:
         """Kinds of file BM25 ranks: code (aux code too), and tests when the task is about tests (prose and
         fixtures echo issues)."""
-        return {*SOURCE_KINDS, "test"} if self.about_tests else set(SOURCE_KINDS)
+        return {*SOURCE_KINDS, FileKind.TEST} if self.about_tests else set(SOURCE_KINDS)
 
     def file(self, path: str) -> FileSignals:
         """The path's entry, made on first mention."""
@@ -143,13 +143,13 @@ def _lexical(index: RepoIndex, sig: Signals, task: str) -> None:
     code = aux = joint = 0
     for path, score in _ranked(index.bm25(tokenize(task))):  # classify no more files than needed
         kind = kind_of(path)
-        if kind == "code":
+        if kind == FileKind.CODE:
             code, aux, joint = code + 1, aux + 1, joint + 1
             rank = code
-        elif kind == "aux":
+        elif kind == FileKind.AUX:
             aux, joint = aux + 1, joint + 1
             rank = aux
-        elif kind == "test" and sig.about_tests:
+        elif kind == FileKind.TEST and sig.about_tests:
             joint += 1
             rank = joint
         else:
@@ -174,7 +174,7 @@ def _literals(index: RepoIndex, sig: Signals, task: str) -> None:
             continue
         holding = index.files_with(set(rare))
         files = set.intersection(*(holding.get(t, set()) for t in rare))
-        files = {f for f in files if kind_of(f) in ("code", "aux", "test")}
+        files = {f for f in files if kind_of(f) in (FileKind.CODE, FileKind.AUX, FileKind.TEST)}
         if not files or len(files) > LITERAL_FILES:
             continue
         runs = {}
@@ -208,7 +208,7 @@ def _macro_definers(index: RepoIndex, names: set[str]) -> dict[str, list[str]]:
         pattern = re.compile(rf"macro_rules!\s*{name}\b|#\[proc_macro(?:_attribute)?\]\s*(?:#\[[^\]]*\]\s*)*"
                              rf"(?:pub\s+)?fn\s+{name}\b|#\[proc_macro_derive\(\s*{name}\b")
         files = [p for p in sorted(definers & holding.get(name.lower(), set())) if p.endswith(".rs")
-                 and kind_of(p) != "test" and pattern.search(_read(index, p) or "")]
+                 and kind_of(p) != FileKind.TEST and pattern.search(_read(index, p) or "")]
         if files:
             found[name.lower()] = files
     return found
@@ -225,7 +225,7 @@ def _packages(index: RepoIndex, sig: Signals) -> None:
     """Files of the packages (directories) the task names by import path, if the package is small enough to say
     something about each: 1/sqrt(its files)."""
     for directory in sig.mentions.packages or []:
-        mates = [p for p in index.files if posixpath.dirname(p) == directory and kind_of(p) == "code"]
+        mates = [p for p in index.files if posixpath.dirname(p) == directory and kind_of(p) == FileKind.CODE]
         if 0 < len(mates) <= PACKAGE_FILES:
             for path in mates:
                 sig.file(path).pkg_named = 1.0 / math.sqrt(len(mates))
@@ -234,8 +234,8 @@ def _packages(index: RepoIndex, sig: Signals) -> None:
 def _tested(index: RepoIndex, sig: Signals) -> None:
     """The source counterpart (counterparts.py) of each test file the task points at - names it, traces through
     it, quotes its message or defines the names it uses - is the code that test exercises."""
-    pointed = [f.path for f in sig.files.values() if f.kind == "test" and (f.named or f.stem or f.trace_pos or
-                                                                           f.literal or f.symbols)]
+    pointed = [f.path for f in sig.files.values() if f.kind == FileKind.TEST and (f.named or f.stem or f.trace_pos or
+                                                                                    f.literal or f.symbols)]
     if not pointed:
         return
     files = set(index.files)
