@@ -15,6 +15,7 @@ from code_assistant.verify.outputs_common import (
     MAX_FRAMES,
     MAX_MESSAGE_CHARS,
     NotRun,
+    FailureStatus,
     NotRunCause,
     ParsedOutput,
     TestFailure,
@@ -28,10 +29,10 @@ from code_assistant.verify.outputs_js import npm_not_run, parse_jest, parse_moch
 from code_assistant.verify.outputs_native import cargo_not_run, go_not_run, parse_cargo, parse_go
 
 logger = logging.getLogger(__name__)
-__all__ = ["MAX_FRAMES", "MAX_MESSAGE_CHARS", "NotRun", "NotRunCause", "ParsedOutput", "TestFailure", "clean_frames",
-           "detect_runner", "never_ran", "parse_cargo", "parse_go", "parse_jest", "parse_mocha", "parse_node",
-           "parse_pytest", "parse_test_output", "parse_unittest", "python_not_run", "repo_path", "strip_ansi",
-           "trim_message"]
+__all__ = ["MAX_FRAMES", "MAX_MESSAGE_CHARS", "FailureStatus", "NotRun", "NotRunCause", "ParsedOutput", "TestFailure",
+           "clean_frames", "detect_runner", "never_ran", "parse_cargo", "parse_go", "parse_jest", "parse_mocha",
+           "parse_node", "parse_pytest", "parse_test_output", "parse_unittest", "python_not_run", "repo_path",
+           "strip_ansi", "trim_message"]
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _PY_FRAME = re.compile(r'File "(.+?)", line (\d+)')
@@ -98,12 +99,12 @@ def _pytest_sections(lines: list[str]) -> list[tuple[str, list[str]]]:
     return sections
 
 
-def _section_key(title: str) -> tuple[str, str]:
+def _section_key(title: str) -> tuple[FailureStatus, str]:
     """(status, name) for a section title: 'ERROR collecting x.py', 'ERROR at setup of t', 'Class.test'."""
     for prefix in ("ERROR collecting ", "ERROR at setup of ", "ERROR at teardown of "):
         if title.startswith(prefix):
-            return "error", title[len(prefix):]
-    return "failed", title
+            return FailureStatus.ERROR, title[len(prefix):]
+    return FailureStatus.FAILED, title
 
 
 def _summary_matches(test_id: str, name: str) -> bool:
@@ -117,7 +118,7 @@ def parse_pytest(output: str, repo: Path | None) -> ParsedOutput:
     used: set[int] = set()
     failures: list[TestFailure] = []
 
-    def build(test_id: str, status: str, body: list[str], fallback_msg: str) -> TestFailure:
+    def build(test_id: str, status: FailureStatus, body: list[str], fallback_msg: str) -> TestFailure:
         raw = [(m.group(1), int(m.group(2))) for line in body if (m := _PYTEST_LOC.match(line) or
                                                                     _PY_FRAME.search(line))]
         message = "\n".join(line[4:] if line.startswith("E   ") else line[1:].strip()
@@ -127,7 +128,7 @@ def parse_pytest(output: str, repo: Path | None) -> ParsedOutput:
         return finish(TestFailure(test_id=test_id, status=status, message=message), raw, repo)
 
     for kind, test_id, msg in summary:
-        status = "failed" if kind == "FAILED" else "error"
+        status = FailureStatus.FAILED if kind == "FAILED" else FailureStatus.ERROR
         body: list[str] = []
         for index, (title, section_body) in enumerate(sections):
             sec_status, name = _section_key(title)
@@ -141,7 +142,7 @@ def parse_pytest(output: str, repo: Path | None) -> ParsedOutput:
             status, name = _section_key(title)
             first = next((m.group(1) for line in body if (m := _PYTEST_LOC.match(line))), None)
             rel = repo_path(first, repo) if first else None
-            is_module = status == "error" and name.endswith(".py")
+            is_module = status == FailureStatus.ERROR and name.endswith(".py")
             test_id = name if is_module or not rel else f"{rel}::{name.replace('.', '::')}"
             failures.append(build(test_id, status, body, ""))
 
@@ -184,7 +185,8 @@ def parse_unittest(output: str, repo: Path | None) -> ParsedOutput:
         message = "\n".join(line for line in body if line.strip() and not line[0].isspace()
                             and line != "Traceback (most recent call last):")
         raw = [(m.group(1), int(m.group(2))) for line in body if (m := _PY_FRAME.search(line))]
-        status = "error" if loader_error or name in ("setUpClass", "tearDownClass", "setUpModule") else "failed"
+        setup = name in ("setUpClass", "tearDownClass", "setUpModule")
+        status = FailureStatus.ERROR if loader_error or setup else FailureStatus.FAILED
         failures.append(finish(TestFailure(test_id=test_id, status=status, message=message), raw, repo))
     ran = re.search(r"^Ran (\d+) tests? in", output, re.M)
     verdict = re.search(r"^(?:FAILED|OK)(?: \((.*)\))?$", output, re.M)

@@ -16,13 +16,20 @@ _FOREIGN = ("site-packages", "dist-packages", "node_modules/", "node:", "<frozen
             "/usr/local/go", "/go/pkg/mod/", "/rustc/", "/.cargo/registry/", "/.rustup/", "_testmain.go", "<anonymous>")
 
 
+class FailureStatus(StrEnum):
+    """How a test failed: its own check, or an error around it."""
+
+    FAILED = "failed"
+    ERROR = "error"  # a collection, import, setup, teardown or build error
+
+
 @dataclass
 class TestFailure:
     """One failing test (or a collection/build error) as the model should see it."""
     __test__ = False  # not a pytest test class
 
     test_id: str
-    status: str = "failed"  # "failed" | "error" (collection/import/build error)
+    status: FailureStatus = FailureStatus.FAILED
     file: str | None = None  # repo-relative when possible
     line: int | None = None
     message: str = ""

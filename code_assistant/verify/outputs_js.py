@@ -8,6 +8,7 @@ from pathlib import Path
 from code_assistant.verify.manifests import npm_install_fix
 from code_assistant.verify.outputs_common import (
     NotRun,
+    FailureStatus,
     NotRunCause,
     ParsedOutput,
     TestFailure,
@@ -109,8 +110,8 @@ def _parse_node_tap(output: str, repo: Path | None) -> list[TestFailure]:
             if is_file and comments:  # the file crashed before its tests ran: its stderr came as comments
                 message = "\n".join(filter(_not_frame, comments))
                 raw = _js_frames(comments)
-            failure = TestFailure(test_id=" › ".join([*parents, name]), status="error" if is_file else "failed",
-                                  message=message)
+            failure = TestFailure(test_id=" › ".join([*parents, name]),
+                                  status=FailureStatus.ERROR if is_file else FailureStatus.FAILED, message=message)
             failures.append(finish(failure, raw, repo, _location(meta.get("location", ""))))
         if indent == 0:
             comments = []
@@ -136,7 +137,8 @@ def _parse_node_spec(output: str, repo: Path | None) -> list[TestFailure]:
         is_file = name.endswith(_SCRIPT_SUFFIXES)
         message = "\n".join(line.strip() for line in body if _not_frame(line))
         where = lines[n - 1][len("test at "):] if n and lines[n - 1].startswith("test at ") else ""
-        failure = TestFailure(test_id=name, status="error" if is_file else "failed", message=message)
+        failure = TestFailure(test_id=name, status=FailureStatus.ERROR if is_file else FailureStatus.FAILED,
+                              message=message)
         failures.append(finish(failure, _js_frames(body), repo, _location(where)))
     return failures
 
@@ -169,14 +171,14 @@ def parse_jest(output: str, repo: Path | None) -> ParsedOutput:
         suite_error = block.group(1) == "Test suite failed to run"
         message = dedent([b for b in body if _not_frame(b) and not _JEST_CODE.match(b)])
         failure = TestFailure(test_id=current_file if suite_error else block.group(1),
-                              status="error" if suite_error else "failed", message=message)
+                              status=FailureStatus.ERROR if suite_error else FailureStatus.FAILED, message=message)
         failures.append(finish(failure, _js_frames(body), repo, (current_file, 1) if suite_error else None))
     totals = re.search(r"^Tests:\s+(.*)$", output, re.M)
     if not totals:
         return ParsedOutput(runner="jest", failures=failures, passed=None, failed=len(failures) or None)
     counts = {word: int(num) for num, word in re.findall(r"(\d+) (failed|passed)", totals.group(1))}
     return ParsedOutput(runner="jest", failures=failures, passed=counts.get("passed", 0),
-                        failed=counts.get("failed", 0) + sum(f.status == "error" for f in failures))
+                        failed=counts.get("failed", 0) + sum(f.status == FailureStatus.ERROR for f in failures))
 
 
 _MOCHA_BLOCK = re.compile(r"^  (\d+)\) (.+)$")
@@ -208,7 +210,7 @@ def parse_mocha(output: str, repo: Path | None) -> ParsedOutput:
     if crash := re.search(r"^\s*Exception during run: (.*)$", output, re.M):  # a spec file failed to load
         rest = output[crash.end():].splitlines()
         frames = _js_frames(rest)
-        failure = finish(TestFailure(test_id="mocha", status="error", message="\n".join(
+        failure = finish(TestFailure(test_id="mocha", status=FailureStatus.ERROR, message="\n".join(
             [crash.group(1), *[line for line in rest[:8] if _not_frame(line)]])), frames, repo)
         failure.test_id = failure.file or "mocha"
         failures.append(failure)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from code_assistant.verify.outputs_common import (
     MAX_FRAMES,
+    FailureStatus,
     NotRun,
     NotRunCause,
     ParsedOutput,
@@ -70,7 +71,7 @@ def parse_go(output: str, repo: Path | None) -> ParsedOutput:
         if "[build failed]" in rest or "[setup failed]" in rest:
             diags = build.get(pkg or "") or (list(build.values())[-1] if build else [rest])
             locations = [(m.group(1), int(m.group(2))) for line in diags if (m := _GO_DIAG.match(line))]
-            failure = finish(TestFailure(test_id=pkg or "build", status="error", message="\n".join(diags)),
+            failure = finish(TestFailure(test_id=pkg or "build", status=FailureStatus.ERROR, message="\n".join(diags)),
                              locations[:MAX_FRAMES], repo)
             if failure.frames:  # compiler order: point at the first error
                 failure.file, failure.line = failure.frames[0]
@@ -214,7 +215,7 @@ def parse_cargo(output: str, repo: Path | None) -> ParsedOutput:
             known.add(failed.group(1))
             failures.append(TestFailure(test_id=failed.group(1)))
     if diagnostics:
-        failure = finish(TestFailure(test_id=crate, status="error", message="\n".join(diagnostics)),
+        failure = finish(TestFailure(test_id=crate, status=FailureStatus.ERROR, message="\n".join(diagnostics)),
                          raw_build[:MAX_FRAMES], repo)
         failure.file, failure.line = failure.frames[0] if failure.frames else (None, None)
         failures.append(failure)
