@@ -12,7 +12,7 @@ from code_assistant.retrieve.forms import (OUTLINE_MAX_TOKENS, ContextFile, File
                                            head_form, numbered_text, pair_form, read_text)
 from code_assistant.retrieve.mentions import FileKind, kind_of, traceback_frames
 from code_assistant.retrieve.ranking import RankedFile, Ranking, rank
-from code_assistant.settings import EMBED_BUDGETS
+from code_assistant.settings import EMBED_BUDGETS, EmbeddingBackend
 
 MIN_USEFUL_TOKENS = 120
 CORE_FILES = 6           # the top-ranked files that all get into the context in some form
@@ -48,7 +48,7 @@ class Context:
 
 def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_text: str = "",
                   must_include: list[str] | None = None, numbered: bool = False,
-                  embed_budget: int | None = EMBED_BUDGETS["local"], ranked: Ranking | None = None,
+                  embed_budget: int | None = EMBED_BUDGETS[EmbeddingBackend.LOCAL], ranked: Ranking | None = None,
                   with_tests: bool = False, tests_paired: bool = True) -> Context:
     """The ranked files in the budget: first a seat for each of the top CORE_FILES (more when the ranking cannot
     tell them apart: core_count) in its cheapest form (an outline of its definitions), then in rank order each

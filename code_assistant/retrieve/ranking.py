@@ -9,7 +9,7 @@ from code_assistant.index.indexer import RepoIndex
 from code_assistant.retrieve import fusion, signals
 from code_assistant.retrieve.mentions import FileKind, Mentions
 from code_assistant.retrieve.signals import FileSignals, Signals
-from code_assistant.settings import EMBED_BUDGETS
+from code_assistant.settings import EMBED_BUDGETS, EmbeddingBackend
 
 DENSE_CANDIDATES = 15  # the fast ranking's top files whose missing vectors a query may embed
 REASON_DEPTH = 5  # a signal's top files say so in their reasons
@@ -37,7 +37,7 @@ class Ranking:
 
 
 def rank(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | None = None,
-         limit: int = DEPTH, embed_budget: int | None = EMBED_BUDGETS["local"]) -> Ranking:
+         limit: int = DEPTH, embed_budget: int | None = EMBED_BUDGETS[EmbeddingBackend.LOCAL]) -> Ranking:
     """Score the fast signals; embed what the top DENSE_CANDIDATES files still lack (at most `embed_budget` chunks
     of model work; None: no limit); score again with the dense signal. A budget of 0 uses whatever vectors the
     index already has and embeds nothing."""

@@ -28,11 +28,11 @@ from enum import StrEnum
 from pathlib import Path
 
 from code_assistant.errors import ConfigError
+from code_assistant.settings import SandboxMode
 from code_assistant.verify import landlock
 from code_assistant.verify.environment import Environment, without_secrets
 
-__all__ = ["CACHES", "TOOLCHAINS", "Backend", "Cache", "Mode", "Policy", "Sandbox", "bwrap_argv", "cache_dirs",
-           "resolve"]
+__all__ = ["CACHES", "TOOLCHAINS", "Backend", "Cache", "Policy", "Sandbox", "bwrap_argv", "cache_dirs", "resolve"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,14 +48,6 @@ _PREFIX_PARTS = ("bin", "shims", "lib", "lib64", "libexec", "include", "versions
 TOOLCHAINS = (".pyenv", ".cargo/bin", ".rustup", ".nvm", "go/bin", ".local/bin", ".local/lib", ".local/share/uv/python",
               ".volta", ".bun/bin", ".deno/bin", ".sdkman/candidates", ".asdf")
 GIT_CONFIG = (".gitconfig", ".config/git")  # read-only: git inside a test keeps the user's name and settings
-
-
-class Mode(StrEnum):
-    """What the test command may do: anything (off), or the policy above (write; strict is its older name)."""
-
-    OFF = "off"
-    WRITE = "write"
-    STRICT = "strict"
 
 
 class Backend(StrEnum):
@@ -161,8 +153,8 @@ class Sandbox:
     says why bubblewrap could not be had when Landlock stands in), and what every test run's policy is made of.
     TestRunner calls `environment` and `confined`."""
 
-    requested: Mode
-    mode: Mode
+    requested: SandboxMode
+    mode: SandboxMode
     backend: Backend | None = None
     executable: str | None = None  # bwrap; for Landlock the Python that applies the ruleset and executes the command
     unavailable: str | None = None
@@ -176,7 +168,7 @@ class Sandbox:
 
     @property
     def active(self) -> bool:
-        return self.mode != Mode.OFF
+        return self.mode != SandboxMode.OFF
 
     def environment(self, env: Mapping[str, str]) -> Environment:
         """The test command's environment: `env` less its secrets, but for what the user passes by name."""
@@ -336,27 +328,27 @@ def _venv_bases(search_path: str, programs: Iterable[Path], hidden: Iterable[Pat
     return bases
 
 
-def resolve(requested: str | Mode, executable: str = "bwrap", *, protected: Iterable[Path] = (),
+def resolve(requested: str | SandboxMode, executable: str = "bwrap", *, protected: Iterable[Path] = (),
             writable: Iterable[Path] = (), network: bool = False, shown: Iterable[Path] = (),
             passed_env: Iterable[str] = (), landlock_allowed: bool = True) -> Sandbox:
     """The sandbox this machine can give for `requested`: bubblewrap, else Landlock (landlock_allowed), else a
     ConfigError naming what to install or pass; `off` only when asked for. The secrets of this process's
     environment are held back."""
-    requested = Mode(requested)
+    requested = SandboxMode(requested)
     passed_env = tuple(passed_env)
     held = without_secrets(os.environ, passed_env).held_back
     common = {"protected": tuple(protected), "extra": tuple(writable), "network": network,
               "shown": tuple(shown), "passed_env": passed_env, "held_back": held}
-    if requested == Mode.OFF:
-        return Sandbox(requested=requested, mode=Mode.OFF, network=True, passed_env=passed_env, held_back=held)
+    if requested == SandboxMode.OFF:
+        return Sandbox(requested=requested, mode=SandboxMode.OFF, network=True, passed_env=passed_env, held_back=held)
     reason = _unavailable(executable, network=network)
     if reason is None:
-        return Sandbox(requested=requested, mode=Mode.WRITE, backend=Backend.BUBBLEWRAP,
+        return Sandbox(requested=requested, mode=SandboxMode.WRITE, backend=Backend.BUBBLEWRAP,
                        executable=shutil.which(executable), **common)
     abi = landlock.abi_version() if landlock_allowed else None
     if abi is not None and abi >= landlock.MIN_ABI:
         logger.info("no bubblewrap (%s): Landlock ABI %d stands in", reason, abi)
-        return Sandbox(requested=requested, mode=Mode.WRITE, backend=Backend.LANDLOCK, executable=sys.executable,
+        return Sandbox(requested=requested, mode=SandboxMode.WRITE, backend=Backend.LANDLOCK, executable=sys.executable,
                        unavailable=reason, landlock_abi=abi, **common)
     lock = "Landlock: not in this kernel" if abi is None else f"Landlock ABI {abi} is too old (needs {landlock.MIN_ABI})"
     raise ConfigError(f"no sandbox for the tests on this machine ({reason}; {lock}): install bubblewrap, or pass "
