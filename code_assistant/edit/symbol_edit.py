@@ -5,6 +5,7 @@ import difflib
 import os
 
 from code_assistant.edit.lines import MatchOutcome, dominant_newline, leading, splice, split_lines
+from code_assistant.edit.operations import Action
 from code_assistant.parse import code_parser
 
 _PREFIX_MARKS = ("@", "#", "//", "/*", "*", "#[")  # decorators and comments the parser counts into a definition
@@ -21,12 +22,12 @@ def _reindent(code: str, indent: str) -> list[str]:
     return [indent + line[len(common):] if line.strip() else line for line in lines]
 
 
-def apply_symbol_edit(path: str, content: str, qualname: str, new_code: str, mode: str) -> MatchOutcome:
+def apply_symbol_edit(path: str, content: str, qualname: str, new_code: str, action: Action) -> MatchOutcome:
     """replace_symbol / insert_after_symbol: locate one definition with code_parser and splice `new_code` there."""
-    if mode not in ("replace_symbol", "insert_after_symbol"):
-        return MatchOutcome(ok=False, message=f"unknown symbol action {str(mode)!r}")
+    if action not in (Action.REPLACE_SYMBOL, Action.INSERT_AFTER_SYMBOL):
+        return MatchOutcome(ok=False, message=f"unknown symbol action {str(action)!r}")
     if not new_code.strip():
-        return MatchOutcome(ok=False, message=f"{mode} needs the new definition in 'content'.")
+        return MatchOutcome(ok=False, message=f"{action} needs the new definition in 'content'.")
     parsed = code_parser.parse_source(path, content)
     found = code_parser.find_symbols(parsed, qualname)
     if len(found) != 1:
@@ -48,7 +49,7 @@ def apply_symbol_edit(path: str, content: str, qualname: str, new_code: str, mod
         start += 1  # the parser counts decorators and attached comments in; find the definition line itself
     indent = leading(bodies[start])
     new_lines = _reindent(new_code, indent)
-    if mode == "replace_symbol":
+    if action == Action.REPLACE_SYMBOL:
         if new_lines[0].lstrip().startswith(_PREFIX_MARKS):
             start = first  # the new code brings its own decorators / comments
         new = [(line, newline) for line in new_lines]
