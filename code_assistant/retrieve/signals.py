@@ -124,9 +124,9 @@ def gather(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | No
 
 def _details(index: RepoIndex, sig: Signals, paths: list[str]) -> None:
     """Size, definitions and imports of the files, from their index records."""
-    records = index.db.records(paths)
-    importers = index.db.importers(paths)
-    imports = index.db.imports(paths)
+    records = index.db.files.records(paths)
+    importers = index.db.edges.importer_counts(paths)
+    imports = index.db.edges.import_counts(paths)
     for path in paths:
         entry, record = sig.files[path], records.get(path)
         if record is not None:
