@@ -39,7 +39,7 @@ def chat_client(settings: Settings):  # noqa: ANN201 - openai.OpenAI, imported o
 def chat_model(settings: Settings, schema: dict | None) -> OpenAIChat:
     """The chat seam with the model's context window: the setting, else the server's report, else known, else 8192."""
     from code_assistant.model.chat import OpenAIChat
-    from code_assistant.model.servers import model_name, resolve_window
+    from code_assistant.model.server_reports import model_name, resolve_window
 
     key = api_key(settings)
     name = model_name(settings.model, settings.model_named, settings.base_url, key if settings.api_key else None)
@@ -68,7 +68,7 @@ def instructions_line(settings: Settings) -> str | None:
 
 
 def check_server(settings: Settings) -> None:
-    from code_assistant.model.servers import check_server as check
+    from code_assistant.model.server_reports import check_server as check
 
     api_key(settings)
     check(settings.base_url, settings.api_key)
