@@ -148,6 +148,3 @@ class IndexDB:
     def imports(self, paths: Sequence[str]) -> dict[str, int]:
         """How many repository files each of paths imports (edges.import_counts)."""
         return self.edges.import_counts(paths)
-
-    def vector_counts(self) -> tuple[int, int]:
-        return self.vectors.counts()
