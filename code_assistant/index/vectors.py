@@ -73,10 +73,10 @@ class _Plan:
     need: list[int]  # indices into chunks
 
 
-def _relevance(texts: list[str], query: str) -> list[float]:
-    """How much each text shares with the query: the sum of the idf (over these texts) of the query words it holds."""
-    wanted = set(lexical.tokenize(query))
-    holds = [wanted.intersection(lexical.tokenize(text)) for text in texts]
+def _relevance(texts: list[str], query_terms: set[str]) -> list[float]:
+    """How much each text shares with the query: the sum of the idf (over these texts) of the query's terms
+    (lexical.tokenize) it holds."""
+    holds = [query_terms.intersection(lexical.tokenize(text)) for text in texts]
     df = Counter(word for words in holds for word in words)
     n = len(texts)
     return [sum(lexical.bm25_idf(df[w], n) for w in words) for words in holds]
@@ -120,12 +120,12 @@ class Vectors:
 
     def fill(self, paths: Sequence[str] | None = None, budget: int | None = None,
              progress: FillProgress | None = None, report: FillReport | None = None,
-             query: str | None = None) -> FillReport:
+             query_terms: set[str] | None = None) -> FillReport:
         """Embed and store the missing chunks of paths until at most `budget` chunks were computed by the model
-        (None: no limit). Without a query, file by file in order; with one, only each file's QUERY_CHUNKS chunks
-        that share the most words with it, a round over the files at a time (each file's best chunk, then each
-        file's second, ...), so that a small budget reaches every candidate where it matters and the same query
-        costs nothing the second time. Every finished batch is written at once, so an
+        (None: no limit). Without a query's terms (lexical.tokenize), file by file in order; with them, only each
+        file's QUERY_CHUNKS chunks that share the most terms with the query, a round over the files at a time (each
+        file's best chunk, then each file's second, ...), so that a small budget reaches every candidate where it
+        matters and the same query costs nothing the second time. Every finished batch is written at once, so an
         interrupt loses at most the one in flight; pass `report` to keep the count when one comes."""
         started = time.perf_counter()
         report = report if report is not None else FillReport()
@@ -133,8 +133,8 @@ class Vectors:
         report.files_asked = len(todo)
         pending = _Pending()
         try:
-            if query is not None:
-                self._fill_for_query(todo, query, budget, report, pending, progress)
+            if query_terms is not None:
+                self._fill_for_query(todo, query_terms, budget, report, pending, progress)
             else:
                 for path in todo:
                     if budget is not None and report.embedded >= budget:
@@ -154,10 +154,10 @@ class Vectors:
                     report.files_asked, report.embedded, report.reused, report.seconds)
         return report
 
-    def _fill_for_query(self, todo: list[str], query: str, budget: int | None, report: FillReport,
+    def _fill_for_query(self, todo: list[str], query_terms: set[str], budget: int | None, report: FillReport,
                         pending: _Pending, progress: FillProgress | None) -> None:
         plans = [plan for plan in (self._plan(path, report) for path in todo) if plan is not None]
-        relevance = _relevance([chunk.text for plan in plans for chunk in plan.chunks], query)
+        relevance = _relevance([chunk.text for plan in plans for chunk in plan.chunks], query_terms)
         chosen: list[list[int]] = []
         offset = 0
         for plan in plans:  # a file's QUERY_CHUNKS most relevant chunks, stored or not: embed those still missing

@@ -47,7 +47,7 @@ def rank(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | None
     asked: list[str] = []
     if embed_budget != 0:
         asked = dense_asks(fast, sig)
-        sig.embedded = index.vectors.fill(asked, embed_budget, query=task).embedded
+        sig.embedded = index.vectors.fill(asked, embed_budget, query_terms=set(sig.terms)).embedded
     signals.add_dense(index, sig, task)
     ordered = fast
     if any(f.dense is not None for f in sig.files.values()):

@@ -80,6 +80,7 @@ class Signals:
     embedded: int = 0  # chunks the model embedded for this task
     degree: dict[str, int] = field(default_factory=dict)  # import neighbours of each graph anchor
     tested: dict[str, str] = field(default_factory=dict)  # a test file the task points at -> the code it exercises
+    terms: list[str] = field(default_factory=list)  # the task's lexical tokens (lexical.tokenize), made once
 
     @property
     def lexical_kinds(self) -> set[FileKind]:
@@ -99,8 +100,8 @@ def gather(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | No
     mentions = find_mentions(task, index)
     frames = [f for f in (extra_frames or []) if f[0] in index.files] + mentions.traceback
     sig = Signals(files={}, about_tests=bool(TEST_TASK_RE.search(task)), n_files=len(index.files), mentions=mentions,
-                  frames=frames)
-    _lexical(index, sig, task)
+                  frames=frames, terms=tokenize(task))
+    _lexical(index, sig)
     macros = _macro_definers(index, mentions.macros or set())
     for paths in macros.values():
         for path in paths:
@@ -110,7 +111,7 @@ def gather(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | No
         entry = sig.file(path)
         entry.symbols, entry.symbol_rank = score, position
     _named(index, sig)
-    _path_words(index, sig, task)
+    _path_words(index, sig)
     for position, path in enumerate(dict.fromkeys(p for p, _line in reversed(frames)), start=1):
         sig.file(path).trace_pos = position  # once per file: a long stay in one file is no extra evidence
     _literals(index, sig, task)
@@ -135,13 +136,13 @@ def _details(index: RepoIndex, sig: Signals, paths: list[str]) -> None:
         entry.imports_resolved = imports.get(path, 0)
 
 
-def _lexical(index: RepoIndex, sig: Signals, task: str) -> None:
+def _lexical(index: RepoIndex, sig: Signals) -> None:
     """BM25's top SIGNAL_DEPTH files of each kind it ranks, each ranked among the files at least as likely to be
     the fix: code among code, aux code (scripts, utils, examples) among code and aux, tests (when the task is about
     tests) among all three. A task quoting a test case cannot push the module it tests out with its test files, nor
     can a repository's examples push its code down."""
     code = aux = joint = 0
-    for path, score in _ranked(index.bm25(tokenize(task))):  # classify no more files than needed
+    for path, score in _ranked(index.bm25(sig.terms)):  # classify no more files than needed
         kind = kind_of(path)
         if kind == FileKind.CODE:
             code, aux, joint = code + 1, aux + 1, joint + 1
@@ -307,10 +308,10 @@ def _named(index: RepoIndex, sig: Signals) -> None:
         entry.stem, entry.stem_idf = share / sharing[word], idf(word)
 
 
-def _path_words(index: RepoIndex, sig: Signals, task: str) -> None:
+def _path_words(index: RepoIndex, sig: Signals) -> None:
     """Files whose stem or directories the task uses as plain words (`latex` for printing/latex.py), the stem
     weighted by its rarity; a stem few files share makes the file a candidate."""
-    words = set(tokenize(task))
+    words = set(sig.terms)
     by_stem: dict[str, list[str]] = defaultdict(list)
     for path in index.files:
         stem = _stem(path).lower()
