@@ -1,11 +1,12 @@
 """The disk side of editing: safe paths, journaled backups outside the repository, atomic writes, rollback, recovery.
 
-Every model path goes through `resolve_repo_path`. Before the first write of a file in a run, the original is copied
-into the state dir and a JSON-lines journal entry is fsync'ed; before every write, the bytes it will leave are
-announced the same way; only then is the file written (temp file + os.replace). The editor knows what it last left
-in each file: it never writes over a file somebody else changed since (ChangedOutsideError), and `rollback` and
-`recover` take out only the run's own change (takeback.py), so what the user wrote meanwhile stays. The journal,
-atomic writes and the repository lock live in `journal.py`; finished runs are kept for undo (history.py).
+Every model path goes through `resolve_repo_path` once, as its edit arrives; the resolved path is what the rest works
+on. Before the first write of a file in a run, the original is copied into the state dir and a JSON-lines journal entry
+is fsync'ed; before every write, the bytes it will leave are announced the same way; only then is the file written (temp
+file + os.replace). The editor knows what it last left in each file: it never writes over a file somebody else changed
+since (ChangedOutsideError), and `rollback` and `recover` take out only the run's own change (takeback.py), so what the
+user wrote meanwhile stays. The journal, atomic writes and the repository lock live in `journal.py`; finished runs are
+kept for undo (history.py).
 """
 from __future__ import annotations
 
@@ -336,9 +337,11 @@ class FileEditor:
                                  dirs=tuple(p.relative_to(self.repo).as_posix() for p in missing))
         self._journal.append(entry)
         self._touched[rel] = entry
-        for dir_ in entry.dirs:
-            (self.repo / dir_).mkdir(exist_ok=True)
-            resolve_repo_path(self.repo, rel, self.forbidden)  # a dir swapped for a symlink meanwhile is refused
+        for dir_ in entry.dirs:  # made one by one under the path resolved once (apply_edit), each checked as made
+            made = self.repo / dir_
+            made.mkdir(exist_ok=True)
+            if made.resolve() != made:  # swapped for a symlink meanwhile: what follows would be written elsewhere
+                raise PathError(f"path {rel!r} refused: {dir_} became a symlink while its directories were made")
 
     def _backup_bytes(self, entry: JournalEntry) -> bytes:
         assert self._journal is not None
