@@ -88,35 +88,40 @@ _SEP = r"(?:\s|\\[rn])+"
 _SECRET_NAME = r"(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|client[_-]?secret)"
 
 RULES: list[_Rule] = [
-    _Rule("private-key", re.compile(
+    _Rule(kind="private-key", pattern=re.compile(
         r"-----BEGIN (?P<t>[A-Z0-9 ]*)PRIVATE KEY-----"
         r"(?:(?:" + _SEP + r"(?:[A-Za-z0-9+/=]++|[A-Za-z-]+:[^\n\\]*+))*" + _SEP + r"-----END (?P=t)PRIVATE KEY-----"
         r"|(?:" + _SEP + r"(?:[A-Za-z0-9+/=]{16,}+|[A-Za-z-]+:[^\n\\]*+))+)"),
         live=True, needles=("-----BEGIN ",)),
-    _Rule("anthropic-key", re.compile(_B + r"sk-ant-[A-Za-z0-9_-]{20,}" + _E), live=True, needles=("sk-ant-",)),
-    _Rule("openai-key", re.compile(
+    _Rule(kind="anthropic-key", pattern=re.compile(_B + r"sk-ant-[A-Za-z0-9_-]{20,}" + _E), live=True,
+          needles=("sk-ant-",)),
+    _Rule(kind="openai-key", pattern=re.compile(
         _B + r"sk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,}" + _E),
         live=True, needles=("sk-",)),
-    _Rule("aws-access-key-id", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"), live=True,
-          needles=("AKIA", "ASIA")),
-    _Rule("aws-secret-key", re.compile(
+    _Rule(kind="aws-access-key-id", pattern=re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
+          live=True, needles=("AKIA", "ASIA")),
+    _Rule(kind="aws-secret-key", pattern=re.compile(
         r"(?i:aws_?secret(?:_access)?_key)[\"']?\s*[:=]\s*[\"']?(?P<v>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"),
         live=True),
-    _Rule("github-token", re.compile(_B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})" + _E),
-          live=True, needles=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
-    _Rule("slack-token", re.compile(_B + r"xox[abposr]-[A-Za-z0-9-]{10,}" + _E), live=True, needles=("xox",)),
-    _Rule("google-api-key", re.compile(_B + r"AIza[0-9A-Za-z_-]{35}" + _E), live=True, needles=("AIza",)),
-    _Rule("stripe-key", re.compile(_B + r"(?:sk|rk)_live_[0-9A-Za-z]{16,}" + _E), live=True, needles=("_live_",)),
-    _Rule("jwt", re.compile(_B + r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}" + _E), live=False),
-    _Rule("url-password", re.compile(
+    _Rule(kind="github-token", pattern=re.compile(
+        _B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})" + _E),
+        live=True, needles=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    _Rule(kind="slack-token", pattern=re.compile(_B + r"xox[abposr]-[A-Za-z0-9-]{10,}" + _E), live=True,
+          needles=("xox",)),
+    _Rule(kind="google-api-key", pattern=re.compile(_B + r"AIza[0-9A-Za-z_-]{35}" + _E), live=True, needles=("AIza",)),
+    _Rule(kind="stripe-key", pattern=re.compile(_B + r"(?:sk|rk)_live_[0-9A-Za-z]{16,}" + _E), live=True,
+          needles=("_live_",)),
+    _Rule(kind="jwt", pattern=re.compile(_B + r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}" + _E),
+          live=False),
+    _Rule(kind="url-password", pattern=re.compile(
         r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@'\"]*:(?P<v>[^\s@/'\"]+)@(?=[^\s/@'\"])"),
         live=False, accept=_accept_url_password),
-    _Rule("secret", re.compile(
+    _Rule(kind="secret", pattern=re.compile(
         # the whole identifier, possessively, once per identifier: linear time even on a 100 kB word
         r"(?<![\w.-])(?=[\w.-]*?(?i:" + _SECRET_NAME + r"))(?P<name>[\w.-]++)[\"']?"
         r"(?P<op>(?:\s*(?::\s*[A-Za-z_][\w.]*(?:\[[^\]\n]*\])?\s*)?=(?!=)|\s*:(?!=))\s*)"
         r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\s]{8,})(?P=q)|(?P<bv>[^\s\"'`,;()\[\]{}<>]{8,}))"),
-          live=False, accept=_accept_assignment),
+        live=False, accept=_accept_assignment),
 ]
 
 

@@ -5,6 +5,7 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from dotenv import dotenv_values
@@ -13,9 +14,18 @@ from code_assistant.errors import ConfigError
 
 DEFAULT_MODEL = "gpt-4o"
 DEFAULT_TEST_COMMAND = "pytest"
+
+
+class EmbeddingBackend(StrEnum):
+    """What embeds the code for dense retrieval."""
+
+    LOCAL = "local"  # MiniLM, shipped in a pip package
+    OPENAI = "openai"  # the /embeddings endpoint of the OpenAI-compatible server
+
+
 # Chunks a query may have the model embed (its top candidates' missing vectors): a few seconds of the local model on
 # two cores; an embeddings API is fast enough for ten times as many.
-EMBED_BUDGETS = {"local": 200, "openai": 2000}
+EMBED_BUDGETS = {EmbeddingBackend.LOCAL: 200, EmbeddingBackend.OPENAI: 2000}
 MIN_CONTEXT_WINDOW = 512  # below this no request (system prompt, task, some code, an answer) fits at all
 # The assistant's own settings in the environment: its chat and embedding server (key, URL, model), its vector store's
 # credentials. Never in a test command's environment (verify/environment.py), not even by --pass-env.
@@ -27,7 +37,15 @@ def own_setting(name: str) -> bool:
     return name.upper().startswith(OWN_PREFIXES)
 
 
-SANDBOX_MODES = ("write", "strict", "off")  # verify/sandbox.Mode: the policy (strict: its older name); anything
+class SandboxMode(StrEnum):
+    """What the test command may do (verify/sandbox.py): write only its working tree, or anything (off)."""
+
+    WRITE = "write"
+    STRICT = "strict"  # write's older name
+    OFF = "off"
+
+
+SANDBOX_MODES = tuple(mode.value for mode in SandboxMode)  # --sandbox's choices
 
 
 def cache_home() -> Path:
@@ -54,7 +72,7 @@ class Settings:
     model_named: bool = False  # --model or OPENAI_MODEL named it (else a local server's only model is asked for)
     api_key: str | None = None
     base_url: str | None = None
-    embedding_backend: str = "local"  # "local" (MiniLM shipped in a pip package) or "openai" (/embeddings endpoint)
+    embedding_backend: EmbeddingBackend = EmbeddingBackend.LOCAL
     embedding_model: str = "text-embedding-3-small"
     embed_budget: int | None = None  # chunks a query may embed; None: EMBED_BUDGETS of the backend
     context_tokens: int = 12000
@@ -73,7 +91,7 @@ class Settings:
     dry_run: bool = False
     reproduce: bool | None = None   # write a failing test first; None: when the suite is green before the change
     candidates: int = 1             # independent attempts, each in a scratch copy; the best one is applied
-    sandbox: str = "write"          # SANDBOX_MODES; write without bubblewrap or Landlock is an error (say off)
+    sandbox: SandboxMode = SandboxMode.WRITE  # write without bubblewrap or Landlock is an error (say off)
     network: bool = False           # the test command may reach the network (else loopback only)
     pass_env: list[str] = field(default_factory=list)  # secret-looking variables the user lets the tests see
     sandbox_show: list[Path] = field(default_factory=list)  # paths of the hidden HOME the tests may read
@@ -156,14 +174,16 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
             value = [*settings.pass_env, *value]  # type: ignore[misc]
         setattr(settings, key, value)
     settings.model_named = bool(env.get("OPENAI_MODEL")) or cli.get("model") is not None
-    if settings.embedding_backend not in ("local", "openai"):
+    if settings.embedding_backend not in tuple(EmbeddingBackend):
         raise ConfigError(f"EMBEDDING_BACKEND must be 'local' or 'openai', not {settings.embedding_backend!r}")
+    settings.embedding_backend = EmbeddingBackend(settings.embedding_backend)
     if settings.max_iterations < 1:
         raise ConfigError("--max-iterations must be at least 1")
     if settings.test_timeout <= 0:
         raise ConfigError("--test-timeout must be positive")
     if settings.sandbox not in SANDBOX_MODES:
         raise ConfigError(f"--sandbox (CODE_ASSISTANT_SANDBOX) must be off, write or strict, not {settings.sandbox!r}")
+    settings.sandbox = SandboxMode(settings.sandbox)
     for name in settings.pass_env:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             raise ConfigError(f"--pass-env (CODE_ASSISTANT_PASS_ENV) takes variable names, not {name!r}")

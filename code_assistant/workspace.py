@@ -180,7 +180,7 @@ class Workspace:
     def open_model(self, name: str | None = None) -> OpenAIChat:
         """The server checked (one that is not there is found before any work), then the chat model with its
         context window and the plan's schema. `name`: another model than the settings' (kept from now on)."""
-        from code_assistant.model.servers import check_server
+        from code_assistant.model.server_reports import check_server
 
         if name:
             self.settings = dataclasses.replace(self.settings, model=name, model_named=True)
@@ -295,7 +295,7 @@ def chat_client(settings: Settings):  # noqa: ANN201 - openai.OpenAI, imported o
 def chat_model(settings: Settings, key: str, schema: dict | None) -> OpenAIChat:
     """The chat seam with the model's context window: the setting, else the server's report, else known, else 8192."""
     from code_assistant.model.chat import OpenAIChat
-    from code_assistant.model.servers import model_name, resolve_window
+    from code_assistant.model.server_reports import model_name, resolve_window
 
     own_key = key if settings.api_key else None
     name = model_name(settings.model, settings.model_named, settings.base_url, own_key)

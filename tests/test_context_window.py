@@ -10,7 +10,7 @@ import pytest
 from code_assistant import tokens
 from code_assistant.model.chat import ContextOverflow, OpenAIChat
 from code_assistant.model.fitting import clip_text, fit_history, message_tokens
-from code_assistant.model.servers import (
+from code_assistant.model.server_reports import (
     from_lmstudio,
     from_models,
     from_ollama_ps,

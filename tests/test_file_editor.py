@@ -76,6 +76,26 @@ def test_symlink_escapes_are_refused(repo: Path, tmp_path: Path) -> None:
     assert not (outside / "new.py").exists()
 
 
+def test_a_directory_swapped_for_a_symlink_while_it_is_made_is_refused(repo: Path, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    made = repo.resolve() / "new"
+    mkdir = Path.mkdir
+
+    def mkdir_then_swap(self: Path, *args: object, **kwargs: object) -> None:
+        mkdir(self, *args, **kwargs)  # type: ignore[arg-type]
+        if self == made:  # somebody replaces the fresh directory with a link out of the repository
+            self.rmdir()
+            self.symlink_to(outside, target_is_directory=True)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir_then_swap)
+    result = FileEditor(repo, state_dir=tmp_path / "state").apply_edit(
+        EditOperation("new/deeper/x.py", action="create", content="pwned\n"))
+    assert not result.ok and "refused" in result.message
+    assert list(outside.iterdir()) == []
+
+
 def test_forbidden_index_dir_is_never_written(repo: Path, state: Path) -> None:
     index = repo / ".code_assistant"
     editor = FileEditor(repo, state_dir=state, forbidden=[index])

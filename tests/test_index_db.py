@@ -137,8 +137,9 @@ def test_a_record_reads_back_as_it_was_stored(db: IndexDB) -> None:
         ("hash-shop/cart.py", len(DOCS["shop/cart.py"]), "python", 10, 0)
     assert db.files.hashes(["shop/cart.py", "shop/tax.py"]) == {"shop/cart.py": "hash-shop/cart.py",
                                                                 "shop/tax.py": "hash-shop/tax.py"}
-    assert list(db.files.imports()) == [("shop/cart.py", "python", [ImportRow("shop.price", ["total_price"], 0)])]
-    assert list(db.files.imports(["shop/tax.py"])) == []
+    assert list(db.files.import_statements()) == [("shop/cart.py", "python",
+                                                   [ImportRow("shop.price", ["total_price"], 0)])]
+    assert list(db.files.import_statements(["shop/tax.py"])) == []
     assert db.files.symbol_count() == 1
 
 
@@ -202,13 +203,13 @@ def test_edges_are_replaced_per_file_and_follow_removals(db: IndexDB) -> None:
     assert db.edges.graph() == {}
 
 
-def test_importers_and_imports_count_the_edges_into_and_out_of_each_path(db: IndexDB) -> None:
+def test_importer_and_import_counts_count_the_edges_into_and_out_of_each_path(db: IndexDB) -> None:
     db.edges.put({"shop/cart.py": ["shop/tax.py", "shop/price.py", "not/indexed.py"], "shop/price.py": ["shop/tax.py"]},
                  replace_all=True)
-    assert db.edges.importers(["shop/tax.py", "shop/price.py", "shop/cart.py"]) == {"shop/tax.py": 2,
-                                                                                    "shop/price.py": 1}
-    assert db.edges.imports(["shop/tax.py", "shop/price.py", "shop/cart.py"]) == {"shop/cart.py": 2,
-                                                                                  "shop/price.py": 1}
+    assert db.edges.importer_counts(["shop/tax.py", "shop/price.py", "shop/cart.py"]) == {"shop/tax.py": 2,
+                                                                                          "shop/price.py": 1}
+    assert db.edges.import_counts(["shop/tax.py", "shop/price.py", "shop/cart.py"]) == {"shop/cart.py": 2,
+                                                                                        "shop/price.py": 1}
     db.edges.put({"README.md": ["shop/cart.py"]}, replace_all=True)
     assert db.edges.graph() == {"README.md": ["shop/cart.py"]}
 

@@ -277,14 +277,15 @@ def test_a_query_embeds_each_candidates_most_relevant_chunk_first(tmp_path: Path
              "pkg/b.py": _big_function("gamma") + _big_function("delta") + _big_function("ledger_total")}
     repo = write_tree(tmp_path / "repo", files)
     index, _ = _indexer(repo, tmp_path / "index", embedder).update()
-    report = index.vectors.fill(["pkg/a.py", "pkg/b.py"], budget=2, query="reconcile the ledger")
+    query = set(lexical.tokenize("reconcile the ledger"))
+    report = index.vectors.fill(["pkg/a.py", "pkg/b.py"], budget=2, query_terms=query)
     assert report.embedded == 2 and report.exhausted
     hits = index.chunks.query(embedder.embed(["reconcile_ledger ledger_total"])[0], 10)
     assert {(h.path, h.symbol) for h in hits} == {("pkg/a.py", "reconcile_ledger"), ("pkg/b.py", "ledger_total")}
-    rest = index.vectors.fill(["pkg/a.py", "pkg/b.py"], budget=100, query="reconcile the ledger")
+    rest = index.vectors.fill(["pkg/a.py", "pkg/b.py"], budget=100, query_terms=query)
     assert 0 < rest.embedded < rest.chunks - 2, "only the chunks sharing words with the query"
     assert index.vectors.missing() == ["pkg/a.py", "pkg/b.py"]
-    again = index.vectors.fill(["pkg/a.py", "pkg/b.py"], budget=100, query="reconcile the ledger")
+    again = index.vectors.fill(["pkg/a.py", "pkg/b.py"], budget=100, query_terms=query)
     assert again.embedded == 0, "the same query finds its relevant chunks embedded and spends nothing"
 
 

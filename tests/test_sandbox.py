@@ -25,7 +25,8 @@ import pytest
 
 from code_assistant.verify.runner import RUN_TOKEN_VAR, TestRunner, reap_leftovers
 from code_assistant.errors import ConfigError
-from code_assistant.verify.sandbox import Backend, Mode, Policy, Sandbox, bwrap_argv, cache_dirs, resolve
+from code_assistant.settings import SandboxMode
+from code_assistant.verify.sandbox import Backend, Policy, Sandbox, bwrap_argv, cache_dirs, resolve
 from tests.repos import (GO_FIX, NODE_FIX, ROOT, answer, go_repo, modify, node_repo, python_repo, run_cli, snapshot,
                          write_tree)
 from tests.scripted_server import ScriptedServer
@@ -104,7 +105,7 @@ def test_a_virtual_environment_under_tmp_stays_visible_read_only_over_the_privat
     venv_bin.mkdir(parents=True)
     other_bin.mkdir(parents=True)
     tree = Path("/srv/proj")
-    sandbox = Sandbox(Mode.WRITE, Mode.WRITE, Backend.BUBBLEWRAP, "bwrap")
+    sandbox = Sandbox(SandboxMode.WRITE, SandboxMode.WRITE, Backend.BUBBLEWRAP, "bwrap")
     by_path = sandbox.policy(tree, {"PATH": f"{other_bin}:/usr/bin"}, [str(venv_bin / "python"), "-m", "pytest"])
     assert set(by_path.kept) == {tmp_path / "venv", tmp_path / "tools"}
     text = " ".join(bwrap_argv("bwrap", by_path, ["true"], tree))
@@ -126,7 +127,7 @@ def test_home_is_hidden_but_a_virtual_environment_in_it_that_the_test_command_na
         (home / part).mkdir(parents=True)
     (home / ".cargo" / "credentials.toml").write_text("[registry]\ntoken = 'x'\n")
     (home / ".gitconfig").write_text("[user]\n")
-    policy = Sandbox(Mode.WRITE, Mode.WRITE, Backend.BUBBLEWRAP, "bwrap").policy(
+    policy = Sandbox(SandboxMode.WRITE, SandboxMode.WRITE, Backend.BUBBLEWRAP, "bwrap").policy(
         Path("/srv/proj"), {"HOME": str(home), "PATH": f"{home / '.cargo' / 'bin'}:/usr/bin"},
         [str(home / "venvs" / "proj" / "bin" / "python"), "-m", "pytest"])
     assert policy.hidden == (home,)
@@ -136,7 +137,7 @@ def test_home_is_hidden_but_a_virtual_environment_in_it_that_the_test_command_na
     outside = tmp_path / "checkout" / ".venv"
     (outside / "bin").mkdir(parents=True)
     (outside / "pyvenv.cfg").write_text(f"home = {home / '.pyenv' / 'versions' / '3.12' / 'bin'}\n")
-    lone = Sandbox(Mode.WRITE, Mode.WRITE, Backend.BUBBLEWRAP, "bwrap").policy(
+    lone = Sandbox(SandboxMode.WRITE, SandboxMode.WRITE, Backend.BUBBLEWRAP, "bwrap").policy(
         Path("/srv/proj"), {"HOME": str(home), "PATH": "/usr/bin"}, [str(outside / "bin" / "python")])
     assert home / ".pyenv" / "versions" / "3.12" in lone.kept, "the Python a venv was made from, when it is hidden"
 
@@ -171,19 +172,20 @@ def test_caches_follow_their_tools_variables_else_the_defaults() -> None:
 
 
 def test_the_header_and_the_record_say_what_is_in_force() -> None:
-    write = Sandbox(Mode.WRITE, Mode.WRITE, Backend.BUBBLEWRAP, "/usr/bin/bwrap", held_back=("A_TOKEN", "B_KEY"))
+    write = Sandbox(requested=SandboxMode.WRITE, mode=SandboxMode.WRITE, backend=Backend.BUBBLEWRAP,
+                    executable="/usr/bin/bwrap", held_back=("A_TOKEN", "B_KEY"))
     assert write.describe() == ("write (bubblewrap): repository + /tmp writable, HOME hidden (toolchains kept), "
                                 "network off, 2 secret variables held back")
     assert write.record() == {"requested": "write", "mode": "write", "backend": "bubblewrap", "network": False,
                               "home_hidden": True, "unavailable": None, "held_back": ["A_TOKEN", "B_KEY"]}
-    networked = Sandbox(Mode.STRICT, Mode.WRITE, Backend.BUBBLEWRAP, "/usr/bin/bwrap", network=True)
+    networked = Sandbox(SandboxMode.STRICT, SandboxMode.WRITE, Backend.BUBBLEWRAP, "/usr/bin/bwrap", network=True)
     assert networked.describe().endswith("network on, 0 secret variables held back")
-    lock = Sandbox(Mode.WRITE, Mode.WRITE, Backend.LANDLOCK, sys.executable, "bwrap not found", landlock_abi=7,
-                   held_back=("X_TOKEN",))
+    lock = Sandbox(requested=SandboxMode.WRITE, mode=SandboxMode.WRITE, backend=Backend.LANDLOCK,
+                   executable=sys.executable, unavailable="bwrap not found", landlock_abi=7, held_back=("X_TOKEN",))
     assert lock.describe() == ("write (landlock ABI 7, no bubblewrap: bwrap not found): repository + a private "
                                "TMPDIR writable, HOME hidden (toolchains kept), network off (loopback too), "
                                "1 secret variable held back")
-    off = Sandbox(Mode.OFF, Mode.OFF, network=True)
+    off = Sandbox(SandboxMode.OFF, SandboxMode.OFF, network=True)
     assert off.describe() == "off; tests run unconfined (HOME readable, network on), 0 secret variables held back"
     with off.confined(["x"], Path("/"), {"A": "1"}) as (argv, env):
         assert (argv, env) == (["x"], {"A": "1"})
@@ -195,7 +197,7 @@ def test_with_neither_bubblewrap_nor_landlock_only_sandbox_off_runs_the_tests(tm
     assert str(refused.value) == (f"no sandbox for the tests on this machine ({tmp_path / 'no-bwrap'} not found; "
                                   "Landlock: not in this kernel): install bubblewrap, or pass --sandbox off to run "
                                   "the model's code unconfined")
-    assert resolve("off", str(tmp_path / "no-bwrap"), landlock_allowed=False).mode == Mode.OFF
+    assert resolve("off", str(tmp_path / "no-bwrap"), landlock_allowed=False).mode == SandboxMode.OFF
 
 
 # ----- the runner inside the sandbox ------------------------------------------------------------------------------

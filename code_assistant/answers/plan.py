@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 
 from code_assistant.answers.plan_json import JsonPlanError, find_plan_json
 from code_assistant.answers.reasoning import split_reasoning
 from code_assistant.answers.search_replace import BlockError, has_blocks, parse_blocks
 from code_assistant.answers.unified_diff import DiffError, has_diff, parse_diff
 from code_assistant.edit.operations import PLAN_ACTIONS, Action, EditOperation
-
-JSON, JSON_REPAIRED, SEARCH_REPLACE, UNIFIED_DIFF = "json", "json_repaired", "search_replace", "unified_diff"
-FORMATS = (JSON, JSON_REPAIRED, SEARCH_REPLACE, UNIFIED_DIFF)
 
 
 class PlanParseError(ValueError):
@@ -29,10 +27,19 @@ class PlanParseError(ValueError):
         self.only_reasoning, self.incomplete = only_reasoning, incomplete
 
 
+class PlanFormat(StrEnum):
+    """The format a plan was read in (a step's answer_format in the trajectory)."""
+
+    JSON = "json"
+    JSON_REPAIRED = "json_repaired"  # JSON that parsed only after a safe repair (plan_json.py)
+    SEARCH_REPLACE = "search_replace"
+    UNIFIED_DIFF = "unified_diff"
+
+
 @dataclass(frozen=True)
 class Plan:
     ops: list[EditOperation]
-    format: str  # one of FORMATS
+    format: PlanFormat
     reasoning: str = ""  # what the answer's reasoning blocks held
 
 
@@ -90,7 +97,7 @@ def parse_answer(text: str, *, cut_off: bool = False) -> Plan:
     stopped at its token limit. A JSON plan that parses is whole even then (only trailing prose can be missing), but
     blocks or a diff may have lost their last lines or the edits after them: refused as incomplete."""
     plan = _parse(text)
-    if cut_off and plan.format in (SEARCH_REPLACE, UNIFIED_DIFF):
+    if cut_off and plan.format in (PlanFormat.SEARCH_REPLACE, PlanFormat.UNIFIED_DIFF):
         raise PlanParseError(f"it was cut off, so its last {plan.format.replace('_', '/')} edits may be missing",
                              incomplete=True)
     return plan
@@ -111,11 +118,14 @@ def _parse(text: str) -> Plan:
         data, repaired = find_plan_json(answer)
     except JsonPlanError as exc:
         if has_blocks(answer):
-            return Plan(_read(parse_blocks, answer, BlockError), SEARCH_REPLACE, reasoned.reasoning)
+            return Plan(ops=_read(parse_blocks, answer, BlockError), format=PlanFormat.SEARCH_REPLACE,
+                        reasoning=reasoned.reasoning)
         if has_diff(answer):
-            return Plan(_read(parse_diff, answer, DiffError), UNIFIED_DIFF, reasoned.reasoning)
+            return Plan(ops=_read(parse_diff, answer, DiffError), format=PlanFormat.UNIFIED_DIFF,
+                        reasoning=reasoned.reasoning)
         raise PlanParseError(str(exc), incomplete=exc.incomplete) from exc
-    return Plan(operations(data), JSON_REPAIRED if repaired else JSON, reasoned.reasoning)
+    return Plan(ops=operations(data), format=PlanFormat.JSON_REPAIRED if repaired else PlanFormat.JSON,
+                reasoning=reasoned.reasoning)
 
 
 def _read(reader: Callable[[str], list[EditOperation]], answer: str, error: type[ValueError]

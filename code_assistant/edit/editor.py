@@ -1,11 +1,12 @@
 """The disk side of editing: safe paths, journaled backups outside the repository, atomic writes, rollback, recovery.
 
-Every model path goes through `resolve_repo_path`. Before the first write of a file in a run, the original is copied
-into the state dir and a JSON-lines journal entry is fsync'ed; before every write, the bytes it will leave are
-announced the same way; only then is the file written (temp file + os.replace). The editor knows what it last left
-in each file: it never writes over a file somebody else changed since (ChangedOutsideError), and `rollback` and
-`recover` take out only the run's own change (takeback.py), so what the user wrote meanwhile stays. The journal,
-atomic writes and the repository lock live in `journal.py`; finished runs are kept for undo (history.py).
+Every model path goes through `resolve_repo_path` once, as its edit arrives; the resolved path is what the rest works
+on. Before the first write of a file in a run, the original is copied into the state dir and a JSON-lines journal entry
+is fsync'ed; before every write, the bytes it will leave are announced the same way; only then is the file written (temp
+file + os.replace). The editor knows what it last left in each file: it never writes over a file somebody else changed
+since (ChangedOutsideError), and `rollback` and `recover` take out only the run's own change (takeback.py), so what the
+user wrote meanwhile stays. The journal, atomic writes and the repository lock live in `journal.py`; finished runs are
+kept for undo (history.py).
 """
 from __future__ import annotations
 
@@ -185,7 +186,7 @@ class FileEditor:
     def record_commit(self, commit: str) -> None:
         """The last finished run was committed (--commit): an undo reverts that commit."""
         if self.last_run is not None:
-            self.last_run.append(JournalEntry(Op.COMMITTED, commit=commit))
+            self.last_run.append(JournalEntry(op=Op.COMMITTED, commit=commit))
 
     @property
     def modified_files(self) -> list[str]:
@@ -328,16 +329,19 @@ class FileEditor:
             self._journal = Journal.start(self.state_dir, self.repo, self.originals)
         if old is not None:
             backup = self._journal.backup(old, len(self._touched))
-            entry = JournalEntry(Op.MODIFIED, rel, backup=str(backup.relative_to(self._journal.run_dir)),
+            entry = JournalEntry(op=Op.MODIFIED, path=rel, backup=str(backup.relative_to(self._journal.run_dir)),
                                  mode=path.stat().st_mode & 0o7777)
         else:
             missing = [p for p in reversed(path.parents) if inside(p, self.repo) and not p.exists()]
-            entry = JournalEntry(Op.CREATED, rel, dirs=tuple(p.relative_to(self.repo).as_posix() for p in missing))
+            entry = JournalEntry(op=Op.CREATED, path=rel,
+                                 dirs=tuple(p.relative_to(self.repo).as_posix() for p in missing))
         self._journal.append(entry)
         self._touched[rel] = entry
-        for dir_ in entry.dirs:
-            (self.repo / dir_).mkdir(exist_ok=True)
-            resolve_repo_path(self.repo, rel, self.forbidden)  # a dir swapped for a symlink meanwhile is refused
+        for dir_ in entry.dirs:  # made one by one under the path resolved once (apply_edit), each checked as made
+            made = self.repo / dir_
+            made.mkdir(exist_ok=True)
+            if made.resolve() != made:  # swapped for a symlink meanwhile: what follows would be written elsewhere
+                raise PathError(f"path {rel!r} refused: {dir_} became a symlink while its directories were made")
 
     def _backup_bytes(self, entry: JournalEntry) -> bytes:
         assert self._journal is not None

@@ -204,7 +204,7 @@ class Journal:
         run_dir = state_dir / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         (run_dir / "backups").mkdir(parents=True)
         journal = cls(run_dir)
-        journal.append(JournalEntry(Op.BEGIN, v=JOURNAL_VERSION, repo=str(repo), pid=os.getpid(), time=time.time(),
+        journal.append(JournalEntry(op=Op.BEGIN, v=JOURNAL_VERSION, repo=str(repo), pid=os.getpid(), time=time.time(),
                                     originals=str(originals) if originals else None))
         return journal
 
@@ -241,7 +241,7 @@ class Journal:
         """Before the run writes (or, data None, deletes) a file: a copy of the bytes it is about to leave, and a
         line saying so, both on disk first: whatever happens next, the journal knows what the run put there."""
         if data is None:
-            self.append(JournalEntry(Op.WROTE, rel, absent=True))
+            self.append(JournalEntry(op=Op.WROTE, path=rel, absent=True))
             return
         digest = sha256(data)
         blob = self.backups / f"left-{digest}"
@@ -251,7 +251,7 @@ class Journal:
             _fsync_file(tmp)
             os.replace(tmp, blob)
             fsync_dir(self.backups)
-        self.append(JournalEntry(Op.WROTE, rel, sha=digest, blob=str(blob.relative_to(self.run_dir))))
+        self.append(JournalEntry(op=Op.WROTE, path=rel, sha=digest, blob=str(blob.relative_to(self.run_dir))))
 
     def files(self) -> list[FileRecord]:
         """Every file the run touched, in the order it first touched them. A version 2 journal with no write of a
@@ -279,7 +279,7 @@ class Journal:
     def close(self, how: Ending) -> None:
         """The last line. A finished run keeps each file's original and final state (an undo needs both); any
         other ending drops its backups."""
-        self.append(JournalEntry(Op.DONE, how=how, time=time.time()))
+        self.append(JournalEntry(op=Op.DONE, how=how, time=time.time()))
         if how != Ending.FINISHED:
             shutil.rmtree(self.backups, ignore_errors=True)
             return

@@ -70,7 +70,7 @@ def _find(bodies: list[str], search: list[str], strategy: str, lo: int = 0, hi: 
         if strategy in ("indent", "intraline"):
             transform = indent_transform(bodies[start: start + m], search)
         if transform is not None:
-            hits.append(_Hit(start, transform))
+            hits.append(_Hit(start=start, transform=transform))
     return hits
 
 
@@ -93,7 +93,7 @@ def _fuzzy_find(bodies: list[str], search: list[str]) -> list[_Hit]:
             continue
         transform = indent_transform(bodies[i: i + m], search)
         if transform is not None:
-            hits.append(_Hit(i, transform))
+            hits.append(_Hit(start=i, transform=transform))
     return hits
 
 
@@ -146,7 +146,7 @@ def _find_partial(bodies: list[str], search: list[str], strategy: str) -> list[_
             whole = range(1 if head is not None else 0, m - 1 if tail is not None else m)
             transform = indent_transform([window[j] for j in whole], [search[j] for j in whole])
         if transform is not None:
-            hits.append(_Hit(i, transform, head=head, tail=tail))
+            hits.append(_Hit(start=i, transform=transform, head=head, tail=tail))
     return hits
 
 
@@ -204,8 +204,8 @@ def _complete(window: list[str], search: list[str], replace: list[str], transfor
 
 def _ambiguous(starts: list[int]) -> MatchOutcome:
     where = ", ".join(str(s + 1) for s in starts[:10])
-    return MatchOutcome(False, message=f"search text found {len(starts)} times, at lines {where} — add surrounding "
-                                       "lines to make it unique. Nothing was changed by this edit.")
+    return MatchOutcome(ok=False, message=f"search text found {len(starts)} times, at lines {where} — add "
+                                          "surrounding lines to make it unique. Nothing was changed by this edit.")
 
 
 def _elision(bodies: list[str], eols: list[str], search: list[str], replace: list[str], newline: str
@@ -232,7 +232,7 @@ def _elision(bodies: list[str], eols: list[str], search: list[str], replace: lis
         end = start + len(s_seg)
         new.extend(_render(bodies[start:end], eols[start:end], s_seg, r_seg, transform, "elision", newline))
         pos = end
-    return MatchOutcome(True, content=splice(bodies, eols, first, pos, new), strategy="elision", line=first + 1)
+    return MatchOutcome(ok=True, content=splice(bodies, eols, first, pos, new), strategy="elision", line=first + 1)
 
 
 def _seg_hits(bodies: list[str], seg: list[str], lo: int) -> list[_Hit]:
@@ -262,10 +262,10 @@ def apply_search_replace(content: str, search: str, replace: str) -> MatchOutcom
     replace_lines = model_lines(replace)
     if not search.strip():
         if content.strip():
-            return MatchOutcome(False, message="empty search text on a file that is not empty. Give search text "
-                                               "copied from the file, or use action 'create' with overwrite=true to "
-                                               "replace the whole file.")
-        return MatchOutcome(True, content=replace.replace("\r\n", "\n").replace("\n", newline), strategy="exact",
+            return MatchOutcome(ok=False, message="empty search text on a file that is not empty. Give search text "
+                                                  "copied from the file, or use action 'create' with overwrite=true to "
+                                                  "replace the whole file.")
+        return MatchOutcome(ok=True, content=replace.replace("\r\n", "\n").replace("\n", newline), strategy="exact",
                             line=1)
     bodies, eols = split_lines(content)
     plain = _plain_substring(content, search, replace, bodies, eols, search_lines, replace_lines)
@@ -292,9 +292,9 @@ def apply_search_replace(content: str, search: str, replace: str) -> MatchOutcom
             return _ambiguous([h.start for h in hits])
         if hits:
             return _apply_hit(bodies, eols, hits[0], search_lines, replace_lines, strategy, newline)
-    return MatchOutcome(False, message=f"search text not found. {closest_lines(bodies, search_lines)}\n"
-                                       "Copy the search text exactly from the file (same indentation and spacing) "
-                                       "and resend only this edit.")
+    return MatchOutcome(ok=False, message=f"search text not found. {closest_lines(bodies, search_lines)}\n"
+                                          "Copy the search text exactly from the file (same indentation and spacing) "
+                                          "and resend only this edit.")
 
 
 def _plain_substring(content: str, search: str, replace: str, bodies: list[str], eols: list[str],
@@ -323,7 +323,7 @@ def _plain_substring(content: str, search: str, replace: str, bodies: list[str],
         new_text = new_text[:-1]  # the model's closing newline, not a new blank line
     new_text = new_text.replace("\n", newline)
     logger.debug("search matched once as a substring at offset %d", at)
-    return MatchOutcome(True, content=content[:at] + new_text + content[at + len(search):], strategy="exact",
+    return MatchOutcome(ok=True, content=content[:at] + new_text + content[at + len(search):], strategy="exact",
                         line=content.count("\n", 0, at) + 1)
 
 
@@ -333,4 +333,4 @@ def _apply_hit(bodies: list[str], eols: list[str], hit: _Hit, search: list[str],
     new = _render(bodies[start:end], eols[start:end], search, replace, hit.transform, strategy, newline, hit.head,
                   hit.tail)
     logger.debug("search matched at line %d by %s", start + 1, strategy)
-    return MatchOutcome(True, content=splice(bodies, eols, start, end, new), strategy=strategy, line=start + 1)
+    return MatchOutcome(ok=True, content=splice(bodies, eols, start, end, new), strategy=strategy, line=start + 1)

@@ -40,26 +40,30 @@ def take_back(original: bytes | None, left: Sequence[bytes | None], current: byt
     """`left`: the states the run announced for the file, oldest first; the last is what it left (a crash between
     announcing a write and making it leaves the one before it in the file, so any of them counts as the run's)."""
     if not left or current in left:
-        return TakeBack(Fate.RESTORED, original, write=current != original, why="as it was before the run")
+        return TakeBack(fate=Fate.RESTORED, data=original, write=current != original, why="as it was before the run")
     if current == original:
-        return TakeBack(Fate.RESTORED, original, write=False, why="already as it was before the run")
+        return TakeBack(fate=Fate.RESTORED, data=original, write=False, why="already as it was before the run")
     if left[-1] == original:
-        return TakeBack(Fate.KEPT, current, write=False, why="not changed by the run; changed since by someone else")
+        return TakeBack(fate=Fate.KEPT, data=current, write=False,
+                        why="not changed by the run; changed since by someone else")
     if original is None:
         if current is None:
-            return TakeBack(Fate.RESTORED, None, write=False, why="created by the run and deleted since")
-        return TakeBack(Fate.KEPT, current, write=False, why="created by the run and changed since by someone else")
+            return TakeBack(fate=Fate.RESTORED, data=None, write=False, why="created by the run and deleted since")
+        return TakeBack(fate=Fate.KEPT, data=current, write=False,
+                        why="created by the run and changed since by someone else")
     if left[-1] is None:
-        return TakeBack(Fate.KEPT, current, write=False,
+        return TakeBack(fate=Fate.KEPT, data=current, write=False,
                         why="deleted by the run and created again since by someone else")
     if current is None:
-        return TakeBack(Fate.CONFLICT, None, write=False, why="changed by the run and deleted since by someone else")
+        return TakeBack(fate=Fate.CONFLICT, data=None, write=False,
+                        why="changed by the run and deleted since by someone else")
     for base in reversed([state for state in left[-2:] if state is not None]):
         merge = merge3(base, current, original)
         if merge.clean and merge.data == original:
-            return TakeBack(Fate.RESTORED, original, write=current != original, why="as it was before the run")
+            return TakeBack(fate=Fate.RESTORED, data=original, write=current != original,
+                            why="as it was before the run")
         if merge.clean:
-            return TakeBack(Fate.MERGED, merge.data, write=merge.data != current,
+            return TakeBack(fate=Fate.MERGED, data=merge.data, write=merge.data != current,
                             why="changed since by someone else: the run's lines taken out, the other edits kept")
-    return TakeBack(Fate.CONFLICT, current, write=False,
+    return TakeBack(fate=Fate.CONFLICT, data=current, write=False,
                     why="the run and someone else changed the same lines: left as it is now")

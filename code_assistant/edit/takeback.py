@@ -88,7 +88,8 @@ def _apply(root: Path, journal: Journal, record: FileRecord) -> FileOutcome:
         except FileMoved:  # somebody wrote it between our look and our write: look again
             logger.info("%s changed while it was being put back; deciding again", record.path)
     else:
-        decision = TakeBack(Fate.CONFLICT, current, write=False, why="it kept changing while it was being put back")
+        decision = TakeBack(fate=Fate.CONFLICT, data=current, write=False,
+                            why="it kept changing while it was being put back")
     if record.first.op == Op.CREATED and not target.exists():
         for dir_ in reversed(record.first.dirs):
             try:

@@ -32,12 +32,12 @@ class EdgeTable:
             graph.setdefault(src, []).append(dst)
         return graph
 
-    def importers(self, paths: Sequence[str]) -> dict[str, int]:
+    def importer_counts(self, paths: Sequence[str]) -> dict[str, int]:
         """How many files import each of paths (those imported by none are left out)."""
         return dict(rows_in(self._db, "SELECT files.path, COUNT(*) FROM edges JOIN files ON files.id = edges.dst "
                                       "WHERE files.path IN ({}) GROUP BY files.path", paths))
 
-    def imports(self, paths: Sequence[str]) -> dict[str, int]:
+    def import_counts(self, paths: Sequence[str]) -> dict[str, int]:
         """How many repository files each of paths imports (those importing none are left out)."""
         return dict(rows_in(self._db, "SELECT files.path, COUNT(*) FROM edges JOIN files ON files.id = edges.src "
                                       "WHERE files.path IN ({}) GROUP BY files.path", paths))

@@ -17,7 +17,7 @@ import numpy as np
 from code_assistant import tokens
 from code_assistant.errors import AssistantError
 from code_assistant.index import minilm, minilm_int8
-from code_assistant.settings import cache_home
+from code_assistant.settings import EmbeddingBackend, cache_home
 
 if TYPE_CHECKING:
     import openai
@@ -295,13 +295,13 @@ class OpenAIEmbedder:
         return vectors
 
 
-def make_embedder(backend: str, *, model: str = "text-embedding-3-small",
+def make_embedder(backend: EmbeddingBackend | str, *, model: str = "text-embedding-3-small",
                   client: openai.OpenAI | None = None) -> Embedder:
     """"local" (default, offline MiniLM) or "openai" (the client's /embeddings endpoint; a client is built from the
     environment, OPENAI_API_KEY / OPENAI_BASE_URL, when none is given)."""
-    if backend == "local":
+    if backend == EmbeddingBackend.LOCAL:
         return LocalMiniLM()
-    if backend == "openai":
+    if backend == EmbeddingBackend.OPENAI:
         if client is None:
             import openai
 

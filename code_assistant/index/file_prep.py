@@ -53,14 +53,16 @@ def prepare_file(repo: Path, path: str, known_hash: str | None) -> PreparedFile 
         return None
     digest = file_digest(text)
     if digest == known_hash:
-        return PreparedFile(path, digest, None, "", 0, [], [], {}, 0)
+        return PreparedFile(path=path, digest=digest, language=None, parser="", tokens=0, symbols=[], imports=[],
+                            terms={}, length=0)
     parsed = parse_source(path, text, references=False)
     counts = lexical.token_counts(text)
     counts.update(lexical.path_tokens(path))
     terms, length = (dict(counts), sum(counts.values())) if counts else lexical.term_counts([])
     return PreparedFile(
         path=path, digest=digest, language=parsed.language, parser=parsed.parser, tokens=tokens.min_tokens(text),
-        symbols=[SymbolRow(s.qualname, s.kind, s.start_line, s.end_line, s.signature) for s in parsed.symbols],
+        symbols=[SymbolRow(qualname=s.qualname, kind=s.kind, start=s.start_line, end=s.end_line, signature=s.signature)
+                 for s in parsed.symbols],
         imports=[ImportRow(i.module, list(i.names), i.level) for i in parsed.imports],
         terms=terms, length=length)
 

@@ -82,8 +82,9 @@ class FileTable:
                                  imports=[ImportRow(*i) for i in json.loads(imports)], chunks=chunks)
                 for path, digest, size, mtime, language, parser, tokens, symbols, imports, chunks in rows}
 
-    def imports(self, paths: Iterable[str] | None = None) -> Iterator[tuple[str, str, list[ImportRow]]]:
-        """(path, language, imports) of the indexed files that import something (of paths, when given)."""
+    def import_statements(self, paths: Iterable[str] | None = None) -> Iterator[tuple[str, str, list[ImportRow]]]:
+        """(path, language, import statements as parsed) of the indexed files that import something (of paths, when
+        given): what the import graph is resolved from."""
         query = ("SELECT path, language, imports FROM files "
                  "WHERE skipped = 0 AND imports != '[]' AND language IS NOT NULL")
         if paths is None:

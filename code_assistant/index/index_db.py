@@ -144,15 +144,7 @@ class IndexDB:
         if edges:
             self.edges.drop(row_id)
 
-    # ----- read by commands.py and retrieve/signals.py, until they ask the tables (#35) ----------------------------
-    def records(self, paths: Sequence[str]) -> dict[str, FileRecord]:
-        return self.files.records(paths)
-
-    def importers(self, paths: Sequence[str]) -> dict[str, int]:
-        return self.edges.importers(paths)
-
+    # ----- read by bench/regather.py, until it asks the table (#35) ------------------------------------------------
     def imports(self, paths: Sequence[str]) -> dict[str, int]:
-        return self.edges.imports(paths)
-
-    def vector_counts(self) -> tuple[int, int]:
-        return self.vectors.counts()
+        """How many repository files each of paths imports (edges.import_counts)."""
+        return self.edges.import_counts(paths)

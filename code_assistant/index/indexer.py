@@ -159,8 +159,9 @@ class Indexer:
         self._relink(paths, updated, paths_changed=stats.added + stats.removed > 0)
         self._count(stats, paths, started)
         vectors = Vectors(self.repo, self.db, self.cache, self.chunks, self.embedder)
-        return RepoIndex(self.repo, Files(self.db, paths), self.db, self.chunks, self.embedder, vectors,
-                         ChunkSearch(self.db.vectors, self.chunks)), stats
+        search = ChunkSearch(self.db.vectors, self.chunks)
+        return RepoIndex(repo=self.repo, files=Files(self.db, paths), db=self.db, chunks=self.chunks,
+                         embedder=self.embedder, vectors=vectors, search=search), stats
 
     def _start(self) -> bool:
         """Empty a private store when the index is new; whether the store is known to hold nothing stale."""
@@ -245,10 +246,10 @@ class Indexer:
     def _relink(self, paths: list[str], updated: list[str], paths_changed: bool) -> None:
         """Resolve imports again: all of them when the set of paths (or go.mod) changed, else the updated files'."""
         if paths_changed or any(Path(p).name in ("go.mod", "package.json") for p in updated):
-            self.db.edges.put(self._resolve_graph(self.db.files.imports(), paths), replace_all=True)
+            self.db.edges.put(self._resolve_graph(self.db.files.import_statements(), paths), replace_all=True)
         elif updated:
             graph: dict[str, list[str]] = {path: [] for path in updated}
-            graph.update(self._resolve_graph(self.db.files.imports(updated), paths))
+            graph.update(self._resolve_graph(self.db.files.import_statements(updated), paths))
             self.db.edges.put(graph, replace_all=False)
         self.db.commit()
 

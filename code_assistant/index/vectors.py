@@ -73,10 +73,10 @@ class _Plan:
     need: list[int]  # indices into chunks
 
 
-def _relevance(texts: list[str], query: str) -> list[float]:
-    """How much each text shares with the query: the sum of the idf (over these texts) of the query words it holds."""
-    wanted = set(lexical.tokenize(query))
-    holds = [wanted.intersection(lexical.tokenize(text)) for text in texts]
+def _relevance(texts: list[str], query_terms: set[str]) -> list[float]:
+    """How much each text shares with the query: the sum of the idf (over these texts) of the query's terms
+    (lexical.tokenize) it holds."""
+    holds = [query_terms.intersection(lexical.tokenize(text)) for text in texts]
     df = Counter(word for words in holds for word in words)
     n = len(texts)
     return [sum(lexical.bm25_idf(df[w], n) for w in words) for words in holds]
@@ -101,8 +101,8 @@ def to_layout(chunks: list[Chunk], text: str) -> list[list[object]]:
 def from_layout(path: str, text: str, layout: list[list]) -> list[Chunk]:
     """The chunks `to_layout` described, rebuilt from the file's text without parsing or counting tokens."""
     lines = text.splitlines()
-    return [Chunk(path, start, end, symbol, kind,
-                  whole if whole is not None else header + "\n".join(lines[start - 1:end]) + "\n")
+    return [Chunk(path=path, start_line=start, end_line=end, symbol=symbol, kind=kind,
+                  text=whole if whole is not None else header + "\n".join(lines[start - 1:end]) + "\n")
             for start, end, symbol, kind, header, whole in layout]
 
 
@@ -120,12 +120,12 @@ class Vectors:
 
     def fill(self, paths: Sequence[str] | None = None, budget: int | None = None,
              progress: FillProgress | None = None, report: FillReport | None = None,
-             query: str | None = None) -> FillReport:
+             query_terms: set[str] | None = None) -> FillReport:
         """Embed and store the missing chunks of paths until at most `budget` chunks were computed by the model
-        (None: no limit). Without a query, file by file in order; with one, only each file's QUERY_CHUNKS chunks
-        that share the most words with it, a round over the files at a time (each file's best chunk, then each
-        file's second, ...), so that a small budget reaches every candidate where it matters and the same query
-        costs nothing the second time. Every finished batch is written at once, so an
+        (None: no limit). Without a query's terms (lexical.tokenize), file by file in order; with them, only each
+        file's QUERY_CHUNKS chunks that share the most terms with the query, a round over the files at a time (each
+        file's best chunk, then each file's second, ...), so that a small budget reaches every candidate where it
+        matters and the same query costs nothing the second time. Every finished batch is written at once, so an
         interrupt loses at most the one in flight; pass `report` to keep the count when one comes."""
         started = time.perf_counter()
         report = report if report is not None else FillReport()
@@ -133,8 +133,8 @@ class Vectors:
         report.files_asked = len(todo)
         pending = _Pending()
         try:
-            if query is not None:
-                self._fill_for_query(todo, query, budget, report, pending, progress)
+            if query_terms is not None:
+                self._fill_for_query(todo, query_terms, budget, report, pending, progress)
             else:
                 for path in todo:
                     if budget is not None and report.embedded >= budget:
@@ -154,10 +154,10 @@ class Vectors:
                     report.files_asked, report.embedded, report.reused, report.seconds)
         return report
 
-    def _fill_for_query(self, todo: list[str], query: str, budget: int | None, report: FillReport,
+    def _fill_for_query(self, todo: list[str], query_terms: set[str], budget: int | None, report: FillReport,
                         pending: _Pending, progress: FillProgress | None) -> None:
         plans = [plan for plan in (self._plan(path, report) for path in todo) if plan is not None]
-        relevance = _relevance([chunk.text for plan in plans for chunk in plan.chunks], query)
+        relevance = _relevance([chunk.text for plan in plans for chunk in plan.chunks], query_terms)
         chosen: list[list[int]] = []
         offset = 0
         for plan in plans:  # a file's QUERY_CHUNKS most relevant chunks, stored or not: embed those still missing
@@ -182,7 +182,7 @@ class Vectors:
             stored |= found
             report.reused += len(found)
             need = [k for k in need if ids[k] not in found]
-        return _Plan(path, ids, chunks, stored, need)
+        return _Plan(path=path, ids=ids, chunks=chunks, stored=stored, need=need)
 
     def _embed(self, work: list[tuple[_Plan, list[int]]], budget: int | None, report: FillReport,
                pending: _Pending, progress: FillProgress | None, keep_order: bool = False) -> None:
@@ -250,8 +250,9 @@ class Vectors:
                            pending.metas[start:start + STORE_BATCH])
         import numpy as np
 
-        self.db.vectors.put_rows([VectorRow(cid, meta["path"], meta["start"], meta["end"], meta["symbol"],
-                                            meta["kind"], np.asarray(vector, dtype=np.float32).tobytes())
+        self.db.vectors.put_rows([VectorRow(chunk_id=cid, path=meta["path"], start=meta["start"], end=meta["end"],
+                                            symbol=meta["symbol"], kind=meta["kind"],
+                                            vector=np.asarray(vector, dtype=np.float32).tobytes())
                                   for cid, vector, meta in zip(pending.ids, pending.vectors, pending.metas)])
         for path, stored, total, complete in pending.states:
             self.db.vectors.set_stored(path, stored, total, complete)

@@ -282,9 +282,9 @@ def _answer(text: str, cut_off: bool, usage: Any, timings: Any) -> ChatResponse:
     """The answer with the server's usage numbers; estimated (counted by the caller) when it sent none."""
     reported = reported_prompt(usage.model_dump() if usage is not None else None, timings)
     if reported is None:
-        return ChatResponse(text, estimated=True, cut_off=cut_off)
+        return ChatResponse(text=text, estimated=True, cut_off=cut_off)
     completion = getattr(usage, "completion_tokens", None)
-    return ChatResponse(text, prompt_tokens=reported.prompt,
+    return ChatResponse(text=text, prompt_tokens=reported.prompt,
                         completion_tokens=completion if isinstance(completion, int) else 0, cut_off=cut_off,
                         reported=reported)
 

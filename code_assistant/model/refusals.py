@@ -5,7 +5,7 @@ from typing import Any
 
 import openai
 
-from code_assistant.model.servers import v1_hint
+from code_assistant.model.server_reports import v1_hint
 
 
 def error_body(exc: openai.APIError) -> Any:

@@ -60,7 +60,7 @@ class Step:
     prompt_version: str | None = None
     answer: str | None = None
     answers: list[str] = field(default_factory=list)  # every answer of this step (a re-ask makes two)
-    answer_format: str | None = None  # the format the plan was read in (answers.plan.FORMATS)
+    answer_format: str | None = None  # the format the plan was read in (answers.plan.PlanFormat)
     reasoning: list[str] = field(default_factory=list)  # per answer: the server's separate reasoning, "" for none
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -139,6 +139,6 @@ class ReplayModel:
         text = self.answers.pop(0)
         if on_token:
             on_token(text)
-        response = ChatResponse(text)
+        response = ChatResponse(text=text)
         self.usage.add(response)
         return response

@@ -39,7 +39,7 @@ MIN_USEFUL_ROOM = 1000  # counted tokens a window must leave for the requests a 
 MIN_RESERVE, MAX_RESERVE = 256, 4096  # tokens kept for the answer: an eighth of the window, within these (a plan
 #                                       that fixes a bug is a few hundred tokens; a small window needs its room)
 
-# Hosted models whose window is published (tokens). Local servers report theirs (servers.py).
+# Hosted models whose window is published (tokens). Local servers report theirs (server_reports.py).
 KNOWN_WINDOWS: dict[str, int] = {
     "gpt-4o": 128_000, "gpt-4o-mini": 128_000, "gpt-4-turbo": 128_000, "gpt-4": 8_192, "gpt-3.5-turbo": 16_385,
     "gpt-4.1": 1_047_576, "gpt-4.1-mini": 1_047_576, "gpt-4.1-nano": 1_047_576, "o1": 200_000, "o3": 200_000,
@@ -71,7 +71,7 @@ class ContextWindow:
 
     @classmethod
     def unlimited(cls) -> ContextWindow:
-        return cls(10**9, "unlimited", ratio=1.0, measured=True)
+        return cls(tokens=10**9, source="unlimited", ratio=1.0, measured=True)
 
     @property
     def reserve(self) -> int:

@@ -54,25 +54,26 @@ _TS_QUERY = _JS_QUERY.replace("(method_definition)]", "(method_definition) (abst
 [(identifier) (property_identifier) (type_identifier) (shorthand_property_identifier)] @ref
 """
 _SPECS: dict[str, _Spec] = {
-    "python": _Spec("tree_sitter_python", "language", defs={
+    "python": _Spec(module="tree_sitter_python", function="language", defs={
         "function_definition": "function", "class_definition": "class"}, query="""
 [(function_definition) (class_definition)] @def
 [(import_statement) (import_from_statement)] @imp
 (identifier) @ref
 """),
-    "javascript": _Spec("tree_sitter_javascript", "language", defs=_JS_DEFS, query=_JS_QUERY + """
+    "javascript": _Spec(module="tree_sitter_javascript", function="language", defs=_JS_DEFS, query=_JS_QUERY + """
 (field_definition value: [(arrow_function) (function_expression)]) @def
 [(identifier) (property_identifier) (shorthand_property_identifier)] @ref
 """),
-    "typescript": _Spec("tree_sitter_typescript", "language_typescript", defs=_TS_DEFS, query=_TS_QUERY),
-    "tsx": _Spec("tree_sitter_typescript", "language_tsx", defs=_TS_DEFS, query=_TS_QUERY),
-    "go": _Spec("tree_sitter_go", "language", defs={
+    "typescript": _Spec(module="tree_sitter_typescript", function="language_typescript", defs=_TS_DEFS,
+                        query=_TS_QUERY),
+    "tsx": _Spec(module="tree_sitter_typescript", function="language_tsx", defs=_TS_DEFS, query=_TS_QUERY),
+    "go": _Spec(module="tree_sitter_go", function="language", defs={
         "function_declaration": "function", "method_declaration": "method", "type_spec": "type"}, query="""
 [(function_declaration) (method_declaration) (type_spec)] @def
 (import_spec) @imp
 [(identifier) (field_identifier) (type_identifier)] @ref
 """),
-    "rust": _Spec("tree_sitter_rust", "language", defs={
+    "rust": _Spec(module="tree_sitter_rust", function="language", defs={
         "function_item": "function", "function_signature_item": "function", "struct_item": "struct",
         "enum_item": "enum", "union_item": "struct", "trait_item": "trait", "type_item": "type",
         "impl_item": "impl", "mod_item": "module"}, query="""
@@ -82,7 +83,7 @@ _SPECS: dict[str, _Spec] = {
 (mod_item !body) @mod
 [(identifier) (field_identifier) (type_identifier)] @ref
 """),
-    "java": _Spec("tree_sitter_java", "language", defs={
+    "java": _Spec(module="tree_sitter_java", function="language", defs={
         "class_declaration": "class", "interface_declaration": "interface", "enum_declaration": "enum",
         "record_declaration": "class", "annotation_type_declaration": "interface", "method_declaration": "method",
         "constructor_declaration": "method"}, query="""
@@ -176,8 +177,19 @@ def _body(node: Node) -> Node | None:
     return node.child_by_field_name("body")
 
 
-def _definition(node: Node, spec: _Spec, language: str) -> tuple[str, str, Node, Node | None, str] | None:
-    """(name, kind, outer node, body node, receiver type) of a definition node."""
+@dataclass(frozen=True)
+class _Definition:
+    """A definition node as the symbol walk reads it."""
+
+    name: str
+    kind: str
+    outer: Node  # the node whose lines the definition covers (_outer)
+    body: Node | None
+    receiver: str  # a Go method's receiver type, else ""
+
+
+def _definition(node: Node, spec: _Spec, language: str) -> _Definition | None:
+    """The name, kind, outer node, body node and receiver type of a definition node."""
     kind = spec.defs[node.type]
     receiver = ""
     if node.type == "impl_item":
@@ -191,7 +203,7 @@ def _definition(node: Node, spec: _Spec, language: str) -> tuple[str, str, Node,
         receiver = _type_name(node.child_by_field_name("receiver"))
     if not name:
         return None
-    return name, kind, _outer(node, language), _body(node), receiver
+    return _Definition(name=name, kind=kind, outer=_outer(node, language), body=_body(node), receiver=receiver)
 
 
 def _ts_symbols(nodes: list[Node], spec: _Spec, language: str, src: bytes,
@@ -203,11 +215,11 @@ def _ts_symbols(nodes: list[Node], spec: _Spec, language: str, src: bytes,
         found = _definition(node, spec, language)
         if found is None:
             continue
-        name, kind, outer, body, receiver = found
+        name, outer, body, kind = found.name, found.outer, found.body, found.kind
         while stack and stack[-1][0] <= node.start_byte:
             stack.pop()
-        parent = receiver or (stack[-1][1] if stack else None)
-        parent_kind = "struct" if receiver else (stack[-1][2] if stack else "")
+        parent = found.receiver or (stack[-1][1] if stack else None)
+        parent_kind = "struct" if found.receiver else (stack[-1][2] if stack else "")
         if kind == "function" and parent_kind in CLASSLIKE:
             kind = "method"
         qualname = f"{parent}.{name}" if parent else name
@@ -252,21 +264,21 @@ def _ts_imports(language: str, nodes: list[Node], calls: list[Node], mods: list[
                      for c in _descendants(node, ("identifier", "import_specifier", "export_specifier",
                                                   "namespace_import"), stop=("string",))
                      if c.type != "identifier" or c.parent.type == "import_clause"]
-            imports.append(Import(source, tuple(n for n in names if n), line=line))
+            imports.append(Import(module=source, names=tuple(n for n in names if n), line=line))
         elif language == "go":
             alias = node.child_by_field_name("name")
-            imports.append(Import(_text(node.child_by_field_name("path")).strip('"`'),
-                                  (_text(alias),) if alias is not None else (), line=line))
+            imports.append(Import(module=_text(node.child_by_field_name("path")).strip('"`'),
+                                  names=(_text(alias),) if alias is not None else (), line=line))
         elif language == "java":
             target = next((c for c in node.named_children if c.type in ("scoped_identifier", "identifier")), None)
             dotted = _text(target)
             if any(c.type == "asterisk" for c in node.children):
-                imports.append(Import(dotted, ("*",), line=line))
+                imports.append(Import(module=dotted, names=("*",), line=line))
             elif any(c.type == "static" for c in node.children) and "." in dotted:
                 owner, _, member = dotted.rpartition(".")
-                imports.append(Import(owner, (member,), line=line))
+                imports.append(Import(module=owner, names=(member,), line=line))
             else:
-                imports.append(Import(dotted, (), line=line))
+                imports.append(Import(module=dotted, names=(), line=line))
         elif language == "rust":
             imports.extend(_rust_use(node.child_by_field_name("argument"), "", line))
     for node in calls:
@@ -274,9 +286,11 @@ def _ts_imports(language: str, nodes: list[Node], calls: list[Node], mods: list[
         if function is not None and (function.type == "import" or _text(function) == "require"):
             args = node.child_by_field_name("arguments")
             if args is not None and args.named_child_count:
-                imports.append(Import(_text(args.named_children[0]).strip("'\"`"), (), line=node.start_point.row + 1))
+                imports.append(Import(module=_text(args.named_children[0]).strip("'\"`"), names=(),
+                                      line=node.start_point.row + 1))
     for node in mods:
-        imports.append(Import(f"self::{_text(node.child_by_field_name('name'))}", (), line=node.start_point.row + 1))
+        imports.append(Import(module=f"self::{_text(node.child_by_field_name('name'))}", names=(),
+                              line=node.start_point.row + 1))
     return sorted(imports, key=lambda i: i.line)
 
 
@@ -299,7 +313,7 @@ def _python_import(node: Node, line: int) -> list[Import]:
         return _text(n.child_by_field_name("name") if n.type == "aliased_import" else n)
 
     if node.type == "import_statement":
-        return [Import(dotted(n), (), line=line) for n in node.children_by_field_name("name")]
+        return [Import(module=dotted(n), names=(), line=line) for n in node.children_by_field_name("name")]
     module = node.child_by_field_name("module_name")
     level, text = 0, _text(module)
     if module is not None and module.type == "relative_import":
@@ -309,7 +323,7 @@ def _python_import(node: Node, line: int) -> list[Import]:
     names = tuple(dotted(n) for n in node.children_by_field_name("name"))
     if any(c.type == "wildcard_import" for c in node.children):
         names = ("*",)
-    return [Import(text, names, level=level, line=line)]
+    return [Import(module=text, names=names, level=level, line=line)]
 
 
 def _rust_use(node: Node | None, prefix: str, line: int) -> list[Import]:
@@ -320,13 +334,13 @@ def _rust_use(node: Node | None, prefix: str, line: int) -> list[Import]:
         return _rust_use(node.child_by_field_name("path"), prefix, line)
     if node.type == "use_wildcard":
         inner = next((c for c in node.named_children), None)
-        return [Import(join(prefix, _text(inner)), ("*",), line=line)]
+        return [Import(module=join(prefix, _text(inner)), names=("*",), line=line)]
     if node.type == "scoped_use_list":
         base = join(prefix, _text(node.child_by_field_name("path")))
         items = node.child_by_field_name("list")
         simple = [c for c in (items.named_children if items else []) if c.type in ("identifier", "self")]
         nested = [c for c in (items.named_children if items else []) if c.type not in ("identifier", "self")]
-        out = [Import(base, tuple(_text(c) for c in simple), line=line)] if simple or not nested else []
+        out = [Import(module=base, names=tuple(_text(c) for c in simple), line=line)] if simple or not nested else []
         for child in nested:
             out.extend(_rust_use(child, base, line))
         return out
@@ -335,8 +349,8 @@ def _rust_use(node: Node | None, prefix: str, line: int) -> list[Import]:
     full = join(prefix, _text(node))
     if "::" in full:
         owner, _, name = full.rpartition("::")
-        return [Import(owner, (name,), line=line)]
-    return [Import(full, (), line=line)]
+        return [Import(module=owner, names=(name,), line=line)]
+    return [Import(module=full, names=(), line=line)]
 
 
 def parse_source(path: str, source: str, references: bool = True) -> ParsedFile:

@@ -155,15 +155,16 @@ def regex_imports(language: str | None, source: str) -> list[Import]:
             for match in pattern.finditer(line):
                 groups = match.groupdict()
                 if groups.get("self"):
-                    imports.append(Import(f"self::{groups['self']}", (), line=number))
+                    imports.append(Import(module=f"self::{groups['self']}", names=(), line=number))
                 elif "names" in groups:
                     names = tuple(n.split(" as ")[0].strip() for n in groups["names"].split(",") if n.strip())
-                    imports.append(Import(groups["mod"], names, level=len(groups["dots"]), line=number))
+                    imports.append(Import(module=groups["mod"], names=names, level=len(groups["dots"]), line=number))
                 elif language == "python":
-                    imports.extend(Import(m.split(" as ")[0].strip(), (), line=number)
+                    imports.extend(Import(module=m.split(" as ")[0].strip(), names=(), line=number)
                                    for m in groups["mod"].split(","))
                 else:
-                    imports.append(Import(groups["mod"], ("*",) if groups.get("star") else (), line=number))
+                    imports.append(Import(module=groups["mod"], names=("*",) if groups.get("star") else (),
+                                          line=number))
             if imports and imports[-1].line == number:
                 break
     return imports

@@ -8,11 +8,11 @@ from code_assistant import languages, tokens
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.retrieve.counterparts import counterparts, nearest_test
 from code_assistant.retrieve.file_map import FileMap, file_map
-from code_assistant.retrieve.forms import (OUTLINE_MAX_TOKENS, ContextFile, file_forms, fitting_form, head_form,
-                                           numbered_text, pair_form, read_text)
-from code_assistant.retrieve.mentions import kind_of, traceback_frames
+from code_assistant.retrieve.forms import (OUTLINE_MAX_TOKENS, ContextFile, FileForm, file_forms, fitting_form,
+                                           head_form, numbered_text, pair_form, read_text)
+from code_assistant.retrieve.mentions import FileKind, kind_of, traceback_frames
 from code_assistant.retrieve.ranking import RankedFile, Ranking, rank
-from code_assistant.settings import EMBED_BUDGETS
+from code_assistant.settings import EMBED_BUDGETS, EmbeddingBackend
 
 MIN_USEFUL_TOKENS = 120
 CORE_FILES = 6           # the top-ranked files that all get into the context in some form
@@ -48,7 +48,7 @@ class Context:
 
 def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_text: str = "",
                   must_include: list[str] | None = None, numbered: bool = False,
-                  embed_budget: int | None = EMBED_BUDGETS["local"], ranked: Ranking | None = None,
+                  embed_budget: int | None = EMBED_BUDGETS[EmbeddingBackend.LOCAL], ranked: Ranking | None = None,
                   with_tests: bool = False, tests_paired: bool = True) -> Context:
     """The ranked files in the budget: first a seat for each of the top CORE_FILES (more when the ranking cannot
     tell them apart: core_count) in its cheapest form (an outline of its definitions), then in rank order each
@@ -124,7 +124,7 @@ def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]],
     chosen: dict[str, ContextFile] = {}
     used = 0
 
-    def upgrade(mode: str) -> None:
+    def upgrade(mode: FileForm) -> None:
         nonlocal used
         for position, path in enumerate(p for p in chosen if p in forms):
             form = next((f for f in forms[path] if f.mode == mode), None)
@@ -145,7 +145,7 @@ def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]],
         if cheapest and used + cheapest.tokens <= budget:
             chosen[path] = cheapest
             used += cheapest.tokens
-    upgrade("skeleton")  # 2
+    upgrade(FileForm.SKELETON)  # 2
     for source, test in pairs.items():  # 3: the tests of the top source files, as their code is shown
         if source in chosen:
             text = read_text(index.repo / test)
@@ -156,7 +156,7 @@ def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]],
                 used += form.tokens
             else:
                 log.append(f"skip {test} (the test of {source}): no form fits in {PAIR_MAX_TOKENS} tokens")
-    upgrade("full")  # 4
+    upgrade(FileForm.FULL)  # 4
     for path in order:  # 5: more files while room is left
         if path in chosen or path in forms or path in tests:
             continue
@@ -189,7 +189,7 @@ def test_pairs(order: list[str], files: set[str]) -> dict[str, str]:
     goes."""
     core = order[:CORE_FILES]
     pairs: dict[str, str] = {}
-    for source in [p for p in core if kind_of(p) == "code"][:TEST_PAIRS]:
+    for source in [p for p in core if kind_of(p) == FileKind.CODE][:TEST_PAIRS]:
         test = nearest_test(source, files)
         if test and test not in core and test not in pairs.values() and not languages.is_secret_path(test):
             pairs[source] = test

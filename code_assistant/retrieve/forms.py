@@ -4,6 +4,7 @@ than needed."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from code_assistant import tokens
@@ -16,10 +17,19 @@ FULL_SLACK = 64         # a rendered file is its indexed text and a header; the 
 MIN_HEAD_LINES = 5       # a head shows at least this many lines, or the file is not shown that way
 
 
+class FileForm(StrEnum):
+    """How much of a file a context shows."""
+
+    FULL = "full"
+    SKELETON = "skeleton"  # imports and definition headers, bodies elided but for the definitions that matter
+    OUTLINE = "outline"  # a line per definition, with its line number
+    HEAD = "head"  # the first lines: a paired test, a file without definitions
+
+
 @dataclass
 class ContextFile:
     path: str
-    mode: str  # "full" | "skeleton" | "outline" | "head" (the first lines: a paired test, a file without definitions)
+    mode: FileForm
     text: str
     tokens: int
 
@@ -42,7 +52,7 @@ def head_form(path: str, text: str, room: int) -> ContextFile | None:
 
 def _head(path: str, lines: list[str], n: int, fence: str) -> ContextFile:
     text = "\n".join([f"### {path} (head)", fence, *lines[:n], f"⋮ ({len(lines) - n} more lines)", fence])
-    return ContextFile(path, "head", text, tokens.count_tokens(text))
+    return ContextFile(path=path, mode=FileForm.HEAD, text=text, tokens=tokens.count_tokens(text))
 
 
 def pair_form(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex,
@@ -61,20 +71,20 @@ def _outline(path: str, record: FileRecord | None) -> ContextFile | None:
     heads = [f"{start:>5}  {sig or qual}" for qual, _kind, start, _end, sig in (record.symbols if record else [])]
     if not heads:
         return None
-    outline = _form(path, "\n".join(heads), "outline")
+    outline = _form(path, "\n".join(heads), FileForm.OUTLINE)
     while outline.tokens > OUTLINE_MAX_TOKENS and heads:
         heads = heads[: len(heads) * 3 // 4]
-        outline = _form(path, "\n".join([*heads, "⋮"]), "outline")
+        outline = _form(path, "\n".join([*heads, "⋮"]), FileForm.OUTLINE)
     return outline
 
 
 def file_forms(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex) -> list[ContextFile]:
     """The file whole, as a skeleton and as an outline, richest first, each only if cheaper than the one before."""
-    forms = [_form(path, numbered_text(text) if numbered else text, "full")]
+    forms = [_form(path, numbered_text(text) if numbered else text, FileForm.FULL)]
     parsed = parse_source(path, text)
     if parsed.symbols:
-        forms.append(_form(path, skeleton(path, text, parsed, keep=keep), "skeleton"))
-        forms.append(_outline(path, index.files.get(path)) or _form(path, "", "outline"))
+        forms.append(_form(path, skeleton(path, text, parsed, keep=keep), FileForm.SKELETON))
+        forms.append(_outline(path, index.files.get(path)) or _form(path, "", FileForm.OUTLINE))
     cheaper = [forms[0]]
     for form in forms[1:]:
         if form.tokens < cheaper[-1].tokens:
@@ -89,7 +99,7 @@ def fitting_form(path: str, text: str, keep: set[str], numbered: bool, index: Re
     record = index.files.get(path)
     full = None
     if not (record and record.tokens > room + FULL_SLACK):  # its indexed size (a lower bound) rules it out
-        full = _form(path, numbered_text(text) if numbered else text, "full")
+        full = _form(path, numbered_text(text) if numbered else text, FileForm.FULL)
         if full.tokens <= room:
             return full
     if record and _skeleton_floor(record) > room:
@@ -97,7 +107,7 @@ def fitting_form(path: str, text: str, keep: set[str], numbered: bool, index: Re
     parsed = parse_source(path, text)
     if not parsed.symbols:
         return None
-    form = _form(path, skeleton(path, text, parsed, keep=keep), "skeleton")
+    form = _form(path, skeleton(path, text, parsed, keep=keep), FileForm.SKELETON)
     return form if form.tokens <= room and (full is None or form.tokens < full.tokens) else None
 
 
@@ -109,9 +119,9 @@ def _skeleton_floor(record: FileRecord) -> int:
     return sum(per_line.values())
 
 
-def _form(path: str, text: str, mode: str) -> ContextFile:
+def _form(path: str, text: str, mode: FileForm) -> ContextFile:
     piece = _render_file(path, text, mode)
-    return ContextFile(path, mode, piece, tokens.count_tokens(piece))
+    return ContextFile(path=path, mode=mode, text=piece, tokens=tokens.count_tokens(piece))
 
 
 def read_text(path: Path) -> str | None:
@@ -125,7 +135,7 @@ def numbered_text(text: str) -> str:
     return "\n".join(f"{i:>5}  {line}" for i, line in enumerate(text.splitlines(), start=1))
 
 
-def _render_file(path: str, text: str, mode: str) -> str:
+def _render_file(path: str, text: str, mode: FileForm) -> str:
     fence = "````" if "```" in text else "```"
-    label = path if mode == "full" else f"{path} ({mode})"
+    label = path if mode == FileForm.FULL else f"{path} ({mode})"
     return f"### {label}\n{fence}\n{text.rstrip()}\n{fence}"

@@ -15,6 +15,7 @@ import numpy as np
 
 from code_assistant import languages
 from code_assistant.retrieve import file_roles
+from code_assistant.retrieve.mentions import FileKind
 from code_assistant.retrieve.signals import SIGNAL_DEPTH, FileSignals, Signals
 
 RANK_SCALE = 8  # a signal's rank r becomes RANK_SCALE / (RANK_SCALE + r - 1): 1 at the top, 0.5 at rank 9
@@ -89,7 +90,8 @@ WEIGHTS_FILE = "fusion_weights.json"  # package data: {"about": ..., "models": {
 def _shipped_models() -> dict[str, Model]:
     """The fitted models of WEIGHTS_FILE, read once per process."""
     text = resources.files("code_assistant.retrieve").joinpath(WEIGHTS_FILE).read_text(encoding="utf-8")
-    return {name: Model(tuple(spec["names"]), tuple(spec["weights"]), tuple(spec["means"]), tuple(spec["scales"]))
+    return {name: Model(names=tuple(spec["names"]), weights=tuple(spec["weights"]), means=tuple(spec["means"]),
+                        scales=tuple(spec["scales"]))
             for name, spec in json.loads(text)["models"].items()}
 
 
@@ -110,7 +112,7 @@ def language(path: str) -> str | None:
 
 def major_language(sig: Signals) -> str | None:
     """The language most of BM25's top MAJOR_DEPTH non-test files are in (declarations not counted)."""
-    top = sorted((f for f in sig.files.values() if f.bm25_rank and f.kind != "test"), key=lambda f: f.bm25_rank)
+    top = sorted((f for f in sig.files.values() if f.bm25_rank and f.kind != FileKind.TEST), key=lambda f: f.bm25_rank)
     counts = Counter(language(f.path) for f in top[:MAJOR_DEPTH] if not file_roles.is_declaration(f.path))
     return max(sorted(counts, key=str), key=lambda lang: counts[lang]) if counts else None
 
@@ -118,7 +120,7 @@ def major_language(sig: Signals) -> str | None:
 def feature_row(f: FileSignals, best_bm25: float, best_dense: float | None, dense_rank: int,
                 about_tests: bool, major: str | None = None, n_files: int = 1) -> list[float]:
     """One file's features, in NAMES order."""
-    test = f.kind == "test"
+    test = f.kind == FileKind.TEST
     has_dense = f.dense is not None and best_dense is not None
     init = f.path.endswith("/__init__.py") or f.path == "__init__.py"
     entry = file_roles.is_entry(f.path)
@@ -140,8 +142,8 @@ def feature_row(f: FileSignals, best_bm25: float, best_dense: float | None, dens
         f.graph_top,
         float(test and not about_tests),
         float(test and about_tests),
-        float(f.kind == "aux"),
-        float(f.kind == "other"),
+        float(f.kind == FileKind.AUX),
+        float(f.kind == FileKind.OTHER),
         float(init),
         float(entry and not init),
         float(entry and f.n_symbols <= 1 and f.n_imports >= 2),

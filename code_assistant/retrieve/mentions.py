@@ -6,6 +6,7 @@ import posixpath
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from code_assistant import languages
@@ -142,8 +143,8 @@ def find_mentions(task: str, index: RepoIndex) -> Mentions:
         identifiers.update(p for p in found.split("::") if len(p) > 2 and p not in ("crate", "self", "super"))
     called = set(_CALL_RE.findall(task))
     identifiers |= called
-    mentions = Mentions(paths, traceback_frames(task, index.repo, known), identifiers, called=called,
-                        packages=packages, macros=macro_mentions(task))
+    mentions = Mentions(paths=paths, traceback=traceback_frames(task, index.repo, known), identifiers=identifiers,
+                        called=called, packages=packages, macros=macro_mentions(task))
     mentions.stems = stem_mentions(task, index, identifiers)
     return mentions
 
@@ -158,7 +159,7 @@ def stem_mentions(task: str, index: RepoIndex, identifiers: set[str]) -> dict[st
     stems: dict[str, str] = {}
     for path in index.files:
         stem = module_stem(path)  # src/plugin/customParseFormat/index.js is `customParseFormat`
-        if stem in named and not stem.startswith("__") and kind_of(path) == "code":  # `__init__` names no one file
+        if stem in named and not stem.startswith("__") and kind_of(path) == FileKind.CODE:  # `__init__`: no one file
             stems[path] = stem
     return stems
 
@@ -206,7 +207,7 @@ def spec_mentions(task: str, files: set[str]) -> tuple[list[str], list[str]]:
         return [], []
     by_tail: dict[str, list[tuple[str, str]]] = defaultdict(list)  # last two segments of a key -> (key, file)
     for path in sorted(files):
-        if kind_of(path) not in ("code", "aux"):
+        if kind_of(path) not in (FileKind.CODE, FileKind.AUX):
             continue
         directory = posixpath.dirname(path)
         keys = [directory] if path.endswith(".go") else [posixpath.splitext(path)[0]]
@@ -232,13 +233,23 @@ def spec_mentions(task: str, files: set[str]) -> tuple[list[str], list[str]]:
     return named, packages
 
 
-def kind_of(path: str) -> str:
-    """code | test | aux (docs, examples, setup) | other (data, config, prose)."""
+class FileKind(StrEnum):
+    """What kind of file a path is (kind_of), for ranking."""
+
+    CODE = "code"
+    TEST = "test"
+    AUX = "aux"  # code beside the product: docs, examples, scripts, setup
+    OTHER = "other"  # not code: data, config, prose
+
+
+def kind_of(path: str) -> FileKind:
+    """A test file, a file in a language that is not code (other), code beside the product (aux: docs, examples,
+    setup) or code."""
     parts = path.split("/")
     if languages.is_test_file(path):
-        return "test"
+        return FileKind.TEST
     if languages.language_for(path) not in _CODE_LANGUAGES:
-        return "other"
+        return FileKind.OTHER
     if parts[-1] in _AUX_FILES or any(p.lower() in _AUX_DIRS for p in parts[:-1]):
-        return "aux"
-    return "code"
+        return FileKind.AUX
+    return FileKind.CODE

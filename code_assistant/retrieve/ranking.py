@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.retrieve import fusion, signals
-from code_assistant.retrieve.mentions import Mentions
+from code_assistant.retrieve.mentions import FileKind, Mentions
 from code_assistant.retrieve.signals import FileSignals, Signals
-from code_assistant.settings import EMBED_BUDGETS
+from code_assistant.settings import EMBED_BUDGETS, EmbeddingBackend
 
 DENSE_CANDIDATES = 15  # the fast ranking's top files whose missing vectors a query may embed
 REASON_DEPTH = 5  # a signal's top files say so in their reasons
@@ -37,7 +37,7 @@ class Ranking:
 
 
 def rank(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | None = None,
-         limit: int = DEPTH, embed_budget: int | None = EMBED_BUDGETS["local"]) -> Ranking:
+         limit: int = DEPTH, embed_budget: int | None = EMBED_BUDGETS[EmbeddingBackend.LOCAL]) -> Ranking:
     """Score the fast signals; embed what the top DENSE_CANDIDATES files still lack (at most `embed_budget` chunks
     of model work; None: no limit); score again with the dense signal. A budget of 0 uses whatever vectors the
     index already has and embeds nothing."""
@@ -47,7 +47,7 @@ def rank(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | None
     asked: list[str] = []
     if embed_budget != 0:
         asked = dense_asks(fast, sig)
-        sig.embedded = index.vectors.fill(asked, embed_budget, query=task).embedded
+        sig.embedded = index.vectors.fill(asked, embed_budget, query_terms=set(sig.terms)).embedded
     signals.add_dense(index, sig, task)
     ordered = fast
     if any(f.dense is not None for f in sig.files.values()):
@@ -56,7 +56,8 @@ def rank(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | None
     if not sig.about_tests:
         ordered = code_before_its_tests(ordered, sig.tested)
     ranked = [RankedFile(p, s, reasons(sig.files[p], sig)) for p, s in ordered[:limit] if p in index.files]
-    return Ranking(ranked, sig.hit_symbols, sig.mentions, sig.frames, sig.embedded, sig, asked)
+    return Ranking(files=ranked, hit_symbols=sig.hit_symbols, mentions=sig.mentions, frames=sig.frames,
+                   embedded=sig.embedded, signals=sig, dense_asked=asked)
 
 
 def code_before_its_tests(ordered: list[tuple[str, float]], tested: dict[str, str]) -> list[tuple[str, float]]:
@@ -97,6 +98,6 @@ def reasons(f: FileSignals, sig: Signals) -> list[str]:
     if f.pkg_named:
         out.append("in a package the task names")
     out.extend(f"imports/imported by {anchor}" for anchor in f.via)
-    if f.kind != "code":
-        out.append(f"{f.kind} file{' (task about tests)' if f.kind == 'test' and sig.about_tests else ''}")
+    if f.kind != FileKind.CODE:
+        out.append(f"{f.kind} file{' (task about tests)' if f.kind == FileKind.TEST and sig.about_tests else ''}")
     return out

@@ -17,10 +17,10 @@ from code_assistant.index.lexical import tokenize
 from code_assistant.retrieve import phrases
 from code_assistant.retrieve.counterparts import counterparts
 from code_assistant.retrieve.file_roles import module_stem
-from code_assistant.retrieve.mentions import TEST_TASK_RE, Mentions, find_mentions, kind_of
+from code_assistant.retrieve.mentions import TEST_TASK_RE, FileKind, Mentions, find_mentions, kind_of
 
 SIGNAL_DEPTH = 100  # files taken from the top of the BM25 ranking as candidates (non-test files; tests apart)
-SOURCE_KINDS = frozenset({"code", "aux"})  # what BM25 always ranks: a file of scripts/ or utils/ is code too
+SOURCE_KINDS = frozenset({FileKind.CODE, FileKind.AUX})  # what BM25 always ranks: scripts/ or utils/ is code too
 LITERAL_TERMS = 3  # a quoted message's rarest words: the files holding all of them are read for the message
 LITERAL_FILES = 40  # a message more files hold than this is too common to point at any of them
 PACKAGE_FILES = 30  # a package (directory) the task names makes candidates of its files, if it has at most this many
@@ -37,7 +37,7 @@ class FileSignals:
     """One candidate file's raw evidence (0 / None: the signal did not find it)."""
 
     path: str
-    kind: str  # code | test | aux | other (mentions.kind_of)
+    kind: FileKind  # mentions.kind_of
     tokens: int = 0
     bm25: float = 0.0
     bm25_rank: int = 0  # 1-based among files of the lexical kinds
@@ -80,17 +80,18 @@ class Signals:
     embedded: int = 0  # chunks the model embedded for this task
     degree: dict[str, int] = field(default_factory=dict)  # import neighbours of each graph anchor
     tested: dict[str, str] = field(default_factory=dict)  # a test file the task points at -> the code it exercises
+    terms: list[str] = field(default_factory=list)  # the task's lexical tokens (lexical.tokenize), made once
 
     @property
-    def lexical_kinds(self) -> set[str]:
+    def lexical_kinds(self) -> set[FileKind]:
         """Kinds of file BM25 ranks: code (aux code too), and tests when the task is about tests (prose and
         fixtures echo issues)."""
-        return {*SOURCE_KINDS, "test"} if self.about_tests else set(SOURCE_KINDS)
+        return {*SOURCE_KINDS, FileKind.TEST} if self.about_tests else set(SOURCE_KINDS)
 
     def file(self, path: str) -> FileSignals:
         """The path's entry, made on first mention."""
         if path not in self.files:
-            self.files[path] = FileSignals(path, kind_of(path))
+            self.files[path] = FileSignals(path=path, kind=kind_of(path))
         return self.files[path]
 
 
@@ -98,8 +99,9 @@ def gather(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | No
     """The fast signals: everything but the dense one, no model call."""
     mentions = find_mentions(task, index)
     frames = [f for f in (extra_frames or []) if f[0] in index.files] + mentions.traceback
-    sig = Signals({}, bool(TEST_TASK_RE.search(task)), len(index.files), mentions, frames)
-    _lexical(index, sig, task)
+    sig = Signals(files={}, about_tests=bool(TEST_TASK_RE.search(task)), n_files=len(index.files), mentions=mentions,
+                  frames=frames, terms=tokenize(task))
+    _lexical(index, sig)
     macros = _macro_definers(index, mentions.macros or set())
     for paths in macros.values():
         for path in paths:
@@ -109,7 +111,7 @@ def gather(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | No
         entry = sig.file(path)
         entry.symbols, entry.symbol_rank = score, position
     _named(index, sig)
-    _path_words(index, sig, task)
+    _path_words(index, sig)
     for position, path in enumerate(dict.fromkeys(p for p, _line in reversed(frames)), start=1):
         sig.file(path).trace_pos = position  # once per file: a long stay in one file is no extra evidence
     _literals(index, sig, task)
@@ -123,9 +125,9 @@ def gather(index: RepoIndex, task: str, extra_frames: list[tuple[str, int]] | No
 
 def _details(index: RepoIndex, sig: Signals, paths: list[str]) -> None:
     """Size, definitions and imports of the files, from their index records."""
-    records = index.db.records(paths)
-    importers = index.db.importers(paths)
-    imports = index.db.imports(paths)
+    records = index.db.files.records(paths)
+    importers = index.db.edges.importer_counts(paths)
+    imports = index.db.edges.import_counts(paths)
     for path in paths:
         entry, record = sig.files[path], records.get(path)
         if record is not None:
@@ -134,21 +136,21 @@ def _details(index: RepoIndex, sig: Signals, paths: list[str]) -> None:
         entry.imports_resolved = imports.get(path, 0)
 
 
-def _lexical(index: RepoIndex, sig: Signals, task: str) -> None:
+def _lexical(index: RepoIndex, sig: Signals) -> None:
     """BM25's top SIGNAL_DEPTH files of each kind it ranks, each ranked among the files at least as likely to be
     the fix: code among code, aux code (scripts, utils, examples) among code and aux, tests (when the task is about
     tests) among all three. A task quoting a test case cannot push the module it tests out with its test files, nor
     can a repository's examples push its code down."""
     code = aux = joint = 0
-    for path, score in _ranked(index.bm25(tokenize(task))):  # classify no more files than needed
+    for path, score in _ranked(index.bm25(sig.terms)):  # classify no more files than needed
         kind = kind_of(path)
-        if kind == "code":
+        if kind == FileKind.CODE:
             code, aux, joint = code + 1, aux + 1, joint + 1
             rank = code
-        elif kind == "aux":
+        elif kind == FileKind.AUX:
             aux, joint = aux + 1, joint + 1
             rank = aux
-        elif kind == "test" and sig.about_tests:
+        elif kind == FileKind.TEST and sig.about_tests:
             joint += 1
             rank = joint
         else:
@@ -173,7 +175,7 @@ def _literals(index: RepoIndex, sig: Signals, task: str) -> None:
             continue
         holding = index.files_with(set(rare))
         files = set.intersection(*(holding.get(t, set()) for t in rare))
-        files = {f for f in files if kind_of(f) in ("code", "aux", "test")}
+        files = {f for f in files if kind_of(f) in (FileKind.CODE, FileKind.AUX, FileKind.TEST)}
         if not files or len(files) > LITERAL_FILES:
             continue
         runs = {}
@@ -207,7 +209,7 @@ def _macro_definers(index: RepoIndex, names: set[str]) -> dict[str, list[str]]:
         pattern = re.compile(rf"macro_rules!\s*{name}\b|#\[proc_macro(?:_attribute)?\]\s*(?:#\[[^\]]*\]\s*)*"
                              rf"(?:pub\s+)?fn\s+{name}\b|#\[proc_macro_derive\(\s*{name}\b")
         files = [p for p in sorted(definers & holding.get(name.lower(), set())) if p.endswith(".rs")
-                 and kind_of(p) != "test" and pattern.search(_read(index, p) or "")]
+                 and kind_of(p) != FileKind.TEST and pattern.search(_read(index, p) or "")]
         if files:
             found[name.lower()] = files
     return found
@@ -224,7 +226,7 @@ def _packages(index: RepoIndex, sig: Signals) -> None:
     """Files of the packages (directories) the task names by import path, if the package is small enough to say
     something about each: 1/sqrt(its files)."""
     for directory in sig.mentions.packages or []:
-        mates = [p for p in index.files if posixpath.dirname(p) == directory and kind_of(p) == "code"]
+        mates = [p for p in index.files if posixpath.dirname(p) == directory and kind_of(p) == FileKind.CODE]
         if 0 < len(mates) <= PACKAGE_FILES:
             for path in mates:
                 sig.file(path).pkg_named = 1.0 / math.sqrt(len(mates))
@@ -233,8 +235,8 @@ def _packages(index: RepoIndex, sig: Signals) -> None:
 def _tested(index: RepoIndex, sig: Signals) -> None:
     """The source counterpart (counterparts.py) of each test file the task points at - names it, traces through
     it, quotes its message or defines the names it uses - is the code that test exercises."""
-    pointed = [f.path for f in sig.files.values() if f.kind == "test" and (f.named or f.stem or f.trace_pos or
-                                                                           f.literal or f.symbols)]
+    pointed = [f.path for f in sig.files.values() if f.kind == FileKind.TEST and (f.named or f.stem or f.trace_pos or
+                                                                                    f.literal or f.symbols)]
     if not pointed:
         return
     files = set(index.files)
@@ -306,10 +308,10 @@ def _named(index: RepoIndex, sig: Signals) -> None:
         entry.stem, entry.stem_idf = share / sharing[word], idf(word)
 
 
-def _path_words(index: RepoIndex, sig: Signals, task: str) -> None:
+def _path_words(index: RepoIndex, sig: Signals) -> None:
     """Files whose stem or directories the task uses as plain words (`latex` for printing/latex.py), the stem
     weighted by its rarity; a stem few files share makes the file a candidate."""
-    words = set(tokenize(task))
+    words = set(sig.terms)
     by_stem: dict[str, list[str]] = defaultdict(list)
     for path in index.files:
         stem = _stem(path).lower()

@@ -9,14 +9,15 @@ import logging
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
 
 from code_assistant.verify.manifests import python_install_fix
 from code_assistant.verify.outputs_common import (
     MAX_FRAMES,
     MAX_MESSAGE_CHARS,
     NotRun,
+    FailureStatus,
     NotRunCause,
+    ParsedOutput,
     TestFailure,
     clean_frames,
     finish,
@@ -28,9 +29,10 @@ from code_assistant.verify.outputs_js import npm_not_run, parse_jest, parse_moch
 from code_assistant.verify.outputs_native import cargo_not_run, go_not_run, parse_cargo, parse_go
 
 logger = logging.getLogger(__name__)
-__all__ = ["MAX_FRAMES", "MAX_MESSAGE_CHARS", "NotRun", "NotRunCause", "TestFailure", "clean_frames", "detect_runner",
-           "never_ran", "parse_cargo", "parse_go", "parse_jest", "parse_mocha", "parse_node", "parse_pytest",
-           "parse_test_output", "parse_unittest", "python_not_run", "repo_path", "strip_ansi", "trim_message"]
+__all__ = ["MAX_FRAMES", "MAX_MESSAGE_CHARS", "FailureStatus", "NotRun", "NotRunCause", "ParsedOutput", "TestFailure",
+           "clean_frames", "detect_runner", "never_ran", "parse_cargo", "parse_go", "parse_jest", "parse_mocha",
+           "parse_node", "parse_pytest", "parse_test_output", "parse_unittest", "python_not_run", "repo_path",
+           "strip_ansi", "trim_message"]
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _PY_FRAME = re.compile(r'File "(.+?)", line (\d+)')
@@ -97,36 +99,36 @@ def _pytest_sections(lines: list[str]) -> list[tuple[str, list[str]]]:
     return sections
 
 
-def _section_key(title: str) -> tuple[str, str]:
+def _section_key(title: str) -> tuple[FailureStatus, str]:
     """(status, name) for a section title: 'ERROR collecting x.py', 'ERROR at setup of t', 'Class.test'."""
     for prefix in ("ERROR collecting ", "ERROR at setup of ", "ERROR at teardown of "):
         if title.startswith(prefix):
-            return "error", title[len(prefix):]
-    return "failed", title
+            return FailureStatus.ERROR, title[len(prefix):]
+    return FailureStatus.FAILED, title
 
 
 def _summary_matches(test_id: str, name: str) -> bool:
     return test_id == name or test_id.split("::", 1)[-1].replace("::", ".") == name
 
 
-def parse_pytest(output: str, repo: Path | None) -> tuple[list[TestFailure], int | None, int | None]:
+def parse_pytest(output: str, repo: Path | None) -> ParsedOutput:
     lines = output.splitlines()
     sections = _pytest_sections(lines)
     summary = [(m.group(1), m.group(2), m.group(3) or "") for line in lines if (m := _PYTEST_SUMMARY.match(line))]
     used: set[int] = set()
     failures: list[TestFailure] = []
 
-    def build(test_id: str, status: str, body: list[str], fallback_msg: str) -> TestFailure:
+    def build(test_id: str, status: FailureStatus, body: list[str], fallback_msg: str) -> TestFailure:
         raw = [(m.group(1), int(m.group(2))) for line in body if (m := _PYTEST_LOC.match(line) or
                                                                     _PY_FRAME.search(line))]
         message = "\n".join(line[4:] if line.startswith("E   ") else line[1:].strip()
                             for line in body if line.startswith("E "))
         if not message:
             message = fallback_msg or "\n".join(line for line in body if line.strip())[:MAX_MESSAGE_CHARS]
-        return finish(TestFailure(test_id, status, message=message), raw, repo)
+        return finish(TestFailure(test_id=test_id, status=status, message=message), raw, repo)
 
     for kind, test_id, msg in summary:
-        status = "failed" if kind == "FAILED" else "error"
+        status = FailureStatus.FAILED if kind == "FAILED" else FailureStatus.ERROR
         body: list[str] = []
         for index, (title, section_body) in enumerate(sections):
             sec_status, name = _section_key(title)
@@ -140,15 +142,16 @@ def parse_pytest(output: str, repo: Path | None) -> tuple[list[TestFailure], int
             status, name = _section_key(title)
             first = next((m.group(1) for line in body if (m := _PYTEST_LOC.match(line))), None)
             rel = repo_path(first, repo) if first else None
-            is_module = status == "error" and name.endswith(".py")
+            is_module = status == FailureStatus.ERROR and name.endswith(".py")
             test_id = name if is_module or not rel else f"{rel}::{name.replace('.', '::')}"
             failures.append(build(test_id, status, body, ""))
 
     final = next((line for line in reversed(lines) if _PYTEST_FINAL.match(line)), None)
     if final is None:
-        return failures, None, (len(failures) or None)
+        return ParsedOutput(runner="pytest", failures=failures, passed=None, failed=len(failures) or None)
     counts = {word.rstrip("s"): int(num) for num, word in re.findall(r"(\d+) (failed|passed|errors?)\b", final)}
-    return failures, counts.get("passed", 0), counts.get("failed", 0) + counts.get("error", 0)
+    return ParsedOutput(runner="pytest", failures=failures, passed=counts.get("passed", 0),
+                        failed=counts.get("failed", 0) + counts.get("error", 0))
 
 
 # ---------------------------------------------------------------- unittest
@@ -157,7 +160,7 @@ _UT_HEAD = re.compile(r"^(FAIL|ERROR|UNEXPECTED SUCCESS): (\S+) \((.+?)\)")
 _UT_RULE = re.compile(r"^(?:=|-){40,}$")
 
 
-def parse_unittest(output: str, repo: Path | None) -> tuple[list[TestFailure], int | None, int | None]:
+def parse_unittest(output: str, repo: Path | None) -> ParsedOutput:
     lines = output.splitlines()
     failures: list[TestFailure] = []
     i = 0
@@ -182,17 +185,19 @@ def parse_unittest(output: str, repo: Path | None) -> tuple[list[TestFailure], i
         message = "\n".join(line for line in body if line.strip() and not line[0].isspace()
                             and line != "Traceback (most recent call last):")
         raw = [(m.group(1), int(m.group(2))) for line in body if (m := _PY_FRAME.search(line))]
-        status = "error" if loader_error or name in ("setUpClass", "tearDownClass", "setUpModule") else "failed"
-        failures.append(finish(TestFailure(test_id, status, message=message), raw, repo))
+        setup = name in ("setUpClass", "tearDownClass", "setUpModule")
+        status = FailureStatus.ERROR if loader_error or setup else FailureStatus.FAILED
+        failures.append(finish(TestFailure(test_id=test_id, status=status, message=message), raw, repo))
     ran = re.search(r"^Ran (\d+) tests? in", output, re.M)
     verdict = re.search(r"^(?:FAILED|OK)(?: \((.*)\))?$", output, re.M)
     if not ran:
-        return failures, None, (len(failures) or None)
+        return ParsedOutput(runner="unittest", failures=failures, passed=None, failed=len(failures) or None)
     pairs = re.findall(r"([\w ]+?)=(\d+)", verdict.group(1) or "") if verdict else []
     stats = {key.strip(): int(value) for key, value in pairs}
     failed = stats.get("failures", 0) + stats.get("errors", 0) + stats.get("unexpected successes", 0)
     not_passed = failed + stats.get("skipped", 0) + stats.get("expected failures", 0)
-    return failures, max(int(ran.group(1)) - not_passed, 0), failed
+    return ParsedOutput(runner="unittest", failures=failures, passed=max(int(ran.group(1)) - not_passed, 0),
+                        failed=failed)
 
 # ---------------------------------------------------------------- python: the tests never ran
 
@@ -251,19 +256,10 @@ def never_ran(output: str, exit_code: int | None, repo: Path | None = None) -> N
 
 # ---------------------------------------------------------------- entry point
 
-_PARSERS: dict[str, Callable[[str, Path | None], tuple[list[TestFailure], int | None, int | None]]] = {
+_PARSERS: dict[str, Callable[[str, Path | None], ParsedOutput]] = {
     "pytest": parse_pytest, "unittest": parse_unittest, "go": parse_go, "node": parse_node,
     "jest": parse_jest, "mocha": parse_mocha, "cargo": parse_cargo,
 }
-
-
-class ParsedOutput(NamedTuple):
-    """What a test run's output says; counts are None when unknown."""
-
-    runner: str
-    failures: list[TestFailure]
-    passed: int | None
-    failed: int | None
 
 
 def parse_test_output(output: str, command: list[str], repo: Path | None = None) -> ParsedOutput:
@@ -273,11 +269,12 @@ def parse_test_output(output: str, command: list[str], repo: Path | None = None)
     parser = _PARSERS.get(runner)
     if parser is None:
         logger.debug("unknown test runner for %s", command)
-        return ParsedOutput(runner, [], None, None)
+        return ParsedOutput(runner=runner, failures=[], passed=None, failed=None)
     try:
-        failures, passed, failed = parser(output, repo)
+        parsed = parser(output, repo)
     except Exception:  # a parser bug must not break the agent loop; the caller falls back to the raw output
         logger.warning("could not parse %s output", runner, exc_info=True)
-        return ParsedOutput(runner, [], None, None)
-    logger.debug("%s: %d failures parsed (passed=%s failed=%s)", runner, len(failures), passed, failed)
-    return ParsedOutput(runner, failures, passed, failed)
+        return ParsedOutput(runner=runner, failures=[], passed=None, failed=None)
+    logger.debug("%s: %d failures parsed (passed=%s failed=%s)", runner, len(parsed.failures), parsed.passed,
+                 parsed.failed)
+    return parsed

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import NamedTuple
 
 MAX_MESSAGE_CHARS = 1500
 MAX_FRAMES = 5
@@ -15,17 +16,33 @@ _FOREIGN = ("site-packages", "dist-packages", "node_modules/", "node:", "<frozen
             "/usr/local/go", "/go/pkg/mod/", "/rustc/", "/.cargo/registry/", "/.rustup/", "_testmain.go", "<anonymous>")
 
 
+class FailureStatus(StrEnum):
+    """How a test failed: its own check, or an error around it."""
+
+    FAILED = "failed"
+    ERROR = "error"  # a collection, import, setup, teardown or build error
+
+
 @dataclass
 class TestFailure:
     """One failing test (or a collection/build error) as the model should see it."""
     __test__ = False  # not a pytest test class
 
     test_id: str
-    status: str = "failed"  # "failed" | "error" (collection/import/build error)
+    status: FailureStatus = FailureStatus.FAILED
     file: str | None = None  # repo-relative when possible
     line: int | None = None
     message: str = ""
     frames: list[tuple[str, int]] = field(default_factory=list)  # in-repo frames, innermost last
+
+
+class ParsedOutput(NamedTuple):
+    """What a test run's output says: its runner, the failing tests and the counts (None when unknown)."""
+
+    runner: str
+    failures: list[TestFailure]
+    passed: int | None
+    failed: int | None
 
 
 def repo_path(path: str, repo: Path | None) -> str | None:

@@ -6,7 +6,16 @@ import re
 from pathlib import Path
 
 from code_assistant.verify.manifests import npm_install_fix
-from code_assistant.verify.outputs_common import NotRun, NotRunCause, TestFailure, dedent, finish, missing_program
+from code_assistant.verify.outputs_common import (
+    NotRun,
+    FailureStatus,
+    NotRunCause,
+    ParsedOutput,
+    TestFailure,
+    dedent,
+    finish,
+    missing_program,
+)
 
 _JS_FRAME = re.compile(r"^\s*(?:at\s+)?(?:.*?\()?((?:file://)?[^\s()]+?):(\d+):(\d+)\)?\s*$")
 
@@ -55,11 +64,12 @@ def _not_frame(line: str) -> bool:
     return not line.strip().startswith("at ")
 
 
-def parse_node(output: str, repo: Path | None) -> tuple[list[TestFailure], int | None, int | None]:
+def parse_node(output: str, repo: Path | None) -> ParsedOutput:
     counters = {m.group(1): int(float(m.group(2))) for line in output.splitlines() if (m := _NODE_COUNTER.match(line))}
     tap = re.search(r"^TAP version \d+$|^\s*(?:not )?ok \d+ - ", output, re.M)
     failures = _parse_node_tap(output, repo) if tap else _parse_node_spec(output, repo)
-    return failures, counters.get("pass"), counters.get("fail", len(failures) if failures else None)
+    return ParsedOutput(runner="node", failures=failures, passed=counters.get("pass"),
+                        failed=counters.get("fail", len(failures) if failures else None))
 
 
 def _parse_node_tap(output: str, repo: Path | None) -> list[TestFailure]:
@@ -100,7 +110,8 @@ def _parse_node_tap(output: str, repo: Path | None) -> list[TestFailure]:
             if is_file and comments:  # the file crashed before its tests ran: its stderr came as comments
                 message = "\n".join(filter(_not_frame, comments))
                 raw = _js_frames(comments)
-            failure = TestFailure(" › ".join([*parents, name]), "error" if is_file else "failed", message=message)
+            failure = TestFailure(test_id=" › ".join([*parents, name]),
+                                  status=FailureStatus.ERROR if is_file else FailureStatus.FAILED, message=message)
             failures.append(finish(failure, raw, repo, _location(meta.get("location", ""))))
         if indent == 0:
             comments = []
@@ -126,7 +137,8 @@ def _parse_node_spec(output: str, repo: Path | None) -> list[TestFailure]:
         is_file = name.endswith(_SCRIPT_SUFFIXES)
         message = "\n".join(line.strip() for line in body if _not_frame(line))
         where = lines[n - 1][len("test at "):] if n and lines[n - 1].startswith("test at ") else ""
-        failure = TestFailure(name, "error" if is_file else "failed", message=message)
+        failure = TestFailure(test_id=name, status=FailureStatus.ERROR if is_file else FailureStatus.FAILED,
+                              message=message)
         failures.append(finish(failure, _js_frames(body), repo, _location(where)))
     return failures
 
@@ -139,7 +151,7 @@ _JEST_END = re.compile(r"^(?:FAIL|PASS)\s|^(?:Test Suites|Tests|Snapshots|Time):
 _JEST_CODE = re.compile(r"^\s*(?:>\s*)?\d+ \||^\s+\|")
 
 
-def parse_jest(output: str, repo: Path | None) -> tuple[list[TestFailure], int | None, int | None]:
+def parse_jest(output: str, repo: Path | None) -> ParsedOutput:
     lines = output.splitlines()
     failures: list[TestFailure] = []
     seen: set[tuple[str, str]] = set()
@@ -158,20 +170,21 @@ def parse_jest(output: str, repo: Path | None) -> tuple[list[TestFailure], int |
             body.append(following)
         suite_error = block.group(1) == "Test suite failed to run"
         message = dedent([b for b in body if _not_frame(b) and not _JEST_CODE.match(b)])
-        failure = TestFailure(current_file if suite_error else block.group(1), "error" if suite_error else "failed",
-                              message=message)
+        failure = TestFailure(test_id=current_file if suite_error else block.group(1),
+                              status=FailureStatus.ERROR if suite_error else FailureStatus.FAILED, message=message)
         failures.append(finish(failure, _js_frames(body), repo, (current_file, 1) if suite_error else None))
     totals = re.search(r"^Tests:\s+(.*)$", output, re.M)
     if not totals:
-        return failures, None, (len(failures) or None)
+        return ParsedOutput(runner="jest", failures=failures, passed=None, failed=len(failures) or None)
     counts = {word: int(num) for num, word in re.findall(r"(\d+) (failed|passed)", totals.group(1))}
-    return failures, counts.get("passed", 0), counts.get("failed", 0) + sum(f.status == "error" for f in failures)
+    return ParsedOutput(runner="jest", failures=failures, passed=counts.get("passed", 0),
+                        failed=counts.get("failed", 0) + sum(f.status == FailureStatus.ERROR for f in failures))
 
 
 _MOCHA_BLOCK = re.compile(r"^  (\d+)\) (.+)$")
 
 
-def parse_mocha(output: str, repo: Path | None) -> tuple[list[TestFailure], int | None, int | None]:
+def parse_mocha(output: str, repo: Path | None) -> ParsedOutput:
     lines = output.splitlines()
     passing = re.search(r"^\s+(\d+) passing", output, re.M)
     failing = re.search(r"^\s+(\d+) failing", output, re.M)
@@ -193,16 +206,16 @@ def parse_mocha(output: str, repo: Path | None) -> tuple[list[TestFailure], int 
             body.append(lines[n])
             n += 1
         message = dedent([line for line in body if _not_frame(line)])
-        failures.append(finish(TestFailure(" › ".join(title), message=message), _js_frames(body), repo))
+        failures.append(finish(TestFailure(test_id=" › ".join(title), message=message), _js_frames(body), repo))
     if crash := re.search(r"^\s*Exception during run: (.*)$", output, re.M):  # a spec file failed to load
         rest = output[crash.end():].splitlines()
         frames = _js_frames(rest)
-        failure = finish(TestFailure("mocha", "error", message="\n".join(
+        failure = finish(TestFailure(test_id="mocha", status=FailureStatus.ERROR, message="\n".join(
             [crash.group(1), *[line for line in rest[:8] if _not_frame(line)]])), frames, repo)
         failure.test_id = failure.file or "mocha"
         failures.append(failure)
-    return (failures, int(passing.group(1)) if passing else None,
-            int(failing.group(1)) if failing else (len(failures) or None))
+    return ParsedOutput(runner="mocha", failures=failures, passed=int(passing.group(1)) if passing else None,
+                        failed=int(failing.group(1)) if failing else (len(failures) or None))
 
 
 # ---------------------------------------------------------------- npm: the tests never ran

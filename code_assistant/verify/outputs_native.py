@@ -5,7 +5,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from code_assistant.verify.outputs_common import MAX_FRAMES, NotRun, NotRunCause, TestFailure, dedent, finish
+from code_assistant.verify.outputs_common import (
+    MAX_FRAMES,
+    FailureStatus,
+    NotRun,
+    NotRunCause,
+    ParsedOutput,
+    TestFailure,
+    dedent,
+    finish,
+)
 
 # ---------------------------------------------------------------- go test
 
@@ -45,7 +54,7 @@ def _go_file(base: str, pkg: str | None, module: str | None) -> str:
     return f"{rel_dir}/{base}" if rel_dir else base
 
 
-def parse_go(output: str, repo: Path | None) -> tuple[list[TestFailure], int | None, int | None]:
+def parse_go(output: str, repo: Path | None) -> ParsedOutput:
     module = _go_module(repo)
     failures: list[TestFailure] = []
     logs: dict[str, list[str]] = {}
@@ -62,8 +71,8 @@ def parse_go(output: str, repo: Path | None) -> tuple[list[TestFailure], int | N
         if "[build failed]" in rest or "[setup failed]" in rest:
             diags = build.get(pkg or "") or (list(build.values())[-1] if build else [rest])
             locations = [(m.group(1), int(m.group(2))) for line in diags if (m := _GO_DIAG.match(line))]
-            failure = finish(TestFailure(pkg or "build", "error", message="\n".join(diags)), locations[:MAX_FRAMES],
-                             repo)
+            failure = finish(TestFailure(test_id=pkg or "build", status=FailureStatus.ERROR, message="\n".join(diags)),
+                             locations[:MAX_FRAMES], repo)
             if failure.frames:  # compiler order: point at the first error
                 failure.file, failure.line = failure.frames[0]
             failures.append(failure)
@@ -79,7 +88,7 @@ def parse_go(output: str, repo: Path | None) -> tuple[list[TestFailure], int | N
                 message = "\n".join([message, *panic]).strip()
                 raw = list(reversed(trace)) or raw
             test_id = f"{pkg}.{name}" if pkg else name
-            failures.append(finish(TestFailure(test_id, message=message), raw, repo))
+            failures.append(finish(TestFailure(test_id=test_id, message=message), raw, repo))
         failed.clear()
         logs.clear()
         current, panic, trace = None, [], []
@@ -113,7 +122,7 @@ def parse_go(output: str, repo: Path | None) -> tuple[list[TestFailure], int | N
             logs.setdefault(current, []).append(line)
     if failed or panic:
         flush(None, "")
-    return failures, (passed if verbose else None), len(failures)
+    return ParsedOutput(runner="go", failures=failures, passed=passed if verbose else None, failed=len(failures))
 
 
 # ---------------------------------------------------------------- go: the tests never ran
@@ -166,7 +175,7 @@ _RUST_LOC = re.compile(r"^\s*--> (\S+?):(\d+):\d+$")
 def _cargo_section(name: str, body: list[str], repo: Path | None) -> TestFailure:
     panic_at = next((n for n, line in enumerate(body) if _CARGO_PANIC.match(line)), None)
     if panic_at is None:
-        return finish(TestFailure(name, message="\n".join(body)), [], repo)
+        return finish(TestFailure(test_id=name, message="\n".join(body)), [], repo)
     panic = _CARGO_PANIC.match(body[panic_at])
     assert panic is not None
     message_lines = [panic.group(1)] if panic.group(1) is not None else []
@@ -176,10 +185,10 @@ def _cargo_section(name: str, body: list[str], repo: Path | None) -> TestFailure
         message_lines.append(line)
     raw = [(m.group(1), int(m.group(2))) for line in body[panic_at:] if (m := _CARGO_BT.match(line))]
     raw = [*reversed(raw), (panic.group(2), int(panic.group(3)))]
-    return finish(TestFailure(name, message="\n".join(message_lines)), raw, repo)
+    return finish(TestFailure(test_id=name, message="\n".join(message_lines)), raw, repo)
 
 
-def parse_cargo(output: str, repo: Path | None) -> tuple[list[TestFailure], int | None, int | None]:
+def parse_cargo(output: str, repo: Path | None) -> ParsedOutput:
     lines = output.splitlines()
     failures: list[TestFailure] = []
     diagnostics: list[str] = []
@@ -204,15 +213,17 @@ def parse_cargo(output: str, repo: Path | None) -> tuple[list[TestFailure], int 
     for line in lines:  # tests reported FAILED without a captured-output section
         if (failed := _CARGO_FAILED.match(line)) and failed.group(1) not in known:
             known.add(failed.group(1))
-            failures.append(TestFailure(failed.group(1)))
+            failures.append(TestFailure(test_id=failed.group(1)))
     if diagnostics:
-        failure = finish(TestFailure(crate, "error", message="\n".join(diagnostics)), raw_build[:MAX_FRAMES], repo)
+        failure = finish(TestFailure(test_id=crate, status=FailureStatus.ERROR, message="\n".join(diagnostics)),
+                         raw_build[:MAX_FRAMES], repo)
         failure.file, failure.line = failure.frames[0] if failure.frames else (None, None)
         failures.append(failure)
     results = [tuple(map(int, m.groups())) for line in lines if (m := _CARGO_RESULT.match(line))]
     if not results:
-        return failures, None, (len(failures) or None)
-    return failures, sum(r[0] for r in results), sum(r[1] for r in results) + bool(diagnostics)
+        return ParsedOutput(runner="cargo", failures=failures, passed=None, failed=len(failures) or None)
+    return ParsedOutput(runner="cargo", failures=failures, passed=sum(r[0] for r in results),
+                        failed=sum(r[1] for r in results) + bool(diagnostics))
 
 
 _CARGO_OFFLINE = re.compile(r"^error: (?:no matching package named `[^`]+` found|failed to get `[^`]+` as a dependency"

@@ -201,9 +201,10 @@ class TestRunner:
         not_run = never_ran(raw, exit_code, self.cwd)
         if not_run is None and self.sandbox is not None and self.sandbox.active and not self.sandbox.network:
             not_run = network_not_run(raw, exit_code)
-        result = TestResult(self.command, exit_code, exit_code == 0 and not timed_out, timed_out, output, duration,
-                            parsed.failures, parsed.passed, parsed.failed, parsed.runner, self.timeout,
-                            not_run=not_run)
+        result = TestResult(command=self.command, exit_code=exit_code, passed=exit_code == 0 and not timed_out,
+                            timed_out=timed_out, output=output, duration_s=duration, failures=parsed.failures,
+                            passed_count=parsed.passed, failed_count=parsed.failed, runner=parsed.runner,
+                            timeout_s=self.timeout, not_run=not_run)
         logger.info("test run finished in %.1fs: %s", duration, result.summary())
         return result
 

@@ -28,11 +28,11 @@ from enum import StrEnum
 from pathlib import Path
 
 from code_assistant.errors import ConfigError
+from code_assistant.settings import SandboxMode
 from code_assistant.verify import landlock
 from code_assistant.verify.environment import Environment, without_secrets
 
-__all__ = ["CACHES", "TOOLCHAINS", "Backend", "Cache", "Mode", "Policy", "Sandbox", "bwrap_argv", "cache_dirs",
-           "resolve"]
+__all__ = ["CACHES", "TOOLCHAINS", "Backend", "Cache", "Policy", "Sandbox", "bwrap_argv", "cache_dirs", "resolve"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,14 +48,6 @@ _PREFIX_PARTS = ("bin", "shims", "lib", "lib64", "libexec", "include", "versions
 TOOLCHAINS = (".pyenv", ".cargo/bin", ".rustup", ".nvm", "go/bin", ".local/bin", ".local/lib", ".local/share/uv/python",
               ".volta", ".bun/bin", ".deno/bin", ".sdkman/candidates", ".asdf")
 GIT_CONFIG = (".gitconfig", ".config/git")  # read-only: git inside a test keeps the user's name and settings
-
-
-class Mode(StrEnum):
-    """What the test command may do: anything (off), or the policy above (write; strict is its older name)."""
-
-    OFF = "off"
-    WRITE = "write"
-    STRICT = "strict"
 
 
 class Backend(StrEnum):
@@ -76,14 +68,16 @@ class Cache:
 
 
 CACHES = (
-    Cache("Go build cache", "GOCACHE", "{cache}/go-build", "go"),  # `go env GOCACHE`
-    Cache("Go module cache", "GOMODCACHE", "{gopath}/pkg/mod", "go"),  # `go env GOMODCACHE`
-    Cache("npm cache", "npm_config_cache", "{home}/.npm", "npm"),  # `npm config get cache`; npm's logs go there
-    Cache("pip cache", "PIP_CACHE_DIR", "{cache}/pip", "pip"),  # `pip cache dir`
-    Cache("uv cache", "UV_CACHE_DIR", "{cache}/uv", "uv"),  # `uv run pytest` writes it
-    Cache("cargo registry", "CARGO_HOME", "{cargo}/registry", "cargo"),  # downloaded crates
-    Cache("cargo git", "CARGO_HOME", "{cargo}/git", "cargo"),  # git dependencies
-    Cache("cargo target", "CARGO_TARGET_DIR", None, "cargo"),  # only when moved out of the repository
+    Cache(name="Go build cache", env="GOCACHE", default="{cache}/go-build", tool="go"),  # `go env GOCACHE`
+    Cache(name="Go module cache", env="GOMODCACHE", default="{gopath}/pkg/mod", tool="go"),  # `go env GOMODCACHE`
+    # `npm config get cache`; npm's logs go there
+    Cache(name="npm cache", env="npm_config_cache", default="{home}/.npm", tool="npm"),
+    Cache(name="pip cache", env="PIP_CACHE_DIR", default="{cache}/pip", tool="pip"),  # `pip cache dir`
+    Cache(name="uv cache", env="UV_CACHE_DIR", default="{cache}/uv", tool="uv"),  # `uv run pytest` writes it
+    Cache(name="cargo registry", env="CARGO_HOME", default="{cargo}/registry", tool="cargo"),  # downloaded crates
+    Cache(name="cargo git", env="CARGO_HOME", default="{cargo}/git", tool="cargo"),  # git dependencies
+    # only when moved out of the repository
+    Cache(name="cargo target", env="CARGO_TARGET_DIR", default=None, tool="cargo"),
 )
 
 
@@ -159,8 +153,8 @@ class Sandbox:
     says why bubblewrap could not be had when Landlock stands in), and what every test run's policy is made of.
     TestRunner calls `environment` and `confined`."""
 
-    requested: Mode
-    mode: Mode
+    requested: SandboxMode
+    mode: SandboxMode
     backend: Backend | None = None
     executable: str | None = None  # bwrap; for Landlock the Python that applies the ruleset and executes the command
     unavailable: str | None = None
@@ -174,7 +168,7 @@ class Sandbox:
 
     @property
     def active(self) -> bool:
-        return self.mode != Mode.OFF
+        return self.mode != SandboxMode.OFF
 
     def environment(self, env: Mapping[str, str]) -> Environment:
         """The test command's environment: `env` less its secrets, but for what the user passes by name."""
@@ -334,26 +328,28 @@ def _venv_bases(search_path: str, programs: Iterable[Path], hidden: Iterable[Pat
     return bases
 
 
-def resolve(requested: str | Mode, executable: str = "bwrap", *, protected: Iterable[Path] = (),
+def resolve(requested: str | SandboxMode, executable: str = "bwrap", *, protected: Iterable[Path] = (),
             writable: Iterable[Path] = (), network: bool = False, shown: Iterable[Path] = (),
             passed_env: Iterable[str] = (), landlock_allowed: bool = True) -> Sandbox:
     """The sandbox this machine can give for `requested`: bubblewrap, else Landlock (landlock_allowed), else a
     ConfigError naming what to install or pass; `off` only when asked for. The secrets of this process's
     environment are held back."""
-    requested = Mode(requested)
+    requested = SandboxMode(requested)
     passed_env = tuple(passed_env)
     held = without_secrets(os.environ, passed_env).held_back
     common = {"protected": tuple(protected), "extra": tuple(writable), "network": network,
               "shown": tuple(shown), "passed_env": passed_env, "held_back": held}
-    if requested == Mode.OFF:
-        return Sandbox(requested, Mode.OFF, network=True, passed_env=passed_env, held_back=held)
+    if requested == SandboxMode.OFF:
+        return Sandbox(requested=requested, mode=SandboxMode.OFF, network=True, passed_env=passed_env, held_back=held)
     reason = _unavailable(executable, network=network)
     if reason is None:
-        return Sandbox(requested, Mode.WRITE, Backend.BUBBLEWRAP, shutil.which(executable), **common)
+        return Sandbox(requested=requested, mode=SandboxMode.WRITE, backend=Backend.BUBBLEWRAP,
+                       executable=shutil.which(executable), **common)
     abi = landlock.abi_version() if landlock_allowed else None
     if abi is not None and abi >= landlock.MIN_ABI:
         logger.info("no bubblewrap (%s): Landlock ABI %d stands in", reason, abi)
-        return Sandbox(requested, Mode.WRITE, Backend.LANDLOCK, sys.executable, reason, landlock_abi=abi, **common)
+        return Sandbox(requested=requested, mode=SandboxMode.WRITE, backend=Backend.LANDLOCK, executable=sys.executable,
+                       unavailable=reason, landlock_abi=abi, **common)
     lock = "Landlock: not in this kernel" if abi is None else f"Landlock ABI {abi} is too old (needs {landlock.MIN_ABI})"
     raise ConfigError(f"no sandbox for the tests on this machine ({reason}; {lock}): install bubblewrap, or pass "
                       "--sandbox off to run the model's code unconfined")
@@ -366,7 +362,7 @@ def _unavailable(executable: str, network: bool) -> str | None:
     found = shutil.which(executable)
     if found is None:
         return f"{executable} not found"
-    probe = bwrap_argv(found, Policy((), network=network), ["true"], Path("/"))
+    probe = bwrap_argv(found, Policy(writable=(), network=network), ["true"], Path("/"))
     try:
         done = subprocess.run(probe, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT_S,
                               check=False)

@@ -197,13 +197,13 @@ def resolve_window(setting: int | None, base_url: str | None, model: str, api_ke
     table = None if is_local(base_url) else known_window(model)  # a server here runs its own model, whatever its name
     ratio = OPENAI_RATIO if table and hosted else None
     if setting:
-        window = ContextWindow(setting, "--context-window")
+        window = ContextWindow(tokens=setting, source="--context-window")
     elif base_url and (reported := server_window(base_url, model, api_key, load_timeout)):
         window = ContextWindow(*reported)
     elif table:
-        window = ContextWindow(table, "the known-model table")
+        window = ContextWindow(tokens=table, source="the known-model table")
     else:
-        window = ContextWindow(DEFAULT_WINDOW, "the default (nothing reported a window)")
+        window = ContextWindow(tokens=DEFAULT_WINDOW, source="the default (nothing reported a window)")
     if ratio:
         window.ratio = ratio
     logger.info("context window of %s: %s", model, window.describe())
