@@ -57,8 +57,20 @@ SLASH: dict[str, Callable[[str], object]] = {
     "add": _needs("add", lambda rest: o.PinOptions(add=tuple(rest.split()))),
     "drop": _needs("drop", lambda rest: o.PinOptions(drop=tuple(rest.split()))),
     "model": lambda rest: o.ModelOptions(name=rest),
+    "search": _needs("search", lambda rest: o.ToolOptions(tool="search", arguments={"query": rest})),
+    "grep": _needs("grep", lambda rest: o.ToolOptions(tool="grep", arguments={"pattern": rest})),
+    "read": _needs("read", lambda rest: o.ToolOptions(tool="read", arguments=_read_words(rest))),
+    "symbol": _needs("symbol", lambda rest: o.ToolOptions(tool="symbol", arguments={"name": rest})),
+    "exec": _needs("exec", lambda rest: o.ToolOptions(tool="exec", arguments={"command": rest})),
     **{name: _nothing(name) for name in ("test", "diff", "undo", "tokens")},
 }
+
+
+def _read_words(rest: str) -> dict[str, object]:
+    path, *lines = rest.split()
+    if len(lines) > 2 or not all(word.isdigit() for word in lines):
+        raise UsageError(f"usage: /read {OPERATIONS['read'].words}")
+    return {"path": path, **dict(zip(("start", "end"), map(int, lines)))}
 
 
 def help_lines() -> list[str]:

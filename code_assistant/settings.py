@@ -48,6 +48,20 @@ class SandboxMode(StrEnum):
 SANDBOX_MODES = tuple(mode.value for mode in SandboxMode)  # --sandbox's choices
 
 
+class ToolsMode(StrEnum):
+    """How the model is given its tools (agent/exchange.py): OpenAI's tool calls, described in words, or none; auto:
+    native in a window of at least TOOLS_MIN_WINDOW tokens, else none (their schema costs a small window too much)."""
+
+    AUTO = "auto"
+    NATIVE = "native"
+    JSON = "json"
+    OFF = "off"  # --no-tools
+
+
+TOOLS_MODES = tuple(mode.value for mode in ToolsMode)
+TOOLS_MIN_WINDOW = 4096
+
+
 def cache_home() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "code-assistant"
@@ -98,6 +112,8 @@ class Settings:
     sandbox_bwrap: str = "bwrap"    # the bubblewrap executable (CODE_ASSISTANT_BWRAP)
     sandbox_writable: list[Path] = field(default_factory=list)  # more paths a test may write (os.pathsep list)
     instructions: bool = True       # the repository's AGENTS.md (or CLAUDE.md, ...) in the system part of requests
+    tools: ToolsMode = ToolsMode.AUTO  # the model may look around before it answers
+    max_tool_calls: int = 12        # tool calls one answer may make
     verbose: bool = False
 
     @property
@@ -192,6 +208,11 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
     for path in settings.sandbox_show:
         if not path.exists():
             raise ConfigError(f"--sandbox-show {path}: no such file or directory")
+    if settings.tools not in TOOLS_MODES:
+        raise ConfigError(f"--tools must be one of {', '.join(TOOLS_MODES)}, not {settings.tools!r}")
+    settings.tools = ToolsMode(settings.tools)
+    if settings.max_tool_calls < 0:
+        raise ConfigError("--max-tool-calls must be 0 or more")
     if settings.candidates < 1:
         raise ConfigError("--candidates must be at least 1")
     if settings.candidates > 1 and settings.dry_run:

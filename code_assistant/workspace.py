@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from code_assistant.edit.takeback import FileOutcome
     from code_assistant.index.indexer import Indexer, IndexStats, RepoIndex
     from code_assistant.model.chat import ChatModel, OpenAIChat, Usage
+    from code_assistant.tools.box import Form, Toolbox, ToolsFor
     from code_assistant.verify.runner import TestRunner
     from code_assistant.verify.sandbox import Sandbox
 
@@ -258,6 +259,42 @@ class Workspace:
 
         return TestRunner(self.settings.test_command, cwd=cwd or self.settings.repo, timeout=self.settings.test_timeout,
                           running_file=self.running_tests, sandbox=self.sandbox)
+
+    # ----- the model's tools --------------------------------------------------------------------------------------
+    def tools_for(self, model: ChatModel, *, read_only: bool = False,
+                  recorded: list[dict[str, Any]] | None = None) -> ToolsFor | None:
+        """The tools the model may call before it answers (None: none — --no-tools, or a window too small for their
+        schema unless --tools asks for them): search, grep, read, symbol, and run when the sandbox is on and
+        `read_only` is not asked for. `recorded`: --replay's calls, made afresh and compared."""
+        from code_assistant.settings import TOOLS_MIN_WINDOW, ToolsMode
+        from code_assistant.tools.box import Form
+
+        mode = self.settings.tools
+        if mode == ToolsMode.OFF or self.settings.max_tool_calls == 0 or (
+                mode == ToolsMode.AUTO and model.window.tokens < TOOLS_MIN_WINDOW):
+            return None
+        words = mode == ToolsMode.JSON or not getattr(model, "native_tools", True)  # refused once: words from then on
+        form = Form.JSON if words else Form.NATIVE
+        return lambda repo, index: self.toolbox(repo, index, read_only=read_only, form=form, recorded=recorded)
+
+    def toolbox(self, repo: Path | None = None, index: Callable[[], RepoIndex] | None = None, *,
+                read_only: bool = False, form: Form | None = None,
+                recorded: list[dict[str, Any]] | None = None) -> Toolbox:
+        """The tools over a working tree (the repository, unless another: a worktree, a scratch copy) and its index
+        (the workspace's, brought up to date, unless another)."""
+        from code_assistant.tools.box import Form, Toolbox
+        from code_assistant.tools.files import RepoView
+        from code_assistant.tools.looking import Looking
+        from code_assistant.tools.running import Running
+
+        settings = self.settings
+        repo = repo or settings.repo
+        view = RepoView(repo, exclude=[settings.index_path, settings.state_path])
+        found = Looking(view, index or self.quiet_index).tools()
+        if not read_only and self.sandbox.active:
+            found += Running(repo, self.sandbox, running_file=self.running_tests.with_name("running-tool")).tools()
+        return Toolbox(found, max_calls=settings.max_tool_calls, form=form or Form.NATIVE, recorded=recorded,
+                       say=self.display.say)
 
     # ----- a session's memory -------------------------------------------------------------------------------------
     def save_memory(self) -> None:

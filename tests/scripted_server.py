@@ -9,7 +9,10 @@ Each chat request takes the next step of the script:
 - a dict {"stall": seconds, "answer": str}: stream the first piece, then send nothing for that long;
 - a dict {"reasoning": str, "answer": str}: the answer with a reasoning parser's reasoning beside it, as
   `reasoning_content` (or the field named by "reasoning_field", e.g. "reasoning") of the message, or of the stream's
-  first deltas, before the answer's.
+  first deltas, before the answer's;
+- a dict {"tool_calls": [{"name": str, "arguments": dict | str}, ...], "answer": str (optional)}: an answer that asks
+  for native tool calls (finish_reason "tool_calls"), each with an id; streamed, a call's arguments arrive in pieces
+  of a few characters, as real servers send them.
 A request that carries a `seed` found in `by_seed` takes the next step of that seed's own script instead: best of N
 asks each candidate with its own seed, in parallel, so each candidate's answers are scripted apart.
 Every request body is recorded in `requests` so tests can assert on what the model was sent; `usages` holds the
@@ -35,6 +38,8 @@ What real local servers do, on request:
   a stream's last chunk.
 - always: an answer longer than the request's max_tokens stops there, with finish_reason "length".
 - `info`: JSON answers for other paths (GET /props, GET /v1/models, POST /api/show, ...); any other path is a 404.
+- `refuse_tools=True`: a request that declares `tools` is refused with 400 and vLLM's words for a server started
+  without tool calls ("auto" tool choice requires --enable-auto-tool-choice ...).
 None of these consume a step of the script.
 """
 from __future__ import annotations
@@ -43,6 +48,7 @@ import hashlib
 import json
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -95,6 +101,13 @@ def _cut(answer: str, max_tokens: int | None) -> tuple[str, str]:
     return (encoding.decode(ids[:max_tokens]), "length") if len(ids) > max_tokens else (answer, "stop")
 
 
+def _tool_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Scripted calls in OpenAI's form, each with an id; arguments given as an object are sent as JSON text."""
+    return [{"id": f"call_{uuid.uuid4().hex[:8]}", "type": "function",
+             "function": {"name": call["name"], "arguments": call["arguments"] if isinstance(call["arguments"], str)
+                          else json.dumps(call["arguments"])}} for call in calls]
+
+
 def _form(body: dict[str, Any]) -> str | None:
     fmt = body.get("response_format")
     return fmt.get("type") if isinstance(fmt, dict) else None
@@ -106,7 +119,7 @@ class ScriptedServer:
                  stream_usage: bool = True, info: dict[str, Any] | None = None,
                  by_seed: dict[int, list[Step]] | None = None, fixed_prompt_tokens: int | None = None,
                  cache: str | None = None, silent_cut: int | None = None, prompt_speed: float | None = None,
-                 timings: bool = False) -> None:
+                 timings: bool = False, refuse_tools: bool = False) -> None:
         assert cache in (None, "uncounted", "cached_tokens"), cache
         self.script: list[Step] = list(script or [])
         self.by_seed: dict[int, list[Step]] = {seed: list(steps) for seed, steps in (by_seed or {}).items()}
@@ -118,6 +131,7 @@ class ScriptedServer:
         self.info = info or {}
         self.fixed_prompt_tokens, self.cache, self.silent_cut = fixed_prompt_tokens, cache, silent_cut
         self.prompt_speed, self.timings = prompt_speed, timings
+        self.refuse_tools = refuse_tools
         self.prompts: list[list[int]] = []  # every chat prompt read, as the cache would hold it
         server = self
 
@@ -153,6 +167,10 @@ class ScriptedServer:
                     return self._json(server.refuse_status, {"error": {
                         "message": f"1 validation error: ('body', 'response_format', 'type') Input should be one of "
                                    f"{list(server.accepts)}", "type": "internal_server_error"}})
+                if server.refuse_tools and body.get("tools"):
+                    return self._json(400, {"object": "error", "type": "BadRequestError", "code": 400,
+                                            "message": '"auto" tool choice requires --enable-auto-tool-choice and '
+                                                       '--tool-call-parser to be set'})
                 prompt = prompt_tokens(body)
                 if server.context_window and prompt + (body.get("max_tokens") or 0) > server.context_window:
                     if body.get("stream") and server.overflow_stream == "empty":
@@ -183,8 +201,9 @@ class ScriptedServer:
                 stall = step.get("stall", 0.0) if isinstance(step, dict) else 0.0
                 reasoning = {step.get("reasoning_field", "reasoning_content"): step["reasoning"]} \
                     if isinstance(step, dict) and "reasoning" in step else {}
+                calls = _tool_calls(step["tool_calls"]) if isinstance(step, dict) and "tool_calls" in step else []
                 if isinstance(step, dict):
-                    step = step["answer"]
+                    step = step.get("answer", "")
                 answer = step(body) if callable(step) else str(step)
                 answer, finish = _cut(answer, body.get("max_tokens"))
                 usage: dict[str, Any] = {"prompt_tokens": server.reported(body, prompt),
@@ -194,13 +213,17 @@ class ScriptedServer:
                 usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
                 with server.lock:
                     server.usages.append(usage)
+                finish = "tool_calls" if calls else finish
                 if body.get("stream"):
-                    return self._stream(body, answer, usage, gap, stall, finish, reasoning, timings)
+                    return self._stream(body, answer, usage, gap, stall, finish, reasoning, timings, calls)
+                message: dict[str, Any] = {"role": "assistant", "content": answer or (None if calls else ""),
+                                           **reasoning}
+                if calls:
+                    message["tool_calls"] = calls
                 return self._json(200, {
                     "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
                     "model": body.get("model", "test"),
-                    "choices": [{"index": 0, "finish_reason": finish,
-                                 "message": {"role": "assistant", "content": answer, **reasoning}}],
+                    "choices": [{"index": 0, "finish_reason": finish, "message": message}],
                     "usage": usage, **timings})
 
             def _json(self, status: int, payload: Any) -> None:
@@ -221,12 +244,20 @@ class ScriptedServer:
                 self.end_headers()
 
             def _stream(self, body: dict[str, Any], answer: str, usage: dict[str, Any], gap: float,
-                        stall: float, finish: str, reasoning: dict[str, str], timings: dict[str, Any]) -> None:
+                        stall: float, finish: str, reasoning: dict[str, str], timings: dict[str, Any],
+                        calls: list[dict[str, Any]] | None = None) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
                 deltas = [{name: text[i:i + 16]} for name, text in reasoning.items() for i in range(0, len(text), 16)]
-                deltas += [{"content": answer[i:i + 16]} for i in range(0, len(answer), 16)] or [{"content": ""}]
+                deltas += [{"content": answer[i:i + 16]} for i in range(0, len(answer), 16)]
+                for index, call in enumerate(calls or []):  # the id and name first, then the arguments in pieces
+                    arguments = call["function"]["arguments"]
+                    deltas.append({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                                   "function": {"name": call["function"]["name"], "arguments": ""}}]})
+                    deltas += [{"tool_calls": [{"index": index, "function": {"arguments": arguments[i:i + 7]}}]}
+                               for i in range(0, len(arguments), 7)]
+                deltas = deltas or [{"content": ""}]
                 try:
                     for n, delta in enumerate(deltas):
                         chunk = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,

@@ -3,24 +3,27 @@ sent back once with the reason, a smaller request when the server names a smalle
 read shown, and the run's token and cost budget checked after every answer."""
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
 from collections.abc import Callable
 
 from code_assistant.agent.conversation import Conversation
-from code_assistant.agent.exchange import exchange
-from code_assistant.agent.requests import PlanRequest, ReproduceRequest, Request
+from code_assistant.agent.exchange import Round, exchange
+from code_assistant.agent.requests import PLAN_ANSWER, PlanRequest, ReproduceRequest, Request
 from code_assistant.agent.state import RunState, StopRun
 from code_assistant.agent.stop import Stop
 from code_assistant.answers.plan import PlanParseError, parse_answer
 from code_assistant.answers.reasoning import split_reasoning
+from code_assistant.answers.tool_calls import as_text
 from code_assistant.edit.operations import Action, EditOperation, PathError, resolve_repo_path
 from code_assistant.model import prompts
 from code_assistant.model.chat import ChatModel, ChatResponse, Usage
 from code_assistant.model.prices import estimate_cost
 from code_assistant.model.trajectory import Step, StepKind
 from code_assistant.settings import Settings
+from code_assistant.tools.box import Made, Toolbox
 
 logger = logging.getLogger(__name__)
 
@@ -46,10 +49,12 @@ class Asker:
     def __init__(self, settings: Settings, model: ChatModel, conversation: Conversation, state: RunState, *,
                  say: Callable[[str], None], budget: Callable[[], Usage],
                  on_token: Callable[[str], None] | None = None, cancelled: threading.Event | None = None,
-                 flush: Callable[[], None] = lambda: None) -> None:
-        """`flush`: writes the step being built to the run log before a new one starts (Recorder.flush)."""
+                 flush: Callable[[], None] = lambda: None, tools: Toolbox | None = None) -> None:
+        """`flush`: writes the step being built to the run log before a new one starts (Recorder.flush); `tools`:
+        what the model may call before it answers."""
         self.settings, self.model, self.conversation, self.state = settings, model, conversation, state
         self.say, self.budget, self.on_token, self.cancelled, self.flush = say, budget, on_token, cancelled, flush
+        self.tools = tools
 
     def ask(self, request: Request) -> list[EditOperation]:
         """The model's changes for a request (a new step of the conversation, unless it is the one just opened)."""
@@ -60,7 +65,10 @@ class Asker:
     def ask_reading(self, request: Request) -> list[EditOperation]:
         """ask(); an answer with "read" changes gets the same request again with those files shown first, a note
         saying so (and which could not be shown), and nothing else from it applied — READ_ROUNDS times per request.
-        Reads of nothing readable, next to other changes, are dropped and the changes go on."""
+        Reads of nothing readable, next to other changes, are dropped and the changes go on. With tools, a "read"
+        change is a call of the read tool, answered like any other."""
+        if self.tools is not None and "read" in self.tools.names:
+            return self._ask_reading_with_tools(request)
         shown: list[str] = []
         for round_ in range(READ_ROUNDS + 1):
             ops = self.ask(request)
@@ -85,6 +93,21 @@ class Asker:
                 refused=", ".join(r for r, p in readable.items() if p is None) or "none"))
         raise AssertionError("unreachable")
 
+    def _ask_reading_with_tools(self, request: Request) -> list[EditOperation]:
+        ops = self.ask(request)
+        for _ in range(READ_ROUNDS):
+            reads = [op.file_path for op in ops if op.action == Action.READ]
+            if not reads or self.tools is None or self.tools.exhausted:
+                break
+            made = [self.tools.call("read", {"path": path}) for path in dict.fromkeys(reads)]
+            self.conversation.written_round(None, made)
+            self.state.step.tool_calls += [_record(m) for m in made]
+            ops = self._ask(request)
+        reads = [op.file_path for op in ops if op.action == Action.READ]
+        if reads:
+            self.say(f"[Ignored: the model asked to read {', '.join(reads)} again; going on with its other changes]")
+        return [op for op in ops if op.action != Action.READ]
+
     def check_budget(self) -> None:
         usage = self.budget()
         if self.settings.max_tokens and usage.total_tokens > self.settings.max_tokens:
@@ -106,10 +129,13 @@ class Asker:
                           prompt_version=request.prompt.version, candidate=state.candidate)
         state.step_written = False
         started = time.perf_counter()
+        if self.tools is not None:
+            self.tools.new_answer()  # a re-ask of this request shares its calls
         try:
             for attempt in range(2):
                 before = (self.model.usage.prompt_tokens, self.model.usage.completion_tokens)
-                response = exchange(self.model, self.conversation, on_token=self.on_token, say=self.say)
+                response = exchange(self.model, self.conversation, tools=self.tools, on_token=self.on_token,
+                                    say=self.say, on_round=self._round, answer=PLAN_ANSWER)
                 state.step.prompt_tokens += self.model.usage.prompt_tokens - before[0]
                 state.step.completion_tokens += self.model.usage.completion_tokens - before[1]
                 state.step.answers.append(response.text)
@@ -136,6 +162,16 @@ class Asker:
             state.step.duration_s = round(time.perf_counter() - started, 3)
             state.step.cost_usd = estimate_cost(self.model.name, state.step.prompt_tokens,
                                                 state.step.completion_tokens, self.settings.base_url)
+
+    def _round(self, round_: Round) -> None:
+        """An answer that asked for tool calls, into the step being built (in the written form, which --replay reads
+        back as the model's text), and the budget checked: every round counts."""
+        step = self.state.step
+        text = round_.response.text if not round_.response.tool_calls else as_text(round_.calls)
+        step.answers.append(text)
+        step.reasoning.append(round_.response.reasoning)
+        step.tool_calls += [_record(made) for made in round_.made]
+        self.check_budget()
 
     def _readable(self, path: str) -> str | None:
         """A path the model asked to read, as an indexed file of the repository (never outside it, never a file
@@ -169,3 +205,8 @@ def repo_relative(settings: Settings, path: str) -> str | None:
         return resolve_repo_path(settings.repo, path).relative_to(settings.repo).as_posix()
     except (PathError, ValueError):
         return None
+
+
+def _record(made: Made) -> dict[str, object]:
+    return {"name": made.name, "arguments": json.dumps(made.arguments), "summary": made.result.summary,
+            "result": made.result.text}

@@ -197,7 +197,7 @@ class BestOf:
         agent = Agent(settings, model, parent.indexer, runner, editor, candidate=number,
                       say=lambda line: parent.parts.say(f"[Candidate {number}] {line}"),
                       trajectory=parent.parts.recorder.trajectory, budget=parent.parts.meter.total,
-                      cancelled=self._cancelled, index_lock=self._index_lock)
+                      cancelled=self._cancelled, index_lock=self._index_lock, tools=parent.tools_for)
         with self._lock:
             self._agents[number] = agent
         return agent, model

@@ -7,8 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from code_assistant.agent.requests import Request, Requests
-from code_assistant.model.chat import Message
+from code_assistant.model.chat import Message, ToolCall
+from code_assistant.model.fitting import TOOL_RESULTS_HEAD, clip_text
 from code_assistant.retrieve.context import Context
+from code_assistant.tools.box import Made
+
+RESULT_SHARE = 4  # one tool result may take at most a quarter of the request's room when it is added
 
 
 class Conversation:
@@ -44,6 +48,30 @@ class Conversation:
         self._turns.append({"role": "assistant", "content": text})
         self._messages.append(self._turns[-1])
 
+    def native_round(self, text: str, calls: list[ToolCall], made: list[Made]) -> None:
+        """An answer that asked for native tool calls, and each call's result as a `tool` message."""
+        ids = [call.id or f"call_{len(self._turns)}_{n}" for n, call in enumerate(calls)]
+        asked: Message = {"role": "assistant", "content": text or None, "tool_calls": [
+            {"id": id_, "type": "function", "function": {"name": call.name, "arguments": call.arguments or "{}"}}
+            for id_, call in zip(ids, calls)]}
+        answers: list[Message] = [{"role": "tool", "tool_call_id": id_, "content": self._sized(m.result.text)}
+                                  for id_, m in zip(ids, made)]
+        self._add(asked, *answers)
+
+    def written_round(self, text: str | None, made: list[Made]) -> None:
+        """An answer that wrote its calls as text (None: the answer is in the conversation already, as one that
+        asked to read files is), and their results in one user message."""
+        results = "\n\n".join(f"## {m.name}({_args(m.arguments)})\n{self._sized(m.result.text)}" for m in made)
+        said: list[Message] = [] if text is None else [{"role": "assistant", "content": text}]
+        self._add(*said, {"role": "user", "content": f"{TOOL_RESULTS_HEAD}\n{results}"})
+
+    def _sized(self, text: str) -> str:
+        return clip_text(text, max(200, self.requests.room() // RESULT_SHARE), "tool result")
+
+    def _add(self, *messages: Message) -> None:
+        self._turns.extend(messages)
+        self._messages = self.requests.fitted([*self._messages, *messages])
+
     def tell(self, text: str) -> None:
         """One more user message in the step (the re-ask of an unreadable answer); the whole fitted to the window."""
         self._turns.append({"role": "user", "content": text})
@@ -63,3 +91,7 @@ class Conversation:
         built = self.requests.build(self.request, history=self._history, asked=self._shown, note=self._note)
         self._messages, self.context = built.messages, built.context
         return built.context
+
+
+def _args(arguments: dict) -> str:
+    return ", ".join(f"{key}={value!r}" for key, value in arguments.items())

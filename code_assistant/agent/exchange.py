@@ -1,38 +1,108 @@
 """One exchange with the model, the same for a run (asker.py) and for --ask (question.py): the conversation's
-messages sent, the answer streamed with the reasoning blocks left out, and, when the server names a smaller window,
-the conversation's step built again to fit it and sent once more."""
+messages sent, the answer streamed with the reasoning blocks left out; when the server names a smaller window, the
+conversation's step built again to fit it and sent once more. With tools, an answer that asks for calls — native
+`tool_calls`, or calls written as a JSON object — has them made and answered, and the model is asked again, until it
+answers without a call (that answer is returned) or its calls are spent (then it is told so and offered none)."""
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from code_assistant.agent.conversation import Conversation
-from code_assistant.answers.reasoning import ReasoningFilter
-from code_assistant.model.chat import ChatModel, ChatResponse, ContextOverflow, Message
+from code_assistant.answers.reasoning import ReasoningFilter, split_reasoning
+from code_assistant.answers.tool_calls import ToolCallError, WrittenCall, arguments, written_calls
+from code_assistant.model import prompts
+from code_assistant.model.chat import ChatModel, ChatResponse, ContextOverflow, Message, ToolsRefused
+from code_assistant.tools.box import Form, Made, Toolbox
 
 logger = logging.getLogger(__name__)
 
 
-def exchange(model: ChatModel, conversation: Conversation, *, on_token: Callable[[str], None] | None = None,
-             say: Callable[[str], None] = lambda line: None) -> ChatResponse:
-    """The model's answer to the conversation; on a ContextOverflow (the model's window now says the server's size),
-    its answer to the conversation's step built again, smaller."""
-    try:
-        return _streamed(model, conversation.messages, on_token)
-    except ContextOverflow as exc:
-        logger.info("%s; asking again with a smaller request", exc)
-        say(f"[Context window: {model.window.tokens} tokens, from the server's refusal; asking again with a smaller "
-            f"request]")
-        conversation.shrink()
-        return _streamed(model, conversation.messages, on_token)
+@dataclass(frozen=True)
+class Round:
+    """An answer that asked for calls, and the calls made for it (for the run log)."""
+
+    response: ChatResponse
+    calls: list[WrittenCall]
+    made: list[Made]
 
 
-def _streamed(model: ChatModel, messages: list[Message], on_token: Callable[[str], None] | None) -> ChatResponse:
+def exchange(model: ChatModel, conversation: Conversation, *, tools: Toolbox | None = None,
+             on_token: Callable[[str], None] | None = None, say: Callable[[str], None] = lambda line: None,
+             on_round: Callable[[Round], None] = lambda round_: None, answer: str = "your answer") -> ChatResponse:
+    """The model's answer to the conversation. `on_round`: told of each answer that asked for calls, once they are
+    made (the run log, the budget); `answer`: what the model is told to reply with once its calls are spent. The
+    calls are counted from where the caller last started them (Toolbox.new_answer: once per request)."""
+    while True:
+        response = _complete(model, conversation, tools, on_token, say)
+        calls = _calls(response, tools)
+        if not calls:
+            return response
+        made = [tools.call(call.name, call.arguments) for call in calls]  # type: ignore[union-attr]
+        if response.tool_calls:
+            conversation.native_round(_visible(response.text), response.tool_calls, made)
+        else:
+            conversation.written_round(_visible(response.text), made)
+        on_round(Round(response=response, calls=calls, made=made))
+        if tools is not None and tools.exhausted:
+            conversation.tell(prompts.TOOLS_DONE.render(max_calls=tools.max_calls, answer=answer))
+
+
+def _complete(model: ChatModel, conversation: Conversation, tools: Toolbox | None,
+              on_token: Callable[[str], None] | None, say: Callable[[str], None]) -> ChatResponse:
+    """One chat call for the conversation, built again smaller once if the server names a smaller window, and in the
+    written form once if it refuses native tools."""
+    for attempt in range(3):
+        declared = tools.declared() if tools is not None else None
+        may_call = tools is not None and not tools.exhausted  # the answer may be calls, not the plan's schema
+        try:
+            return _streamed(model, conversation.messages, on_token, declared, schema=not may_call)
+        except ContextOverflow as exc:
+            if attempt == 2:
+                raise
+            logger.info("%s; asking again with a smaller request", exc)
+            say(f"[Context window: {model.window.tokens} tokens, from the server's refusal; asking again with a "
+                f"smaller request]")
+            conversation.shrink()
+        except ToolsRefused as exc:
+            if tools is None or tools.form == Form.JSON or attempt == 2:
+                raise
+            logger.info("%s; describing the tools in words", exc)
+            say("[Tools: the model server serves no native tool calls; they are described in the request instead]")
+            tools.form = Form.JSON
+            conversation.shrink()  # the system message now describes the tools
+    raise AssertionError("unreachable")
+
+
+def _calls(response: ChatResponse, tools: Toolbox | None) -> list[WrittenCall]:
+    """The calls an answer asks for: its native calls, else calls written as text (None with no tools, or none
+    left: a spent box answers nothing more, and the answer is read as the plan)."""
+    if tools is None or not tools.tools or tools.exhausted:
+        return []
+    if response.tool_calls:
+        calls = []
+        for call in response.tool_calls:
+            try:
+                calls.append(WrittenCall(name=call.name, arguments=arguments(call.arguments)))
+            except ToolCallError as exc:
+                calls.append(WrittenCall(name=call.name, arguments={"_unreadable": f"{call.arguments} ({exc})"}))
+        return calls
+    return written_calls(response.text) or []
+
+
+def _visible(text: str) -> str:
+    answer = split_reasoning(text).answer
+    return text if answer == text.strip() else answer
+
+
+def _streamed(model: ChatModel, messages: list[Message], on_token: Callable[[str], None] | None,
+              tools: list[dict] | None, *, schema: bool) -> ChatResponse:
     """One chat call, its answer streamed to on_token with the reasoning blocks left out."""
     if on_token is None:
-        return model.complete(messages)
+        return model.complete(messages, tools=tools, schema=schema)
     shown = ReasoningFilter(on_token)
     try:
-        return model.complete(messages, on_token=shown)
+        return model.complete(messages, on_token=shown, tools=tools, schema=schema)
     finally:
         shown.close()

@@ -24,6 +24,7 @@ from code_assistant.model import prompts
 from code_assistant.model.chat import ChatModel, ModelError, Usage
 from code_assistant.model.trajectory import Trajectory
 from code_assistant.settings import Settings
+from code_assistant.tools.box import ToolsFor
 from code_assistant.verify.runner import TestResult, TestRunner, TestsNotRunError
 
 logger = logging.getLogger(__name__)
@@ -63,11 +64,23 @@ class Agent:
                  pre_write: Callable[[list[str]], None] | None = None, candidate: int | None = None,
                  budget: Callable[[], Usage] | None = None, cancelled: threading.Event | None = None,
                  index_lock: contextlib.AbstractContextManager[object] | None = None,
-                 memory: Memory | None = None) -> None:
+                 memory: Memory | None = None, tools: ToolsFor | None = None) -> None:
+        """`tools`: the model's tools over a working tree (None: it answers from the context alone); an attempt's look
+        at the index the run started from, the run's at the index brought up to date."""
         self.settings, self.indexer, self.runner, self.index_progress = settings, indexer, runner, index_progress
+        self.tools_for = tools
+        toolbox = tools(settings.repo, self._current_index if candidate is None else self._started_index) \
+            if tools else None
         self.parts = build_parts(settings, model, runner, editor, say=say, trajectory=trajectory, review=review,
                                  on_token=on_token, pre_write=pre_write, candidate=candidate, budget=budget,
-                                 cancelled=cancelled, index_lock=index_lock, memory=memory)
+                                 cancelled=cancelled, index_lock=index_lock, memory=memory, tools=toolbox)
+
+    def _current_index(self) -> RepoIndex:
+        return self.indexer.update(exclude=[self.settings.state_path])[0]
+
+    def _started_index(self) -> RepoIndex:
+        assert self.parts.state.repo_index is not None, "the index is read before the model is asked"
+        return self.parts.state.repo_index
 
     # ----- the loop, top to bottom ------------------------------------------------------------------------
     def run(self, task: str) -> RunResult:

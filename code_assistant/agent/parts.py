@@ -22,6 +22,7 @@ from code_assistant.edit.editor import FileEditor
 from code_assistant.model.chat import ChatModel, Usage
 from code_assistant.model.trajectory import Step, StepKind, Trajectory
 from code_assistant.settings import Settings
+from code_assistant.tools.box import Toolbox
 from code_assistant.verify.runner import TestRunner
 
 
@@ -47,17 +48,18 @@ def build_parts(settings: Settings, model: ChatModel, runner: TestRunner, editor
                 pre_write: Callable[[list[str]], None] | None = None, candidate: int | None = None,
                 budget: Callable[[], Usage] | None = None, cancelled: threading.Event | None = None,
                 index_lock: contextlib.AbstractContextManager[object] | None = None,
-                memory: Memory | None = None) -> Parts:
+                memory: Memory | None = None, tools: Toolbox | None = None) -> Parts:
     """`candidate`, `budget` (the whole run's usage, which caps it), `cancelled` and `index_lock` (the shared index):
-    what a best-of-N attempt gets from the run it belongs to; `memory`: a session's notes and pins."""
+    what a best-of-N attempt gets from the run it belongs to; `memory`: a session's notes and pins; `tools`: what
+    the model may call before it answers."""
     state = RunState(step=Step(kind=StepKind.PLAN, step=0, model=model.name), candidate=candidate)
     meter = UsageMeter(model)
-    requests = Requests(settings, model.window, index_lock, memory)
+    requests = Requests(settings, model.window, index_lock, memory, tools)
     conversation = Conversation(requests)
     recorder = Recorder(settings, model.name, state, usage=meter.total, trajectory=trajectory,
-                        sandbox=runner.sandbox.record() if runner.sandbox else None)
+                        sandbox=runner.sandbox.record() if runner.sandbox else None, tools=tools)
     asker = Asker(settings, model, conversation, state, say=say, budget=budget or meter.total, on_token=on_token,
-                  cancelled=cancelled, flush=recorder.flush)
+                  cancelled=cancelled, flush=recorder.flush, tools=tools)
     applier = Applier(settings, editor, asker, state, say=say, review=review, pre_write=pre_write)
     return Parts(settings=settings, model=model, state=state, meter=meter, requests=requests,
                  conversation=conversation, asker=asker,

@@ -11,6 +11,7 @@ from code_assistant.model.chat import Usage
 from code_assistant.model.prices import estimate_cost
 from code_assistant.model.trajectory import Step, StepKind, Trajectory
 from code_assistant.settings import Settings
+from code_assistant.tools.box import Toolbox
 from code_assistant.verify.runner import TestResult
 
 
@@ -18,10 +19,12 @@ class Recorder:
     """`usage`: what the run reports (best of N: every attempt's model; an attempt: its own)."""
 
     def __init__(self, settings: Settings, model_name: str, state: RunState, *, usage: Callable[[], Usage],
-                 trajectory: Trajectory | None = None, sandbox: dict[str, object] | None = None) -> None:
-        """sandbox: what the test command runs in (Sandbox.record()), for the final record."""
+                 trajectory: Trajectory | None = None, sandbox: dict[str, object] | None = None,
+                 tools: Toolbox | None = None) -> None:
+        """sandbox: what the test command runs in (Sandbox.record()), for the final record; tools: the model's, whose
+        calls the result counts."""
         self.settings, self.model_name, self.state = settings, model_name, state
-        self.usage, self.trajectory, self.sandbox = usage, trajectory, sandbox
+        self.usage, self.trajectory, self.sandbox, self.tools = usage, trajectory, sandbox, tools
 
     def record(self, applied: Applied, result: TestResult | None) -> None:
         """The current step, complete with its edits and its test run (None: the tests were not run), into the run
@@ -60,7 +63,8 @@ class Recorder:
                          log_path=str(self.trajectory.path) if self.trajectory else None,
                          reproduction=reproduction.summary() if reproduction is not None else None,
                          taken_back=taken_back or [], tests_failed=list(self.state.tests_failed),
-                         verified=verified, verification=verification)
+                         verified=verified, verification=verification,
+                         tool_calls=self.tools.count if self.tools else 0)
 
     def flush(self) -> None:
         """The current step into the run log if it holds answers not written yet (an answer whose edits were never

@@ -14,6 +14,7 @@ a little code is a ContextWindowError that names the setting.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import re
 from collections.abc import Sequence
@@ -24,14 +25,16 @@ from typing import ClassVar
 from code_assistant.agent import instructions
 from code_assistant.agent.feedback import failure_text
 from code_assistant.agent.instructions import Instructions
+from code_assistant import tokens
 from code_assistant.agent.memory import Memory, notes_text
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.model import prompts
 from code_assistant.model.chat import Message
-from code_assistant.model.fitting import clip_text, fit_history, message_tokens
+from code_assistant.model.fitting import clip_text, fit_history, fit_tool_results, message_tokens
 from code_assistant.model.window import ContextWindow, ContextWindowError
 from code_assistant.retrieve.context import Context, build_context
 from code_assistant.settings import Settings
+from code_assistant.tools.box import Form, Toolbox
 from code_assistant.verify.runner import TestResult
 
 logger = logging.getLogger(__name__)
@@ -41,6 +44,8 @@ SLACK = 16                # joins between context files, rounding in the context
 FAILURES_SHARE = 4        # failing-test output may take a quarter of a request's room
 FEEDBACK_SHARE = 8        # edit feedback an eighth
 NOTES_SHARE = 8           # a session's notes of earlier tasks an eighth
+PLAN_ANSWER = "the JSON object of changes only"  # what a run's requests end with, once the model knows enough
+ASK_ANSWER = "your answer, citing path:line"  # what a question ends with
 MANIFESTS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "package.json", "go.mod", "Cargo.toml")
 _IMPORT_ERROR_RE = re.compile(r"ImportError|ModuleNotFoundError|Cannot find module|ERR_MODULE_NOT_FOUND|"
                               r"no required module provides|cannot find package|unresolved import")
@@ -130,11 +135,30 @@ class Requests:
 
     def __init__(self, settings: Settings, window: ContextWindow,
                  index_lock: contextlib.AbstractContextManager[object] | None = None,
-                 memory: Memory | None = None) -> None:
-        """`memory`: a session's notes of earlier tasks and the files it pins into every context."""
+                 memory: Memory | None = None, tools: Toolbox | None = None) -> None:
+        """`memory`: a session's notes of earlier tasks and the files it pins into every context; `tools`: what the
+        model may call before it answers (their schema takes room; the system message says how to call them)."""
         self.settings, self.window = settings, window
         self.index_lock = index_lock or contextlib.nullcontext()
         self.memory = memory
+        self.tools = tools
+
+    def room(self) -> int:
+        """The counted tokens a request's messages may take: the window's prompt room, less the declared tools'
+        schema."""
+        declared = self.tools.declared() if self.tools else None
+        return self.window.prompt_room() - (tokens.count_tokens(json.dumps(declared)) + SLACK if declared else 0)
+
+    def tools_text(self, answer: str) -> str:
+        """How the model may call its tools, for the system message ("" without tools); `answer`: what it replies
+        with when it knows enough."""
+        box = self.tools
+        if box is None or not box.tools:
+            return ""
+        if box.form == Form.JSON:
+            return prompts.TOOLS_JSON.render(answer=answer, max_calls=box.max_calls, tools=box.described())
+        run = ", run (a command in the sandbox, the files read-only)" if "run" in box.names else ""
+        return prompts.TOOLS_NATIVE.render(answer=answer, max_calls=box.max_calls, run=run)
 
     def instructions(self, budget: int, shown: Sequence[str] = ()) -> Instructions | None:
         """The repository owner's instructions for a request showing `shown`, within `budget` tokens (None: none,
@@ -144,9 +168,10 @@ class Requests:
         return instructions.find(self.settings.repo, budget, shown)
 
     def system(self, budget: int = 0, shown: Sequence[str] = ()) -> str:
-        """The system message: the tool's rules, then the owner's instructions (within `budget` tokens)."""
+        """The system message: the tool's rules, then the owner's instructions (within `budget` tokens), then how to
+        call the tools."""
         found = self.instructions(budget, shown)
-        return prompts.SYSTEM.text + (found.text() if found else "")
+        return prompts.SYSTEM.text + (found.text() if found else "") + self.tools_text(PLAN_ANSWER)
 
     def _split(self, room: int, shell: list[Message], index: RepoIndex) -> tuple[int, int]:
         """The context's budget and the instructions' (at most a tenth of it), out of what the room leaves after
@@ -191,7 +216,7 @@ class Requests:
              asked: list[str] | None = None) -> tuple[list[Message], Context]:
         """The first request; with a reproduction test, its failing run is shown where the failing tests go. `asked`:
         files the model asked to read, shown first."""
-        room = self.window.prompt_room()
+        room = self.room()
         failures = failure_text(baseline)
         shown = clip_text(failures, room // FAILURES_SHARE, "test output") if failures else ""
         before = f"# Failing tests before any change\n{shown}\n\n" if shown else ""
@@ -226,7 +251,7 @@ class Requests:
     def reproduce(self, index: RepoIndex, task: str, baseline: TestResult,
                   asked: list[str] | None = None) -> tuple[list[Message], Context]:
         """The request for a test that captures the task and fails before any fix."""
-        room = self.window.prompt_room()
+        room = self.room()
 
         def render(context: str, owner: int = 0, shown: Sequence[str] = ()) -> list[Message]:
             user = prompts.REPRODUCE.render(task=task, test_command=self.settings.test_command,
@@ -240,7 +265,7 @@ class Requests:
 
     def fix(self, index: RepoIndex, task: str, result: TestResult, feedback: str, history: list[Message],
             modified: list[str], iteration: int, asked: list[str] | None = None) -> tuple[list[Message], Context]:
-        room = self.window.prompt_room()
+        room = self.room()
         failures = failure_text(result)
         shown = clip_text(failures, room // FAILURES_SHARE, "test output") if failures else ""
         feedback = clip_text(feedback, room // FEEDBACK_SHARE, "feedback") if feedback else ""
@@ -264,14 +289,15 @@ class Requests:
         return self.fitted([*history, {"role": "user", "content": text}])
 
     def question(self, index: RepoIndex, question: str) -> tuple[list[Message], Context]:
-        room = self.window.prompt_room()
+        room = self.room()
         shell: list[Message] = [{"role": "user", "content": prompts.ASK.render(question=question, context="")}]
         budget, owner = self._split(room, shell, index)
         context = self._context(index, question, budget, numbered=True,
                                 must_include=self.memory.pins if self.memory else None)
         text = prompts.ASK.render(question=question, context=context.render() or "(no files indexed)")
         found = self.instructions(owner, context.paths)
-        system: list[Message] = [{"role": "system", "content": found.text().strip()}] if found else []
+        said = ((found.text() if found else "") + self.tools_text(ASK_ANSWER)).strip()
+        system: list[Message] = [{"role": "system", "content": said}] if said else []
         logger.info("prompt %s with %d files", prompts.ASK.version, len(context.files))
         return self.fitted([*system, {"role": "user", "content": text}]), context
 
@@ -292,9 +318,10 @@ class Requests:
                                  embed_budget=self.settings.query_embed_budget)
 
     def fitted(self, messages: list[Message]) -> list[Message]:
-        """The messages within the window's room (older turns dropped, long ones clipped), or a ContextWindowError."""
-        room = self.window.prompt_room()
-        fitted = fit_history(messages, room)
+        """The messages within the window's room (tool results shortened first, then older turns dropped and long
+        ones clipped), or a ContextWindowError."""
+        room = self.room()
+        fitted = fit_history(fit_tool_results(messages, room), room)
         if (size := message_tokens(fitted)) > room:
             raise too_small(self.window, size)
         return fitted

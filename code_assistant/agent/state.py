@@ -140,3 +140,4 @@ class RunResult:
     tests_failed: list[str] = field(default_factory=list)  # the tests failing at the last test run
     verified: bool = False  # a test that failed before the change passes now
     verification: str = ""  # which test shows it, or why none does
+    tool_calls: int = 0  # the calls the model made to look around

@@ -186,12 +186,13 @@ def _object_starts(text: str) -> Iterator[int]:
         start = text.find("{", start + 1)
 
 
-def _has_changes(value: Any) -> bool:
-    return isinstance(value, dict) and "changes" in value
+def _has_key(value: Any, key: str) -> bool:
+    return isinstance(value, dict) and key in value
 
 
-def find_plan_json(text: str) -> tuple[dict[str, Any], bool]:
-    """The answer's JSON object with a "changes" key, and whether it had to be repaired. Raises JsonPlanError."""
+def find_plan_json(text: str, key: str = "changes") -> tuple[dict[str, Any], bool]:
+    """The answer's JSON object with a "changes" key (or another `key`: "tool_calls"), and whether it had to be
+    repaired. Raises JsonPlanError."""
     if "{" not in text:
         raise JsonPlanError("the answer contains no JSON object")
     first_error: str | None = None
@@ -202,7 +203,7 @@ def find_plan_json(text: str) -> tuple[dict[str, Any], bool]:
         except json.JSONDecodeError as exc:
             first_error = first_error or f"invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
             continue
-        if _has_changes(value):
+        if _has_key(value, key):
             return value, False
         other_object = other_object or isinstance(value, dict)
     objects: list[tuple[str, Lexed]] = []
@@ -211,7 +212,7 @@ def find_plan_json(text: str) -> tuple[dict[str, Any], bool]:
     for start in itertools.islice(_object_starts(text), MAX_STARTS):
         lexed = lex_object(text, start)
         if lexed.end is None:
-            if re.search(r"""["']?changes["']?\s*:""", text[start:]):
+            if re.search(rf"""["']?{key}["']?\s*:""", text[start:]):
                 if lexed.cut:
                     incomplete = incomplete or lexed.problem
                 else:
@@ -225,7 +226,7 @@ def find_plan_json(text: str) -> tuple[dict[str, Any], bool]:
             value = json.loads(candidate)
         except json.JSONDecodeError:
             continue
-        if _has_changes(value):
+        if _has_key(value, key):
             return value, False
         other_object = other_object or isinstance(value, dict)
     for candidate, lexed in objects:
@@ -235,7 +236,7 @@ def find_plan_json(text: str) -> tuple[dict[str, Any], bool]:
         except Exception as exc:  # noqa: BLE001 - the repairer failing on odd input is a refusal, not a crash
             logger.debug("json-repair failed on a candidate: %s", exc)
             continue
-        if not _has_changes(value):
+        if not _has_key(value, key):
             other_object = other_object or isinstance(value, dict)
             continue
         why = unfaithful(value, lexed.tokens)
@@ -249,5 +250,5 @@ def find_plan_json(text: str) -> tuple[dict[str, Any], bool]:
     if refusal is not None:
         raise JsonPlanError(refusal)
     if other_object:
-        raise JsonPlanError('the JSON object has no "changes" list')
+        raise JsonPlanError(f'the JSON object has no "{key}" list')
     raise JsonPlanError(first_error or "the answer contains no JSON object")

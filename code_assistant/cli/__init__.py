@@ -19,7 +19,7 @@ from code_assistant.console import render
 from code_assistant.errors import UsageError
 from code_assistant.operations import OPERATIONS, Door, reached_from
 from code_assistant.operations.options import (AskOptions, ContextOptions, DiffOptions, IndexOptions, RecoverOptions,
-                                               RunOptions, TestOptions, UndoOptions)
+                                               RunOptions, TestOptions, ToolOptions, UndoOptions)
 from code_assistant.session import SessionOptions
 from code_assistant.settings import DEFAULT_MODEL, Settings, load_settings
 
@@ -63,13 +63,13 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
                       allow_dirty=args.allow_dirty, keep_branch=args.keep_branch, replay=args.replay)
 
 
-_RUN_GROUPS = (flags.repository, flags.as_json, flags.model, flags.retrieval, flags.task, flags.run, flags.one_run,
-               flags.session, flags.legacy)
+_RUN_GROUPS = (flags.repository, flags.as_json, flags.model, flags.tooling, flags.retrieval, flags.task, flags.run,
+               flags.one_run, flags.session, flags.legacy)
 # How each operation the command line reaches is parsed (its summary is the table's).
 _PARSERS: dict[str, tuple[tuple[Callable[[argparse.ArgumentParser], None], ...],
                           Callable[[argparse.Namespace], object]]] = {
     "run": (_RUN_GROUPS, _run_options),
-    "ask": ((flags.repository, flags.as_json, flags.model, flags.retrieval, flags.question),
+    "ask": ((flags.repository, flags.as_json, flags.model, flags.tooling, flags.retrieval, flags.question),
             lambda a: AskOptions(question=" ".join(a.question))),
     "context": ((flags.repository, flags.as_json, flags.retrieval, flags.context_task),
                 lambda a: ContextOptions(task=_task(a))),
@@ -78,12 +78,23 @@ _PARSERS: dict[str, tuple[tuple[Callable[[argparse.ArgumentParser], None], ...],
     "undo": ((flags.repository, flags.as_json), lambda a: UndoOptions()),
     "index": ((flags.repository, flags.as_json), lambda a: IndexOptions()),
     "recover": ((flags.repository,), lambda a: RecoverOptions()),
+    "search": ((flags.repository, flags.as_json, flags.search_words),
+               lambda a: ToolOptions(tool="search", arguments={"query": " ".join(a.query), "k": a.k})),
+    "grep": ((flags.repository, flags.as_json, flags.grep_words),
+             lambda a: ToolOptions(tool="grep", arguments={"pattern": a.pattern, "path_glob": a.path_glob})),
+    "read": ((flags.repository, flags.as_json, flags.read_words),
+             lambda a: ToolOptions(tool="read", arguments={"path": a.path, "start": a.start, "end": a.end})),
+    "symbol": ((flags.repository, flags.as_json, flags.symbol_words),
+               lambda a: ToolOptions(tool="symbol", arguments={"name": a.name})),
+    "exec": ((flags.repository, flags.as_json, flags.tests, flags.exec_words),
+             lambda a: ToolOptions(tool="exec", arguments={"command": " ".join(a.command)})),
 }
 COMMANDS: dict[str, Command] = {
     "run": Command("run", OPERATIONS["run"].summary + " (the default command)", *_PARSERS["run"]),
     CHAT: Command(CHAT, "a session: task after task with the index warm, follow-ups, /undo (each stdin line a task "
                         "when not on a terminal)",
-                  (flags.repository, flags.as_json, flags.model, flags.retrieval, flags.run, flags.session),
+                  (flags.repository, flags.as_json, flags.model, flags.tooling, flags.retrieval, flags.run,
+                   flags.session),
                   lambda a: SessionOptions(resume=a.resume)),
     **{op.name: Command(op.name, op.summary, *_PARSERS[op.name]) for op in reached_from(Door.CLI) if op.name != "run"},
 }

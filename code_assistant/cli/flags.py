@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from code_assistant.errors import UsageError
-from code_assistant.settings import DEFAULT_MODEL, DEFAULT_TEST_COMMAND, SANDBOX_MODES, Settings
+from code_assistant.settings import DEFAULT_MODEL, DEFAULT_TEST_COMMAND, SANDBOX_MODES, TOOLS_MODES, Settings
 
 SETTING_FIELDS = frozenset(f.name for f in fields(Settings))
 
@@ -70,6 +70,18 @@ def model(p: argparse.ArgumentParser) -> None:
     _setting(p, "--no-instructions", field="instructions", action="store_false", default=None,
              help="leave the repository's AGENTS.md (or CLAUDE.md, CONVENTIONS.md, .github/copilot-instructions.md) "
                   "out of the requests")
+
+
+def tooling(p: argparse.ArgumentParser) -> None:
+    """What the model may call before it answers."""
+    g = p.add_argument_group("the model's tools (search, grep, read, symbol, run)")
+    _setting(g, "--tools", field="tools", choices=[m for m in TOOLS_MODES if m != "off"],
+             help="how the model is given its tools: native (OpenAI tool calls), json (described in the request; for "
+                  "servers without tool calls), auto (native when the window holds at least 4096 tokens; default)")
+    _setting(g, "--no-tools", field="tools", action="store_const", const="off",
+             help="no tools: the model answers from the context it is given")
+    _setting(g, "--max-tool-calls", field="max_tool_calls", type=int, metavar="N",
+             help=f"tool calls one answer may make (default {default('max_tool_calls')})")
 
 
 def retrieval(p: argparse.ArgumentParser) -> None:
@@ -174,3 +186,27 @@ def question(p: argparse.ArgumentParser) -> None:
 def context_task(p: argparse.ArgumentParser) -> None:
     p.add_argument("task", nargs="*", help="the task whose context to show")
     p.add_argument("--task", dest="task_flag", metavar="TASK", help="the same, as an option")
+
+
+def search_words(p: argparse.ArgumentParser) -> None:
+    p.add_argument("query", nargs="+", help="what to look for")
+    p.add_argument("-k", type=int, default=8, help="files to show (default 8)")
+
+
+def grep_words(p: argparse.ArgumentParser) -> None:
+    p.add_argument("pattern", help="a regular expression (Python syntax)")
+    p.add_argument("--glob", dest="path_glob", help="only files matching this glob, e.g. 'src/**/*.py'")
+
+
+def read_words(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", help="a file of the repository")
+    p.add_argument("start", nargs="?", type=int, default=1, help="first line (default 1)")
+    p.add_argument("end", nargs="?", type=int, help="last line (default: 400 lines on)")
+
+
+def symbol_words(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help="a function, class, method or variable")
+
+
+def exec_words(p: argparse.ArgumentParser) -> None:
+    p.add_argument("command", nargs="+", help="the command (quote it, or put it after --)")

@@ -62,6 +62,8 @@ def show(outcome: o.Outcome, *, as_json: bool, command: str | None = None) -> No
             say(line + (f" [Refused: {'; '.join(outcome.refused)}]" if outcome.refused else ""))
         case o.ModelOutcome():
             say(f"[Model: {outcome.name}" + (f", context window {outcome.window}]" if outcome.window else "]"))
+        case o.ToolOutcome():
+            say(outcome.text)
         case o.TokensOutcome():
             usage = outcome.usage
             cost = f", about ${outcome.cost_usd:.4f}" if outcome.cost_usd else ""

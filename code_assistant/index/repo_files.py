@@ -68,6 +68,16 @@ def _walk_files(repo: Path) -> list[str]:
 
 def list_repo_files(repo: Path, exclude: list[Path] | None = None) -> list[str]:
     """Indexable repo-relative paths: known languages, not ignored, vendored, minified, secret or too big."""
+    return _listed(repo, exclude, indexable=True)
+
+
+def visible_files(repo: Path, exclude: list[Path] | None = None) -> list[str]:
+    """The files a model may look at (grep, read): tracked or untracked but not ignored, in any language, but never
+    a secret, a symlink, a vendored or dependency directory's, or one under `exclude` (the assistant's state)."""
+    return _listed(repo, exclude, indexable=False)
+
+
+def _listed(repo: Path, exclude: list[Path] | None, *, indexable: bool) -> list[str]:
     candidates = _git_files(repo)
     if candidates is None:
         candidates = _walk_files(repo)
@@ -81,7 +91,8 @@ def list_repo_files(repo: Path, exclude: list[Path] | None = None) -> list[str]:
         parts = rel.split("/")
         if any(part in languages.IGNORED_DIRS for part in parts[:-1]):
             continue
-        if languages.language_for(rel) is None or languages.MINIFIED_RE.search(rel) or languages.is_secret_path(rel):
+        if languages.is_secret_path(rel) or (indexable and (languages.language_for(rel) is None
+                                                            or languages.MINIFIED_RE.search(rel))):
             continue
         absolute = os.path.join(root_text, rel)
         if os.path.islink(absolute):  # may point outside the repository, or at a file indexed anyway

@@ -5,6 +5,9 @@ names it (ContextOverflow: the caller builds a smaller request and asks once mor
 form the server takes (structured.py), and answers always streamed, so that the timeout is the gap between two tokens,
 not the answer; the first gap allows for reading the prompt at the speed the server has shown (pace.py). A server
 that stays silent longer is given up on (ModelStalled), never asked again while it may still be working.
+
+Tools are declared in OpenAI's `tools` form; the calls an answer asks for (streamed in pieces, or whole) come back as
+ToolCall records. A server that refuses `tools` is a ToolsRefused: the caller describes its tools in words instead.
 """
 from __future__ import annotations
 
@@ -30,8 +33,9 @@ from code_assistant.model.window import ContextWindow, WindowLimit, window_limit
 
 logger = logging.getLogger(__name__)
 
-Message = dict[str, str]
+Message = dict[str, Any]  # role and content; an assistant's tool_calls; a tool's answer with its tool_call_id
 CONNECT_TIMEOUT_S = 10.0
+_TOOLS_REFUSAL_STATUSES = (400, 422, 500, 501)
 
 
 class ModelError(AssistantError):
@@ -48,9 +52,23 @@ class ModelStalled(ModelError, GaveUpWaiting):
     before the first token): the message says how long and names --request-timeout."""
 
 
+class ToolsRefused(ModelError):
+    """The server refused a request for the tools it declares (it serves no tool calls): describe them in words."""
+
+
 class ContextOverflow(ModelError):
     """The server refused a request longer than its context window and named the window, which the model now
     remembers (its `window`): build the request again — it comes out smaller — and ask once more."""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A call an answer asks for: the tool's name, its arguments as the model wrote them (JSON text, maybe sloppy),
+    and the id a native call carries ("" in the JSON form, where the model writes its calls as text)."""
+
+    name: str
+    arguments: str
+    id: str = ""
 
 
 @dataclass
@@ -62,6 +80,7 @@ class ChatResponse:
     cut_off: bool = False    # the answer stopped at max_tokens (finish_reason "length")
     reported: ReportedPrompt | None = None  # the server's own numbers for the prompt (its cache's part, if named)
     reasoning: str = ""  # what a reasoning parser sent apart (reasoning_content / reasoning): never the answer
+    tool_calls: list[ToolCall] = field(default_factory=list)  # native calls the answer asks for, in order
 
 
 @dataclass
@@ -92,7 +111,11 @@ class ChatModel(Protocol):
     usage: Usage
     window: ContextWindow
 
-    def complete(self, messages: list[Message], on_token: Callable[[str], None] | None = None) -> ChatResponse: ...
+    def complete(self, messages: list[Message], on_token: Callable[[str], None] | None = None, *,
+                 tools: list[dict[str, Any]] | None = None, schema: bool = True) -> ChatResponse:
+        """The answer to `messages`; `tools`: declared in OpenAI's form (the answer may ask for calls); `schema`:
+        False when the answer may be something else than a plan (tool calls written as text)."""
+        ...
 
 
 @dataclass
@@ -113,6 +136,7 @@ class OpenAIChat:
     sleep: Callable[[float], None] = time.sleep
     sent: SentPrompts = field(default_factory=SentPrompts)  # this run's prompts so far (best of N's attempts share it)
     pace: PromptPace | None = None  # the server's prompt-reading speed (None: a new one; best of N's attempts share it)
+    native_tools: bool = True  # False once the server refused `tools`: later requests describe them in words
 
     def __post_init__(self) -> None:
         self.pace = self.pace or PromptPace(local=self.base_url is not None and is_local(self.base_url))
@@ -130,7 +154,8 @@ class OpenAIChat:
         """The response_format form this server is asked with now."""
         return FORMS[self._form]
 
-    def complete(self, messages: list[Message], on_token: Callable[[str], None] | None = None) -> ChatResponse:
+    def complete(self, messages: list[Message], on_token: Callable[[str], None] | None = None, *,
+                 tools: list[dict[str, Any]] | None = None, schema: bool = True) -> ChatResponse:
         messages = redact_messages(messages)
         counted = message_tokens(messages)
         shared = self.sent.record(messages)
@@ -139,7 +164,8 @@ class OpenAIChat:
             attempt += 1
             reading = self._pace.reading_time(counted * self.window.ratio)
             try:
-                response = self._ask(messages, on_token, counted, shared, self.timeout + reading)
+                response = self._ask(messages, on_token, counted, shared, self.timeout + reading, tools=tools,
+                                     schema=schema)
                 self.usage.add(response)
                 return response
             except openai.APIStatusError as exc:
@@ -151,6 +177,9 @@ class OpenAIChat:
                     attempt -= 1
                     continue
                 self._overflow(exc, counted)
+                if tools and exc.status_code in _TOOLS_REFUSAL_STATUSES and "tool" in detail.lower():
+                    self.native_tools = False
+                    raise ToolsRefused(f"the model server refused tools ({exc.status_code}: {detail[:200]})") from exc
                 transient = exc.status_code in (408, 409, 429) or exc.status_code >= 500
                 if not transient or attempt > self.max_retries:
                     raise ModelError(fatal_message(exc, self.base_url),
@@ -190,15 +219,17 @@ class OpenAIChat:
         self.sleep(delay)
 
     def _ask(self, messages: list[Message], on_token: Callable[[str], None] | None, counted: int, shared: int,
-             wait: float) -> ChatResponse:
+             wait: float, *, tools: list[dict[str, Any]] | None, schema: bool) -> ChatResponse:
         """One request, streamed whether or not the tokens are shown; `wait`: the longest the server may be silent."""
         request: dict[str, Any] = {"model": self.name, "messages": messages, "temperature": self.temperature}
         if self.seed is not None:
             request["seed"] = self.seed
         if self.base_url:  # OpenAI-compatible servers: an answer may not run past the window's reserve
             request["max_tokens"] = self.window.reserve
-        if self.schema is not None and (fmt := response_format(self.form, self.schema)):
-            request["response_format"] = fmt
+        if tools:
+            request["tools"] = tools
+        elif schema and self.schema is not None and (fmt := response_format(self.form, self.schema)):
+            request["response_format"] = fmt  # never beside tools: a grammar for the plan leaves no room for a call
         timeout = httpx.Timeout(wait, connect=min(wait, CONNECT_TIMEOUT_S))
         response = self._stream(request, on_token or _unseen, timeout, counted * self.window.ratio)
         if response is None:
@@ -220,6 +251,8 @@ class OpenAIChat:
         cut_off = completion.choices[0].finish_reason == "length"
         response = _answer(message.content or "", cut_off, completion.usage, _extra(completion).get("timings"))
         response.reasoning = _reasoning(message)
+        response.tool_calls = [ToolCall(name=c.function.name or "", arguments=c.function.arguments or "", id=c.id or "")
+                               for c in (message.tool_calls or []) if getattr(c, "function", None) is not None]
         return response
 
     def _stream(self, request: dict[str, Any], on_token: Callable[[str], None], timeout: httpx.Timeout,
@@ -232,6 +265,7 @@ class OpenAIChat:
                                                       timeout=timeout)
         parts: list[str] = []
         thought: list[str] = []
+        calls: dict[int, dict[str, str]] = {}  # a call's pieces by its index: id, name, arguments
         usage = timings = None
         events = 0
         cut_off = False
@@ -249,11 +283,19 @@ class OpenAIChat:
                     on_token(piece)
                 if choice.delta and (reasoning := _reasoning(choice.delta)):
                     thought.append(reasoning)  # not shown, not parsed: kept for the run log
+                for piece_of_call in (choice.delta.tool_calls or []) if choice.delta else []:
+                    call = calls.setdefault(piece_of_call.index or 0, {"id": "", "name": "", "arguments": ""})
+                    call["id"] = piece_of_call.id or call["id"]
+                    if piece_of_call.function is not None:
+                        call["name"] += piece_of_call.function.name or ""
+                        call["arguments"] += piece_of_call.function.arguments or ""
         if events == 0:
             logger.warning("the model server closed the stream without an answer; asking once without streaming")
             return None
         response = _answer("".join(parts), cut_off, usage, timings)
         response.reasoning = "".join(thought)
+        response.tool_calls = [ToolCall(name=c["name"], arguments=c["arguments"], id=c["id"])
+                               for _, c in sorted(calls.items()) if c["name"]]
         reported = response.reported
         self._pace.learn(timings, reported.prompt - (reported.cached or 0) if reported else expected, first)
         return response
@@ -290,13 +332,22 @@ def _answer(text: str, cut_off: bool, usage: Any, timings: Any) -> ChatResponse:
 
 
 def redact_messages(messages: list[Message]) -> list[Message]:
-    """The one choke point: nothing that looks like a credential leaves this process."""
+    """The one choke point: nothing that looks like a credential leaves this process (a tool's result and a call's
+    arguments neither)."""
     cleaned: list[Message] = []
     total = 0
     for message in messages:
-        text, count = redact.redact(message.get("content", ""))
+        text, count = redact.redact(message.get("content") or "")
         total += count
-        cleaned.append({**message, "content": text})
+        clean = {**message, "content": text if message.get("content") is not None else None}
+        if message.get("tool_calls"):
+            calls = []
+            for call in message["tool_calls"]:
+                arguments, found = redact.redact(call["function"]["arguments"])
+                total += found
+                calls.append({**call, "function": {**call["function"], "arguments": arguments}})
+            clean["tool_calls"] = calls
+        cleaned.append(clean)
     if total:
         logger.info("redacted %d secret(s) before calling the model", total)
     return cleaned

@@ -17,9 +17,12 @@ def error_body(exc: openai.APIError) -> Any:
 
 
 def error_detail(exc: openai.APIError) -> str:
+    """The message of an error body: OpenAI's {"error": {"message"}}, or vLLM's {"object": "error", "message"}."""
     body = error_body(exc)
     error = body.get("error") if isinstance(body, dict) else None
     detail = error.get("message") if isinstance(error, dict) else error if isinstance(error, str) else None
+    if detail is None and isinstance(body, dict) and isinstance(body.get("message"), str):
+        detail = body["message"]
     return str(detail or "")
 
 

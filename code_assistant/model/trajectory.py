@@ -16,7 +16,11 @@ Schema (format 2), one object per line:
   test_output: str | null (redacted; on "baseline", written when the run stops there: its tests never ran)
   sandbox: {requested, mode, backend, network, home_hidden, unavailable} | null (set on "final": what the test
            command ran in, verify/sandbox.py)
-Format 1 is format 2 without answer_format and reasoning; both are read (--replay).
+  tool_calls: [{name, arguments, summary, result}] (format 3) the step's tool calls in order, with what each showed
+           the model (redacted); an answer that asked for calls is in "answers" in the JSON form
+           ({"tool_calls": [{"name", "arguments"}]}), so that --replay reads it as the model's text
+Format 1 is format 2 without answer_format and reasoning, format 2 is format 3 without tool_calls; all are read
+(--replay).
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from code_assistant import redact
 from code_assistant.model.chat import ChatResponse, Message, ModelError, Usage
@@ -36,8 +41,8 @@ from code_assistant.model.window import ContextWindow
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 2
-READABLE_FORMATS = (1, 2)  # format 1 lacks only answer_format and reasoning
+FORMAT = 3
+READABLE_FORMATS = (1, 2, 3)  # format 1 lacks answer_format and reasoning, format 2 tool_calls
 
 
 class StepKind(StrEnum):
@@ -78,6 +83,7 @@ class Step:
     reproduction: str | None = None  # on the final step: what became of the reproduction test, in words
     sandbox: dict[str, object] | None = None  # on the final step: what the test command ran in
     test_output: str | None = None  # on a "baseline" step: the test command's output (the run stopped there)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # the step's tool calls and what they showed
     format: int = FORMAT
 
 
@@ -104,6 +110,8 @@ class Trajectory:
         record["reasoning"] = [redact.redact(r)[0] for r in record["reasoning"]]
         if record["test_output"]:
             record["test_output"] = redact.redact(record["test_output"])[0]
+        record["tool_calls"] = [{**call, "arguments": redact.redact(call["arguments"])[0],
+                                 "result": redact.redact(call["result"])[0]} for call in record["tool_calls"]]
         with self._lock, self.path.open("a", encoding="utf-8") as handle:  # best of N: attempts log from threads
             handle.write(json.dumps(record) + "\n")
 
@@ -124,6 +132,16 @@ def read_answers(path: Path) -> list[str]:
     return answers
 
 
+def read_tool_calls(path: Path) -> list[dict[str, Any]]:
+    """The tool calls recorded in a trajectory, in order, with the results the model was shown (the run's own)."""
+    calls: list[dict[str, Any]] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line) if line.strip() else {}
+        if record and record.get("candidate") is None:
+            calls.extend(record.get("tool_calls") or [])
+    return calls
+
+
 @dataclass
 class ReplayModel:
     """A ChatModel that answers with a recorded run's answers: no network, same edits."""
@@ -133,7 +151,9 @@ class ReplayModel:
     usage: Usage = field(default_factory=Usage)
     window: ContextWindow = field(default_factory=ContextWindow.unlimited)
 
-    def complete(self, messages: list[Message], on_token: Callable[[str], None] | None = None) -> ChatResponse:
+    def complete(self, messages: list[Message], on_token: Callable[[str], None] | None = None, *,
+                 tools: list[dict[str, Any]] | None = None, schema: bool = True) -> ChatResponse:
+        """The next recorded answer (a native call was recorded in the JSON form, which the caller reads alike)."""
         if not self.answers:
             raise ModelError("the recorded run has no more model answers to replay")
         text = self.answers.pop(0)

@@ -49,8 +49,6 @@ class UndoOptions:
 class TestOptions:
     __test__ = False  # not a pytest class, whatever its name
 
-    pass
-
 
 @dataclass(frozen=True)
 class DiffOptions:
@@ -75,5 +73,13 @@ class TokensOptions:
     pass
 
 
+@dataclass(frozen=True)
+class ToolOptions:
+    """One of the model's tools, called by a person: its name and its arguments, as the model would give them."""
+
+    tool: str
+    arguments: dict[str, object] = field(default_factory=dict)
+
+
 Options = (RunOptions | AskOptions | ContextOptions | IndexOptions | RecoverOptions | UndoOptions | TestOptions
-           | DiffOptions | PinOptions | ModelOptions | TokensOptions)
+           | DiffOptions | PinOptions | ModelOptions | TokensOptions | ToolOptions)

@@ -163,8 +163,25 @@ class TokensOutcome:
         return {**usage_json(self.usage), "cost_usd": self.cost_usd}
 
 
+@dataclass(frozen=True)
+class ToolOutcome:
+    """A tool called by a person: what the model would have been shown, and the line it says."""
+
+    tool: str
+    text: str
+    summary: str
+    error: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FAILED if self.error else EXIT_OK
+
+    def as_json(self) -> dict[str, Any]:
+        return {"tool": self.tool, "summary": self.summary, "result": self.text, "error": self.error}
+
+
 Outcome = (RunOutcome | AskOutcome | ContextOutcome | IndexOutcome | RecoverOutcome | UndoOutcome | TestOutcome
-           | DiffOutcome | PinsOutcome | ModelOutcome | TokensOutcome)
+           | DiffOutcome | PinsOutcome | ModelOutcome | TokensOutcome | ToolOutcome)
 
 
 # ----- the records' parts, as JSON -------------------------------------------------------------------------------------
@@ -192,4 +209,4 @@ def result_json(result: RunResult) -> dict[str, Any]:
             "tokens": usage_json(result.usage), "cost_usd": result.cost_usd, "log": result.log_path,
             "reproduction": result.reproduction, "candidates": [candidate_json(o) for o in result.candidates],
             "taken_back": taken_back_json(result.taken_back), "verified": result.verified,
-            "verification": result.verification, "diff": result.diff}
+            "verification": result.verification, "diff": result.diff, "tools": result.tool_calls}

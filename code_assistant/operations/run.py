@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from code_assistant.agent.state import RunResult
     from code_assistant.edit.editor import FileEditor
     from code_assistant.model.trajectory import ReplayModel, Trajectory
+    from code_assistant.tools.box import ToolsFor
     from code_assistant.vcs import Workflow
     from code_assistant.workspace import Workspace
 
@@ -68,7 +69,8 @@ def one_task(ws: Workspace, options: RunOptions) -> RunResult:
     editor = FileEditor(work.repo, state_dir=work.repo_state_dir, forbidden=[work.index_path],
                         originals=trajectory.path.with_suffix(".originals"))
     try:
-        result = _agent_run(ws, options.task, work=work, workflow=workflow, trajectory=trajectory, editor=editor)
+        result = _agent_run(ws, options.task, work=work, workflow=workflow, trajectory=trajectory, editor=editor,
+                            tools=_tools(ws, options.replay))
     except BaseException as exc:
         attach_log(exc, str(trajectory.path))
         workflow.finish(success=False, files=[], iterations=0)
@@ -84,7 +86,7 @@ def one_task(ws: Workspace, options: RunOptions) -> RunResult:
 
 
 def _agent_run(ws: Workspace, task: str, *, work: Settings, workflow: Workflow, trajectory: Trajectory,
-               editor: FileEditor) -> RunResult:
+               editor: FileEditor, tools: ToolsFor | None) -> RunResult:
     """The agent (or best of N) on the working tree `work` (the repository, a branch of it, or a worktree: an index
     of its own)."""
     from code_assistant.agent.loop import Agent
@@ -95,12 +97,23 @@ def _agent_run(ws: Workspace, task: str, *, work: Settings, workflow: Workflow, 
     with display.index_progress() as progress:
         agent = Agent(work, model, indexer, ws.runner(cwd=work.repo), editor, say=display.say, trajectory=trajectory,
                       review=display.review if work.review else None, on_token=display.run_tokens,
-                      index_progress=progress, pre_write=workflow.guard, memory=ws.memory)
+                      index_progress=progress, pre_write=workflow.guard, memory=ws.memory, tools=tools)
         if work.candidates <= 1:
             return agent.run(task)
         from code_assistant.agent.best_of import BestOf, candidate_model
 
         return BestOf(agent, lambda number: candidate_model(model, number), work.candidates).run(task)
+
+
+def _tools(ws: Workspace, replay: Path | None) -> ToolsFor | None:
+    """The model's tools; a replay has them when the recorded run called any (each call made afresh, compared with
+    its recorded result, which is what the replayed run is shown)."""
+    if replay is None:
+        return ws.tools_for(ws.model)
+    from code_assistant.model.trajectory import read_tool_calls
+
+    recorded = read_tool_calls(replay)
+    return ws.tools_for(ws.model, recorded=recorded) if recorded else None
 
 
 def remember(ws: Workspace, task: str, result: RunResult) -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -111,13 +112,18 @@ class TestRunner:
     def __init__(self, command: str | list[str], cwd: Path, timeout: float = 120.0,
                  env: dict[str, str] | None = None, head_lines: int = 200, tail_lines: int = 400,
                  kill_grace: float = KILL_GRACE_S, running_file: Path | None = None,
-                 capture_bytes: int = MAX_CAPTURE_BYTES, sandbox: Sandbox | None = None) -> None:
+                 capture_bytes: int = MAX_CAPTURE_BYTES, sandbox: Sandbox | None = None,
+                 read_only: bool = False) -> None:
         """running_file, when given, names the run's processes while it lasts, so that `reap_leftovers` can stop
         them if this process dies without cleaning up (kill -9). capture_bytes: beyond this much output its middle
         is dropped while reading. sandbox: what the command may write, read and reach (verify/sandbox.py; None:
-        anything). The environment is this process's less its secrets, then `env`."""
+        anything); `read_only`: not even the tree (the sandbox is then required). The environment is this
+        process's less its secrets, then `env`."""
         self.running_file = running_file
         self.sandbox = sandbox
+        self.read_only = read_only
+        if read_only and (sandbox is None or not sandbox.active):
+            raise ValueError("a read-only run needs the sandbox")
         self.command = shlex.split(command) if isinstance(command, str) else list(command)
         self.cwd = Path(cwd)
         self.timeout = timeout
@@ -143,7 +149,7 @@ class TestRunner:
     def with_command(self, command: str) -> TestRunner:
         """The same runner (directory, timeout, environment, bookkeeping) for another command."""
         runner = TestRunner(command, self.cwd, self.timeout, self.env, self.head_lines, self.tail_lines,
-                            self.kill_grace, self.running_file, self.capture_bytes, self.sandbox)
+                            self.kill_grace, self.running_file, self.capture_bytes, self.sandbox, self.read_only)
         runner._cancelled, runner._live, runner._live_lock = self._cancelled, self._live, self._live_lock  # one cancel
         return runner
 
@@ -182,7 +188,8 @@ class TestRunner:
         token = uuid.uuid4().hex
         if self.running_file:
             _write_running(self.running_file, token)
-        confined = self.sandbox.confined if self.sandbox else _unconfined
+        confined = (functools.partial(self.sandbox.confined, read_only=self.read_only) if self.sandbox
+                    else _unconfined)
         try:
             with confined(self._argv, self.cwd, self.env) as (argv, env):
                 captured, timed_out, exit_code = self._start_and_collect(argv, {**env, RUN_TOKEN_VAR: token}, start)

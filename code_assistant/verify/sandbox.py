@@ -194,11 +194,13 @@ class Sandbox:
                 "network": self.network or not self.active, "home_hidden": self.active,
                 "unavailable": self.unavailable, "held_back": list(self.held_back)}
 
-    def policy(self, tree: Path, env: Mapping[str, str], argv: Sequence[str] = ()) -> Policy:
+    def policy(self, tree: Path, env: Mapping[str, str], argv: Sequence[str] = (), *,
+               read_only: bool = False) -> Policy:
         """The policy of one test run of argv in `tree` with this environment; missing caches of installed tools
-        are created first (a bind needs its directory)."""
+        are created first (a bind needs its directory). `read_only`: the tree may not be written either (a command
+        the model runs to look around: its writes fail, and the tree stays as it is)."""
         tree = tree.resolve()
-        writable = [tree]
+        writable = [] if read_only else [tree]
         for cache, path in cache_dirs(env):
             if _prepare(path, cache.tool, env):
                 writable.append(path.resolve())
@@ -219,19 +221,23 @@ class Sandbox:
             kept += [home / GIT_CONFIG[0], config / "git"]
         kept += _venv_bases(search_path, programs, (home, TMP))
         kept += [p.resolve() for p in self.shown]
+        kept += [tree] if read_only else []  # readable, over a private /tmp or a hidden HOME it may lie in
         kept = [p for p in dict.fromkeys(kept) if p.exists()]
         protected = [tree / ".git", *(p.resolve() for p in self.protected)]
         return Policy(writable=tuple(writable), protected=tuple(protected), network=self.network,
                       hidden=tuple(h for h in hidden if h.is_dir()), kept=tuple(kept))
 
     @contextlib.contextmanager
-    def confined(self, argv: list[str], cwd: Path, env: Mapping[str, str]) -> Iterator[tuple[list[str], dict[str, str]]]:
+    def confined(self, argv: list[str], cwd: Path, env: Mapping[str, str], *,
+                 read_only: bool = False) -> Iterator[tuple[list[str], dict[str, str]]]:
         """argv and its environment as they run in the sandbox (as they are when the sandbox is off), for as long as
-        the run lasts: Landlock's private TMPDIR is removed after it."""
+        the run lasts: Landlock's private TMPDIR is removed after it. `read_only`: the tree too is read-only."""
         if not self.active or self.executable is None:
+            if read_only:
+                raise ValueError("a read-only run needs the sandbox")
             yield argv, dict(env)
             return
-        policy = self.policy(cwd, env, argv)
+        policy = self.policy(cwd, env, argv, read_only=read_only)
         logger.debug("sandbox %s (%s): writable %s, read-only %s, hidden %s, kept %s", self.mode, self.backend,
                      policy.writable, policy.protected, policy.hidden, policy.kept)
         if self.backend == Backend.BUBBLEWRAP:

@@ -1,0 +1,203 @@
+"""The four tools that only look: `search` (the project's own ranking for free text, each file with its best lines),
+`grep` (a regular expression over the visible files), `read` (numbered lines of one file) and `symbol` (where a name
+is defined and where it is used). Each answers in `path:line: text` lines, capped, and says what it left out."""
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pathspec
+
+from code_assistant.index.indexer import RepoIndex
+from code_assistant.index.lexical import tokenize
+from code_assistant.retrieve.ranking import rank
+from code_assistant.tools import Result, Spec, Tool, ToolError, integer, string
+from code_assistant.tools.files import RepoView
+
+GREP_LINES = 100  # lines a grep shows
+READ_LINES = 400  # lines a read shows
+SEARCH_FILES, SEARCH_MAX = 8, 20  # files a search shows by default, at most
+SEARCH_LINES = 3  # best lines per file
+SYMBOL_REFERENCES = 40  # references a symbol lookup shows
+LINE_CHARS = 240  # a shown line longer than this is cut
+MATCH_CHARS = 2000  # a line is searched this far (a minified line cannot make a regular expression run for minutes)
+GREP_SECONDS = 10.0  # a grep stops reading files after this long and says so
+
+SEARCH = Spec("search", "Search the repository with its own ranking (words, identifiers, an error message): the best "
+              "files for the text, each with its best-matching lines as path:line: text.",
+              {"type": "object", "properties": {"query": {"type": "string", "description": "what to look for"},
+                                                "k": {"type": "integer", "description": "files to show (default 8)"}},
+               "required": ["query"]})
+GREP = Spec("grep", "Find a regular expression (Python syntax) in the repository's files: path:line: text, at most "
+            f"{GREP_LINES} lines, and how many matches were left out.",
+            {"type": "object", "properties": {
+                "pattern": {"type": "string", "description": "a regular expression, e.g. def max_age|max_age ="},
+                "path_glob": {"type": "string", "description": "only files matching this glob, e.g. src/**/*.py"}},
+             "required": ["pattern"]})
+READ = Spec("read", f"Read lines of a file of the repository, numbered, at most {READ_LINES} a call; says how many "
+            "lines the file has.",
+            {"type": "object", "properties": {
+                "path": {"type": "string", "description": "repository-relative path"},
+                "start": {"type": "integer", "description": "first line (default 1)"},
+                "end": {"type": "integer", "description": "last line (default: start + 399)"}},
+             "required": ["path"]})
+SYMBOL = Spec("symbol", "Look up a name (a function, class, method, variable): where it is defined (path:line and "
+              "signature) and where it is referenced (path:line).",
+              {"type": "object", "properties": {"name": {"type": "string", "description": "e.g. max_age or "
+                                                                                           "Cookie.max_age"}},
+               "required": ["name"]})
+
+
+def _cut(line: str) -> str:
+    line = line.rstrip("\r\n")
+    return line if len(line) <= LINE_CHARS else line[:LINE_CHARS] + " […]"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+@dataclass
+class Looking:
+    """The four tools over one repository: its visible files, and its index (brought up to date when asked for)."""
+
+    view: RepoView
+    index: Callable[[], RepoIndex]
+
+    def tools(self) -> list[Tool]:
+        return [Tool(SEARCH, self.search), Tool(GREP, self.grep), Tool(READ, self.read), Tool(SYMBOL, self.symbol)]
+
+    # ----- search ---------------------------------------------------------------------------------------------------
+    def search(self, arguments: dict[str, Any]) -> Result:
+        query = string(arguments, "query")
+        k = integer(arguments, "k", SEARCH_FILES, high=SEARCH_MAX) or SEARCH_FILES
+        ranking = rank(self.index(), query, limit=k, embed_budget=0)  # vectors already made; a call must be quick
+        terms = set(tokenize(query))
+        blocks = []
+        for ranked in ranking.files[:k]:
+            text = self.view.text(ranked.path) if ranked.path in set(self.view.files()) else None
+            if text is None:
+                continue
+            best = _best_lines(text, terms)
+            why = f"  ({', '.join(ranked.reasons[:3])})" if ranked.reasons else ""
+            blocks.append("\n".join([f"{ranked.path}{why}", *(f"{ranked.path}:{n}: {_cut(line)}" for n, line in best)]))
+        if not blocks:
+            return Result(text=f"no file matches {query!r}", summary=f'search: "{query}" → no files')
+        return Result(text="\n\n".join(blocks), summary=f'search: "{query}" → {_plural(len(blocks), "file")}')
+
+    # ----- grep -----------------------------------------------------------------------------------------------------
+    def grep(self, arguments: dict[str, Any]) -> Result:
+        pattern = string(arguments, "pattern")
+        glob = string(arguments, "path_glob", required=False)
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            raise ToolError(f"not a valid regular expression ({exc})") from None
+        shown: list[str] = []
+        total, files = 0, set()
+        scan = Scan(self.view, regex, glob)
+        for path, number, line in scan:
+            total += 1
+            files.add(path)
+            if len(shown) < GREP_LINES:
+                shown.append(f"{path}:{number}: {_cut(line)}")
+        where, stopped = (f" in {glob}" if glob else ""), scan.stopped
+        if not total:
+            text = f"no match for {pattern!r}{where}" + (f" ({stopped})" if stopped else "")
+            return Result(text=text, summary=f'grep: "{pattern}" → no match')
+        more = total - len(shown)
+        tail = [f"({more} more matching lines not shown: narrow the pattern or the path_glob)"] if more else []
+        tail += [f"(stopped early: {stopped})"] if stopped else []
+        return Result(text="\n".join([*shown, *tail]),
+                      summary=f'grep: "{pattern}" → {_plural(total, "line")} in {_plural(len(files), "file")}')
+
+    # ----- read -----------------------------------------------------------------------------------------------------
+    def read(self, arguments: dict[str, Any]) -> Result:
+        rel = self.view.resolve(string(arguments, "path"))
+        text = self.view.text(rel)
+        if text is None:
+            raise ToolError(f"{rel} is binary or too large to show")
+        lines = text.splitlines()
+        total = len(lines)
+        start = integer(arguments, "start", 1) or 1
+        if total and start > total:
+            raise ToolError(f"{rel} has {total} lines; start={start} is past its end")
+        end = integer(arguments, "end", None, low=start)
+        last = min(total, end or start + READ_LINES - 1, start + READ_LINES - 1)
+        body = [f"{n:>5}  {_cut(lines[n - 1])}" for n in range(start, last + 1)]
+        head = f"{rel}: lines {start}-{last} of {total}" if total else f"{rel}: empty"
+        more = [f"(lines {last + 1}-{total} not shown: read with start={last + 1})"] if last < total else []
+        return Result(text="\n".join([head, *body, *more]),
+                      summary=f"read: {rel} lines {start}-{last} of {total}" if total else f"read: {rel} (empty)")
+
+    # ----- symbol ---------------------------------------------------------------------------------------------------
+    def symbol(self, arguments: dict[str, Any]) -> Result:
+        name = string(arguments, "name").strip()
+        short = name.split(".")[-1].split("::")[-1]
+        if not re.fullmatch(r"[A-Za-z_$][\w$]*", short):
+            raise ToolError(f"{name!r} is not a name (give an identifier such as max_age or Cookie.max_age)")
+        index = self.index()
+        definitions: list[tuple[str, int]] = []
+        lines = []
+        for path in sorted(index.defining({short}).get(short.lower(), set())):
+            for symbol in index.files[path].symbols if path in index.files else []:
+                qualname = symbol.qualname
+                if qualname == name or qualname.split(".")[-1] == short and (name == short or qualname.endswith(name)):
+                    definitions.append((path, symbol.start))
+                    lines.append(f"{path}:{symbol.start}: {_cut(symbol.signature or f'{symbol.kind} {qualname}')}")
+        word = re.compile(rf"(?<![\w$]){re.escape(short)}(?![\w$])")
+        references, total = [], 0
+        for path, number, line in Scan(self.view, word):
+            if (path, number) in definitions:
+                continue
+            total += 1
+            if len(references) < SYMBOL_REFERENCES:
+                references.append(f"{path}:{number}: {_cut(line).strip()}")
+        text = ["Definitions:", *(lines or ["(none in the index)"]), "References:", *(references or ["(none)"])]
+        if total > len(references):
+            text.append(f"({total - len(references)} more references not shown: grep narrows them)")
+        return Result(text="\n".join(text), summary=f"symbol: {name} → {_plural(len(lines), 'definition')}, "
+                                                    f"{_plural(total, 'reference')}")
+
+
+class Scan:
+    """The lines of the visible files (those matching `glob`) that `regex` finds, in path order; a scan that runs
+    past GREP_SECONDS stops, and `stopped` says where."""
+
+    def __init__(self, view: RepoView, regex: re.Pattern[str], glob: str = "") -> None:
+        self.view, self.regex = view, regex
+        self.spec = pathspec.PathSpec.from_lines("gitignore", [glob]) if glob else None
+        self.stopped = ""
+
+    def __iter__(self) -> Iterator[tuple[str, int, str]]:
+        deadline = time.monotonic() + GREP_SECONDS
+        for path in self.view.files():
+            if self.spec is not None and not self.spec.match_file(path):
+                continue
+            if time.monotonic() > deadline:
+                self.stopped = f"the search took over {GREP_SECONDS:g} s; files from {path} on were not read"
+                return
+            text = self.view.text(path)
+            if text is None:
+                continue
+            for number, line in enumerate(text.splitlines(), start=1):
+                if self.regex.search(line[:MATCH_CHARS]):
+                    yield path, number, line
+
+
+def _best_lines(text: str, terms: set[str]) -> list[tuple[int, str]]:
+    """A file's SEARCH_LINES lines that hold the most of the query's terms, in the file's order."""
+    if not terms:
+        return []
+    scored = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        hits = len(terms.intersection(tokenize(line[:MATCH_CHARS])))
+        if hits:
+            scored.append((hits, -number, line))
+    best = sorted(scored, reverse=True)[:SEARCH_LINES]
+    return sorted(((-negative, line) for _, negative, line in best))

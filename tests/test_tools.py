@@ -1,0 +1,230 @@
+"""The model looks around before it answers: search, grep, read, symbol and run, called natively (streamed, several
+in one answer) or, for a server without tool calls, written as JSON in the answer; capped per answer and sized to the
+window; confined to what a person may be shown, secrets redacted; `run` in the sandbox on a read-only tree; none
+with --no-tools, whose requests are today's; and a run with tool calls replayed without the model."""
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from code_assistant.answers.tool_calls import WrittenCall, arguments, written_calls
+from code_assistant.model import prompts
+from code_assistant.model.fitting import TOOL_RESULTS_HEAD, fit_tool_results, message_tokens
+from code_assistant.settings import load_settings
+from code_assistant.tools import Result, Spec, Tool, ToolError
+from code_assistant.tools.box import Toolbox
+from code_assistant.tools.files import RepoView
+from code_assistant.tools.looking import Looking
+from code_assistant.tools.running import Running
+from code_assistant.verify.sandbox import resolve
+from code_assistant.workspace import build_indexer
+from tests.repos import CALC_PY, PYTEST, answer, modify, python_repo, run_cli, snapshot
+from tests.scripted_server import ScriptedServer
+
+FIX_ADD = answer(modify("calc.py", "    return a - b", "    return a + b"))
+SECRET = "sk-" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4"
+
+
+def call(tool: str, **arguments: object) -> dict:
+    return {"name": tool, "arguments": arguments}
+
+
+def _run(repo: Path, script: list, *more: str, **server: object) -> tuple[object, ScriptedServer]:
+    with ScriptedServer(script, **server) as scripted:  # type: ignore[arg-type]
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--no-reproduce", *more],
+                       server_url=scripted.url)
+    return proc, scripted
+
+
+# ----- through the command line, against a scripted server --------------------------------------------------------
+def test_a_model_that_greps_and_reads_before_it_plans_goes_green(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    script = [{"tool_calls": [call("grep", pattern=r"def add")]},
+              {"tool_calls": [call("read", path="calc.py", start=4, end=5), call("symbol", name="multiply")]},
+              FIX_ADD]
+    proc, server = _run(repo, script)
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # type: ignore[attr-defined]
+    assert '[grep: "def add" → 1 line in 1 file]' in proc.stdout  # type: ignore[attr-defined]
+    assert "[read: calc.py lines 4-5 of 9]" in proc.stdout  # type: ignore[attr-defined]
+    second, third = server.chat_requests[1], server.chat_requests[2]
+    asked, answered = second["messages"][-2:]
+    assert asked["tool_calls"][0]["function"]["name"] == "grep" and answered["role"] == "tool"
+    assert answered["tool_call_id"] == asked["tool_calls"][0]["id"] and answered["content"] == "calc.py:4: def add(a, b):"
+    two_calls, read, symbol = third["messages"][-3:]  # two calls in one answer, streamed in pieces: both answered
+    assert [c["function"]["name"] for c in two_calls["tool_calls"]] == ["read", "symbol"]
+    assert [read["tool_call_id"], symbol["tool_call_id"]] == [c["id"] for c in two_calls["tool_calls"]]
+    assert "    4  def add(a, b):\n    5      return a - b" in read["content"]
+    assert "calc.py:8: function multiply(a, b)" in symbol["content"] or "calc.py:8:" in symbol["content"]
+    assert all("tools" in r and "response_format" not in r for r in server.chat_requests)
+    assert {t["function"]["name"] for t in server.chat_requests[0]["tools"]} == {"search", "grep", "read", "symbol",
+                                                                                "run"}
+
+
+def test_a_model_that_never_stops_calling_tools_stops_at_the_cap_and_no_request_passes_the_window(
+        tmp_path: Path) -> None:
+    repo = python_repo(tmp_path, {**{f"mod{i}.py": "".join(f"VALUE_{i}_{n} = {n}  # a line of padding\n"
+                                                           for n in range(120)) for i in range(6)},
+                                  "calc.py": CALC_PY, "pytest.ini": "[pytest]\npythonpath = .\n",
+                                  "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n"
+                                                        "    assert add(2, 3) == 5\n"})
+    greedy = [{"tool_calls": [call("grep", pattern=f"VALUE_{i % 6}_")]} for i in range(3)]
+    proc, server = _run(repo, [*greedy, {"tool_calls": [call("grep", pattern="never")]}, FIX_ADD],
+                        "--max-tool-calls", "3", "--context-window", "4096", "--tools", "native",
+                        context_window=4096)
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # type: ignore[attr-defined]
+    assert len(server.chat_requests) == 5 and [("tools" in r) for r in server.chat_requests] == [True] * 3 + [False] * 2
+    told = server.chat_requests[3]["messages"][-1]
+    assert told["role"] == "user" and "no more tools" in told["content"]
+    for request in server.chat_requests:  # the server refuses with 400 past its window: none was refused
+        assert request.get("max_tokens")
+
+
+def test_a_server_without_tool_calls_gets_the_tools_in_words(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    written = json.dumps({"tool_calls": [call("grep", pattern="def add")]})
+    proc, server = _run(repo, [written, FIX_ADD], refuse_tools=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # type: ignore[attr-defined]
+    assert "[Tools: the model server serves no native tool calls" in proc.stdout  # type: ignore[attr-defined]
+    refused, first, second = server.requests[-3]["body"], server.chat_requests[-2], server.chat_requests[-1]
+    assert "tools" in refused and "tools" not in first and "tools" not in second
+    assert '{"tool_calls": [{"name": "grep"' in first["messages"][0]["content"]
+    results = second["messages"][-1]["content"]
+    assert results.startswith(TOOL_RESULTS_HEAD) and "calc.py:4: def add(a, b):" in results
+
+
+def test_without_tools_the_requests_are_todays(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    proc, server = _run(repo, [FIX_ADD], "--no-tools")
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # type: ignore[attr-defined]
+    [request] = server.chat_requests
+    assert "tools" not in request and request["response_format"]["type"] == "json_schema"
+    assert request["messages"][0]["content"] == prompts.SYSTEM.text
+    (tmp_path / "small").mkdir()
+    small, small_server = _run(python_repo(tmp_path / "small"), [FIX_ADD], "--context-window", "2048")
+    assert small.returncode == 0 and "tools" not in small_server.chat_requests[0], "a 2k window: no tools by default"
+
+
+def test_a_replayed_run_with_tool_calls_asks_no_model_and_names_a_changed_result(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    script = [{"tool_calls": [call("grep", pattern="def add"), call("read", path="calc.py")]}, FIX_ADD]
+    proc, _ = _run(repo, script, "--json")
+    log = json.loads(proc.stdout)["log"]  # type: ignore[attr-defined]
+    assert json.loads(proc.stdout)["tools"] == 2  # type: ignore[attr-defined]
+    after = snapshot(repo)
+    assert run_cli(["undo", "--repo", str(repo)]).returncode == 0 and snapshot(repo) == before
+    (repo / "notes.py").write_text("def add_more(): ...\n")  # grep now finds one more line
+    replayed, server = _run(repo, [], "--replay", log)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr  # type: ignore[attr-defined]
+    assert server.chat_requests == [] and (repo / "calc.py").read_bytes() == after["calc.py"][0]
+    assert "[Replay: the grep call's result differs from the recorded one" in replayed.stdout  # type: ignore
+    assert "read call's result differs" not in replayed.stdout  # type: ignore[attr-defined]
+
+
+def test_ask_gets_the_four_tools_that_only_look(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    with ScriptedServer([{"tool_calls": [call("grep", pattern="return a")]}, "add is at calc.py:5."]) as server:
+        proc = run_cli(["ask", "--repo", str(repo), "where does add return?"], server_url=server.url)
+    assert proc.returncode == 0, proc.stderr
+    assert {t["function"]["name"] for t in server.chat_requests[0]["tools"]} == {"search", "grep", "read", "symbol"}
+    assert "calc.py:5:     return a - b" in server.chat_requests[1]["messages"][-1]["content"]
+
+
+# ----- the tools themselves, on a real repository and a real sandbox -------------------------------------------------
+@pytest.fixture()
+def looking(tmp_path: Path) -> Looking:
+    repo = python_repo(tmp_path, {"calc.py": CALC_PY, "config.py": f'API_KEY = "{SECRET}"\n',
+                                  ".env": f"OPENAI_API_KEY={SECRET}\n", "README.md": "add two numbers\n"})
+    (tmp_path / "outside.py").write_text("OUTSIDE = 1\n")
+    (repo / "out.py").symlink_to(tmp_path / "outside.py")
+    settings = load_settings(repo, embed_budget=0)
+    indexer = build_indexer(settings)
+    return Looking(RepoView(repo, exclude=[settings.index_path, settings.state_path]),
+                   lambda: indexer.update(exclude=[settings.state_path])[0])
+
+
+@pytest.mark.parametrize("path, why", [("../outside.py", "'..' may not be used"), ("out.py", "outside the repository"),
+                                       (".git/config", ".git/ are not shown"), (".env", "may hold secrets"),
+                                       ("missing.py", "no such file")])
+def test_read_shows_nothing_outside_what_a_person_may_be_shown(looking: Looking, path: str, why: str) -> None:
+    with pytest.raises(ToolError, match=why):
+        looking.read({"path": path})
+
+
+def test_grep_and_search_pass_over_secrets_and_say_what_they_left_out(looking: Looking) -> None:
+    assert looking.grep({"pattern": "OPENAI"}).summary == 'grep: "OPENAI" → no match', ".env is never read"
+    assert looking.grep({"pattern": "OUTSIDE"}).summary == 'grep: "OUTSIDE" → no match', "nor a symlink out"
+    found = looking.grep({"pattern": "a", "path_glob": "*.py"})
+    assert found.summary.startswith('grep: "a" → ') and "calc.py:4: def add(a, b):" in found.text
+    assert "add two numbers" in looking.grep({"pattern": "numbers"}).text, "any tracked file, not only code"
+    searched = looking.search({"query": "multiply two numbers", "k": 2})
+    assert "calc.py:8: def multiply(a, b):" in searched.text
+    with pytest.raises(ToolError, match="not a valid regular expression"):
+        looking.grep({"pattern": "("})
+    page = looking.read({"path": "calc.py", "start": 2, "end": 3})
+    assert page.text.splitlines()[0] == "calc.py: lines 2-3 of 9" and "(lines 4-9 not shown: read with start=4)" in page.text
+
+
+def test_run_leaves_the_tree_as_it_was_reaches_no_one_and_is_killed_at_its_timeout(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    running = Running(repo, resolve("write"))
+    done = running.run({"command": "echo new > made.txt; rm calc.py; rm -rf tests; echo still here"})
+    assert "Read-only file system" in done.text and "still here" in done.text and snapshot(repo) == before
+    arrived: list[bytes] = []
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    threading.Thread(target=lambda: arrived.append(listener.accept()[0].recv(100)), daemon=True).start()
+    probe = (f"{sys.executable} -c \"import socket; print([name for _, name in socket.if_nameindex()]);"
+             f"socket.create_connection(('127.0.0.1', {port}), timeout=3).sendall(b'secret')\"")
+    reached = running.run({"command": probe})
+    assert "['lo']" in reached.text, "no interface but its own loopback: no other host can be reached"
+    assert "exit 1" in reached.text and "Connection refused" in reached.text and arrived == []
+    listener.close()
+    slept = running.run({"command": "sleep 30", "timeout": 1})
+    assert slept.summary == "run: sleep 30 → killed after 1 s" and "killed after 1 s" in slept.text
+
+
+# ----- pure parts -----------------------------------------------------------------------------------------------------
+def test_calls_written_as_text_in_the_shapes_models_write_them() -> None:
+    assert written_calls('{"tool_calls": [{"name": "grep", "arguments": {"pattern": "x"}}]}') == [
+        WrittenCall("grep", {"pattern": "x"})]
+    fenced = 'Let me look.\n```json\n{"tool_calls": [{"function": {"name": "read", "arguments": "{\\"path\\": ' \
+             '\\"a.py\\"}"}}, {"tool": "symbol", "args": {"name": "f"},}]}\n```'
+    assert written_calls(fenced) == [WrittenCall("read", {"path": "a.py"}), WrittenCall("symbol", {"name": "f"})]
+    assert written_calls('{"changes": [], "tool_calls": [{"name": "grep"}]}') is None, "a plan beside calls wins"
+    assert written_calls("no calls here") is None
+    assert arguments("{'path': 'a.py',}") == {"path": "a.py"} and arguments("") == {}
+
+
+def test_the_box_counts_calls_answers_a_repeat_with_a_note_and_stops_at_its_cap() -> None:
+    echo = Tool(Spec("echo", "say it", {"type": "object", "properties": {"text": {"type": "string"}}}),
+                lambda args: Result(text=str(args.get("text")), summary=f"echo: {args.get('text')}"))
+    box = Toolbox([echo], max_calls=2)
+    assert box.call("echo", {"text": "a"}).result.text == "a"
+    again = box.call("echo", {"text": "a"})
+    assert again.repeated and "same call was made above" in again.result.text
+    assert box.exhausted and box.declared() is None and "calls of this answer are spent" in box.call(
+        "echo", {"text": "b"}).result.text
+    box.new_answer()
+    assert box.declared() and box.call("nope", {}).result.error
+
+
+def test_tool_results_are_shortened_oldest_first_before_anything_else() -> None:
+    big = "line of a result\n" * 400
+    messages = [{"role": "system", "content": "rules"}, {"role": "user", "content": "the task and its context"},
+                {"role": "assistant", "content": None, "tool_calls": [{"id": "1", "type": "function",
+                                                                       "function": {"name": "read", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "1", "content": big},
+                {"role": "assistant", "content": None, "tool_calls": [{"id": "2", "type": "function",
+                                                                       "function": {"name": "read", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "2", "content": big}]
+    room = message_tokens(messages) - 1000
+    fitted = fit_tool_results(messages, room)
+    assert message_tokens(fitted) <= room and fitted[:3] == messages[:3]
+    assert "left out" in fitted[3]["content"] and fitted[5]["content"] == big, "the oldest result went first"
