@@ -216,7 +216,7 @@ STEP_SCHEMA = {"format": int, "kind": str, "step": int, "model": str, "prompt_ve
                "test_exit_code": (int, type(None)), "tests_failed": list, "tests_passed": (int, type(None)),
                "timed_out": bool, "duration_s": (float, int), "stop_reason": (str, type(None)),
                "candidate": (int, type(None)), "reproduction": (str, type(None)), "sandbox": (dict, type(None)),
-               "test_output": (str, type(None))}
+               "test_output": (str, type(None)), "tool_calls": list}
 
 
 def test_two_iteration_trajectory_matches_the_schema(tmp_path: Path, embedder: embeddings.Embedder) -> None:
@@ -234,7 +234,7 @@ def test_two_iteration_trajectory_matches_the_schema(tmp_path: Path, embedder: e
     plan, fix, final = records
     assert plan["prompt_version"].startswith("plan/") and fix["prompt_version"].startswith("fix/")
     assert (plan["answer_format"], fix["answer_format"], final["answer_format"]) == ("json", "json", None)
-    assert plan["reasoning"] == [""] and plan["format"] == 2
+    assert plan["reasoning"] == [""] and plan["format"] == 3
     assert plan["tests_failed"] == ["tests/test_calc.py::test_add"] and plan["tests_passed"] == 1
     assert fix["tests_failed"] == [] and fix["test_exit_code"] == 0
     assert plan["files"] == ["calc.py"] and plan["patch_lines"] == 2

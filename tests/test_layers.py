@@ -23,5 +23,5 @@ def test_the_package_root_holds_only_the_doors_the_workspace_and_the_base() -> N
     stages = {p.name for p in root.iterdir() if (p / "__init__.py").is_file()}
     assert modules == {"session", "workspace", "settings", "languages", "errors", "tokens", "redact", "vcs",
                        "interrupts"}
-    assert stages == {"cli", "console", "operations", "agent", "retrieve", "answers", "edit", "verify", "model",
-                      "index", "parse"}
+    assert stages == {"cli", "console", "operations", "agent", "tools", "retrieve", "answers", "edit", "verify",
+                      "model", "index", "parse"}

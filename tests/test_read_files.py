@@ -1,7 +1,8 @@
 """The model sees more files than the budget can show — a map of the ranked files after those shown, a line each,
 then more of them by path alone — and may ask to read one before it changes it (a change with action "read"): the
 same request comes back with that file shown first, and nothing else from that answer is applied. Only files of the
-repository's index are shown.
+repository's index are shown. This is the flow without tools (--no-tools); with tools, a "read" change is a call of
+the read tool (tests/test_tools.py).
 
 Through the real CLI, with a scripted model over HTTP and the repository's real pytest run.
 """
@@ -83,7 +84,7 @@ def _read_then_fix(repo: Path, pick: Callable[[dict[str, Any]], str], budget: in
 
     with ScriptedServer([read_the_picked_file, answer(FIX)]) as server:
         proc = run_cli(["--repo", str(repo), "--task", "add in calc.py subtracts; shop totals are wrong",
-                        "--test-command", PYTEST, "--context-tokens", str(budget)], server_url=server.url)
+                        "--test-command", PYTEST, "--no-tools", "--context-tokens", str(budget)], server_url=server.url)
         requests = _chat(server)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert len(asked) == 1 and len(requests) == 2
@@ -123,7 +124,7 @@ def test_reads_outside_the_index_are_not_shown_and_a_second_read_is_ignored(tmp_
     read_again_and_fix = answer({"file_path": "shop/taxes.py", "action": "read", "description": "and this"}, FIX)
     with ScriptedServer([reads, read_again_and_fix]) as server:
         proc = run_cli(["--repo", str(repo), "--task", "add in calc.py subtracts; shop totals are wrong",
-                        "--test-command", PYTEST, "--context-tokens", "1000"], server_url=server.url)
+                        "--test-command", PYTEST, "--no-tools", "--context-tokens", "1000"], server_url=server.url)
         requests = _chat(server)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = progress_lines(proc.stdout)
@@ -146,7 +147,7 @@ def test_a_read_only_answer_to_a_failing_run_changes_nothing_and_rolls_back(tmp_
     before = snapshot(repo)
     read = answer({"file_path": "shop/cart.py", "action": "read", "description": "see it"})
     with ScriptedServer([read, read, read, read]) as server:
-        proc = run_cli(["--repo", str(repo), "--task", "add in calc.py subtracts", "--test-command", PYTEST,
+        proc = run_cli(["--repo", str(repo), "--task", "add in calc.py subtracts", "--test-command", PYTEST, "--no-tools",
                         "--max-iterations", "1"], server_url=server.url)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert snapshot(repo) == before
@@ -156,7 +157,7 @@ def test_a_read_of_nothing_readable_is_asked_again_with_the_reason(tmp_path: Pat
     repo = python_repo(tmp_path, FILES)
     with ScriptedServer([answer({"file_path": "../../etc/passwd", "action": "read", "description": "see it"}),
                          answer(FIX)]) as server:
-        proc = run_cli(["--repo", str(repo), "--task", "add in calc.py subtracts", "--test-command", PYTEST],
+        proc = run_cli(["--repo", str(repo), "--task", "add in calc.py subtracts", "--test-command", PYTEST, "--no-tools"],
                        server_url=server.url)
         requests = _chat(server)
     assert proc.returncode == 0, proc.stdout + proc.stderr

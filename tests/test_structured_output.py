@@ -78,7 +78,8 @@ def test_a_server_that_ignores_the_schema_still_goes_through_the_parser(tmp_path
     repo = python_repo(tmp_path)
     before = snapshot(repo)
     with ScriptedServer(["Sure! I would change add.", "Still prose."]) as server:
-        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST], server_url=server.url)
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--no-tools", "--no-tools"],
+                       server_url=server.url)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
     assert _forms(server) == ["json_schema", "json_schema"] and snapshot(repo) == before
     assert "could not be used" in server.chat_requests[1]["messages"][-1]["content"]
@@ -88,7 +89,7 @@ def test_no_structured_output_sends_no_response_format(tmp_path: Path) -> None:
     repo = python_repo(tmp_path)
     fix = modify("calc.py", "def add(a, b):\n    return a - b", "def add(a, b):\n    return a + b")
     with ScriptedServer([answer(fix)]) as server:
-        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST,
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--no-tools",
                         "--no-structured-output"], server_url=server.url)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert _forms(server) == [None]

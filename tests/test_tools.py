@@ -60,7 +60,7 @@ def test_a_model_that_greps_and_reads_before_it_plans_goes_green(tmp_path: Path)
     assert [read["tool_call_id"], symbol["tool_call_id"]] == [c["id"] for c in two_calls["tool_calls"]]
     assert "    4  def add(a, b):\n    5      return a - b" in read["content"]
     assert "calc.py:8: function multiply(a, b)" in symbol["content"] or "calc.py:8:" in symbol["content"]
-    assert all("tools" in r and "response_format" not in r for r in server.chat_requests)
+    assert all("tools" in r and "response_format" not in r for r in server.chat_requests), "a grammar leaves no call"
     assert {t["function"]["name"] for t in server.chat_requests[0]["tools"]} == {"search", "grep", "read", "symbol",
                                                                                 "run"}
 
@@ -124,6 +124,16 @@ def test_a_replayed_run_with_tool_calls_asks_no_model_and_names_a_changed_result
     assert server.chat_requests == [] and (repo / "calc.py").read_bytes() == after["calc.py"][0]
     assert "[Replay: the grep call's result differs from the recorded one" in replayed.stdout  # type: ignore
     assert "read call's result differs" not in replayed.stdout  # type: ignore[attr-defined]
+
+
+def test_a_plans_read_change_is_a_call_of_the_read_tool_confined_like_any(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    reads = answer({"file_path": "../../etc/passwd", "action": "read"}, {"file_path": "calc.py", "action": "read"})
+    proc, server = _run(repo, [reads, FIX_ADD])
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # type: ignore[attr-defined]
+    results = server.chat_requests[1]["messages"][-1]["content"]
+    assert results.startswith(TOOL_RESULTS_HEAD) and "root:" not in results and "'..' may not be used" in results
+    assert "    5      return a - b" in results
 
 
 def test_ask_gets_the_four_tools_that_only_look(tmp_path: Path) -> None:
