@@ -93,7 +93,13 @@ def parse_line(text: str) -> tuple[Operation, object] | None:
     return OPERATIONS[name], SLASH[name](rest.strip())
 
 
-def memory_path(settings: Settings) -> Path:
+def sessions_dir(settings: Settings) -> Path:
+    """Where each session keeps its memory, a file each (the last MAX_SESSIONS)."""
+    return settings.repo_state_dir / "sessions"
+
+
+def legacy_memory(settings: Settings) -> Path:
+    """The one memory file of before sessions had their own: --resume still opens it once."""
     return settings.repo_state_dir / "session.json"
 
 
@@ -104,12 +110,13 @@ def history_path(settings: Settings) -> Path:
 def chat(settings: Settings, options: SessionOptions, *, as_json: bool, streams: bool) -> int:
     """The session: a prompt on a terminal, else each line of stdin a task (or a command)."""
     from code_assistant import console
-    from code_assistant.agent.memory import Memory
+    from code_assistant.agent.memory import Memory, last_session, prune_sessions, session_file
     from code_assistant.workspace import Workspace
 
-    memory = Memory.load(memory_path(settings)) if options.resume else Memory()
+    memory = last_session(sessions_dir(settings), legacy_memory(settings)) if options.resume else Memory()
+    prune_sessions(sessions_dir(settings))
     with Workspace(settings, console.display(as_json=as_json, streams=streams), memory=memory,
-                   memory_file=memory_path(settings)) as workspace:
+                   memory_file=session_file(sessions_dir(settings), memory.session)) as workspace:
         open_session(workspace, resumed=options.resume)
         if sys.stdin.isatty() and not as_json:
             workspace.say("[Session: type a task, /help for commands; Alt-Enter for a new line, Ctrl-D to leave]")
@@ -130,7 +137,7 @@ def open_session(ws: Workspace, *, resumed: bool) -> None:
     ws.hold()
     ws.model  # noqa: B018 - opened now: its server checked, its header said, before the first task
     ws.announce_sandbox()
-    if resumed and ws.memory.notes:
+    if resumed and (ws.memory.notes or ws.memory.pins):
         ws.say(f"[Resumed: {len(ws.memory.notes)} earlier task(s), {len(ws.memory.pins)} pinned file(s)]")
 
 

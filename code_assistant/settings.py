@@ -115,6 +115,7 @@ class Settings:
     tools: ToolsMode = ToolsMode.AUTO  # the model may look around before it answers
     max_tool_calls: int = 12        # tool calls one answer may make
     verbose: bool = False
+    wait: bool = False              # another run or session holds the repository: wait for it (else refused)
 
     @property
     def query_embed_budget(self) -> int:

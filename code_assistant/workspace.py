@@ -76,7 +76,7 @@ class Workspace:
         self.started = time.time()
         self.usage: Usage = Usage()  # every model call of the workspace's life (a session's /tokens)
         self.cost = 0.0
-        self.last_task = ""
+        self.last_task = self.memory.last_task
         self._stack = ExitStack()
         self._held = False
         self._model: ChatModel | None = None
@@ -97,6 +97,12 @@ class Workspace:
     def say(self, line: str) -> None:
         self.display.say(line)
 
+    @property
+    def session(self) -> str | None:
+        """The session's id, which its runs' journals carry (None: a one-shot command, whose undo takes the newest
+        run of any)."""
+        return self.memory.session if self.memory_file is not None else None
+
     # ----- the repository, held ----------------------------------------------------------------------------------
     @contextlib.contextmanager
     def holding(self, *, session: bool = False) -> Iterator[list[FileOutcome] | None]:
@@ -107,7 +113,8 @@ class Workspace:
             return
         from code_assistant.edit.journal import RepoLock
 
-        with RepoLock(self.settings.repo, self.settings.repo_state_dir, session=session):
+        with RepoLock(self.settings.repo, self.settings.repo_state_dir, session=session,
+                      wait=self.display.say if self.settings.wait else None):
             self._held = True
             try:
                 yield self.recover_interrupted()
@@ -300,6 +307,10 @@ class Workspace:
     def save_memory(self) -> None:
         if self.memory_file is not None:
             self.memory.save(self.memory_file)
+
+    def remember_undone(self, task: str, files: list[str]) -> None:
+        self.memory.taken_back(task, files)
+        self.save_memory()
 
 
 def build_indexer(settings: Settings) -> Indexer:

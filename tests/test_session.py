@@ -18,6 +18,7 @@ from code_assistant.verify.runner import TestResult
 from code_assistant.workspace import build_indexer
 from tests.repos import (
     CALC_PY,
+    create,
     PYTEST,
     ROOT,
     SLOW_SECOND_RUN,
@@ -39,10 +40,13 @@ PROMPT = r"\n>\s*\Z"  # the session waits at its prompt
 AGENTS = f"Use type hints everywhere.\nOPENAI_API_KEY={SECRET}\n"
 
 
-def _piped(repo: Path, lines: str, server: ScriptedServer, *more: str) -> subprocess.CompletedProcess[str]:
+def _piped(repo: Path, lines: str, server: ScriptedServer, *more: str,
+           reproduce: bool = False) -> subprocess.CompletedProcess[str]:
+    """A session on piped stdin; `reproduce`: as by default (a reproduction test when the suite is green), else
+    --no-reproduce."""
     return subprocess.run([sys.executable, str(ROOT / "main.py"), "chat", "--repo", str(repo), "--test-command",
-                           PYTEST, "--no-reproduce", *more], input=lines, capture_output=True, text=True,
-                          env=_cli_env(server.url, "k", None), timeout=300)
+                           PYTEST, *([] if reproduce else ["--no-reproduce"]), *more], input=lines,
+                          capture_output=True, text=True, env=_cli_env(server.url, "k", None), timeout=300)
 
 
 def _objects(stdout: str) -> list[dict[str, Any]]:
@@ -62,11 +66,13 @@ def test_a_session_in_a_terminal_follow_up_undo_ask_and_leave(tmp_path: Path) ->
             assert "Result: SUCCESS" in term.expect(PROMPT)
             term.send("now also comment multiply\r")
             assert "Result: SUCCESS" in term.expect(PROMPT)
-            follow_up = server.chat_requests[1]["messages"][-1]["content"]
-            assert "# Earlier in this session" in follow_up and "Task: fix add" in follow_up
-            assert "calc.py (+1 -1)" in follow_up and "### calc.py" in follow_up
+            follow_up = server.chat_requests[1]["messages"]
+            assert "# Earlier in this session" in follow_up[0]["content"] and "Task: fix add" in follow_up[0]["content"]
+            assert "calc.py (+1 -1)" in follow_up[0]["content"] and "### calc.py" in follow_up[-1]["content"]
             term.send("/undo\r")
-            assert "byte for byte as it was" in term.expect(PROMPT)
+            undone = term.expect(PROMPT)
+            assert '[Undo: took back "now also comment multiply" (calc.py)]' in undone
+            assert "byte for byte as it was" in undone
             assert (repo / "calc.py").read_text() == CALC_PY.replace("return a - b", "return a + b")
             term.send("/ask what does add return?\r")
             assert "calc.py:5" in term.expect(PROMPT)
@@ -121,11 +127,11 @@ def test_resume_brings_back_the_notes_and_pins(tmp_path: Path) -> None:
     with ScriptedServer([TIMES]) as server:
         proc = _piped(repo, "now also comment multiply\n", server, "--resume")
     assert proc.returncode == 0 and "[Resumed: 1 earlier task(s), 1 pinned file(s)]" in proc.stdout
-    sent = server.chat_requests[0]["messages"][-1]["content"]
-    assert "Task: fix add" in sent and "### notes.py" in sent
+    sent = server.chat_requests[0]["messages"]
+    assert "Task: fix add" in sent[0]["content"] and "### notes.py" in sent[-1]["content"]
     with ScriptedServer([TIMES]) as server:
         _piped(repo, "again\n", server)
-    assert "Earlier in this session" not in server.chat_requests[0]["messages"][-1]["content"], "no --resume: afresh"
+    assert "Earlier in this session" not in json.dumps(server.chat_requests[0]["messages"]), "no --resume: afresh"
 
 
 def test_add_refuses_paths_outside_the_repository(tmp_path: Path) -> None:
@@ -135,6 +141,51 @@ def test_add_refuses_paths_outside_the_repository(tmp_path: Path) -> None:
         proc = _piped(repo, f"/add ../outside.py {tmp_path / 'outside.py'} calc.py\n", server, "--json")
     [added] = _objects(proc.stdout)
     assert added["pinned"] == ["calc.py"] and len(added["refused"]) == 2
+
+
+def test_every_request_of_a_follow_up_and_ask_carry_the_first_tasks_note(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    test = answer(create("tests/test_strings.py", "from calc import multiply\n\n\ndef test_strings():\n"
+                                                 "    assert multiply('2', 3) == 6\n"))
+    fix = answer(modify("calc.py", "    return a * b", "    return float(a) * float(b)"))
+    script = [FIX_ADD, test, fix, "We changed calc.py:5 so add adds."]
+    with ScriptedServer(script) as server:
+        proc = _piped(repo, "fix add\nnow also make multiply() accept numeric strings\n/ask what did we change?\n",
+                      server, reproduce=True)  # a red suite first (no reproduction test), then a green one
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    reproduce, plan, ask = server.chat_requests[1:]
+    for request in (reproduce, plan, ask):
+        assert "Task: fix add" in request["messages"][0]["content"], "the note is in the system message of each"
+    assert "test that captures the task" in reproduce["messages"][-1]["content"]
+
+
+def test_a_session_holds_its_repository_and_its_undo_is_its_own(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    with ScriptedServer([FIX_ADD, TIMES]) as server:
+        term = Terminal(["--repo", str(repo), "--test-command", PYTEST, "--no-reproduce"], server_url=server.url)
+        try:
+            term.expect(PROMPT)
+            term.send("fix add\r")
+            assert "Result: SUCCESS" in term.expect(PROMPT)
+            other = _piped(repo, "comment multiply\n", server)  # a second session while the first is open
+            assert other.returncode == 2 and f"a session (pid {term.pid}) holds" in other.stderr, other.stderr
+            assert len(server.chat_requests) == 1, "the second session asked nothing"
+            term.send("/quit\r")
+            assert term.wait() == 0
+        finally:
+            term.close()
+    with ScriptedServer([]) as server:  # a new session: the first one's task is not its to take back
+        fresh = _piped(repo, "/undo\n/diff\n", server)
+    assert "nothing to undo: no finished run of this session" in fresh.stderr
+    assert "[No changes of this session are in effect]" in fresh.stdout and "return a + b" in (repo / "calc.py").read_text()
+    with ScriptedServer([]) as server:  # --resume: the first session again, its change in /diff, its task in /context
+        resumed = _piped(repo, "/diff\n/context\n/undo\n", server, "--resume")
+    assert "[Resumed: 1 earlier task(s), 0 pinned file(s)]" in resumed.stdout
+    assert "+    return a + b" in resumed.stdout and "[Context: " in resumed.stdout
+    assert '[Undo: took back "fix add" (calc.py)]' in resumed.stdout and (repo / "calc.py").read_text() == CALC_PY
+    with ScriptedServer([]) as server:
+        again = _piped(repo, "/context\n", server, "--resume")
+    assert "[Resumed: 1 earlier task(s)" in again.stdout, "/undo is not a task"
 
 
 # ----- the owner's instructions --------------------------------------------------------------------------------------
@@ -179,8 +230,8 @@ def test_many_notes_in_a_small_window_stay_inside_it_newest_first(tmp_path: Path
     baseline = TestResult(["pytest"], 1, False, False, "", 0.1, [], 1, 1, "pytest", 60)
     messages, _ = Requests(settings, window, memory=memory).plan(index, "fix add", baseline)
     assert message_tokens(messages) <= window.prompt_room()
-    user = messages[-1]["content"]
-    assert "task number 199" in user and "task number 0 " not in user
+    system = messages[0]["content"]
+    assert "task number 199" in system and "task number 0 " not in system
 
 
 def test_notes_and_diff_stats_pure() -> None:

@@ -168,10 +168,12 @@ class Requests:
         return instructions.find(self.settings.repo, budget, shown)
 
     def system(self, budget: int = 0, shown: Sequence[str] = ()) -> str:
-        """The system message: the tool's rules, then the owner's instructions (within `budget` tokens), then how to
-        call the tools."""
+        """The system message: the tool's rules, then the owner's instructions (within `budget` tokens), a session's
+        notes of earlier tasks, then how to call the tools. Never dropped nor clipped when a conversation is fitted to
+        the window, so every request of a task carries what it holds."""
         found = self.instructions(budget, shown)
-        return prompts.SYSTEM.text + (found.text() if found else "") + self.tools_text(PLAN_ANSWER)
+        return prompts.SYSTEM.text + (found.text() if found else "") + self.session_notes() + self.tools_text(
+            PLAN_ANSWER)
 
     def _split(self, room: int, shell: list[Message], index: RepoIndex) -> tuple[int, int]:
         """The context's budget and the instructions' (at most a tenth of it), out of what the room leaves after
@@ -184,9 +186,10 @@ class Requests:
         """Whether the repository has instructions for agents at all (else the context keeps their share)."""
         return instructions.exist(self.settings.repo, index.files)
 
-    def _session_notes(self, room: int) -> str:
-        notes = notes_text(self.memory.notes, room // NOTES_SHARE) if self.memory else ""
-        return prompts.SESSION.render(notes=notes) + "\n" if notes else ""
+    def session_notes(self) -> str:
+        """A session's notes of earlier tasks, newest first, within an eighth of the room ("" for none)."""
+        notes = notes_text(self.memory.notes, self.room() // NOTES_SHARE) if self.memory else ""
+        return "\n" + prompts.SESSION.render(notes=notes) if notes else ""
 
     def build(self, request: Request, *, history: Sequence[Message] = (), asked: Sequence[str] = (),
               note: str = "") -> Built:
@@ -227,10 +230,8 @@ class Requests:
                                                 output=clip_text(output, room // FAILURES_SHARE, "test output"))
             extra = f"{failures}\n{output}"
 
-        notes = self._session_notes(room)
-
         def render(context: str, owner: int = 0, shown: Sequence[str] = ()) -> list[Message]:
-            user = notes + prompts.PLAN.render(task=task, test_command=self.settings.test_command,
+            user = prompts.PLAN.render(task=task, test_command=self.settings.test_command,
                                                baseline=baseline.summary(), baseline_failures=before, context=context)
             return [{"role": "system", "content": self.system(owner, shown)}, {"role": "user", "content": user}]
 
@@ -296,7 +297,7 @@ class Requests:
                                 must_include=self.memory.pins if self.memory else None)
         text = prompts.ASK.render(question=question, context=context.render() or "(no files indexed)")
         found = self.instructions(owner, context.paths)
-        said = ((found.text() if found else "") + self.tools_text(ASK_ANSWER)).strip()
+        said = ((found.text() if found else "") + self.session_notes() + self.tools_text(ASK_ANSWER)).strip()
         system: list[Message] = [{"role": "system", "content": said}] if said else []
         logger.info("prompt %s with %d files", prompts.ASK.version, len(context.files))
         return self.fitted([*system, {"role": "user", "content": text}]), context

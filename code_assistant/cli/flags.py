@@ -51,6 +51,8 @@ def repository(p: argparse.ArgumentParser) -> None:
              help="where the index lives (default: ~/.cache/code-assistant/index)")
     _setting(p, "-v", "--verbose", field="verbose", action="store_true", default=None,
              help="debug logging and tracebacks")
+    _setting(p, "--wait", field="wait", action="store_true", default=None,
+             help="when another run or session holds the repository, wait for it (default: refuse, naming it)")
 
 
 def as_json(p: argparse.ArgumentParser) -> None:
@@ -79,7 +81,7 @@ def tooling(p: argparse.ArgumentParser) -> None:
              help="how the model is given its tools: native (OpenAI tool calls), json (described in the request; for "
                   "servers without tool calls), auto (native when the window holds at least 4096 tokens; default)")
     _setting(g, "--no-tools", field="tools", action="store_const", const="off",
-             help="no tools: the model answers from the context it is given")
+             help="no tools: the model answers from the context it is given (default: auto, as --tools says)")
     _setting(g, "--max-tool-calls", field="max_tool_calls", type=int, metavar="N",
              help=f"tool calls one answer may make (default {default('max_tool_calls')})")
 

@@ -44,10 +44,12 @@ def show(outcome: o.Outcome, *, as_json: bool, command: str | None = None) -> No
                 say("[Recover: nothing to restore]")
         case o.UndoOutcome():
             undone = outcome.undone
+            what = f'"{undone.task}"' if undone.task else f"run {undone.run}"
             if undone.reverted:
-                say(f"[Undo: the run's commit {undone.reverted[:12]} reverted by a new commit {undone.revert_commit}]")
+                say(f"[Undo: {what}: its commit {undone.reverted[:12]} reverted by a new commit "
+                    f"{undone.revert_commit}]")
             else:
-                say(f"[Undo: took back run {undone.run}]")
+                say(f"[Undo: took back {what} ({', '.join(f.path for f in undone.outcomes)})]")
                 taken_back(undone.outcomes, "taken back")
         case o.TestOutcome():
             say(f"[Tests: {outcome.result.summary()}]")

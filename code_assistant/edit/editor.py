@@ -92,9 +92,13 @@ class FileEditor:
     """Applies model edits to one repository, journaling originals so the run can be rolled back byte for byte."""
 
     def __init__(self, repo_path: str | Path, state_dir: str | Path | None = None,
-                 forbidden: Iterable[Path] = (), *, originals: Path | None = None, history: bool = True) -> None:
+                 forbidden: Iterable[Path] = (), *, originals: Path | None = None, history: bool = True,
+                 task: str | None = None, session: str | None = None) -> None:
         """`originals`: where a file's original is saved when the user's and the run's edits overlap at a rollback
-        (beside the run's log); `history`: keep a finished run's journal for undo (not for scratch copies)."""
+        (beside the run's log); `history`: keep a finished run's journal for undo (not for scratch copies); `task`
+        and `session`: what the run was asked and the session it belongs to (undo names the one, chooses by the
+        other)."""
+        self.task, self.session = task, session
         self.repo = Path(repo_path).resolve()
         self.state_dir = Path(state_dir).resolve() if state_dir else default_state_dir(self.repo)
         if inside(self.state_dir, self.repo):
@@ -326,7 +330,8 @@ class FileEditor:
                 path.parent.mkdir(parents=True, exist_ok=True)
             return
         if self._journal is None:
-            self._journal = Journal.start(self.state_dir, self.repo, self.originals)
+            self._journal = Journal.start(self.state_dir, self.repo, self.originals, task=self.task,
+                                          session=self.session)
         if old is not None:
             backup = self._journal.backup(old, len(self._touched))
             entry = JournalEntry(op=Op.MODIFIED, path=rel, backup=str(backup.relative_to(self._journal.run_dir)),

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from code_assistant import vcs
-from code_assistant.edit.journal import Ending, Journal, Op
+from code_assistant.edit.journal import Ending, Journal, JournalEntry, Op
 from code_assistant.edit.ownership import Fate
 from code_assistant.edit.takeback import FileOutcome, decide, take_out
 from code_assistant.errors import AssistantError
@@ -27,9 +27,11 @@ class UndoError(AssistantError):
 
 @dataclass
 class Undone:
-    """What an undo did: the run it took back, each file's outcome, or the commit it reverted."""
+    """What an undo did: the run it took back (and the task it was asked), each file's outcome, or the commit it
+    reverted."""
 
     run: str
+    task: str = ""
     outcomes: list[FileOutcome] = field(default_factory=list)
     reverted: str | None = None  # the run's commit, reverted by a new commit (git revert)
     revert_commit: str | None = None
@@ -46,13 +48,16 @@ def _started(journal: Journal) -> tuple[float, str]:
     return (begin.time or 0.0) if begin else 0.0, journal.run_dir.name
 
 
-def kept_runs(state_dir: Path, repo: Path) -> list[Journal]:
-    """Finished runs of this repository that changed something and can still be undone, newest first."""
+def kept_runs(state_dir: Path, repo: Path, session: str | None = None) -> list[Journal]:
+    """Finished runs of this repository that changed something and can still be undone, newest first (`session`:
+    only that session's)."""
     repo = repo.resolve()
     kept = []
     for journal in _runs(state_dir):
         begin = journal.begin()
         if begin is None or begin.repo != str(repo) or journal.ending() != Ending.FINISHED:
+            continue
+        if session is not None and begin.session != session:
             continue
         if journal.files():
             kept.append(journal)
@@ -77,15 +82,18 @@ def prune(state_dir: Path, keep: int = MAX_RUNS, max_bytes: int = MAX_BYTES) -> 
     return removed
 
 
-def undo_last(repo: Path, state_dir: Path) -> Undone:
+def undo_last(repo: Path, state_dir: Path, session: str | None = None) -> Undone:
+    """Take back the newest finished run (`session`: the newest of that session's)."""
     repo = repo.resolve()
-    runs = kept_runs(state_dir, repo)
+    runs = kept_runs(state_dir, repo, session)
     if not runs:
-        raise UndoError(f"nothing to undo: no finished run of the assistant left changes in {repo}")
+        whose = "this session" if session is not None else "the assistant"
+        raise UndoError(f"nothing to undo: no finished run of {whose} left changes in {repo}")
     journal = runs[0]
+    task = (journal.begin() or JournalEntry(op=Op.BEGIN)).task or ""
     commit = next((e.commit for e in reversed(journal.entries()) if e.op == Op.COMMITTED and e.commit), None)
     if commit:
-        return _revert(repo, journal, commit)
+        return _revert(repo, journal, commit, task)
     decisions = decide(repo, journal)
     stuck = [(record.path, d.why) for record, d in decisions if d.fate == Fate.CONFLICT]
     if stuck:
@@ -94,10 +102,10 @@ def undo_last(repo: Path, state_dir: Path) -> Undone:
     outcomes = take_out(repo, journal)
     journal.close(Ending.UNDONE)
     shutil.rmtree(journal.run_dir, ignore_errors=True)
-    return Undone(run=journal.run_dir.name, outcomes=outcomes)
+    return Undone(run=journal.run_dir.name, task=task, outcomes=outcomes)
 
 
-def _revert(repo: Path, journal: Journal, commit: str) -> Undone:
+def _revert(repo: Path, journal: Journal, commit: str, task: str) -> Undone:
     head = vcs.try_git(repo, "rev-parse", "HEAD")
     if head is None or head.strip() != commit:
         raise UndoError(f"the last run's commit {commit[:12]} is no longer HEAD; revert it with git "
@@ -105,4 +113,4 @@ def _revert(repo: Path, journal: Journal, commit: str) -> Undone:
     revert_commit = vcs.revert(repo, commit)
     journal.close(Ending.UNDONE)
     shutil.rmtree(journal.run_dir, ignore_errors=True)
-    return Undone(run=journal.run_dir.name, reverted=commit, revert_commit=revert_commit)
+    return Undone(run=journal.run_dir.name, task=task, reverted=commit, revert_commit=revert_commit)

@@ -16,6 +16,7 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from pathlib import Path
@@ -113,7 +114,8 @@ def remove_if(path: Path, expect: bytes) -> None:
 class Op(StrEnum):
     """The kinds of journal line."""
 
-    BEGIN = "begin"  # v, repo, pid, time, originals: where a conflicting file's original is saved
+    BEGIN = "begin"  # v, repo, pid, time, originals: where a conflicting file's original is saved; task (its first
+    #                  line) and session (the session's id; none: a one-shot run), for undo to say and to choose
     MODIFIED = "modified"  # path, backup: the original's copy under the run's directory, mode
     CREATED = "created"  # path, dirs: the parent directories the write created, outermost first
     DELETED = "deleted"  # as modified; written by version 1 only, still read
@@ -150,6 +152,8 @@ class JournalEntry:
     absent: bool | None = None
     originals: str | None = None
     commit: str | None = None
+    task: str | None = None
+    session: str | None = None
 
     def to_json(self) -> str:
         """The line written: only the fields this kind of entry has (the on-disk format of JOURNAL_VERSION)."""
@@ -200,12 +204,15 @@ class Journal:
         self.backups = run_dir / "backups"
 
     @classmethod
-    def start(cls, state_dir: Path, repo: Path, originals: Path | None = None) -> Journal:
+    def start(cls, state_dir: Path, repo: Path, originals: Path | None = None, *, task: str | None = None,
+              session: str | None = None) -> Journal:
         run_dir = state_dir / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         (run_dir / "backups").mkdir(parents=True)
         journal = cls(run_dir)
         journal.append(JournalEntry(op=Op.BEGIN, v=JOURNAL_VERSION, repo=str(repo), pid=os.getpid(), time=time.time(),
-                                    originals=str(originals) if originals else None))
+                                    originals=str(originals) if originals else None,
+                                    task=task.strip().splitlines()[0][:200] if task and task.strip() else None,
+                                    session=session))
         return journal
 
     def append(self, entry: JournalEntry) -> None:
@@ -301,10 +308,12 @@ class RepoLock:
     """One run (or one session) per repository: an exclusive, non-blocking flock on a file in the state dir, which
     names the holder's pid, and `session` when a session holds it for its whole length."""
 
-    def __init__(self, repo_path: str | Path, state_dir: str | Path | None = None, *, session: bool = False) -> None:
+    def __init__(self, repo_path: str | Path, state_dir: str | Path | None = None, *, session: bool = False,
+                 wait: Callable[[str], None] | None = None) -> None:
+        """`wait`: when another holds the repository, wait for it (told with this, once) instead of refusing."""
         self.repo = Path(repo_path).resolve()
         self.path = (Path(state_dir) if state_dir else default_state_dir(self.repo)) / "lock"
-        self.session = session
+        self.session, self.wait = session, wait
         self._fd: int | None = None
 
     def __enter__(self) -> RepoLock:
@@ -314,9 +323,16 @@ class RepoLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             holder = os.pread(fd, 64, 0).decode(errors="replace").split()
-            os.close(fd)
-            raise RepoLockedError(held_by(holder[0] if holder else "unknown", "session" in holder[1:], self.repo)
-                                  ) from None
+            held = held_by(holder[0] if holder else "unknown", "session" in holder[1:], self.repo)
+            if self.wait is None:
+                os.close(fd)
+                raise RepoLockedError(held) from None
+            self.wait(f"[Waiting: {held.split(';')[0]}; Ctrl-C stops waiting]")
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)  # a signal ends the wait (KeyboardInterrupt)
+            except BaseException:
+                os.close(fd)
+                raise
         os.ftruncate(fd, 0)
         os.pwrite(fd, (f"{os.getpid()}\n" + ("session\n" if self.session else "")).encode(), 0)
         self._fd = fd

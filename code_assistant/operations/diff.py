@@ -1,6 +1,6 @@
-"""`diff`: what the assistant changed that is still in effect — in a session, every task of the session not taken
-back; from the command line, the last run that `undo` would take back — each file from before the first of those runs
-to what the last of them left."""
+"""`diff`: what the assistant changed that is still in effect — in a session, every task of the session (a resumed one
+too) not taken back; from the command line, the last run that `undo` would take back — each file from before the
+first of those runs to what the last of them left."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -16,12 +16,8 @@ if TYPE_CHECKING:
 def execute(ws: Workspace, options: DiffOptions) -> DiffOutcome:
     from code_assistant.edit.history import kept_runs
 
-    kept = kept_runs(ws.settings.repo_state_dir, ws.settings.repo)  # newest first
-    if ws.memory_file is not None:
-        runs = [j for j in kept if (begin := j.begin()) is not None and (begin.time or 0) >= ws.started]
-        scope = "this session"
-    else:
-        runs, scope = kept[:1], "the last run"
+    kept = kept_runs(ws.settings.repo_state_dir, ws.settings.repo, ws.session)  # newest first
+    runs, scope = (kept, "this session") if ws.session is not None else (kept[:1], "the last run")
     return DiffOutcome(diff=changes(list(reversed(runs))), scope=scope)
 
 

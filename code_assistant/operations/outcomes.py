@@ -101,7 +101,8 @@ class UndoOutcome:
 
     def as_json(self) -> dict[str, Any]:
         undone = self.undone
-        return {"success": True, "undone": undone.run, "taken_back": taken_back_json(undone.outcomes),
+        return {"success": True, "undone": undone.run, "task": undone.task,
+                "taken_back": taken_back_json(undone.outcomes),
                 "reverted_commit": undone.reverted, "revert_commit": undone.revert_commit}
 
 

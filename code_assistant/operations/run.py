@@ -67,7 +67,7 @@ def one_task(ws: Workspace, options: RunOptions) -> RunResult:
     work = dataclasses.replace(settings, repo=workflow.start())
     trajectory = Trajectory(work.runs_dir, options.task or "task")
     editor = FileEditor(work.repo, state_dir=work.repo_state_dir, forbidden=[work.index_path],
-                        originals=trajectory.path.with_suffix(".originals"))
+                        originals=trajectory.path.with_suffix(".originals"), task=options.task, session=ws.session)
     try:
         result = _agent_run(ws, options.task, work=work, workflow=workflow, trajectory=trajectory, editor=editor,
                             tools=_tools(ws, options.replay))

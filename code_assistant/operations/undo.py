@@ -1,6 +1,7 @@
 """`undo`: take back the last run that left changes (after recovering an interrupted one) by the ownership rule: its
 lines go, what anyone else wrote since stays; a file that cannot be separated refuses the whole undo (UndoError, exit
-2). A run committed with --commit is reverted with git while its commit is HEAD."""
+2). A run committed with --commit is reverted with git while its commit is HEAD. In a session, the session's own last
+task (another session's, or a one-shot run's, is not its to take back)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -13,13 +14,9 @@ if TYPE_CHECKING:
 
 
 def execute(ws: Workspace, options: UndoOptions) -> UndoOutcome:
-    from code_assistant.agent.memory import Note
     from code_assistant.edit.history import undo_last
 
     with ws.holding():
-        undone = undo_last(ws.settings.repo, ws.settings.repo_state_dir)
-    files = [o.path for o in undone.outcomes]
-    ws.memory.remember(Note(task="/undo", result=f"the last task's change was taken back ({', '.join(files)})"), [])
-    ws.memory.changed = [p for p in ws.memory.changed if p not in files]
-    ws.save_memory()
+        undone = undo_last(ws.settings.repo, ws.settings.repo_state_dir, session=ws.session)
+    ws.remember_undone(undone.task, [o.path for o in undone.outcomes])
     return UndoOutcome(undone=undone)
