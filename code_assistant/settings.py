@@ -114,6 +114,7 @@ class Settings:
     instructions: bool = True       # the repository's AGENTS.md (or CLAUDE.md, ...) in the system part of requests
     tools: ToolsMode = ToolsMode.AUTO  # the model may look around before it answers
     max_tool_calls: int = 12        # tool calls one answer may make
+    trust_mcp: bool = False         # start the repository's .mcp.json servers without asking
     verbose: bool = False
     wait: bool = False              # another run or session holds the repository: wait for it (else refused)
 

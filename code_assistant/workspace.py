@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from code_assistant.edit.takeback import FileOutcome
     from code_assistant.index.indexer import Indexer, IndexStats, RepoIndex
     from code_assistant.model.chat import ChatModel, OpenAIChat, Usage
+    from code_assistant.mcp.config import ServerConfig
+    from code_assistant.mcp.connections import Connections
+    from code_assistant.tools import Tool
     from code_assistant.tools.box import Form, Toolbox, ToolsFor
     from code_assistant.verify.runner import TestRunner
     from code_assistant.verify.sandbox import Sandbox
@@ -58,21 +61,25 @@ class Display:
     answer_tokens: Callable[[str], None] | None = None  # an answer to a question as it arrives (None: shown at the end)
     end_stream: Callable[[], None] = lambda: None  # ends a streamed answer's line
     review: Callable[[str], Verdict] | None = None  # --review: the diff shown, what the person said
+    confirm: Callable[[str], bool] | None = None  # a yes/no question to the person (None: nobody to ask)
     index_progress: Callable[[], AbstractContextManager[Progress | None]] = _no_progress
     embed_progress: Callable[[int], AbstractContextManager[Callable[[Any], None] | None]] = _no_progress
 
 
 class Workspace:
-    """One repository and what works on it. `memory`: a session's notes and pins (a command's is empty)."""
+    """One repository and what works on it. `memory`: a session's notes and pins (a command's is empty);
+    `session`: the id its runs' journals carry, so that its undo and diff are its own (None: a one-shot command,
+    whose undo takes the newest run of any)."""
 
     def __init__(self, settings: Settings, display: Display | None = None, *, memory: Memory | None = None,
-                 memory_file: Path | None = None) -> None:
+                 memory_file: Path | None = None, session: str | None = None) -> None:
         from code_assistant.model.chat import Usage
 
         self.settings = settings
         self.display = display or Display()
         self.memory = memory or Memory()
         self.memory_file = memory_file  # where a session keeps its memory (None: nowhere, a one-shot command)
+        self.session = session
         self.started = time.time()
         self.usage: Usage = Usage()  # every model call of the workspace's life (a session's /tokens)
         self.cost = 0.0
@@ -83,6 +90,7 @@ class Workspace:
         self._indexer: Indexer | None = None
         self._sandbox: Sandbox | None = None
         self._sandbox_said = False
+        self._mcp: Connections | None = None
 
     def __enter__(self) -> Workspace:
         return self
@@ -96,12 +104,6 @@ class Workspace:
 
     def say(self, line: str) -> None:
         self.display.say(line)
-
-    @property
-    def session(self) -> str | None:
-        """The session's id, which its runs' journals carry (None: a one-shot command, whose undo takes the newest
-        run of any)."""
-        return self.memory.session if self.memory_file is not None else None
 
     # ----- the repository, held ----------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -282,13 +284,14 @@ class Workspace:
             return None
         words = mode == ToolsMode.JSON or not getattr(model, "native_tools", True)  # refused once: words from then on
         form = Form.JSON if words else Form.NATIVE
-        return lambda repo, index: self.toolbox(repo, index, read_only=read_only, form=form, recorded=recorded)
+        return lambda repo, index: self.toolbox(repo, index, read_only=read_only, form=form, recorded=recorded,
+                                                mcp=True)
 
     def toolbox(self, repo: Path | None = None, index: Callable[[], RepoIndex] | None = None, *,
-                read_only: bool = False, form: Form | None = None,
-                recorded: list[dict[str, Any]] | None = None) -> Toolbox:
+                read_only: bool = False, form: Form | None = None, recorded: list[dict[str, Any]] | None = None,
+                mcp: bool = False) -> Toolbox:
         """The tools over a working tree (the repository, unless another: a worktree, a scratch copy) and its index
-        (the workspace's, brought up to date, unless another)."""
+        (the workspace's, brought up to date, unless another); `mcp`: the user's MCP servers' tools too."""
         from code_assistant.tools.box import Form, Toolbox
         from code_assistant.tools.files import RepoView
         from code_assistant.tools.looking import Looking
@@ -300,8 +303,46 @@ class Workspace:
         found = Looking(view, index or self.quiet_index).tools()
         if not read_only and self.sandbox.active:
             found += Running(repo, self.sandbox, running_file=self.running_tests.with_name("running-tool")).tools()
+        if mcp:
+            found += self.mcp_tools(read_only=read_only)
         return Toolbox(found, max_calls=settings.max_tool_calls, form=form or Form.NATIVE, recorded=recorded,
                        say=self.display.say)
+
+    def mcp_tools(self, *, read_only: bool = False) -> list[Tool]:
+        """The user's MCP servers' tools: started once a workspace, on first need, and stopped when it closes. The
+        user's own servers start; a repository's `.mcp.json` servers only once approved — asked on a terminal
+        (the approval kept for that command line), or with --trust-mcp — else named as not started."""
+        if self._mcp is None:
+            from code_assistant.mcp.connections import Connections
+
+            self._mcp = Connections(self._mcp_servers(), cwd=self.settings.repo, logs=self.settings.repo_state_dir,
+                                    say=self.say)
+            self._stack.callback(self._mcp.close)
+            self._mcp.start()
+        return self._mcp.tools(read_only=read_only)
+
+    def _mcp_servers(self) -> list[ServerConfig]:
+        from code_assistant.mcp.config import Origin, configured
+        from code_assistant.mcp.trust import Approvals
+
+        servers, unusable = configured(self.settings.repo)
+        for bad in unusable:
+            self.say(f"[MCP: {bad.name} ({bad.origin}) cannot be used: {bad.why}]")
+        approvals = Approvals(self.settings.repo_state_dir / "mcp-approved.json")
+        started = []
+        for server in servers:
+            if server.origin == Origin.USER or approvals.approved(server) or self.settings.trust_mcp:
+                started.append(server)
+            elif self.display.confirm is not None and self.display.confirm(
+                    f"The repository's .mcp.json asks to start the MCP server {server.name!r}: "
+                    f"{server.command_line()} (it runs as you, outside the sandbox). Start it?"):
+                approvals.approve(server)
+                started.append(server)
+            else:
+                why = "not approved" if self.display.confirm is not None else "not approved (no terminal to ask: " \
+                      "--trust-mcp starts the repository's servers)"
+                self.say(f"[MCP: {server.name} (.mcp.json: {server.command_line()}) not started: {why}]")
+        return started
 
     # ----- a session's memory -------------------------------------------------------------------------------------
     def save_memory(self) -> None:

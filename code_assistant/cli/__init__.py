@@ -13,17 +13,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from code_assistant import interrupts
-from code_assistant.cli import flags
+from code_assistant.cli import flags, mcp
 from code_assistant.cli.flags import SETTING_FIELDS, Parser
 from code_assistant.console import render
 from code_assistant.errors import UsageError
 from code_assistant.operations import OPERATIONS, Door, reached_from
-from code_assistant.operations.options import (AskOptions, ContextOptions, DiffOptions, IndexOptions, RecoverOptions,
-                                               RunOptions, TestOptions, ToolOptions, UndoOptions)
+from code_assistant.operations.options import (ApplyOptions, AskOptions, ContextOptions, DiffOptions, IndexOptions,
+                                               RecoverOptions, RunOptions, TestOptions, ToolOptions, UndoOptions)
 from code_assistant.session import SessionOptions
 from code_assistant.settings import DEFAULT_MODEL, Settings, load_settings
 
 CHAT = "chat"
+MCP = "mcp"
 
 
 # ----- the table -------------------------------------------------------------------------------------------------
@@ -58,6 +59,15 @@ def _task(args: argparse.Namespace) -> str:
     return task
 
 
+def _plan_text(path: Path) -> str:
+    if str(path) == "-":
+        return sys.stdin.read()
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"apply: cannot read the plan {path}: {exc.strerror or exc}") from None
+
+
 def _run_options(args: argparse.Namespace) -> RunOptions:
     return RunOptions(task=_task(args), branch=args.branch, worktree=args.worktree, commit=args.commit,
                       allow_dirty=args.allow_dirty, keep_branch=args.keep_branch, replay=args.replay)
@@ -86,6 +96,7 @@ _PARSERS: dict[str, tuple[tuple[Callable[[argparse.ArgumentParser], None], ...],
              lambda a: ToolOptions(tool="read", arguments={"path": a.path, "start": a.start, "end": a.end})),
     "symbol": ((flags.repository, flags.as_json, flags.symbol_words),
                lambda a: ToolOptions(tool="symbol", arguments={"name": a.name})),
+    "apply": ((flags.repository, flags.as_json, flags.plan_file), lambda a: ApplyOptions(plan=_plan_text(a.plan))),
     "exec": ((flags.repository, flags.as_json, flags.tests, flags.exec_words),
              lambda a: ToolOptions(tool="exec", arguments={"command": " ".join(a.command)})),
 }
@@ -97,6 +108,8 @@ COMMANDS: dict[str, Command] = {
                    flags.session),
                   lambda a: SessionOptions(resume=a.resume)),
     **{op.name: Command(op.name, op.summary, *_PARSERS[op.name]) for op in reached_from(Door.CLI) if op.name != "run"},
+    MCP: Command(MCP, "the user's MCP servers (add, list, remove), and serve: our tools to other agents over MCP",
+                 (mcp.words, flags.tests), mcp.options),
 }
 
 
@@ -196,6 +209,8 @@ def execute(parsed: Parsed) -> int:
     from code_assistant import console
     from code_assistant.workspace import Workspace
 
+    if parsed.command.name == MCP:
+        return mcp.execute(parsed.settings, parsed.options, as_json=parsed.as_json)  # type: ignore[arg-type]
     if parsed.command.name == CHAT:
         from code_assistant import session
 

@@ -84,6 +84,8 @@ def tooling(p: argparse.ArgumentParser) -> None:
              help="no tools: the model answers from the context it is given (default: auto, as --tools says)")
     _setting(g, "--max-tool-calls", field="max_tool_calls", type=int, metavar="N",
              help=f"tool calls one answer may make (default {default('max_tool_calls')})")
+    _setting(g, "--trust-mcp", field="trust_mcp", action="store_true", default=None,
+             help="start the MCP servers of the repository's .mcp.json without asking (they run as you)")
 
 
 def retrieval(p: argparse.ArgumentParser) -> None:
@@ -212,3 +214,7 @@ def symbol_words(p: argparse.ArgumentParser) -> None:
 
 def exec_words(p: argparse.ArgumentParser) -> None:
     p.add_argument("command", nargs="+", help="the command (quote it, or put it after --)")
+
+
+def plan_file(p: argparse.ArgumentParser) -> None:
+    p.add_argument("plan", type=Path, help="a file holding the plan ({\"changes\": [...]}); - for stdin")

@@ -122,6 +122,12 @@ def review(diff: str) -> Verdict:
             return Verdict(Decision.REJECT, sys.stdin.readline().strip())
 
 
+def confirm(question: str) -> bool:
+    """A yes/no question on the terminal; anything but y is no."""
+    say(f"{question} [y/N]")
+    return sys.stdin.readline().strip().lower()[:1] == "y"
+
+
 class _IndexProgress:
     """A progress bar for big repositories on a terminal; nothing otherwise."""
 
@@ -221,4 +227,5 @@ def display(*, as_json: bool, streams: bool) -> Display:
     if as_json:
         return Display(review=review, embed_progress=embed_progress)
     return Display(say=say, run_tokens=stream if streams else None, answer_tokens=answer if streams else None,
-                   end_stream=end_stream, review=review, index_progress=index_progress, embed_progress=embed_progress)
+                   end_stream=end_stream, review=review, index_progress=index_progress, embed_progress=embed_progress,
+                   confirm=confirm if sys.stdin.isatty() else None)

@@ -66,6 +66,12 @@ def show(outcome: o.Outcome, *, as_json: bool, command: str | None = None) -> No
             say(f"[Model: {outcome.name}" + (f", context window {outcome.window}]" if outcome.window else "]"))
         case o.ToolOutcome():
             say(outcome.text)
+        case o.ApplyOutcome():
+            if outcome.diff:
+                show_diff(outcome.diff)
+            say(f"[Applied: {', '.join(outcome.files)}]" if outcome.applied else "[Nothing was applied]")
+            if outcome.feedback:
+                say(outcome.feedback.rstrip())
         case o.TokensOutcome():
             usage = outcome.usage
             cost = f", about ${outcome.cost_usd:.4f}" if outcome.cost_usd else ""

@@ -67,6 +67,8 @@ OPERATIONS: dict[str, Operation] = {op.name: op for op in (
     Operation("symbol", "where a name is defined and where it is used", o.ToolOptions, "look", "NAME"),
     Operation("exec", "a command in the test sandbox, the repository read-only (the model's run tool)",
               o.ToolOptions, "look", "COMMAND"),
+    Operation("apply", "apply a plan of edits (the JSON answer format) through the journal and the guardrails",
+              o.ApplyOptions, "apply", "PLAN", Door.CLI),
     Operation("index", "embed the whole repository now (resumable; Ctrl-C keeps finished batches)", o.IndexOptions,
               "index", doors=Door.CLI),
     Operation("recover", "take an interrupted run's change out of the repository and stop its leftover tests",

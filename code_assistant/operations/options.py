@@ -74,6 +74,14 @@ class TokensOptions:
 
 
 @dataclass(frozen=True)
+class ApplyOptions:
+    """A plan of edits in the answer format (`{"changes": [...]}`, SEARCH/REPLACE blocks or a unified diff)."""
+
+    plan: str
+    label: str = "apply"  # what undo calls the change
+
+
+@dataclass(frozen=True)
 class ToolOptions:
     """One of the model's tools, called by a person: its name and its arguments, as the model would give them."""
 
@@ -82,4 +90,4 @@ class ToolOptions:
 
 
 Options = (RunOptions | AskOptions | ContextOptions | IndexOptions | RecoverOptions | UndoOptions | TestOptions
-           | DiffOptions | PinOptions | ModelOptions | TokensOptions | ToolOptions)
+           | DiffOptions | PinOptions | ModelOptions | TokensOptions | ToolOptions | ApplyOptions)

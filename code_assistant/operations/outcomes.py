@@ -181,8 +181,31 @@ class ToolOutcome:
         return {"tool": self.tool, "summary": self.summary, "result": self.text, "error": self.error}
 
 
+@dataclass(frozen=True)
+class ApplyOutcome:
+    """A plan applied: its diff and files, and what did not apply, in the words a model gets."""
+
+    applied: bool
+    diff: str = ""
+    files: list[str] = field(default_factory=list)
+    feedback: str = ""
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_OK if self.applied and not self.feedback else EXIT_FAILED
+
+    def as_json(self) -> dict[str, Any]:
+        return {"applied": self.applied, "files": self.files, "diff": self.diff, "feedback": self.feedback}
+
+    def text(self) -> str:
+        """The outcome as another agent is told it."""
+        head = (f"Applied to {', '.join(self.files)}; `undo` takes it back." if self.applied
+                else "Nothing was applied.")
+        return "\n\n".join(part for part in (head, self.diff.rstrip(), self.feedback.rstrip()) if part)
+
+
 Outcome = (RunOutcome | AskOutcome | ContextOutcome | IndexOutcome | RecoverOutcome | UndoOutcome | TestOutcome
-           | DiffOutcome | PinsOutcome | ModelOutcome | TokensOutcome | ToolOutcome)
+           | DiffOutcome | PinsOutcome | ModelOutcome | TokensOutcome | ToolOutcome | ApplyOutcome)
 
 
 # ----- the records' parts, as JSON -------------------------------------------------------------------------------------
