@@ -95,7 +95,8 @@ class Connections:
         server.closing = asyncio.Event()
         try:
             with open(self.logs / f"mcp-{server.config.name}.log", "a", encoding="utf-8") as errlog:
-                async with Client(self._transport(server.config, errlog), read_timeout_seconds=CALL_TIMEOUT_S) as client:
+                transport = self._transport(server.config, errlog)
+                async with Client(transport, read_timeout_seconds=CALL_TIMEOUT_S) as client:
                     server.client = client
                     server.tools = list((await client.list_tools()).tools)
                     server.ready.set()

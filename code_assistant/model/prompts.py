@@ -142,7 +142,8 @@ The user may refer to these earlier tasks ("now also...", "that broke..."); thei
 TOOLS_NATIVE = Prompt("tools-native/v1.0.0", """
 # Looking around
 Before you answer you may call the tools you are given to find and read what you need: search (the repository's own
-ranking for a text), grep (a regular expression), read (lines of a file), symbol (where a name is defined and used){run}.
+ranking for a text), grep (a regular expression), read (lines of a file), symbol (where a name is defined and
+used){run}.
 At most {max_calls} calls for this answer; a call made twice is not made again. The tools never change files: changes
 come only in your answer. The context above may already hold what you need: then answer at once. When you know
 enough, reply with {answer}.""")
@@ -157,7 +158,8 @@ this answer; a call made twice is not made again. The tools never change files: 
 The tools:
 {tools}""")
 
-TOOLS_DONE = Prompt("tools-done/v1.0.0", """You have made the {max_calls} tool calls this answer may make; no more tools. Reply now with {answer}.""")
+TOOLS_DONE = Prompt("tools-done/v1.0.0", "You have made the {max_calls} tool calls this answer may make; no more "
+                                          "tools. Reply now with {answer}.")
 
 ALL: dict[str, Prompt] = {p.version.split("/")[0]: p for p in (SYSTEM, PLAN, FIX, SYNTAX, REASK, ASK, REPRODUCE,
                                                                  REPRODUCE_AGAIN, REPRODUCED, READ, INSTRUCTIONS,

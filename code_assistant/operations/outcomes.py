@@ -208,7 +208,7 @@ Outcome = (RunOutcome | AskOutcome | ContextOutcome | IndexOutcome | RecoverOutc
            | DiffOutcome | PinsOutcome | ModelOutcome | TokensOutcome | ToolOutcome | ApplyOutcome)
 
 
-# ----- the records' parts, as JSON -------------------------------------------------------------------------------------
+# ----- the records' parts, as JSON ------------------------------------------------------------------------------
 def usage_json(usage: Usage) -> dict[str, Any]:
     """A run's `tokens`: the server's counts, and `"estimated": true` when some were counted here."""
     counts: dict[str, Any] = {"calls": usage.calls, "prompt_tokens": usage.prompt_tokens,

@@ -128,7 +128,8 @@ def note(task: str, result: RunResult) -> Note:
     if result.success:
         outcome = f"done ({result.stop_reason}, iteration {result.iterations}); the change is in the files"
     else:
-        detail = f": {result.message.splitlines()[0]}" if result.message and result.message != result.stop_reason else ""
+        said = result.message and result.message != result.stop_reason
+        detail = f": {result.message.splitlines()[0]}" if said else ""
         outcome = f"not done ({result.stop_reason}{detail}); everything was rolled back"
     return Note(task=task, result=outcome, files=files_with_stat(result.diff) if result.success else (),
                 failing=tuple(result.tests_failed))
