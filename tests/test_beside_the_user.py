@@ -171,6 +171,19 @@ def test_undo_after_a_green_run_puts_back_the_original_bytes(tmp_path: Path) -> 
     assert snapshot(repo) == before
 
 
+def test_undo_after_a_run_that_wrote_one_file_twice_puts_back_the_original_bytes(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    fix = answer(modify("calc.py", "    return a * b\n\n\ndef multiply", "    return a + b\n\n\ndef multiply"))
+    with ScriptedServer([WRONG, fix]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--no-reproduce"],
+                       server_url=server.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    undone = _undo(repo)
+    assert undone.returncode == 0, undone.stdout + undone.stderr
+    assert snapshot(repo) == before
+
+
 def test_undo_keeps_what_the_user_wrote_in_another_part_of_the_same_file(tmp_path: Path) -> None:
     repo = python_repo(tmp_path)
     _green_run(repo, modify("calc.py", "    return a - b", "    return a + b"))

@@ -255,19 +255,22 @@ class Journal:
 
     def files(self) -> list[FileRecord]:
         """Every file the run touched, in the order it first touched them. A version 2 journal with no write of a
-        file yet (a crash between its backup and its write) says the run left it as it was."""
+        file yet (a crash between its backup and its write) says the run left it as it was. A finished run knows
+        only the last state it left in each file (close() dropped the ones before)."""
         entries = self.entries()
         version = entries[0].v if entries and entries[0].op == Op.BEGIN else None
+        finished = any(e.op == Op.DONE and e.how == Ending.FINISHED for e in entries)
         records: dict[str, FileRecord] = {}
         for entry in entries:
             if entry.op in (Op.MODIFIED, Op.CREATED, Op.DELETED) and entry.path not in records:
                 records[entry.path] = FileRecord(entry.path, entry)
             elif entry.op == Op.WROTE and entry.path in records:
                 records[entry.path].wrote.append(None if entry.absent else entry.blob)
-        if (version or 1) >= 2:
-            for record in records.values():
-                if not record.wrote:
-                    record.wrote.append(record.first.backup)  # the original's copy (None: it did not exist)
+        for record in records.values():
+            if not record.wrote and (version or 1) >= 2:
+                record.wrote.append(record.first.backup)  # the original's copy (None: it did not exist)
+            if finished:
+                del record.wrote[:-1]
         return list(records.values())
 
     def original(self, record: FileRecord) -> bytes | None:
