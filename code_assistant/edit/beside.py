@@ -87,11 +87,12 @@ def misfit(op: EditOperation, rel: str, left: bytes, now: bytes) -> str | None:
 class Outside:
     """The files a run wrote that somebody else changed since, as they bear on one answer: `gone`, those that can no
     longer be worked on (path -> why); `overlaps`, those an edit of the answer does not fit as they are now (path ->
-    which edit and why); `now`, what each changed file holds now."""
+    which edit and why); `around`, those the answer edits and fits; `now`, what each changed file holds now."""
 
     now: dict[str, bytes | None] = field(default_factory=dict)
     gone: dict[str, str] = field(default_factory=dict)
     overlaps: dict[str, str] = field(default_factory=dict)
+    around: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> list[str]:
@@ -117,4 +118,6 @@ def outside(files: dict[str, tuple[bytes | None, bytes | None]],
         elif op.action != Action.READ:
             mine, theirs = _edited(op, rel, left), _edited(op, rel, now)
             texts[rel] = (left if mine is None else mine, now if theirs is None else theirs)
-    return Outside(now={rel: now for rel, (_, now) in files.items()}, gone=gone_, overlaps=overlaps)
+    around = [rel for rel in dict.fromkeys(rel for rel, _ in ops) if rel in texts and rel not in overlaps]
+    return Outside(now={rel: now for rel, (_, now) in files.items()}, gone=gone_, overlaps=overlaps,
+                   around=[rel for rel in around if rel])
