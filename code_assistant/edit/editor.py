@@ -150,7 +150,7 @@ class FileEditor:
 
     def changed_outside(self) -> list[str]:
         """Files this run wrote that no longer hold what it left in them: somebody else changed them since."""
-        return [rel for rel, left in self._left.items() if read_state(self.repo / rel) != left]
+        return self.outside([]).changed
 
     def outside(self, ops: list[EditOperation]) -> Outside:
         """The files this run wrote that somebody else changed since, and whether the answer's edits (`ops`) fit
