@@ -118,6 +118,6 @@ def outside(files: dict[str, tuple[bytes | None, bytes | None]],
         elif op.action != Action.READ:
             mine, theirs = _edited(op, rel, left), _edited(op, rel, now)
             texts[rel] = (left if mine is None else mine, now if theirs is None else theirs)
-    around = [rel for rel in dict.fromkeys(rel for rel, _ in ops) if rel in texts and rel not in overlaps]
+    edited = dict.fromkeys(rel for rel, _ in ops if rel is not None)
     return Outside(now={rel: now for rel, (_, now) in files.items()}, gone=gone_, overlaps=overlaps,
-                   around=[rel for rel in around if rel])
+                   around=[rel for rel in edited if rel in texts and rel not in overlaps])
