@@ -35,7 +35,6 @@ from tests.scripted_server import ScriptedServer
 USER_LINE = "# a note the user saved while the assistant worked\n"
 WRONG = answer(modify("calc.py", "    return a - b", "    return a * b"))  # add() still wrong: the tests fail
 FIX = answer(modify("calc.py", "    return a * b\n\n\ndef multiply", "    return a + b\n\n\ndef multiply"))  # after it
-RIGHT = answer(modify("calc.py", "    return a - b", "    return a + b"))
 
 
 def _user_saves(repo: Path, then: str) -> Any:
