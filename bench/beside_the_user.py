@@ -1,6 +1,7 @@
 """A soak of the promise "it never loses a byte of your work": the CLI runs against the scripted server many times
 (failing, succeeding and undone, succeeding and kept, killed with SIGKILL and recovered, failing after the
-user changed the very line the assistant wrote) while a writer process
+user changed the very line the assistant wrote — asked once more, touching it again —, succeeding on the second
+answer, written around the writer's lines, and undone) while a writer process
 appends lines to random tracked files at random moments, as a person with an editor open would.
 
     python -m bench.beside_the_user [--runs 60] [--seed 1] [--work /tmp/beside] [--out results.json]
@@ -48,7 +49,9 @@ TRACKED = ["calc.py", "text.py", "util.py", "other.py", "tests/test_app.py"]
 RIGHT = [modify("calc.py", "    return a - b", "    return a + b"), modify("text.py", "return s.lower()", "return s.upper()")]
 WRONG = [modify("calc.py", "    return a - b", "    return a * b")]
 WRONG_AGAIN = [modify("calc.py", "    return a * b", "    return a ** b")]
-SCENARIOS = ("fail", "pass_undo", "pass_keep", "kill_recover", "overlap")
+RIGHT_AFTER_WRONG = [modify("calc.py", "    return a * b", "    return a + b"), RIGHT[1]]
+SCENARIOS = ("fail", "pass_undo", "pass_keep", "kill_recover", "overlap", "fix_undo")
+UNDONE = ("pass_undo", "fix_undo")
 PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
 
 WRITER = r"""
@@ -144,7 +147,8 @@ def episode(number: int, scenario: str, work: Path, rng: random.Random) -> Episo
         calc.write_text(calc.read_text().replace("return a * b\n", "return a * b  # the user's\n", 1))
         return answer(*WRONG_AGAIN)
     script = {"fail": [answer(*WRONG), {"sleep": rng.uniform(0.1, 1.0), "answer": answer(*WRONG_AGAIN)}],
-              "overlap": [answer(*WRONG), user_edits_the_runs_line],
+              "fix_undo": [answer(*WRONG), {"sleep": rng.uniform(0.1, 1.0), "answer": answer(*RIGHT_AFTER_WRONG)}],
+              "overlap": [answer(*WRONG), user_edits_the_runs_line, answer(*WRONG_AGAIN)],
               "kill_recover": [answer(*RIGHT)]}.get(scenario, [{"sleep": rng.uniform(0.0, 0.8), "answer": answer(*RIGHT)}])
     log = work / f"ep{number:03d}.writes"
     log.unlink(missing_ok=True)
@@ -175,7 +179,7 @@ def episode(number: int, scenario: str, work: Path, rng: random.Random) -> Episo
                 if run.returncode == 2:
                     ep.errors.append(run.stderr.strip().splitlines()[-1] if run.stderr.strip() else "")
                 _outcomes(run.stdout, ep)
-                if scenario == "pass_undo":
+                if scenario in UNDONE:
                     time.sleep(rng.uniform(0.0, 0.6))
                     undone = subprocess.run(_cli(repo, "--json", command=("undo",)), capture_output=True, text=True, env=env)
                     ep.exit_codes.append(undone.returncode)
@@ -183,7 +187,7 @@ def episode(number: int, scenario: str, work: Path, rng: random.Random) -> Episo
                         ep.errors.append(undone.stderr.strip().splitlines()[-1] if undone.stderr.strip() else "")
                     if undone.returncode == 0:
                         _outcomes(undone.stdout, ep)
-                    else:  # refused (a conflict): nothing changed, so the run's change is still there
+                    elif run.returncode == 0:  # refused (a conflict): nothing changed, the run's change is there
                         expected["calc.py"] = expected["calc.py"].replace("return a - b", "return a + b")
                         expected["text.py"] = expected["text.py"].replace("return s.lower()", "return s.upper()")
     finally:

@@ -34,7 +34,7 @@ from tests.scripted_server import ScriptedServer
 
 USER_LINE = "# a note the user saved while the assistant worked\n"
 WRONG = answer(modify("calc.py", "    return a - b", "    return a * b"))  # add() still wrong: the tests fail
-RIGHT = answer(modify("calc.py", "    return a - b", "    return a + b"))
+FIX = answer(modify("calc.py", "    return a * b\n\n\ndef multiply", "    return a + b\n\n\ndef multiply"))  # after it
 
 
 def _user_saves(repo: Path, then: str) -> Any:
@@ -50,28 +50,67 @@ def _undo(repo: Path, *more: str) -> subprocess.CompletedProcess[str]:
     return run_cli(["undo", "--repo", str(repo), *more])
 
 
-# ----- during a run --------------------------------------------------------------------------------------------------
-def test_a_line_the_user_saves_during_a_run_stays_when_the_run_rolls_back(tmp_path: Path) -> None:
-    repo = python_repo(tmp_path)
-    fix = answer(modify("calc.py", "    return a * b\n\n\ndef multiply", "    return a + b\n\n\ndef multiply"))
-    with ScriptedServer([WRONG, _user_saves(repo, fix)]) as server:
-        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST], server_url=server.url)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert (repo / "calc.py").read_text() == CALC_PY + USER_LINE, "the run's lines out, the user's line kept"
-    assert "Result: FAILED (changed_outside: calc.py was changed outside the assistant during the run)" in proc.stdout
-    assert "calc.py: merged" in proc.stdout and "exactly as it was" not in proc.stdout
-    assert "[Editing" not in proc.stdout.split("[Tests failed")[-1], "nothing applied on top of the user's edit"
+# ----- during a run ---------------------------------------------------------------------------------------------------
+FIXED_PY = CALC_PY.replace("return a - b", "return a + b")
+TOUCHES_THE_END = answer(modify("calc.py", "def multiply(a, b):\n    return a * b",  # the line before the user's
+                                "def multiply(a, b):\n    return b * a"))
 
 
-def test_the_json_result_names_each_file_and_what_became_of_it(tmp_path: Path) -> None:
+def test_a_line_the_user_saves_while_the_fix_is_asked_for_is_kept_and_undo_takes_back_only_the_assistants_lines(
+        tmp_path: Path) -> None:
     repo = python_repo(tmp_path)
-    with ScriptedServer([WRONG, _user_saves(repo, RIGHT)]) as server:
-        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--json"],
+    with ScriptedServer([WRONG, _user_saves(repo, FIX)]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--no-reproduce"],
+                       server_url=server.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (repo / "calc.py").read_text() == FIXED_PY + USER_LINE, "the fix applied around the user's line"
+    assert "[Changed meanwhile by someone else: calc.py; kept, the answer's edits go around that change]" in proc.stdout
+    assert len(server.chat_requests) == 2, "no need to ask again"
+    undone = _undo(repo)
+    assert undone.returncode == 0, undone.stdout + undone.stderr
+    assert (repo / "calc.py").read_text() == CALC_PY + USER_LINE, "the assistant's lines out, the user's line kept"
+    assert "calc.py: merged" in undone.stdout
+
+
+def test_the_result_of_such_a_run_shows_the_assistants_change_and_not_the_users_line(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    with ScriptedServer([WRONG, _user_saves(repo, FIX)]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--no-reproduce", "--json"],
+                       server_url=server.url)
+    result = json.loads(proc.stdout)
+    assert (proc.returncode, result["success"], result["stop_reason"]) == (0, True, "passed")
+    assert "+    return a + b" in result["diff"] and USER_LINE.strip() not in result["diff"]
+
+
+def test_an_answer_that_touches_the_users_change_is_asked_for_again_with_the_file_as_it_is_now(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    with ScriptedServer([WRONG, _user_saves(repo, TOUCHES_THE_END), FIX]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--no-reproduce"],
+                       server_url=server.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (repo / "calc.py").read_text() == FIXED_PY + USER_LINE
+    assert "the answer's edits touch that change: asking again with the file as it is now]" in proc.stdout
+    chats = server.chat_requests
+    assert len(chats) == 3
+    asked_again = chats[2]["messages"][-1]["content"]
+    assert "calc.py was changed by the user while you were answering" in asked_again
+    now = CALC_PY.replace("return a - b", "return a * b") + USER_LINE
+    assert f"```\n{now}```" in asked_again, "the file as it is now"
+    assert "None of the edits of your last answer could be applied" in asked_again
+
+
+def test_a_second_answer_that_touches_the_users_change_ends_the_run_and_the_rollback_keeps_their_line(
+        tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    with ScriptedServer([WRONG, _user_saves(repo, TOUCHES_THE_END), TOUCHES_THE_END]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--no-reproduce", "--json"],
                        server_url=server.url)
     result = json.loads(proc.stdout)
     assert (proc.returncode, result["stop_reason"], result["rolled_back"]) == (1, "changed_outside", True)
+    assert len(server.chat_requests) == 3, "asked once more, not twice"
     [calc] = result["taken_back"]
     assert (calc["path"], calc["outcome"], calc["original"]) == ("calc.py", "merged", None)
+    assert (repo / "calc.py").read_text() == CALC_PY + USER_LINE, "the run's lines out, the user's line kept"
 
 
 def test_when_the_user_changed_the_same_lines_the_file_stays_as_they_have_it_and_the_original_is_saved(
@@ -81,14 +120,42 @@ def test_when_the_user_changed_the_same_lines_the_file_stays_as_they_have_it_and
     def user_rewrites_the_line(request: dict[str, Any]) -> str:
         calc = repo / "calc.py"
         calc.write_text(calc.read_text().replace("return a * b\n\n\ndef", "return a + b  # mine\n\n\ndef"))
-        return RIGHT
-    with ScriptedServer([WRONG, user_rewrites_the_line]) as server:
+        return FIX
+    with ScriptedServer([WRONG, user_rewrites_the_line, FIX]) as server:
         proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--json"],
                        server_url=server.url)
-    [calc] = json.loads(proc.stdout)["taken_back"]
+    result = json.loads(proc.stdout)
+    assert result["stop_reason"] == "changed_outside"
+    [calc] = result["taken_back"]
     assert calc["outcome"] == "conflict" and "return a + b  # mine" in (repo / "calc.py").read_text()
     assert Path(calc["original"]).read_text() == CALC_PY
     assert Path(calc["original"]).parent.name.endswith(".originals"), "saved beside the run's log"
+
+
+@pytest.mark.parametrize("what", ["deleted", "replaced"])
+def test_a_file_the_user_deletes_or_replaces_wholesale_during_a_run_ends_it_at_once(tmp_path: Path,
+                                                                                    what: str) -> None:
+    repo = python_repo(tmp_path)
+    mine = "VALUE = 1\n"
+
+    def user_takes_the_file(request: dict[str, Any]) -> str:
+        if what == "deleted":
+            (repo / "calc.py").unlink()
+        else:
+            (repo / "calc.py").write_text(mine)
+        return FIX
+    with ScriptedServer([WRONG, user_takes_the_file]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--no-reproduce", "--json"],
+                       server_url=server.url)
+    result = json.loads(proc.stdout)
+    assert (proc.returncode, result["stop_reason"]) == (1, "changed_outside")
+    assert len(server.chat_requests) == 2, "not asked again"
+    if what == "deleted":
+        assert not (repo / "calc.py").exists()
+    else:
+        assert (repo / "calc.py").read_text() == mine
+    [calc] = result["taken_back"]
+    assert calc["outcome"] == "conflict" and Path(calc["original"]).read_text() == CALC_PY
 
 
 # ----- after a crash -------------------------------------------------------------------------------------------------
@@ -168,6 +235,18 @@ def test_undo_after_a_green_run_puts_back_the_original_bytes(tmp_path: Path) -> 
     undone = _undo(repo)
     assert undone.returncode == 0, undone.stdout + undone.stderr
     assert "every file the assistant touched is byte for byte as it was" in undone.stdout
+    assert snapshot(repo) == before
+
+
+def test_undo_after_a_run_that_wrote_one_file_twice_puts_back_the_original_bytes(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    with ScriptedServer([WRONG, FIX]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--no-reproduce"],
+                       server_url=server.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    undone = _undo(repo)
+    assert undone.returncode == 0, undone.stdout + undone.stderr
     assert snapshot(repo) == before
 
 

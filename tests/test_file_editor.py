@@ -202,17 +202,64 @@ def test_finish_keeps_the_original_and_the_final_state_for_undo_and_marks_the_jo
     assert (repo / "pkg/app.py").read_text() == "def main():\n    return 3\n"
 
 
-def test_a_file_changed_outside_the_run_is_never_written_over(repo: Path, state: Path) -> None:
+def test_an_edit_that_touches_a_change_made_outside_the_run_is_never_made(repo: Path, state: Path) -> None:
     editor = FileEditor(repo, state_dir=state)
     assert editor.apply_edit(EditOperation("pkg/app.py", "return 1", "return 2"))
     assert editor.changed_outside() == []
-    (repo / "pkg/app.py").write_text("# mine\ndef main():\n    return 2\n")
+    (repo / "pkg/app.py").write_text("def main():\n    return 2  # mine\n")
     assert editor.changed_outside() == ["pkg/app.py"]
-    with pytest.raises(ChangedOutsideError, match="pkg/app.py was changed outside the assistant during the run"):
+    for op in (EditOperation("pkg/app.py", "return 2", "return 3"),  # the user's line
+               EditOperation("pkg/app.py", action="create", overwrite=True, content="def main():\n    return 3\n"),
+               EditOperation("pkg/app.py", action="delete")):
+        outside = editor.outside([op])
+        assert list(outside.overlaps) == ["pkg/app.py"] and not outside.gone
+        with pytest.raises(ChangedOutsideError, match="pkg/app.py was changed outside the assistant during the run"):
+            editor.apply_edit(op)
+    assert (repo / "pkg/app.py").read_text() == "def main():\n    return 2  # mine\n"
+    [outcome] = editor.rollback()
+    assert outcome.fate == Fate.CONFLICT and (repo / "pkg/app.py").read_text() == "def main():\n    return 2  # mine\n"
+
+
+def test_a_file_deleted_or_replaced_outside_the_run_is_not_edited_again(repo: Path, state: Path) -> None:
+    editor = FileEditor(repo, state_dir=state)
+    assert editor.apply_edit(EditOperation("pkg/app.py", "return 1", "return 2"))
+    (repo / "pkg/app.py").write_text("class Other:\n    pass\n\n\nreturn 2\n")
+    assert editor.outside([]).gone == {"pkg/app.py": "replaced wholesale by someone else"}
+    with pytest.raises(ChangedOutsideError):
         editor.apply_edit(EditOperation("pkg/app.py", "return 2", "return 3"))
-    assert (repo / "pkg/app.py").read_text() == "# mine\ndef main():\n    return 2\n"
+    (repo / "pkg/app.py").unlink()
+    assert editor.outside([]).gone == {"pkg/app.py": "deleted by someone else"}
+    with pytest.raises(ChangedOutsideError):
+        editor.apply_edit(EditOperation("pkg/app.py", action="create", content="def main():\n    return 3\n"))
+    assert not (repo / "pkg/app.py").exists()
+
+
+def test_an_edit_that_fits_around_a_change_made_outside_the_run_is_made_on_top_of_it(repo: Path, state: Path) -> None:
+    editor = FileEditor(repo, state_dir=state)
+    assert editor.apply_edit(EditOperation("pkg/app.py", "return 1", "return 2"))
+    (repo / "pkg/app.py").write_text("# mine\ndef main():\n    return 2\n")
+    op = EditOperation("pkg/app.py", "return 2", "return 3")
+    assert editor.outside([op]).overlaps == {} and editor.outside([op]).changed == ["pkg/app.py"]
+    assert editor.apply_edit(op)
+    assert (repo / "pkg/app.py").read_text() == "# mine\ndef main():\n    return 3\n"
+    assert editor.changed_outside() == []
+    assert "mine" not in editor.diff() and "+    return 3" in editor.diff(), "their line is not the run's change"
+    journal = [json.loads(line) for line in next(state.rglob("journal.jsonl")).read_text().splitlines()]
+    assert [e["op"] for e in journal if e.get("path")] == ["modified", "wrote", "found", "wrote"]
     [outcome] = editor.rollback()
     assert outcome.fate == Fate.MERGED and (repo / "pkg/app.py").read_text() == "# mine\ndef main():\n    return 1\n"
+
+
+def test_undo_of_a_run_that_wrote_on_top_of_a_change_made_outside_it_keeps_that_change(repo: Path,
+                                                                                       state: Path) -> None:
+    editor = FileEditor(repo, state_dir=state)
+    assert editor.apply_edit(EditOperation("pkg/app.py", "return 1", "return 2"))
+    (repo / "pkg/app.py").write_text("# mine\ndef main():\n    return 2\n")
+    assert editor.apply_edit(EditOperation("pkg/app.py", "return 2", "return 3"))
+    editor.finish()
+    undone = history.undo_last(repo, state)
+    assert [o.fate for o in undone.outcomes] == [Fate.MERGED]
+    assert (repo / "pkg/app.py").read_text() == "# mine\ndef main():\n    return 1\n"
 
 
 def test_finished_runs_are_kept_for_undo_up_to_a_count_and_a_size(repo: Path, state: Path) -> None:

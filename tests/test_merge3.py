@@ -12,7 +12,7 @@ import pytest
 
 from code_assistant import interrupts
 from code_assistant.edit.merge3 import merge3, split_lines
-from code_assistant.edit.ownership import Fate, take_back
+from code_assistant.edit.ownership import Fate, run_alone, take_back, take_back_stretches
 
 # name: (base = what the run left, ours = the file now, theirs = the original, expected merge or None: conflict)
 CASES = {
@@ -98,6 +98,41 @@ def test_the_ownership_rule(original: bytes | None, left: list[bytes | None], cu
                             data: bytes | None, write: bool) -> None:
     decision = take_back(original, left, current)
     assert (decision.fate, decision.data, decision.write) == (fate, data, write)
+
+
+# A run wrote LEFT (b -> B); somebody appended "u"; the run wrote on top of that (d -> D): two stretches.
+FOUND = LEFT + b"u\n"
+AFTER = b"a\nB\nc\nD\ne\nu\n"
+STRETCHES = [(ORIGINAL, [LEFT]), (FOUND, [AFTER])]
+
+
+@pytest.mark.parametrize("current, fate, data, write", [
+    # as the run left it: both stretches out, the appended line stays
+    (AFTER, Fate.MERGED, ORIGINAL + b"u\n", True),
+    # another line appended since: it stays too
+    (AFTER + b"v\n", Fate.MERGED, ORIGINAL + b"u\nv\n", True),
+    # the second write announced but never made (a crash): what was found counts as the file's
+    (FOUND, Fate.MERGED, ORIGINAL + b"u\n", True),
+    # the appended line taken away again since: nothing of anybody's is left but the original
+    (b"a\nB\nc\nD\ne\n", Fate.RESTORED, ORIGINAL, True),
+    # the second stretch's line changed since by somebody else: left as it is
+    (b"a\nB\nc\nZ\ne\nu\n", Fate.CONFLICT, b"a\nB\nc\nZ\ne\nu\n", False),
+    # the first stretch's line changed since: left as it is
+    (b"a\nZ\nc\nD\ne\nu\n", Fate.CONFLICT, b"a\nZ\nc\nD\ne\nu\n", False),
+])
+def test_a_file_written_on_top_of_somebody_elses_change_is_taken_back_stretch_by_stretch(
+        current: bytes, fate: Fate, data: bytes, write: bool) -> None:
+    decision = take_back_stretches(STRETCHES, current)
+    assert (decision.fate, decision.data, decision.write) == (fate, data, write)
+
+
+def test_one_stretch_is_the_ownership_rule_and_the_runs_own_result_leaves_the_other_hands_lines_out() -> None:
+    for current in (LEFT, b"a\nB\nc\nd\nE\n", None):
+        assert take_back_stretches([(ORIGINAL, [LEFT])], current) == take_back(ORIGINAL, [LEFT], current)
+    assert run_alone(STRETCHES) == b"a\nB\nc\nD\ne\n"
+    assert run_alone([(ORIGINAL, [LEFT])]) == LEFT
+    assert run_alone([(ORIGINAL, [LEFT]), (FOUND, [b"a\nB\nc\nd\ne\nU\n"])]) == b"a\nB\nc\nd\ne\nU\n", \
+        "a change that cannot be told apart from theirs: what the run left"
 
 
 def test_a_signal_during_shielded_work_waits_until_the_work_is_done() -> None:

@@ -19,6 +19,6 @@ class Stop(StrEnum):
     DRY_RUN = "dry_run"
     NO_CANDIDATE = "no_candidate_passed"  # best of N: no attempt passed
     TESTS_NOT_RUN = "tests_not_run"  # the baseline shows the tests cannot run here (exit 2, before any model call)
-    CHANGED_OUTSIDE = "changed_outside"  # a file the run wrote was changed by somebody else before its next write
+    CHANGED_OUTSIDE = "changed_outside"  # somebody else changed a file the run wrote, and the answer touched that twice
     ERROR = "error"  # an internal or git error: rolled back, then reported by the CLI
     CRASHED = "crashed"  # the run log's final record of a run that ended without a result (never a RunResult's)

@@ -3,14 +3,14 @@
 Every model path goes through `resolve_repo_path` once, as its edit arrives; the resolved path is what the rest works
 on. Before the first write of a file in a run, the original is copied into the state dir and a JSON-lines journal entry
 is fsync'ed; before every write, the bytes it will leave are announced the same way; only then is the file written (temp
-file + os.replace). The editor knows what it last left in each file: it never writes over a file somebody else changed
-since (ChangedOutsideError), and `rollback` and `recover` take out only the run's own change (takeback.py), so what the
-user wrote meanwhile stays. The journal, atomic writes and the repository lock live in `journal.py`; finished runs are
-kept for undo (history.py).
+file + os.replace). The editor knows what it last left in each file: an edit of a file somebody else changed since
+is made only when it fits around their change (beside.py: it applies to the file as it is now and touches none of
+their lines), on top of what it found there, which is journaled first; any other is a ChangedOutsideError. `rollback`
+and `recover` take out only the run's own change (takeback.py), so what the user wrote meanwhile stays. The journal,
+atomic writes and the repository lock live in `journal.py`; finished runs are kept for undo (history.py).
 """
 from __future__ import annotations
 
-import codecs
 import logging
 import os
 import shutil
@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from code_assistant.edit import history
+from code_assistant.edit.beside import Outside, edit_text, file_bytes, file_text, gone, misfit, outside
 from code_assistant.edit.diff import unified_diff
 from code_assistant.edit.journal import (
     Ending,
@@ -32,9 +33,8 @@ from code_assistant.edit.journal import (
     read_state,
     remove_if,
 )
-from code_assistant.edit.matching import apply_search_replace
 from code_assistant.edit.operations import ACTIONS, Action, EditOperation, EditResult, PathError, resolve_repo_path
-from code_assistant.edit.symbol_edit import apply_symbol_edit
+from code_assistant.edit.ownership import run_alone
 from code_assistant.edit.takeback import FileOutcome, take_out
 from code_assistant.errors import AssistantError
 from code_assistant.parse import code_parser
@@ -45,7 +45,8 @@ WRITE_ATTEMPTS = 3  # an edit whose file keeps changing under it between read an
 
 
 class ChangedOutsideError(AssistantError):
-    """A file the run wrote was changed by somebody else since: the run must not write over what the model never
+    """A file the run wrote was changed by somebody else since, and the run cannot go on beside them (the answer's
+    edit would touch their change, or the file was deleted or replaced): it must not write over what the model never
     saw. `paths`: the files, repository-relative."""
 
     def __init__(self, paths: list[str]) -> None:
@@ -53,15 +54,6 @@ class ChangedOutsideError(AssistantError):
         super().__init__(f"{names} {'was' if len(paths) == 1 else 'were'} changed outside the assistant during the run",
                          exit_code=1)
         self.paths = paths
-
-
-def _read_text(data: bytes) -> tuple[str, bool]:
-    bom = data.startswith(codecs.BOM_UTF8)
-    return data[len(codecs.BOM_UTF8) if bom else 0:].decode("utf-8", errors="surrogateescape"), bom
-
-
-def _encode(text: str, bom: bool) -> bytes:
-    return (codecs.BOM_UTF8 if bom else b"") + text.encode("utf-8", errors="surrogateescape")
 
 
 def _syntax_problem(path: Path, source: str) -> str | None:
@@ -152,17 +144,30 @@ class FileEditor:
             left = self._left.get(rel)
             if left is None:
                 continue
-            problem = _syntax_problem(self.repo / rel, _read_text(left)[0])
+            problem = _syntax_problem(self.repo / rel, file_text(left)[0])
             if problem is None:
                 continue
             before = None if entry.op == Op.CREATED else self._backup_bytes(entry)
-            if before is None or _syntax_problem(self.repo / rel, _read_text(before)[0]) is None:
+            if before is None or _syntax_problem(self.repo / rel, file_text(before)[0]) is None:
                 problems[rel] = problem
         return problems
 
     def changed_outside(self) -> list[str]:
         """Files this run wrote that no longer hold what it left in them: somebody else changed them since."""
-        return [rel for rel, left in self._left.items() if read_state(self.repo / rel) != left]
+        return self.outside([]).changed
+
+    def outside(self, ops: list[EditOperation]) -> Outside:
+        """The files this run wrote that somebody else changed since, and whether the answer's edits (`ops`) fit
+        them as they are now (beside.outside); nothing is written."""
+        files = {rel: (left, now) for rel, left in self._left.items()
+                 if (now := read_state(self.repo / rel)) != left}
+        return outside(files, [(self._rel(op.file_path), op) for op in ops]) if files else Outside()
+
+    def _rel(self, model_path: str) -> str | None:
+        try:
+            return resolve_repo_path(self.repo, model_path, self.forbidden).relative_to(self.repo).as_posix()
+        except PathError:
+            return None
 
     def rollback(self) -> list[FileOutcome]:
         """Take the run's change out of every file it touched; what somebody else wrote meanwhile stays."""
@@ -198,15 +203,20 @@ class FileEditor:
 
     def diff(self) -> str:
         """The run's own change: each file before the run against what the run left in it (edits somebody else
-        made meanwhile are not the run's and are not shown)."""
+        made meanwhile are not the run's and are not shown: a file written on top of theirs shows what the run
+        would have left alone, ownership.run_alone)."""
         chunks: list[str] = []
+        records = {r.path: r for r in self._journal.files()} if self._journal is not None else {}
         for rel, entry in self._touched.items():
             before = None if entry.op == Op.CREATED else self._backup_bytes(entry)
             after = self._left.get(rel, before)
+            record = records.get(rel)
+            if record is not None and len(record.stretches) > 1 and self._journal is not None:
+                after = run_alone(self._journal.stretches(record))
             if before == after:
                 continue
-            chunks.append(unified_diff(None if before is None else _read_text(before)[0],
-                                       None if after is None else _read_text(after)[0], rel))
+            chunks.append(unified_diff(None if before is None else file_text(before)[0],
+                                       None if after is None else file_text(after)[0], rel))
         return "".join(chunks)
 
     @staticmethod
@@ -243,13 +253,15 @@ class FileEditor:
         action = op.action
         if action not in ACTIONS:
             return EditResult.failed(rel, action, f"unknown action {str(action)!r}; use one of {', '.join(ACTIONS)}")
-        exists = path.exists()
-        if exists and not path.is_file():
+        if path.exists() and not path.is_file():
             return EditResult.failed(rel, action, f"{rel} is a directory, not a file")
+        old = read_state(path)
+        exists = old is not None
+        if rel in self._left and old != self._left[rel]:
+            self._beside(op, rel, old)
         if action == Action.DELETE:
-            if not exists:
+            if old is None:
                 return EditResult.failed(rel, action, f"cannot delete {rel}: it does not exist")
-            old = path.read_bytes()
             self._claim(path, rel, None, old)
             remove_if(path, old)
             fsync_dir(path.parent)
@@ -264,29 +276,23 @@ class FileEditor:
                 return EditResult.failed(rel, action, f"{rel} already exists. To change it, send a search/replace "
                                                       "edit; to replace it entirely, create with overwrite=true.")
             new_text = op.content if op.content is not None else op.replace
-            old = path.read_bytes() if exists else None
             return self._write(path, rel, action, old, new_text, "exact")
-        if not exists:
+        if old is None:
             return EditResult.failed(rel, action, f"{rel} does not exist. Check the path, or use action 'create' "
                                                   "with the full content to make a new file.")
-        old = path.read_bytes()
         if b"\x00" in old[:8192]:
             return EditResult.failed(rel, action, f"{rel} looks binary; it cannot be edited with text edits")
-        text, _ = _read_text(old)
-        if action == Action.MODIFY:
-            outcome = apply_search_replace(text, op.search, op.replace)
-        elif not op.symbol:
+        if action != Action.MODIFY and not op.symbol:
             return EditResult.failed(rel, action, f"{action} needs 'symbol' (the qualified name, e.g. Class.method)")
-        else:
-            outcome = apply_symbol_edit(rel, text, op.symbol, op.content or op.replace, action)
+        outcome = edit_text(op, rel, file_text(old)[0])
         if not outcome.ok:
             return EditResult.failed(rel, action, f"{rel}: {outcome.message}")
         return self._write(path, rel, action, old, outcome.content, outcome.strategy)
 
     def _write(self, path: Path, rel: str, action: str, old: bytes | None, new_text: str,
                strategy: str | None) -> EditResult:
-        old_text, bom = _read_text(old) if old is not None else ("", False)
-        new = _encode(new_text, bom)
+        old_text, bom = file_text(old) if old is not None else ("", False)
+        new = file_bytes(new_text, bom)
         if old is not None and new == old:
             return EditResult.failed(rel, action, f"{rel}: this edit changes nothing (its new text is what the file "
                                                   "already holds); send only edits that change the file", strategy)
@@ -305,12 +311,28 @@ class FileEditor:
         return EditResult(ok=True, file_path=rel, action=action, message=message, strategy=strategy,
                           syntax_error=broke)
 
-    def _claim(self, path: Path, rel: str, data: bytes | None, old: bytes | None) -> None:
-        """Before the run writes `data` into a file (None: deletes it), having read `old` from it: the file must
-        still hold what the run last left there; its original is journaled (first write) and the new bytes
-        announced. The write itself checks `old` once more (FileMoved)."""
-        if rel in self._left and old != self._left[rel]:
+    def _beside(self, op: EditOperation, rel: str, now: bytes | None) -> None:
+        """A file the run wrote holds `now`, not what the run left there: somebody else changed it. The edit goes
+        ahead only when it fits around their change; else ChangedOutsideError."""
+        left = self._left[rel]
+        why = gone(left, now)
+        if why is None:
+            assert left is not None and now is not None  # gone() names a missing side
+            why = misfit(op, rel, left, now)
+        if why:
+            logger.info("%s changed outside the run: %s", rel, why)
             raise ChangedOutsideError([rel])
+        logger.info("%s changed outside the run; the edit fits around that change", rel)
+
+    def _claim(self, path: Path, rel: str, data: bytes | None, old: bytes | None) -> None:
+        """Before the run writes `data` into a file (None: deletes it), having read `old` from it: its original is
+        journaled (first write), or, when `old` is not what the run last left there (somebody else's change, which
+        `_beside` found this edit fits around), `old` is journaled as found; then the new bytes are announced. The
+        write itself checks `old` once more (FileMoved)."""
+        if rel in self._left and old != self._left[rel]:
+            assert self._journal is not None and old is not None
+            self._journal.found(rel, old)
+            self._left[rel] = old
         self._remember(path, rel, old)
         assert self._journal is not None
         self._journal.announce(rel, data)

@@ -2,9 +2,11 @@
 
 Before the first write of a file in a run, the original is copied into the state dir and a JSON-lines journal entry
 is fsync'ed; before every write, the bytes it will leave (their sha256 and a copy) are announced the same way; only
-then is the file written (temp file + os.replace). So the journal always knows, for each file, what was there before
-the run and what the run left there: takeback.py turns that into a rollback, a recovery or an undo that takes out
-the run's change and nothing else.
+then is the file written (temp file + os.replace). When the run writes on top of a change somebody else made to a file
+it wrote, what it found there is journaled first (`found`), and its writes from there on are a new stretch. So the
+journal always knows, for each file, what was there before the run, what the run left there and what somebody else
+left in between: takeback.py turns that into a rollback, a recovery or an undo that takes out the run's change and
+nothing else.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from code_assistant.settings import cache_home, repo_id
 
 logger = logging.getLogger(__name__)
 
-JOURNAL_VERSION = 2  # 2: every write announced with the sha256 and a copy of the bytes it leaves
+JOURNAL_VERSION = 3  # 2: every write announced with the sha256 and a copy of the bytes it leaves; 3: `found`
 TMP_MARK = ".ca-tmp-"
 
 
@@ -120,6 +122,7 @@ class Op(StrEnum):
     CREATED = "created"  # path, dirs: the parent directories the write created, outermost first
     DELETED = "deleted"  # as modified; written by version 1 only, still read
     WROTE = "wrote"  # path, sha (of the bytes about to be left) and blob (their copy), or absent: the file removed
+    FOUND = "found"  # path, sha and blob: what somebody else left in a file the run wrote, which it writes on top of
     COMMITTED = "committed"  # commit: the run's change was committed (--commit); an undo reverts it with git
     DONE = "done"  # how (an Ending), time
 
@@ -186,13 +189,28 @@ def read_state(path: Path) -> bytes | None:
 
 
 @dataclass
+class Stretch:
+    """The run's writes to one file from one starting point: `start`, what the file held when the stretch began (the
+    original's copy, or what somebody else had left there when the run wrote on top of it), and `wrote`, the states
+    the run announced since, oldest first. Each is a blob path relative to the run's directory, or None: absent."""
+
+    start: str | None
+    wrote: list[str | None] = field(default_factory=list)
+
+
+@dataclass
 class FileRecord:
-    """One file as a journal knows it: its first entry (what it was before the run) and the states the run
-    announced for it, oldest first (a blob path relative to the run's directory, or None: absent)."""
+    """One file as a journal knows it: its first entry (what it was before the run) and the run's stretches of
+    writes, oldest first; more than one when the run wrote on top of somebody else's change."""
 
     path: str
     first: JournalEntry
-    wrote: list[str | None] = field(default_factory=list)
+    stretches: list[Stretch]
+
+    @property
+    def wrote(self) -> list[str | None]:
+        """Every state the run announced, oldest first."""
+        return [blob for stretch in self.stretches for blob in stretch.wrote]
 
 
 class Journal:
@@ -250,6 +268,17 @@ class Journal:
         if data is None:
             self.append(JournalEntry(op=Op.WROTE, path=rel, absent=True))
             return
+        digest, blob = self._keep(data)
+        self.append(JournalEntry(op=Op.WROTE, path=rel, sha=digest, blob=blob))
+
+    def found(self, rel: str, data: bytes) -> None:
+        """Before the run writes on top of what somebody else left in a file it wrote: a copy of those bytes, and a
+        line saying so. Taking the run out later takes out its writes before and after them, not their change."""
+        digest, blob = self._keep(data)
+        self.append(JournalEntry(op=Op.FOUND, path=rel, sha=digest, blob=blob))
+
+    def _keep(self, data: bytes) -> tuple[str, str]:
+        """A copy of `data` on disk (once per content): its sha256 and its path relative to the run's directory."""
         digest = sha256(data)
         blob = self.backups / f"left-{digest}"
         if not blob.exists():
@@ -258,30 +287,51 @@ class Journal:
             _fsync_file(tmp)
             os.replace(tmp, blob)
             fsync_dir(self.backups)
-        self.append(JournalEntry(op=Op.WROTE, path=rel, sha=digest, blob=str(blob.relative_to(self.run_dir))))
+        return digest, str(blob.relative_to(self.run_dir))
 
     def files(self) -> list[FileRecord]:
         """Every file the run touched, in the order it first touched them. A version 2 journal with no write of a
-        file yet (a crash between its backup and its write) says the run left it as it was."""
+        file yet (a crash between its backup and its write) says the run left it as it was; a stretch found with no
+        write after it (a crash, or an edit that did not apply) is no stretch. A finished run knows only the last
+        state of each stretch (close() dropped the ones before)."""
         entries = self.entries()
         version = entries[0].v if entries and entries[0].op == Op.BEGIN else None
+        finished = any(e.op == Op.DONE and e.how == Ending.FINISHED for e in entries)
         records: dict[str, FileRecord] = {}
         for entry in entries:
             if entry.op in (Op.MODIFIED, Op.CREATED, Op.DELETED) and entry.path not in records:
-                records[entry.path] = FileRecord(entry.path, entry)
+                records[entry.path] = FileRecord(entry.path, entry, [Stretch(entry.backup)])
+            elif entry.op == Op.FOUND and entry.path in records:
+                stretches = records[entry.path].stretches
+                if len(stretches) > 1 and not stretches[-1].wrote:
+                    stretches.pop()
+                stretches.append(Stretch(entry.blob))
             elif entry.op == Op.WROTE and entry.path in records:
-                records[entry.path].wrote.append(None if entry.absent else entry.blob)
-        if (version or 1) >= 2:
-            for record in records.values():
-                if not record.wrote:
-                    record.wrote.append(record.first.backup)  # the original's copy (None: it did not exist)
+                records[entry.path].stretches[-1].wrote.append(None if entry.absent else entry.blob)
+        for record in records.values():
+            first, last = record.stretches[0], record.stretches[-1]
+            if len(record.stretches) > 1 and not last.wrote:
+                record.stretches.pop()
+            if not first.wrote and (version or 1) >= 2:
+                first.wrote.append(first.start)  # the original's copy (None: it did not exist)
+            for stretch in record.stretches if finished else []:
+                del stretch.wrote[:-1]
         return list(records.values())
 
     def original(self, record: FileRecord) -> bytes | None:
         return None if record.first.op == Op.CREATED else (self.run_dir / str(record.first.backup)).read_bytes()
 
     def states(self, record: FileRecord) -> list[bytes | None]:
-        return [None if blob is None else (self.run_dir / blob).read_bytes() for blob in record.wrote]
+        """Every state the run announced for the file, oldest first (the last is what it left there)."""
+        return [self._read(blob) for blob in record.wrote]
+
+    def stretches(self, record: FileRecord) -> list[tuple[bytes | None, list[bytes | None]]]:
+        """Each stretch of the run's writes to the file, oldest first: what it started from, and the states the run
+        announced in it."""
+        return [(self._read(s.start), [self._read(blob) for blob in s.wrote]) for s in record.stretches]
+
+    def _read(self, blob: str | None) -> bytes | None:
+        return None if blob is None else (self.run_dir / blob).read_bytes()
 
     def close(self, how: Ending) -> None:
         """The last line. A finished run keeps each file's original and final state (an undo needs both); any
@@ -290,7 +340,7 @@ class Journal:
         if how != Ending.FINISHED:
             shutil.rmtree(self.backups, ignore_errors=True)
             return
-        keep = {str(r.first.backup) for r in self.files()} | {str(r.wrote[-1]) for r in self.files() if r.wrote}
+        keep = {str(blob) for r in self.files() for s in r.stretches for blob in (s.start, *s.wrote[-1:])}
         for blob in self.backups.iterdir() if self.backups.is_dir() else []:
             if str(blob.relative_to(self.run_dir)) not in keep:
                 blob.unlink(missing_ok=True)

@@ -6,6 +6,10 @@ an absent file). When the file still holds what the run left, nobody else touche
 it holds something else, another hand changed it since, and only the run's own change is taken out (a three-way
 merge: base what the run left, one side the file now, the other the original); where both changed the same lines the
 file is left as it is and the caller saves the original beside it.
+
+A run that wrote on top of somebody else's change in a file it had written (their change did not touch its edit)
+wrote that file in stretches, each starting from what it found there: the stretches are taken out newest first, each
+by the same rule, so what was written between them stays.
 """
 from __future__ import annotations
 
@@ -67,3 +71,39 @@ def take_back(original: bytes | None, left: Sequence[bytes | None], current: byt
                             why="changed since by someone else: the run's lines taken out, the other edits kept")
     return TakeBack(fate=Fate.CONFLICT, data=current, write=False,
                     why="the run and someone else changed the same lines: left as it is now")
+
+
+Stretches = Sequence[tuple[bytes | None, Sequence[bytes | None]]]  # (what a stretch started from, the states it left)
+
+
+def take_back_stretches(stretches: Stretches, current: bytes | None) -> TakeBack:
+    """take_back for a file the run wrote in stretches (oldest first; the first starts from the original): each
+    stretch taken out of what the one after it gave back, newest first. Where one cannot be, the file is left as it
+    is (a conflict)."""
+    if len(stretches) == 1:
+        return take_back(stretches[0][0], stretches[0][1], current)
+    data = current
+    for start, left in reversed(stretches):
+        decision = take_back(start, left, data)
+        if decision.fate == Fate.CONFLICT:
+            return TakeBack(fate=Fate.CONFLICT, data=current, write=False, why=decision.why)
+        data = decision.data
+    original = stretches[0][0]
+    if data == original:
+        return TakeBack(fate=Fate.RESTORED, data=original, write=current != original, why="as it was before the run")
+    if decision.fate == Fate.KEPT and data == current:
+        return decision
+    return TakeBack(fate=Fate.MERGED, data=data, write=data != current,
+                    why="changed during the run by someone else: the run's lines taken out, the other edits kept")
+
+
+def run_alone(stretches: Stretches) -> bytes | None:
+    """What the file would hold had the run written it alone: each later stretch's change made on the run's own
+    result before it (a three-way merge: what the stretch started from, what it left, the run's own result). Where
+    that cannot be told apart, what the run left."""
+    own = stretches[0][1][-1] if stretches[0][1] else stretches[0][0]
+    for start, left in stretches[1:]:
+        last = left[-1] if left else start
+        merge = merge3(start, last, own) if start is not None and last is not None and own is not None else None
+        own = merge.data if merge is not None and merge.clean else last
+    return own

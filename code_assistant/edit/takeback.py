@@ -19,7 +19,7 @@ from code_assistant.edit.journal import (
     read_state,
     remove_if,
 )
-from code_assistant.edit.ownership import Fate, TakeBack, take_back
+from code_assistant.edit.ownership import Fate, TakeBack, take_back_stretches
 from code_assistant.interrupts import shielded
 
 logger = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ def decide(root: Path, journal: Journal) -> list[tuple[FileRecord, TakeBack]]:
         if not inside(target.resolve(), root.resolve()):
             logger.error("journal entry points outside the repository, skipped: %s", record.path)
             continue
-        decisions.append((record, take_back(journal.original(record), journal.states(record), read_state(target))))
+        decisions.append((record, take_back_stretches(journal.stretches(record), read_state(target))))
     return decisions
 
 
@@ -78,10 +78,10 @@ def _apply(root: Path, journal: Journal, record: FileRecord) -> FileOutcome:
     target = root / record.path
     for stray in target.parent.glob(f".{target.name}{TMP_MARK}*") if target.parent.is_dir() else []:
         stray.unlink(missing_ok=True)
-    original, states = journal.original(record), journal.states(record)
+    original, stretches = journal.original(record), journal.stretches(record)
     for _ in range(WRITE_ATTEMPTS):
         current = read_state(target)
-        decision = take_back(original, states, current)
+        decision = take_back_stretches(stretches, current)
         try:
             _write(target, record, decision, current)
             break
