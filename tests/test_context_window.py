@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 
@@ -145,15 +146,17 @@ def test_the_setting_wins_and_known_models_need_no_server() -> None:
 
 # ----- learning the window from a refusal -------------------------------------------------------------------------
 @pytest.mark.parametrize("stream", [False, True])
-def test_a_refusal_is_learned_and_the_next_request_fits(stream: bool) -> None:
-    """llama-cpp-python answers an over-long streamed request with an empty stream: asked again without streaming,
-    it says why. Every request is streamed, whether its tokens are shown (`stream`) or not."""
+def test_a_refusal_is_learned_at_once_and_the_next_request_fits(stream: bool, caplog: pytest.LogCaptureFixture) -> None:
+    """llama-cpp-python answers an over-long streamed request with a stream of no event and then drops the
+    connection: asked again without streaming, on a new connection, it says why — the first time, with no retry and
+    no warning. Every request is streamed, whether its tokens are shown (`stream`) or not."""
     long_text = "def f():\n    return 1\n" * 400
-    with ScriptedServer(["ok"], context_window=2048, overflow_stream="empty") as server:
-        model = OpenAIChat("m", api_key="k", base_url=server.url, window=ContextWindow(8192, "default"))
+    with ScriptedServer(["ok"], context_window=2048, overflow="llama-cpp-python", stream_usage=False) as server:
+        model = OpenAIChat("m", api_key="k", base_url=server.url, window=ContextWindow(8192, "default"),
+                           sleep=pytest.fail)
         with pytest.raises(ContextOverflow, match="2048"):
             model.complete([{"role": "user", "content": long_text}], on_token=[].append if stream else None)
-        assert model.window.tokens == 2048 and model.window.source == "the server's error"
+        assert model.window.describe() == "2048 tokens, from the server's refusal"
         sent = message_tokens([{"role": "user", "content": long_text}])
         assert model.window.measured and model.window.ratio >= prompt_tokens(server.chat_requests[0]) / sent
         short = clip_text(long_text, model.window.prompt_room() - 20)
@@ -161,6 +164,38 @@ def test_a_refusal_is_learned_and_the_next_request_fits(stream: bool) -> None:
     refused = server.chat_requests[:-1]
     assert [r.get("stream", False) for r in refused] == [True, False]
     assert server.usages[-1]["prompt_tokens"] + server.chat_requests[-1]["max_tokens"] <= 2048
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+
+
+@pytest.mark.parametrize("refusal", [
+    {"status": 400, "message": "This model's maximum context length is 2048 tokens. However, you requested 3569 "
+                               "tokens (2545 in the messages, 1024 in the completion). Please reduce the length of the "
+                               "messages or completion."},
+    {"status": 500, "message": "Requested tokens (2545) exceed context window of 2048"},
+    {"dropped": True},
+])
+def test_llama_cpp_pythons_refusals_are_learned_without_a_retry(refusal: dict) -> None:
+    """Its 400, its own words in a 500, or a stream broken off before any event (then asked once without streaming,
+    which says why): none of them is a network failure to retry."""
+    refused = [refusal] if "status" in refusal else [refusal, {"status": 400, "message": (
+        "This model's maximum context length is 2048 tokens. However, you requested 3569 tokens (2545 in the "
+        "messages, 1024 in the completion).")}]
+    with ScriptedServer(refused) as server:
+        model = OpenAIChat("m", api_key="k", base_url=server.url, window=ContextWindow(8192, "default"),
+                           sleep=pytest.fail)
+        with pytest.raises(ContextOverflow, match="2048"):
+            model.complete([{"role": "user", "content": "def f():\n    return 1\n" * 400}])
+    assert model.window.tokens == 2048 and len(server.chat_requests) == len(refused)
+
+
+def test_a_network_failure_is_still_retried() -> None:
+    """A connection closed without an answer, unstreamed: the network, not a refusal."""
+    waits: list[float] = []
+    with ScriptedServer([{"dropped": True}, {"dropped": True}, {"dropped": True}, "ok"]) as server:
+        model = OpenAIChat("m", api_key="k", base_url=server.url, sleep=waits.append)
+        assert model.complete([{"role": "user", "content": "hi"}]).text == "ok"
+    assert [r.get("stream", False) for r in server.chat_requests] == [True, False, True, False]
+    assert len(waits) == 1
 
 
 def _big_repo(tmp_path: Path) -> Path:
