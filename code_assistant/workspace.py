@@ -275,13 +275,16 @@ class Workspace:
             return None
         words = mode == ToolsMode.JSON or not getattr(model, "native_tools", True)  # refused once: words from then on
         form = Form.JSON if words else Form.NATIVE
-        return lambda repo, index: self.toolbox(repo, index, read_only=read_only, form=form, recorded=recorded)
+        least = TOOLS_MIN_WINDOW if mode == ToolsMode.AUTO else 0
+        return lambda repo, index: self.toolbox(repo, index, read_only=read_only, form=form, recorded=recorded,
+                                                min_window=least)
 
     def toolbox(self, repo: Path | None = None, index: Callable[[], RepoIndex] | None = None, *,
                 read_only: bool = False, form: Form | None = None,
-                recorded: list[dict[str, Any]] | None = None) -> Toolbox:
+                recorded: list[dict[str, Any]] | None = None, min_window: int = 0) -> Toolbox:
         """The tools over a working tree (the repository, unless another: a worktree, a scratch copy) and its index
-        (the workspace's, brought up to date, unless another)."""
+        (the workspace's, brought up to date, unless another); `min_window`: the smallest window they are offered
+        in."""
         from code_assistant.tools.box import Form, Toolbox
         from code_assistant.tools.files import RepoView
         from code_assistant.tools.looking import Looking
@@ -294,7 +297,7 @@ class Workspace:
         if not read_only and self.sandbox.active:
             found += Running(repo, self.sandbox, running_file=self.running_tests.with_name("running-tool")).tools()
         return Toolbox(found, max_calls=settings.max_tool_calls, form=form or Form.NATIVE, recorded=recorded,
-                       say=self.display.say)
+                       say=self.display.say, min_window=min_window)
 
     # ----- a session's memory -------------------------------------------------------------------------------------
     def save_memory(self) -> None:

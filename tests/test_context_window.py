@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -22,7 +24,9 @@ from code_assistant.model.server_reports import (
 from code_assistant.model.window import DEFAULT_WINDOW, ContextWindow, known_window, window_limit
 from tests.repos import (
     CALC_PY,
+    ROOT,
     TEST_CALC_PY,
+    _cli_env,
     answer,
     modify,
     python_repo,
@@ -213,8 +217,7 @@ def test_cli_learns_the_window_from_the_refusal_and_sends_nothing_over_it(tmp_pa
                         "--model", "local-model"], server_url=server.url)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "context window 8192 tokens, from the default" in proc.stdout
-    learned = "[Context window: 2048 tokens, from the server's refusal; asking again with a smaller request]"
-    assert learned in proc.stdout
+    assert "[Window: 2048 tokens, from the server's refusal]" in proc.stdout
     first, second = server.chat_requests
     assert len(str(first)) > len(str(second)), "the request was built again, smaller"
     assert server.usages[0]["prompt_tokens"] + second["max_tokens"] <= 2048
@@ -231,8 +234,7 @@ def test_ask_learns_the_window_from_the_refusal_as_a_run_does(tmp_path: Path) ->
         shown = run_cli_on_a_terminal(["--repo", str(repo), "--ask", question, "--model", "local-model"],
                                       server_url=server.url)
     assert shown.returncode == 0, shown.stdout + shown.stderr
-    assert "[Context window: 2048 tokens, from the server's refusal; asking again with a smaller request]" in \
-        shown.stdout
+    assert "[Window: 2048 tokens, from the server's refusal]" in shown.stdout
     assert "[Thinking...][Done thinking]" in shown.stdout and "draft" not in shown.stderr + shown.stdout
     assert "add() is in calc.py:1." in shown.stdout
     with ScriptedServer([reply], context_window=2048) as server:
@@ -246,6 +248,51 @@ def test_ask_learns_the_window_from_the_refusal_as_a_run_does(tmp_path: Path) ->
     assert result["answer"] == "add() is in calc.py:1."
     assert result["files"] and all(path in second["messages"][-1]["content"] for path in result["files"]), \
         "the files reported are those of the request that was answered"
+
+
+def _context_lines(stdout: str) -> list[tuple[int, int]]:
+    return [(int(m.group(1)), int(m.group(2))) for m in re.finditer(r"^\[Context: (\d+) files, (\d+) tokens\]$", stdout,
+                                                                      re.MULTILINE)]
+
+
+def test_a_run_against_llama_cpp_python_learns_its_window_at_once(tmp_path: Path) -> None:
+    """Issue 46's case: llama-cpp-python serving a 2,048-token window, no --context-window, the first request sized
+    for the default 8,192 (with the tools' schema). Its refusal — a stream of no event, then the connection dropped —
+    is learned the first time: one line, no retry, no warning; the request is built again without the tools (no
+    room for them), the Context line says what it shows, and it fits."""
+    repo = _big_repo(tmp_path)
+    with ScriptedServer([answer(FIX_ADD)], context_window=2048, overflow="llama-cpp-python",
+                        stream_usage=False) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "Fix add() so the tests pass", "--test-command", PYTEST,
+                        "--model", "local-model"], server_url=server.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "context window 8192 tokens, from the default" in proc.stdout
+    assert proc.stdout.count("[Window: 2048 tokens, from the server's refusal]") == 1
+    assert "WARNING" not in proc.stderr and "retry" not in proc.stderr, proc.stderr
+    refused, asked_why, answered = server.chat_requests
+    assert refused["stream"] and refused.get("tools") and not asked_why.get("stream") and answered["stream"]
+    assert "tools" not in answered, "no room for the tools' schema in 2,048 tokens"
+    assert prompt_tokens(answered) + answered["max_tokens"] <= 2048
+    first, sent = _context_lines(proc.stdout)
+    assert sent[1] < first[1], "the Context line said again, for the smaller request that was answered"
+    assert proc.stdout.index("[Window: ") < proc.stdout.index(f"[Context: {sent[0]} files, {sent[1]} tokens]",
+                                                                proc.stdout.index("[Context: ") + 1)
+
+
+def test_a_session_keeps_the_window_it_learned(tmp_path: Path) -> None:
+    """The model is kept between a session's tasks, and the window with it: the second task's request fits at once."""
+    repo = _big_repo(tmp_path)
+    with ScriptedServer([answer(FIX_ADD), "add() is in calc.py:1."], context_window=2048,
+                        overflow="llama-cpp-python") as server:
+        proc = subprocess.run([sys.executable, str(ROOT / "main.py"), "chat", "--repo", str(repo), "--test-command",
+                               PYTEST, "--no-reproduce", "--model", "local-model"],
+                              input="Fix add() so the tests pass\n/ask What do the functions in helpers.py return?\n",
+                              capture_output=True, text=True, env=_cli_env(server.url, "k", None), timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("[Window: 2048 tokens, from the server's refusal]") == 1
+    assert "WARNING" not in proc.stderr, proc.stderr
+    assert [r.get("stream", False) for r in server.chat_requests] == [True, False, True, True]
+    assert all(prompt_tokens(body) + body["max_tokens"] <= 2048 for body in server.chat_requests[2:])
 
 
 def test_cli_with_the_window_set_sends_nothing_over_it(tmp_path: Path) -> None:
