@@ -284,14 +284,16 @@ class Workspace:
             return None
         words = mode == ToolsMode.JSON or not getattr(model, "native_tools", True)  # refused once: words from then on
         form = Form.JSON if words else Form.NATIVE
+        least = TOOLS_MIN_WINDOW if mode == ToolsMode.AUTO else 0
         return lambda repo, index: self.toolbox(repo, index, read_only=read_only, form=form, recorded=recorded,
-                                                mcp=True)
+                                                min_window=least, mcp=True)
 
     def toolbox(self, repo: Path | None = None, index: Callable[[], RepoIndex] | None = None, *,
                 read_only: bool = False, form: Form | None = None, recorded: list[dict[str, Any]] | None = None,
-                mcp: bool = False) -> Toolbox:
+                min_window: int = 0, mcp: bool = False) -> Toolbox:
         """The tools over a working tree (the repository, unless another: a worktree, a scratch copy) and its index
-        (the workspace's, brought up to date, unless another); `mcp`: the user's MCP servers' tools too."""
+        (the workspace's, brought up to date, unless another); `min_window`: the smallest window they are offered
+        in; `mcp`: the user's MCP servers' tools too."""
         from code_assistant.tools.box import Form, Toolbox
         from code_assistant.tools.files import RepoView
         from code_assistant.tools.looking import Looking
@@ -306,7 +308,7 @@ class Workspace:
         if mcp:
             found += self.mcp_tools(read_only=read_only)
         return Toolbox(found, max_calls=settings.max_tool_calls, form=form or Form.NATIVE, recorded=recorded,
-                       say=self.display.say)
+                       say=self.display.say, min_window=min_window)
 
     def mcp_tools(self, *, read_only: bool = False) -> list[Tool]:
         """The user's MCP servers' tools: started once a workspace, on first need, and stopped when it closes. The

@@ -111,7 +111,12 @@ class LlamaServer:
 
 class RecordingProxy:
     """Relays every request to the real server and records what it answered: status, the request body, and the answer
-    (JSON, or for a stream its content and any usage). Streams are relayed as they arrive."""
+    (JSON, or for a stream its content and any usage). Streams are relayed as they arrive.
+
+    Connections are relayed as they are: each client connection has its own connection to the server, kept alive
+    while the server keeps it, and dropped when the server drops it — a request the server never answers (it had
+    closed the connection: llama-cpp-python does so after refusing a stream) is recorded with status None and the
+    client's connection closed without an answer, as the server's would be."""
 
     def __init__(self, upstream: str) -> None:
         parts = urlsplit(upstream)
@@ -121,6 +126,9 @@ class RecordingProxy:
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as uvicorn's
+            upstream_conn: http.client.HTTPConnection | None = None
+
             def log_message(self, *args: object) -> None:
                 pass
 
@@ -130,26 +138,43 @@ class RecordingProxy:
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 self._relay(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
 
+            def finish(self) -> None:
+                super().finish()
+                if self.upstream_conn is not None:
+                    self.upstream_conn.close()
+
             def _relay(self, body: bytes | None) -> None:
-                upstream_conn = http.client.HTTPConnection(host, port, timeout=600)
-                upstream_conn.request(self.command, self.path, body=body,
-                                      headers={"Content-Type": "application/json"})
-                reply = upstream_conn.getresponse()
                 request = json.loads(body) if body else None
-                record: dict[str, Any] = {"path": self.path, "request": request, "status": reply.status}
+                record: dict[str, Any] = {"path": self.path, "request": request}
+                if self.upstream_conn is None:
+                    self.upstream_conn = http.client.HTTPConnection(host, port, timeout=600)
+                try:
+                    self.upstream_conn.request(self.command, self.path, body=body,
+                                               headers={"Content-Type": "application/json"})
+                    reply = self.upstream_conn.getresponse()
+                except (http.client.HTTPException, ConnectionError) as exc:  # the server had dropped the connection
+                    record.update(status=None, dropped=f"{type(exc).__name__}: {exc}")
+                    self.close_connection = True  # and so the client's: no answer
+                    with proxy.lock:
+                        proxy.exchanges.append(record)
+                    return
+                record["status"] = reply.status
                 streamed = "text/event-stream" in (reply.getheader("Content-Type") or "")
                 self.send_response(reply.status)
                 self.send_header("Content-Type", reply.getheader("Content-Type") or "application/json")
                 raw = b""
                 if streamed:
+                    self.send_header("Transfer-Encoding", "chunked")
                     self.end_headers()
                     try:
                         while chunk := reply.read1(65536):
                             raw += chunk
-                            self.wfile.write(chunk)
+                            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                             self.wfile.flush()
+                        self.wfile.write(b"0\r\n\r\n")
                     except (http.client.IncompleteRead, ConnectionError):
-                        pass  # llama-cpp-python ends a stream it cannot serve by dropping it
+                        record["broken"] = True  # the server broke the stream off: so it is for the client
+                        self.close_connection = True
                     record.update(_stream_record(raw))
                 else:
                     raw = reply.read()
@@ -160,7 +185,8 @@ class RecordingProxy:
                         record["response"] = json.loads(raw)
                     except ValueError:
                         record["response"] = raw.decode(errors="replace")
-                upstream_conn.close()
+                if reply.will_close:
+                    self.close_connection = True
                 with proxy.lock:
                     proxy.exchanges.append(record)
 

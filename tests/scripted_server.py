@@ -7,6 +7,8 @@ Each chat request takes the next step of the script:
 - a dict {"sleep": seconds, "answer": str}: answer late (for timeout tests);
 - a dict {"gap": seconds, "answer": str}: stream the answer with that pause between pieces (a slow local model);
 - a dict {"stall": seconds, "answer": str}: stream the first piece, then send nothing for that long;
+- a dict {"dropped": True}: a stream's headers, then the connection closed before any event (the stream broken off;
+  unstreamed: the connection closed without an answer);
 - a dict {"reasoning": str, "answer": str}: the answer with a reasoning parser's reasoning beside it, as
   `reasoning_content` (or the field named by "reasoning_field", e.g. "reasoning") of the message, or of the stream's
   first deltas, before the answer's;
@@ -23,8 +25,13 @@ What real local servers do, on request:
   refused with `refuse_status` and a message naming response_format, as llama-cpp-python's server does with a 500.
   None (the default) takes any, and ignores it, as some servers do.
 - `context_window`: a request whose prompt plus max_tokens passes it is refused with 400 and vLLM's words ("This
-  model's maximum context length is N tokens ..."); with `overflow_stream="empty"`, a streamed one instead gets an
-  empty stream, as llama-cpp-python's server does.
+  model's maximum context length is N tokens ..."), streamed or not. With `overflow="llama-cpp-python"`, what
+  llama-cpp-python's server (0.3.36, under uvicorn) does instead: it refuses only a prompt that fills the window
+  (prompt >= window; an answer that would pass the window is cut there); unstreamed, with 400 and words like vLLM's;
+  streamed, with a whole event stream of no event (200, chunked, ended), after which it drops the connection, which
+  it had kept alive: the request a client sends on that connection next is reset, unanswered ("Connection error.").
+  The real server drops it a few milliseconds later, so a client that asks at once loses that race most of the
+  time; this one drops it when the client next sends on it (or closes it), so it always does.
 - `stream_usage=False`: streams carry no usage chunk (llama-cpp-python).
 - `fixed_prompt_tokens=N`: every answer reports `prompt_tokens: N`, whatever was sent (a proxy's fixed or
   estimated usage).
@@ -46,6 +53,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import select
 import threading
 import time
 import uuid
@@ -57,6 +65,9 @@ from code_assistant import tokens
 
 Step = str | Callable[[dict[str, Any]], str] | dict[str, Any]
 TEMPLATE_TOKENS = 8  # per message, like a chat template's role markers
+DROP_WAIT_S = 30  # how long a refused stream's connection is kept, at most, for the client's next request on it
+STREAM_HEAD = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ncache-control: no-store\r\n"
+               b"connection: keep-alive\r\ntransfer-encoding: chunked\r\n\r\n")  # uvicorn's, for an SSE response
 
 
 def fake_embedding(text: str, dim: int = 64) -> list[float]:
@@ -115,19 +126,20 @@ def _form(body: dict[str, Any]) -> str | None:
 
 class ScriptedServer:
     def __init__(self, script: list[Step] | None = None, *, accepts: tuple[str, ...] | None = None,
-                 refuse_status: int = 500, context_window: int | None = None, overflow_stream: str = "error",
+                 refuse_status: int = 500, context_window: int | None = None, overflow: str = "vllm",
                  stream_usage: bool = True, info: dict[str, Any] | None = None,
                  by_seed: dict[int, list[Step]] | None = None, fixed_prompt_tokens: int | None = None,
                  cache: str | None = None, silent_cut: int | None = None, prompt_speed: float | None = None,
                  timings: bool = False, refuse_tools: bool = False) -> None:
         assert cache in (None, "uncounted", "cached_tokens"), cache
+        assert overflow in ("vllm", "llama-cpp-python"), overflow
         self.script: list[Step] = list(script or [])
         self.by_seed: dict[int, list[Step]] = {seed: list(steps) for seed, steps in (by_seed or {}).items()}
         self.requests: list[dict[str, Any]] = []
         self.usages: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self.accepts, self.refuse_status = accepts, refuse_status
-        self.context_window, self.overflow_stream, self.stream_usage = context_window, overflow_stream, stream_usage
+        self.context_window, self.overflow, self.stream_usage = context_window, overflow, stream_usage
         self.info = info or {}
         self.fixed_prompt_tokens, self.cache, self.silent_cut = fixed_prompt_tokens, cache, silent_cut
         self.prompt_speed, self.timings = prompt_speed, timings
@@ -172,9 +184,9 @@ class ScriptedServer:
                                             "message": '"auto" tool choice requires --enable-auto-tool-choice and '
                                                        '--tool-call-parser to be set'})
                 prompt = prompt_tokens(body)
-                if server.context_window and prompt + (body.get("max_tokens") or 0) > server.context_window:
-                    if body.get("stream") and server.overflow_stream == "empty":
-                        return self._empty_stream()
+                if server.refuses(prompt, body.get("max_tokens")):
+                    if body.get("stream") and server.overflow == "llama-cpp-python":
+                        return self._refused_stream()
                     requested = prompt + (body.get("max_tokens") or 0)
                     return self._json(400, {"error": {
                         "message": f"This model's maximum context length is {server.context_window} tokens. However, "
@@ -191,6 +203,8 @@ class ScriptedServer:
                 if isinstance(step, dict) and "status" in step:
                     return self._json(step["status"], {"error": {"message": step.get("message", "scripted error"),
                                                                  "type": "server_error"}})
+                if isinstance(step, dict) and step.get("dropped"):
+                    return self._dropped(body.get("stream"))
                 if isinstance(step, dict) and "sleep" in step:
                     time.sleep(step["sleep"])
                 reading = prompt / server.prompt_speed if server.prompt_speed else 0.0
@@ -205,7 +219,7 @@ class ScriptedServer:
                 if isinstance(step, dict):
                     step = step.get("answer", "")
                 answer = step(body) if callable(step) else str(step)
-                answer, finish = _cut(answer, body.get("max_tokens"))
+                answer, finish = _cut(answer, server.answer_limit(prompt, body.get("max_tokens")))
                 usage: dict[str, Any] = {"prompt_tokens": server.reported(body, prompt),
                                          "completion_tokens": tokens.count_tokens(answer)}
                 if server.cache == "cached_tokens":
@@ -237,11 +251,20 @@ class ScriptedServer:
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting (a timeout test)
                     pass
 
-            def _empty_stream(self) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+            def _refused_stream(self) -> None:
+                """llama-cpp-python's refusal of a streamed prompt over its window: the stream is answered (200)
+                and ended with no event; the error raised after it makes uvicorn close the connection, which the
+                headers had kept alive. Closed here when the client next sends on it — without reading that request,
+                so the client's socket is reset — or closes it."""
+                self.wfile.write(STREAM_HEAD + b"0\r\n\r\n")
+                select.select([self.connection], [], [], DROP_WAIT_S)
+                self.close_connection = True
+
+            def _dropped(self, stream: bool) -> None:
+                """A connection closed before any event (a stream's headers sent first) or any answer."""
+                if stream:
+                    self.wfile.write(STREAM_HEAD)
+                self.close_connection = True
 
             def _stream(self, body: dict[str, Any], answer: str, usage: dict[str, Any], gap: float,
                         stall: float, finish: str, reasoning: dict[str, str], timings: dict[str, Any],
@@ -283,6 +306,21 @@ class ScriptedServer:
         self.httpd.daemon_threads = True
         # a short poll interval: shutdown() waits for it, once per test
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def refuses(self, prompt: int, max_tokens: int | None) -> bool:
+        """Whether a request is over the window: vLLM counts the answer's max_tokens in it, llama-cpp-python only
+        the prompt."""
+        if not self.context_window:
+            return False
+        if self.overflow == "llama-cpp-python":
+            return prompt >= self.context_window
+        return prompt + (max_tokens or 0) > self.context_window
+
+    def answer_limit(self, prompt: int, max_tokens: int | None) -> int | None:
+        """Where an answer stops: at max_tokens, and (llama-cpp-python) at the window's end."""
+        if self.overflow == "llama-cpp-python" and self.context_window:
+            return min(max_tokens or self.context_window, self.context_window - prompt)
+        return max_tokens
 
     def reported(self, body: dict[str, Any], prompt: int) -> int:
         """The prompt_tokens this server reports for a prompt of `prompt` tokens (see the class docstring)."""

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+import logging
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -21,7 +24,9 @@ from code_assistant.model.server_reports import (
 from code_assistant.model.window import DEFAULT_WINDOW, ContextWindow, known_window, window_limit
 from tests.repos import (
     CALC_PY,
+    ROOT,
     TEST_CALC_PY,
+    _cli_env,
     answer,
     modify,
     python_repo,
@@ -145,15 +150,17 @@ def test_the_setting_wins_and_known_models_need_no_server() -> None:
 
 # ----- learning the window from a refusal -------------------------------------------------------------------------
 @pytest.mark.parametrize("stream", [False, True])
-def test_a_refusal_is_learned_and_the_next_request_fits(stream: bool) -> None:
-    """llama-cpp-python answers an over-long streamed request with an empty stream: asked again without streaming,
-    it says why. Every request is streamed, whether its tokens are shown (`stream`) or not."""
+def test_a_refusal_is_learned_at_once_and_the_next_request_fits(stream: bool, caplog: pytest.LogCaptureFixture) -> None:
+    """llama-cpp-python answers an over-long streamed request with a stream of no event and then drops the
+    connection: asked again without streaming, on a new connection, it says why — the first time, with no retry and
+    no warning. Every request is streamed, whether its tokens are shown (`stream`) or not."""
     long_text = "def f():\n    return 1\n" * 400
-    with ScriptedServer(["ok"], context_window=2048, overflow_stream="empty") as server:
-        model = OpenAIChat("m", api_key="k", base_url=server.url, window=ContextWindow(8192, "default"))
+    with ScriptedServer(["ok"], context_window=2048, overflow="llama-cpp-python", stream_usage=False) as server:
+        model = OpenAIChat("m", api_key="k", base_url=server.url, window=ContextWindow(8192, "default"),
+                           sleep=pytest.fail)
         with pytest.raises(ContextOverflow, match="2048"):
             model.complete([{"role": "user", "content": long_text}], on_token=[].append if stream else None)
-        assert model.window.tokens == 2048 and model.window.source == "the server's error"
+        assert model.window.describe() == "2048 tokens, from the server's refusal"
         sent = message_tokens([{"role": "user", "content": long_text}])
         assert model.window.measured and model.window.ratio >= prompt_tokens(server.chat_requests[0]) / sent
         short = clip_text(long_text, model.window.prompt_room() - 20)
@@ -161,6 +168,38 @@ def test_a_refusal_is_learned_and_the_next_request_fits(stream: bool) -> None:
     refused = server.chat_requests[:-1]
     assert [r.get("stream", False) for r in refused] == [True, False]
     assert server.usages[-1]["prompt_tokens"] + server.chat_requests[-1]["max_tokens"] <= 2048
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+
+
+@pytest.mark.parametrize("refusal", [
+    {"status": 400, "message": "This model's maximum context length is 2048 tokens. However, you requested 3569 "
+                               "tokens (2545 in the messages, 1024 in the completion). Please reduce the length of the "
+                               "messages or completion."},
+    {"status": 500, "message": "Requested tokens (2545) exceed context window of 2048"},
+    {"dropped": True},
+])
+def test_llama_cpp_pythons_refusals_are_learned_without_a_retry(refusal: dict) -> None:
+    """Its 400, its own words in a 500, or a stream broken off before any event (then asked once without streaming,
+    which says why): none of them is a network failure to retry."""
+    refused = [refusal] if "status" in refusal else [refusal, {"status": 400, "message": (
+        "This model's maximum context length is 2048 tokens. However, you requested 3569 tokens (2545 in the "
+        "messages, 1024 in the completion).")}]
+    with ScriptedServer(refused) as server:
+        model = OpenAIChat("m", api_key="k", base_url=server.url, window=ContextWindow(8192, "default"),
+                           sleep=pytest.fail)
+        with pytest.raises(ContextOverflow, match="2048"):
+            model.complete([{"role": "user", "content": "def f():\n    return 1\n" * 400}])
+    assert model.window.tokens == 2048 and len(server.chat_requests) == len(refused)
+
+
+def test_a_network_failure_is_still_retried() -> None:
+    """A connection closed without an answer, unstreamed: the network, not a refusal."""
+    waits: list[float] = []
+    with ScriptedServer([{"dropped": True}, {"dropped": True}, {"dropped": True}, "ok"]) as server:
+        model = OpenAIChat("m", api_key="k", base_url=server.url, sleep=waits.append)
+        assert model.complete([{"role": "user", "content": "hi"}]).text == "ok"
+    assert [r.get("stream", False) for r in server.chat_requests] == [True, False, True, False]
+    assert len(waits) == 1
 
 
 def _big_repo(tmp_path: Path) -> Path:
@@ -178,8 +217,7 @@ def test_cli_learns_the_window_from_the_refusal_and_sends_nothing_over_it(tmp_pa
                         "--model", "local-model"], server_url=server.url)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "context window 8192 tokens, from the default" in proc.stdout
-    learned = "[Context window: 2048 tokens, from the server's refusal; asking again with a smaller request]"
-    assert learned in proc.stdout
+    assert "[Window: 2048 tokens, from the server's refusal]" in proc.stdout
     first, second = server.chat_requests
     assert len(str(first)) > len(str(second)), "the request was built again, smaller"
     assert server.usages[0]["prompt_tokens"] + second["max_tokens"] <= 2048
@@ -196,8 +234,7 @@ def test_ask_learns_the_window_from_the_refusal_as_a_run_does(tmp_path: Path) ->
         shown = run_cli_on_a_terminal(["--repo", str(repo), "--ask", question, "--model", "local-model"],
                                       server_url=server.url)
     assert shown.returncode == 0, shown.stdout + shown.stderr
-    assert "[Context window: 2048 tokens, from the server's refusal; asking again with a smaller request]" in \
-        shown.stdout
+    assert "[Window: 2048 tokens, from the server's refusal]" in shown.stdout
     assert "[Thinking...][Done thinking]" in shown.stdout and "draft" not in shown.stderr + shown.stdout
     assert "add() is in calc.py:1." in shown.stdout
     with ScriptedServer([reply], context_window=2048) as server:
@@ -211,6 +248,51 @@ def test_ask_learns_the_window_from_the_refusal_as_a_run_does(tmp_path: Path) ->
     assert result["answer"] == "add() is in calc.py:1."
     assert result["files"] and all(path in second["messages"][-1]["content"] for path in result["files"]), \
         "the files reported are those of the request that was answered"
+
+
+def _context_lines(stdout: str) -> list[tuple[int, int]]:
+    return [(int(m.group(1)), int(m.group(2))) for m in re.finditer(r"^\[Context: (\d+) files, (\d+) tokens\]$", stdout,
+                                                                      re.MULTILINE)]
+
+
+def test_a_run_against_llama_cpp_python_learns_its_window_at_once(tmp_path: Path) -> None:
+    """Issue 46's case: llama-cpp-python serving a 2,048-token window, no --context-window, the first request sized
+    for the default 8,192 (with the tools' schema). Its refusal — a stream of no event, then the connection dropped —
+    is learned the first time: one line, no retry, no warning; the request is built again without the tools (no
+    room for them), the Context line says what it shows, and it fits."""
+    repo = _big_repo(tmp_path)
+    with ScriptedServer([answer(FIX_ADD)], context_window=2048, overflow="llama-cpp-python",
+                        stream_usage=False) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "Fix add() so the tests pass", "--test-command", PYTEST,
+                        "--model", "local-model"], server_url=server.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "context window 8192 tokens, from the default" in proc.stdout
+    assert proc.stdout.count("[Window: 2048 tokens, from the server's refusal]") == 1
+    assert "WARNING" not in proc.stderr and "retry" not in proc.stderr, proc.stderr
+    refused, asked_why, answered = server.chat_requests
+    assert refused["stream"] and refused.get("tools") and not asked_why.get("stream") and answered["stream"]
+    assert "tools" not in answered, "no room for the tools' schema in 2,048 tokens"
+    assert prompt_tokens(answered) + answered["max_tokens"] <= 2048
+    first, sent = _context_lines(proc.stdout)
+    assert sent[1] < first[1], "the Context line said again, for the smaller request that was answered"
+    assert proc.stdout.index("[Window: ") < proc.stdout.index(f"[Context: {sent[0]} files, {sent[1]} tokens]",
+                                                                proc.stdout.index("[Context: ") + 1)
+
+
+def test_a_session_keeps_the_window_it_learned(tmp_path: Path) -> None:
+    """The model is kept between a session's tasks, and the window with it: the second task's request fits at once."""
+    repo = _big_repo(tmp_path)
+    with ScriptedServer([answer(FIX_ADD), "add() is in calc.py:1."], context_window=2048,
+                        overflow="llama-cpp-python") as server:
+        proc = subprocess.run([sys.executable, str(ROOT / "main.py"), "chat", "--repo", str(repo), "--test-command",
+                               PYTEST, "--no-reproduce", "--model", "local-model"],
+                              input="Fix add() so the tests pass\n/ask What do the functions in helpers.py return?\n",
+                              capture_output=True, text=True, env=_cli_env(server.url, "k", None), timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("[Window: 2048 tokens, from the server's refusal]") == 1
+    assert "WARNING" not in proc.stderr, proc.stderr
+    assert [r.get("stream", False) for r in server.chat_requests] == [True, False, True, True]
+    assert all(prompt_tokens(body) + body["max_tokens"] <= 2048 for body in server.chat_requests[2:])
 
 
 def test_cli_with_the_window_set_sends_nothing_over_it(tmp_path: Path) -> None:

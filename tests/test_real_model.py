@@ -97,8 +97,9 @@ def test_ask_learns_the_window_from_the_refusal_and_streams_to_the_terminal(llam
     """No window is set and llama-cpp-python reports none: the first request is sized for the default 8,192 tokens
     (the question names helpers.py, whose 120 functions alone are over 2,048 tokens, so the context holds more than
     the server's window whatever else ranks).
-    The server drops that stream without a word; asked once without streaming, it names its window; the question
-    is asked again within it, and the answer streams to the terminal."""
+    The server ends that stream with no event and drops the connection; asked once without streaming (on a new
+    connection), it names its window; the question is asked again within it, and the answer streams to the
+    terminal."""
     before = _restore(repo)
     env = {**os.environ, "OPENAI_API_KEY": "k", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     with RecordingProxy(llama.url) as proxy:
@@ -116,19 +117,48 @@ def test_ask_learns_the_window_from_the_refusal_and_streams_to_the_terminal(llam
     assert "Traceback" not in proc.stderr and snapshot(repo) == before
     assert len(proxy.chats) == 3, [(c["status"], c.get("usage"), c.get("response")) for c in proxy.chats]
     first, second, *rest = proxy.chats
-    assert first["stream"] and first["events"] == 0, "llama-cpp-python drops a stream over its window"
+    assert first["stream"] and first["events"] == 0, "llama-cpp-python ends a stream over its window with no event"
     assert second["status"] == 400 and second["request"].get("stream") is not True
     assert f"maximum context length is {WINDOW} tokens" in json.dumps(second["response"])
     [last] = rest
     assert last["status"] == 200 and last["stream"] and last["content"].strip()
     assert "response_format" not in last["request"], "a question is answered in prose"
     assert " ".join(last["content"].split()) in " ".join(terminal.split()), "the answer streamed to the terminal"
-    assert "[Indexing repository:" in terminal
+    assert "[Indexing repository:" in terminal and f"[Window: {WINDOW} tokens, from the server's refusal]" in terminal
+
+
+def test_a_run_without_a_window_learns_it_from_the_first_refusal_without_a_retry(llama: LlamaServer, repo: Path,
+                                                                                 index_dir: Path,
+                                                                                 tmp_path: Path) -> None:
+    """Issue 46: no window set, and llama-cpp-python reports none, so the plan request is sized for the default 8,192
+    tokens (about 2,500: over the server's 2,048). The server ends that stream with no event and drops the connection;
+    the tool asks once without streaming, on a new connection, is told the window, and says so in one line. Nothing is
+    retried, nothing goes to the dropped connection, and every request after the refusal fits."""
+    _restore(repo)
+    with RecordingProxy(llama.url) as proxy:
+        proc = run_cli(["--repo", str(repo), "--task", TASK, "--test-command", PYTEST, "--max-iterations", "1",
+                        "--model", "smollm2", "--index-path", str(index_dir), "--log-dir", str(tmp_path / "runs")],
+                       server_url=proxy.url, timeout=600)
+    assert "Traceback" not in proc.stderr and proc.returncode in (0, 1), proc.stdout + proc.stderr
+    assert "context window 8192 tokens, from the default" in proc.stdout
+    assert proc.stdout.count(f"[Window: {WINDOW} tokens, from the server's refusal]") == 1, proc.stdout
+    assert "retry" not in proc.stderr and "Connection error" not in proc.stderr, proc.stderr
+    chats = proxy.chats
+    assert all(c["status"] is not None for c in chats), "a request went to the connection the server had dropped"
+    refused, told, *after = chats
+    assert refused["status"] == 200 and refused["stream"] and refused["events"] == 0
+    assert told["status"] == 400 and told["request"].get("stream") is not True
+    assert f"maximum context length is {WINDOW} tokens" in json.dumps(told["response"])
+    assert after and any(c["status"] == 200 for c in after), [c["status"] for c in chats]
+    for chat in after:
+        assert _prompt_tokens(llama, chat["request"]) + chat["request"]["max_tokens"] <= WINDOW
 
 
 def _prompt_tokens(llama: LlamaServer, request: dict) -> int:
-    """The server's own count of a chat request's prompt: the request sent again without streaming, for one token."""
-    body = {k: v for k, v in request.items() if k not in ("stream", "stream_options")} | {"max_tokens": 1}
+    """The server's own count of a chat request's prompt: the request sent again without streaming (or a schema,
+    which does not count), for one token."""
+    body = {k: v for k, v in request.items() if k not in ("stream", "stream_options", "response_format")}
+    body |= {"max_tokens": 1}
     post = urllib.request.Request(f"{llama.url}/chat/completions", data=json.dumps(body).encode(),
                                   headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(post, timeout=300) as answer:

@@ -94,7 +94,7 @@ def test_a_refusal_naming_the_window_is_still_learned_and_the_request_rebuilt(tm
     with ScriptedServer(THREE_ROUNDS, context_window=2048, fixed_prompt_tokens=100) as server:
         proc = _run(repo, server)
     _green_in_three(proc, repo)
-    assert "[Context window: 2048 tokens, from the server's refusal; asking again with a smaller request]" in proc.stdout
+    assert "[Window: 2048 tokens, from the server's refusal]" in proc.stdout
     refused, *answered = server.chat_requests
     assert len(answered) == 3 and len(str(refused)) > len(str(answered[0])), "the request was built again, smaller"
     assert all(prompt_tokens(body) + body["max_tokens"] <= 2048 for body in answered), "the window was kept"

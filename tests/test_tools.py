@@ -225,6 +225,17 @@ def test_the_box_counts_calls_answers_a_repeat_with_a_note_and_stops_at_its_cap(
     assert box.declared() and box.call("nope", {}).result.error
 
 
+def test_a_window_learned_below_the_boxs_least_takes_the_tools_away() -> None:
+    """--tools auto offers them in a window of 4,096 tokens or more; one learned smaller mid-run takes them away.
+    Asked for by name (--tools native: no least), they stay."""
+    echo = Tool(Spec("echo", "say it", {"type": "object", "properties": {}}), lambda args: Result(text="", summary=""))
+    asked = Toolbox([echo])
+    assert not asked.withdraw(2048) and asked.declared()
+    auto = Toolbox([echo], min_window=4096).only(["echo"])
+    assert not auto.withdraw(8192) and auto.withdraw(2048)
+    assert auto.declared() is None and auto.names == [] and not auto.withdraw(1024)
+
+
 def test_tool_results_are_shortened_oldest_first_before_anything_else() -> None:
     big = "line of a result\n" * 400
     messages = [{"role": "system", "content": "rules"}, {"role": "user", "content": "the task and its context"},

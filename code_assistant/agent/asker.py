@@ -97,8 +97,8 @@ class Asker:
         ops = self.ask(request)
         for _ in range(READ_ROUNDS):
             reads = [op.file_path for op in ops if op.action == Action.READ]
-            if not reads or self.tools is None or self.tools.exhausted:
-                break
+            if not reads or self.tools is None or self.tools.exhausted or "read" not in self.tools.names:
+                break  # (no tools: withdrawn from a window learned too small for them)
             made = [self.tools.call("read", {"path": path}) for path in dict.fromkeys(reads)]
             self.conversation.written_round(None, made)
             self.state.step.tool_calls += [_record(m) for m in made]

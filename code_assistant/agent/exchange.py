@@ -1,6 +1,7 @@
 """One exchange with the model, the same for a run (asker.py) and for --ask (question.py): the conversation's
 messages sent, the answer streamed with the reasoning blocks left out; when the server names a smaller window, the
-conversation's step built again to fit it and sent once more. With tools, an answer that asks for calls — native
+window said in one line, the conversation's step built again to fit it (without tools, if the window is now too small
+for them), what it shows said again, and sent once more. With tools, an answer that asks for calls — native
 `tool_calls`, or calls written as a JSON object — has them made and answered, and the model is asked again, until it
 answers without a call (that answer is returned) or its calls are spent (then it is told so and offered none)."""
 from __future__ import annotations
@@ -14,6 +15,7 @@ from code_assistant.answers.reasoning import ReasoningFilter, split_reasoning
 from code_assistant.answers.tool_calls import ToolCallError, WrittenCall, arguments, written_calls
 from code_assistant.model import prompts
 from code_assistant.model.chat import ChatModel, ChatResponse, ContextOverflow, Message, ToolsRefused
+from code_assistant.retrieve.context import Context
 from code_assistant.tools.box import Form, Made, Toolbox
 
 logger = logging.getLogger(__name__)
@@ -62,9 +64,12 @@ def _complete(model: ChatModel, conversation: Conversation, tools: Toolbox | Non
             if attempt == 2:
                 raise
             logger.info("%s; asking again with a smaller request", exc)
-            say(f"[Context window: {model.window.tokens} tokens, from the server's refusal; asking again with a "
-                f"smaller request]")
+            say(f"[Window: {model.window.describe()}]")
+            if tools is not None and tools.withdraw(model.window.tokens):
+                logger.info("no tools in a window of %d tokens: their schema would cost it too much",
+                            model.window.tokens)
             conversation.shrink()
+            say(context_line(conversation.context))
         except ToolsRefused as exc:
             if tools is None or tools.form == Form.JSON or attempt == 2:
                 raise
@@ -73,6 +78,11 @@ def _complete(model: ChatModel, conversation: Conversation, tools: Toolbox | Non
             tools.form = Form.JSON
             conversation.shrink()  # the system message now describes the tools
     raise AssertionError("unreachable")
+
+
+def context_line(context: Context | None) -> str:
+    """What a request shows, in one line: said before it is sent, and again when it is built smaller."""
+    return f"[Context: {len(context.files)} files, {context.tokens} tokens]" if context else "[Context: no files]"
 
 
 def _calls(response: ChatResponse, tools: Toolbox | None) -> list[WrittenCall]:

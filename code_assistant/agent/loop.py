@@ -8,6 +8,7 @@ import logging
 import threading
 from collections.abc import Callable
 
+from code_assistant.agent.exchange import context_line
 from code_assistant.agent.feedback import edit_feedback, failure_signature
 from code_assistant.agent.memory import Memory
 from code_assistant.agent.parts import build_parts
@@ -202,7 +203,7 @@ class Agent:
                               reproduced=reproduced.failed if reproduced else None,
                               reproduction=reproduced.paths if reproduced else ())
         context = p.conversation.open(request)
-        p.say(f"[Context: {len(context.files) if context else 0} relevant files selected]")
+        p.say(context_line(context))
         p.say("[Planning changes...]")
         ops = p.asker.ask_reading(request)
         p.say(f"[Plan: {len({op.file_path for op in ops})} file(s) to change]")

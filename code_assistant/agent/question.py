@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from code_assistant.agent.conversation import Conversation
-from code_assistant.agent.exchange import exchange
+from code_assistant.agent.exchange import context_line, exchange
 from code_assistant.agent.memory import Memory
 from code_assistant.agent.requests import ASK_ANSWER, QuestionRequest, Requests
 from code_assistant.answers.reasoning import split_reasoning
@@ -26,7 +26,7 @@ def answer_question(index: RepoIndex, model: ChatModel, question: str, settings:
     conversation = Conversation(Requests(settings, model.window, memory=memory, tools=tools))
     context = conversation.open(QuestionRequest(index, question))
     assert context is not None
-    say(f"[Context: {len(context.files)} files, {context.tokens} tokens]")
+    say(context_line(context))
     say(f"[Asking {model.name}...]")
     if tools is not None:
         tools.new_answer()

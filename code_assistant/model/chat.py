@@ -1,7 +1,8 @@
 """The chat-model seam: an OpenAI-compatible client with retries, usage accounting and one-line errors.
 
 What a local server needs is here too: answers capped at the window's reserve, a window learned from a refusal that
-names it (ContextOverflow: the caller builds a smaller request and asks once more), structured output in the first
+names it (ContextOverflow: the caller builds a smaller request and asks once more; a stream closed before any event,
+llama-cpp-python's refusal, is asked about once without streaming, which names it), structured output in the first
 form the server takes (structured.py), and answers always streamed, so that the timeout is the gap between two tokens,
 not the answer; the first gap allows for reading the prompt at the speed the server has shown (pace.py). A server
 that stays silent longer is given up on (ModelStalled), never asked again while it may still be working.
@@ -140,10 +141,14 @@ class OpenAIChat:
 
     def __post_init__(self) -> None:
         self.pace = self.pace or PromptPace(local=self.base_url is not None and is_local(self.base_url))
-        # Retries are ours (logged, bounded); the client's own are off so the count is honest.
-        timeout = httpx.Timeout(self.timeout, connect=min(self.timeout, CONNECT_TIMEOUT_S))
-        self._client = openai.OpenAI(api_key=self.api_key, base_url=self.base_url, timeout=timeout, max_retries=0)
+        self._client = self._connect()
         self._form = 0 if self.schema is not None else FORMS.index(None)
+
+    def _connect(self) -> openai.OpenAI:
+        """A client with a pool of its own. Retries are ours (logged, bounded); the client's are off so the count
+        is honest."""
+        timeout = httpx.Timeout(self.timeout, connect=min(self.timeout, CONNECT_TIMEOUT_S))
+        return openai.OpenAI(api_key=self.api_key, base_url=self.base_url, timeout=timeout, max_retries=0)
 
     @property
     def client(self) -> openai.OpenAI:
@@ -233,7 +238,7 @@ class OpenAIChat:
         timeout = httpx.Timeout(wait, connect=min(wait, CONNECT_TIMEOUT_S))
         response = self._stream(request, on_token or _unseen, timeout, counted * self.window.ratio)
         if response is None:
-            response = self._once(request, timeout)
+            response = self._unstreamed(request, timeout)
         if response.reported is None:  # the server sent no counts
             response.prompt_tokens = round(counted * self.window.ratio)
             response.completion_tokens = tokens.count_tokens(response.text)
@@ -242,6 +247,15 @@ class OpenAIChat:
         if warning := self.window.observe(counted, response.prompt_tokens, shared, response.reported.complete):
             logger.warning("%s", warning)
         return response
+
+    def _unstreamed(self, request: dict[str, Any], timeout: httpx.Timeout) -> ChatResponse:
+        """The request asked once more without streaming, after the server closed its stream before any event: that
+        is how llama-cpp-python refuses a prompt over its window, and unstreamed it says why (a 400 that names the
+        window). It drops the connection after such a stream, so a request sent on it next would be reset
+        ("Connection error.", taken for the network); this one goes on a new connection."""
+        self._client.close()
+        self._client = self._connect()
+        return self._once(request, timeout)
 
     def _once(self, request: dict[str, Any], timeout: httpx.Timeout) -> ChatResponse:
         completion = self._client.chat.completions.create(**request, timeout=timeout)
@@ -257,9 +271,10 @@ class OpenAIChat:
 
     def _stream(self, request: dict[str, Any], on_token: Callable[[str], None], timeout: httpx.Timeout,
                 expected: float) -> ChatResponse | None:
-        """The answer token by token; None when the server closed the stream without a single event (llama-cpp-python
-        does so for a prompt over its window): the caller then asks without streaming, which says why. The time to
-        the first event teaches the pace (`expected`: the prompt's tokens, as the server may count them)."""
+        """The answer token by token; None when the server closed the stream before a single event, cleanly or not
+        (llama-cpp-python does so for a prompt over its window): the caller then asks without streaming, which says
+        why. The time to the first event teaches the pace (`expected`: the prompt's tokens, as the server may count
+        them)."""
         started = time.monotonic()
         stream = self._client.chat.completions.create(**request, stream=True, stream_options={"include_usage": True},
                                                       timeout=timeout)
@@ -270,27 +285,32 @@ class OpenAIChat:
         events = 0
         cut_off = False
         first: float | None = None
-        for chunk in stream:
-            events += 1
-            first = first if first is not None else time.monotonic() - started
-            usage = chunk.usage or usage
-            timings = _extra(chunk).get("timings") or timings  # llama.cpp's server: with the last chunks
-            for choice in chunk.choices:
-                cut_off = cut_off or choice.finish_reason == "length"
-                piece = (choice.delta.content if choice.delta else None) or ""
-                if piece:
-                    parts.append(piece)
-                    on_token(piece)
-                if choice.delta and (reasoning := _reasoning(choice.delta)):
-                    thought.append(reasoning)  # not shown, not parsed: kept for the run log
-                for piece_of_call in (choice.delta.tool_calls or []) if choice.delta else []:
-                    call = calls.setdefault(piece_of_call.index or 0, {"id": "", "name": "", "arguments": ""})
-                    call["id"] = piece_of_call.id or call["id"]
-                    if piece_of_call.function is not None:
-                        call["name"] += piece_of_call.function.name or ""
-                        call["arguments"] += piece_of_call.function.arguments or ""
+        try:
+            for chunk in stream:
+                events += 1
+                first = first if first is not None else time.monotonic() - started
+                usage = chunk.usage or usage
+                timings = _extra(chunk).get("timings") or timings  # llama.cpp's server: with the last chunks
+                for choice in chunk.choices:
+                    cut_off = cut_off or choice.finish_reason == "length"
+                    piece = (choice.delta.content if choice.delta else None) or ""
+                    if piece:
+                        parts.append(piece)
+                        on_token(piece)
+                    if choice.delta and (reasoning := _reasoning(choice.delta)):
+                        thought.append(reasoning)  # not shown, not parsed: kept for the run log
+                    for piece_of_call in (choice.delta.tool_calls or []) if choice.delta else []:
+                        call = calls.setdefault(piece_of_call.index or 0, {"id": "", "name": "", "arguments": ""})
+                        call["id"] = piece_of_call.id or call["id"]
+                        if piece_of_call.function is not None:
+                            call["name"] += piece_of_call.function.name or ""
+                            call["arguments"] += piece_of_call.function.arguments or ""
+        except openai.APIConnectionError as exc:  # the stream broke off: after an event, a failure like any other
+            if events or isinstance(exc, openai.APITimeoutError):
+                raise
+            logger.debug("the stream broke off before any event: %s", _short(exc))
         if events == 0:
-            logger.warning("the model server closed the stream without an answer; asking once without streaming")
+            logger.info("the model server closed the stream before any event; asking once without streaming")
             return None
         response = _answer("".join(parts), cut_off, usage, timings)
         response.reasoning = "".join(thought)

@@ -63,7 +63,7 @@ def known_window(model: str) -> int | None:
 @dataclass
 class ContextWindow:
     tokens: int
-    source: str                 # "--context-window", "GET /props", "known model", "default", "the server's error", …
+    source: str                 # "--context-window", "GET /props", "known model", "default", "the server's refusal", …
     ratio: float = OTHER_RATIO  # server tokens per counted (cl100k) token
     measured: bool = False      # the ratio comes from the server's own counts
     samples: tuple[float, ...] = ()  # the last measured ratios (a tuple: best of N's attempts copy the window)
@@ -115,7 +115,7 @@ class ContextWindow:
 
     def learn(self, limit: WindowLimit, counted: int) -> None:
         """The server refused a request and named its window (and perhaps its count of the prompt)."""
-        self.tokens, self.source = limit.window, "the server's error"
+        self.tokens, self.source = limit.window, "the server's refusal"
         if limit.prompt_tokens and counted >= MIN_OBSERVED and (
                 TRUNCATED_RATIO <= limit.prompt_tokens / counted <= MAX_RATIO):
             self._measured(limit.prompt_tokens / counted, refused=True)

@@ -46,6 +46,8 @@ class Toolbox:
     form: Form = Form.NATIVE
     recorded: list[dict[str, Any]] | None = None  # --replay: the run log's calls, in order (made afresh, compared)
     say: Callable[[str], None] = lambda line: None
+    min_window: int = 0  # the smallest window the tools are offered in (--tools auto's): a window learned smaller
+    #                      takes them away (withdraw)
     made: list[Made] = field(default_factory=list)  # this answer's calls
     count: int = 0  # calls over the box's life (a run's --json `tools`)
 
@@ -58,8 +60,16 @@ class Toolbox:
 
     def only(self, names: list[str]) -> Toolbox:
         """The same box with fewer tools (a question gets the read-only ones)."""
-        return Toolbox([t for t in self.tools if t.spec.name in names], self.max_calls, self.form, self.recorded,
-                       self.say)
+        return Toolbox([t for t in self.tools if t.spec.name in names], max_calls=self.max_calls, form=self.form,
+                       recorded=self.recorded, say=self.say, min_window=self.min_window)
+
+    def withdraw(self, window: int) -> bool:
+        """No tools from now on when the window (learned smaller since the box was made) is below min_window: their
+        schema would cost it too much. True when they were taken away."""
+        if not self.tools or window >= self.min_window:
+            return False
+        self.tools, self._by_name = [], {}
+        return True
 
     def new_answer(self) -> None:
         """A new request: its calls are counted from nought."""
@@ -70,8 +80,9 @@ class Toolbox:
         return len(self.made) >= self.max_calls
 
     def declared(self) -> list[dict[str, Any]] | None:
-        """The `tools` a native request declares (None: none, the calls are spent or the form is words)."""
-        if self.form != Form.NATIVE or self.exhausted:
+        """The `tools` a native request declares (None: none, the calls are spent, the form is words or the tools
+        were withdrawn)."""
+        if self.form != Form.NATIVE or self.exhausted or not self.tools:
             return None
         return [tool.spec.openai() for tool in self.tools]
 
