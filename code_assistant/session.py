@@ -108,8 +108,8 @@ def chat(settings: Settings, options: SessionOptions, *, as_json: bool, streams:
     from code_assistant.workspace import Workspace
 
     memory = Memory.load(memory_path(settings)) if options.resume else Memory()
-    with Workspace(settings, console.display(as_json=as_json, streams=streams), memory=memory,
-                   memory_file=memory_path(settings)) as workspace:
+    display = console.display(as_json=as_json, streams=streams, verbose=settings.verbose)
+    with Workspace(settings, display, memory=memory, memory_file=memory_path(settings)) as workspace:
         open_session(workspace, resumed=options.resume)
         if sys.stdin.isatty() and not as_json:
             workspace.say("[Session: type a task, /help for commands; Alt-Enter for a new line, Ctrl-D to leave]")

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from code_assistant import interrupts
+from code_assistant import console, interrupts
 from code_assistant.cli import flags
 from code_assistant.cli.flags import SETTING_FIELDS, Parser
 from code_assistant.console import render
@@ -166,7 +166,8 @@ exit status:
 
 
 def _setup_logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, stream=sys.stderr,
+    """Log records on stderr, each starting a line of its own (console.LogLines)."""
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, handlers=[console.LogLines()],
                         format="%(levelname)s %(name)s: %(message)s")
     for noisy in ("httpx", "httpcore", "openai", "chromadb", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.INFO if verbose else logging.ERROR)
@@ -189,11 +190,12 @@ def main(argv: list[str] | None = None, *, leaving: bool = False) -> int:
         if verbose and not isinstance(exc, (UsageError, KeyboardInterrupt)):
             logging.getLogger(__name__).exception("failed")
         return render.error(exc, as_json=as_json, verbose=verbose)
+    finally:
+        console.stop_status()  # however the command ended, no status line is left and the cursor shows
 
 
 def execute(parsed: Parsed) -> int:
     """The command on a workspace opened for it (the session door keeps its own), its outcome shown."""
-    from code_assistant import console
     from code_assistant.workspace import Workspace
 
     if parsed.command.name == CHAT:
@@ -201,7 +203,7 @@ def execute(parsed: Parsed) -> int:
 
         return session.chat(parsed.settings, parsed.options, as_json=parsed.as_json,  # type: ignore[arg-type]
                             streams=parsed.streams)
-    display = console.display(as_json=parsed.as_json, streams=parsed.streams)
+    display = console.display(as_json=parsed.as_json, streams=parsed.streams, verbose=parsed.settings.verbose)
     with Workspace(parsed.settings, display) as workspace:
         outcome = OPERATIONS[parsed.command.name].execute(workspace, parsed.options)
     render.show(outcome, as_json=parsed.as_json)

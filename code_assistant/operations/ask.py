@@ -25,7 +25,8 @@ def execute(ws: Workspace, options: AskOptions) -> AskOutcome:
     tools_for = ws.tools_for(model, read_only=True)
     tools = tools_for(ws.settings.repo, ws.quiet_index) if tools_for else None
     response, context = answer_question(index, model, options.question, ws.settings, memory=ws.memory,
-                                        on_token=display.answer_tokens, say=display.say, tools=tools)
+                                        on_token=display.answer_tokens, say=display.say, tools=tools,
+                                        status=display.status)
     display.end_stream()
     ws.count(model.usage, None)
     limit = (f"the answer limit ({model.window.reserve} tokens)" if ws.settings.base_url
