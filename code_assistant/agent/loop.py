@@ -53,6 +53,16 @@ def verification(baseline: TestResult, result: TestResult, reproduction: Reprodu
     return False, "the tests passed before the change too"
 
 
+def plan_line(ops: list[EditOperation]) -> str:
+    """The plan as it was read: its files and its number of edits (the answer itself streams only with -v)."""
+    files = list(dict.fromkeys(op.file_path for op in ops))
+    if not files:
+        return "[Plan: no changes]"
+    edits = f"{len(ops)} edit" + ("" if len(ops) == 1 else "s")
+    in_files = f"{len(files)} file" + ("" if len(files) == 1 else "s")
+    return f"[Plan: {edits} in {in_files}: {', '.join(files)}]"
+
+
 class Agent:
     """One run on one working tree. The keyword arguments after `pre_write` are what a best-of-N attempt gets from
     the run it belongs to (parts.build_parts)."""
@@ -207,7 +217,7 @@ class Agent:
         p.say(f"[Context: {len(context.files) if context else 0} relevant files selected]")
         p.say("[Planning changes...]")
         ops = p.asker.ask_reading(request)
-        p.say(f"[Plan: {len({op.file_path for op in ops})} file(s) to change]")
+        p.say(plan_line(ops))
         return ops
 
     def apply(self, ops: list[EditOperation], *, is_plan: bool) -> Applied:

@@ -221,6 +221,6 @@ def display(*, as_json: bool, streams: bool, verbose: bool = False) -> Display:
     if as_json:
         return Display(review=review, embed_progress=embed_progress)
     _status = LiveLine(_out) if sys.stdout.isatty() else PlainLines(say)
-    return Display(say=say, run_tokens=stream if streams else None,
+    return Display(say=say, run_tokens=(stream if verbose else _unshown) if streams else None,
                    answer_tokens=answer if streams else None, end_stream=end_stream, review=review, status=_status,
                    embed_progress=embed_progress)
