@@ -31,6 +31,8 @@ def show(outcome: o.Outcome, *, as_json: bool, command: str | None = None) -> No
                 say(outcome.answer)
             if outcome.cut_off:
                 say(f"[The answer was cut off at {outcome.limit}: it is incomplete]")
+            if outcome.not_in_repository:
+                say(f"[Not in the repository: {', '.join(outcome.not_in_repository)}]")
         case o.ContextOutcome():
             context(outcome)
         case o.IndexOutcome():

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def execute(ws: Workspace, options: AskOptions) -> AskOutcome:
-    from code_assistant.agent.question import answer_question
+    from code_assistant.agent.question import answer_question, not_in_repository
     from code_assistant.errors import UsageError
     from code_assistant.model.chat import Usage
 
@@ -32,4 +32,5 @@ def execute(ws: Workspace, options: AskOptions) -> AskOutcome:
     limit = (f"the answer limit ({model.window.reserve} tokens)" if ws.settings.base_url
              else "the model's answer limit")
     return AskOutcome(answer=response.text, cut_off=response.cut_off, files=context.paths, usage=model.usage,
-                      limit=limit, shown=display.answer_tokens is not None)
+                      limit=limit, shown=display.answer_tokens is not None,
+                      not_in_repository=not_in_repository(response.text, ws.settings.repo, index.files))
