@@ -6,7 +6,9 @@ errors are one line on stderr; tracebacks only with -v."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
+import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -127,9 +129,29 @@ def build_parser(name: str = "run") -> argparse.ArgumentParser:
 
 
 def parse_arguments(argv: list[str]) -> tuple[str, argparse.Namespace]:
-    """The command's name (the first word when it names one, else the default) and its parsed arguments."""
+    """The command's name (the first word when it names one, else the default) and its parsed arguments. A first
+    word that names no command is refused with the closest name; a command named after the options, with where it
+    goes."""
+    if argv[:1] and not argv[0].startswith("-") and argv[0] not in COMMANDS:
+        raise UsageError(_unknown_command(argv[0]))
     name = argv[0] if argv[:1] and argv[0] in COMMANDS else "run"
-    return name, build_parser(name).parse_args(argv[1:] if argv[:1] == [name] else argv)
+    parser = build_parser(name)
+    args, extra = parser.parse_known_args(argv[1:] if argv[:1] == [name] else argv)
+    if extra and name == "run" and (command := next((word for word in extra if word in COMMANDS), None)):
+        rest = list(argv)
+        del rest[len(rest) - 1 - rest[::-1].index(command)]  # the last: an earlier one may be an option's value
+        raise UsageError(f"put the command first: {Path(sys.argv[0]).name} {shlex.join([command, *rest])}")
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return name, args
+
+
+def _unknown_command(word: str) -> str:
+    close = difflib.get_close_matches(word, list(COMMANDS), n=2, cutoff=0.6)
+    if close:
+        return f"unknown command {word!r}; did you mean {' or '.join(close)}?"
+    return (f"unknown command {word!r} (the commands: {', '.join(COMMANDS)}; a task goes after --task, a question "
+            f"after ask)")
 
 
 def parse(argv: list[str]) -> Parsed:
