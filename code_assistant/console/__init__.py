@@ -64,15 +64,20 @@ def answer(piece: str) -> None:
 
 
 def end_stream() -> None:
-    """End a streamed answer's line, so that what comes next starts a line of its own."""
+    """End a streamed answer's line, so that what comes next starts a line of its own; the status line may show
+    again."""
+    _end_line()
+    if _status is not None:
+        _status.release()
+
+
+def _end_line() -> None:
     global _line_open
     if _line_open and _open_on_stdout:
         print(flush=True)
     elif _line_open:
         _err().print()
     _line_open = False
-    if _status is not None:
-        _status.release()
 
 
 def _unshown(piece: str) -> None:
@@ -92,13 +97,14 @@ def stop_status() -> None:
 
 
 class LogLines(logging.Handler):
-    """Log records on stderr, each on a line of its own: a streamed answer's open line is ended first; written to
-    the stderr of the moment, so that a status line on the terminal moves below it."""
+    """Log records on stderr, each on a line of its own: a streamed answer's open line is ended first (the answer
+    may go on after it, on a line of its own); written to the stderr of the moment, so that a status line on the
+    terminal moves below it."""
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             text = self.format(record)
-            end_stream()
+            _end_line()
             sys.stderr.write(text + "\n")
             sys.stderr.flush()
         except Exception:  # noqa: BLE001 - logging's own way: a record that cannot be written is reported, not raised

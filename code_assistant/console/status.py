@@ -37,7 +37,7 @@ class _Wait:
         return time.monotonic() - self.since
 
     def words(self) -> str:
-        return f"{self.what}: {self.seconds():.0f} s" + (f", {self.detail}" if self.detail else "")
+        return f"{self.what}: {int(self.seconds())} s" + (f", {self.detail}" if self.detail else "")
 
 
 class Waits:

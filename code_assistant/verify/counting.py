@@ -17,7 +17,7 @@ _ONE_A_LINE = re.compile(
     r"|^\s*[✓✔✕✗×√] ")  # Jest, Mocha
 
 
-def tests_on(line: str) -> int:
+def count_on(line: str) -> int:
     """How many finished tests one line of output (or the part of it printed so far) reports."""
     if progress := _PROGRESS.match(line):
         return len(progress.group(1))
@@ -37,8 +37,8 @@ class TestCount:
     def add(self, text: str) -> bool:
         """The output that came; whether the count went up."""
         *finished, self.open = (self.open + text).replace("\r\n", "\n").split("\n")
-        self.done += sum(tests_on(line) for line in finished)
-        count = max(self.count, self.done + tests_on(self.open))
+        self.done += sum(count_on(line) for line in finished)
+        count = max(self.count, self.done + count_on(self.open))
         went_up, self.count = count > self.count, count
         return went_up
 
