@@ -44,7 +44,7 @@ def test_a_long_baseline_shows_a_moving_status_line_then_its_result(tmp_path: Pa
     model's line says it waits for the first token, then counts the tokens; each gives way to its step's result, the
     cursor hidden meanwhile and shown again; the plan is said as read, its raw JSON never on the screen."""
     repo = _waiting_repo(tmp_path)
-    with ScriptedServer([{"sleep": 1.5, "gap": 0.2, "answer": FIX_ADD}]) as server:
+    with ScriptedServer([{"sleep": 2.5, "gap": 0.2, "answer": FIX_ADD}]) as server:
         term = Terminal(_run_args(repo), server_url=server.url)
         try:
             counted = term.expect(r"Baseline tests: \d+ s, 1 test done")
