@@ -1,6 +1,6 @@
-"""The terminal: what the doors show a person while an operation works — progress lines, the progress bars, streamed
-answers, review, the session's prompt — and the Display an operation is given to show them (render.py shows what it
-ends with). Printing happens here and in render.py only."""
+"""The terminal: what the doors show a person while an operation works — progress lines, the status line of a wait
+(status.py), the embedding bar, streamed answers, log records, review, the session's prompt — and the Display an
+operation is given to show them (render.py shows what it ends with). Printing happens here and in render.py only."""
 from __future__ import annotations
 
 import functools
