@@ -103,17 +103,17 @@ def _streamed(model: ChatModel, messages: list[Message], on_token: Callable[[str
     """One chat call, waited for in the status with the pieces received counted, its answer streamed to on_token
     with the reasoning blocks left out."""
     shown = ReasoningFilter(on_token) if on_token is not None else None
-    received = 0
-
-    def piece(text: str) -> None:
-        nonlocal received
-        received += 1
-        wait.tick(f"{received} token{'' if received == 1 else 's'} received")
-        if shown is not None:
-            shown(text)
-
     with waiting(status, f"Asking {model.name}") as wait:
         wait.tick("waiting for the first token")
+        received = 0
+
+        def piece(text: str) -> None:
+            nonlocal received
+            received += 1
+            wait.tick(f"{received} token{'' if received == 1 else 's'} received")
+            if shown is not None:
+                shown(text)
+
         try:
             return model.complete(messages, on_token=piece, tools=tools, schema=schema)
         finally:
