@@ -115,7 +115,8 @@ def chat(settings: Settings, options: SessionOptions, *, as_json: bool, streams:
 
     memory = last_session(sessions_dir(settings), legacy_memory(settings)) if options.resume else Memory()
     prune_sessions(sessions_dir(settings))
-    with Workspace(settings, console.display(as_json=as_json, streams=streams), memory=memory, session=memory.session,
+    display = console.display(as_json=as_json, streams=streams, verbose=settings.verbose)
+    with Workspace(settings, display, memory=memory, session=memory.session,
                    memory_file=session_file(sessions_dir(settings), memory.session)) as workspace:
         open_session(workspace, resumed=options.resume)
         if sys.stdin.isatty() and not as_json:

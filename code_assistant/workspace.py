@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from code_assistant.agent.memory import Memory
 from code_assistant.agent.review import Verdict
+from code_assistant.agent.waiting import SILENT, Status, counting_files, waiting
 from code_assistant.errors import ConfigError
 from code_assistant.settings import Settings
 
@@ -37,8 +38,6 @@ if TYPE_CHECKING:
     from code_assistant.verify.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
-
-Progress = Callable[[int, int], None]
 
 
 def _silent(line: str) -> None:
@@ -57,12 +56,12 @@ class Display:
     renders the outcome it returns."""
 
     say: Callable[[str], None] = _silent
-    run_tokens: Callable[[str], None] | None = None  # a run's answers as they arrive (None: not shown)
+    run_tokens: Callable[[str], None] | None = None  # a run's answers as they arrive (None: not streamed)
     answer_tokens: Callable[[str], None] | None = None  # an answer to a question as it arrives (None: shown at the end)
     end_stream: Callable[[], None] = lambda: None  # ends a streamed answer's line
     review: Callable[[str], Verdict] | None = None  # --review: the diff shown, what the person said
     confirm: Callable[[str], bool] | None = None  # a yes/no question to the person (None: nobody to ask)
-    index_progress: Callable[[], AbstractContextManager[Progress | None]] = _no_progress
+    status: Status = SILENT  # the waits (tests, the model, indexing) as they go
     embed_progress: Callable[[int], AbstractContextManager[Callable[[Any], None] | None]] = _no_progress
 
 
@@ -162,8 +161,8 @@ class Workspace:
     def index(self) -> tuple[RepoIndex, IndexStats]:
         """The repository's index, brought up to date (what changed since it was last read), said as it goes."""
         self.say(f"[Indexing repository: {self.settings.repo}]")
-        with self.display.index_progress() as progress:
-            repo_index, stats = self.indexer.update(progress=progress, exclude=[self.settings.state_path])
+        with waiting(self.display.status, "Indexing") as wait:
+            repo_index, stats = self.indexer.update(progress=counting_files(wait), exclude=[self.settings.state_path])
         self.say(f"[Indexed: {stats.files} files, {stats.symbols} symbols]")
         return repo_index, stats
 

@@ -1,6 +1,7 @@
 """Building small real repositories for tests, running the CLI, and comparing trees byte for byte."""
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import pty
@@ -274,6 +275,8 @@ class Terminal:
         if self.pid == 0:  # the child: the CLI, nothing else
             os.execve(sys.executable, [sys.executable, str(ROOT / "main.py"), *args], env)
         self.seen = ""
+        self.raw = ""  # everything shown, control sequences and all
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")  # a character across reads
         self.status: int | None = None
 
     def expect(self, pattern: str, timeout: float = 120) -> str:
@@ -293,9 +296,14 @@ class Terminal:
                     data = b""
                 if not data:
                     raise AssertionError(f"the CLI ended before {pattern!r}:\n{self.seen[-3000:]}")
-                self.seen += _ANSI.sub("", data.decode("utf-8", "replace"))
+                self._add(data)
         shown, self.seen = self.seen[:match.end()], self.seen[match.end():]
         return shown
+
+    def _add(self, data: bytes) -> None:
+        text = self._decoder.decode(data)
+        self.raw += text
+        self.seen += _ANSI.sub("", text)
 
     def send(self, text: str) -> None:
         os.write(self.fd, text.encode())
@@ -304,7 +312,7 @@ class Terminal:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
-                self.seen += _ANSI.sub("", os.read(self.fd, 65536).decode("utf-8", "replace"))
+                self._add(os.read(self.fd, 65536))
             except OSError:
                 pass
             pid, status = os.waitpid(self.pid, os.WNOHANG)

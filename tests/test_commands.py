@@ -64,6 +64,24 @@ def test_no_abbreviations_and_a_mistyped_option_names_the_closest(tmp_path: Path
     assert snapshot(repo) == before
 
 
+def test_a_command_after_the_options_is_told_to_go_first(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    proc = run_cli(["--repo", str(repo), "context", "--task", "add sums"], api_key=None)
+    assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stderr
+    assert f"error: put the command first: main.py context --repo {repo} --task 'add sums'" in proc.stderr
+    as_json = run_cli(["--task", "ask", "--repo", str(repo), "ask", "--json"], api_key=None)
+    assert json.loads(as_json.stdout)["message"] == f"put the command first: main.py ask --task ask --repo {repo} --json"
+
+
+@pytest.mark.parametrize("typed, said", [("chta", "did you mean chat?"), ("contxt", "did you mean context?"),
+                                         ("frobnicate", "(the commands: run, chat, ask, context,")])
+def test_a_mistyped_command_names_the_closest(tmp_path: Path, typed: str, said: str) -> None:
+    repo = python_repo(tmp_path)
+    proc = run_cli([typed, "--repo", str(repo)], api_key=None)
+    assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(f"error: unknown command '{typed}'") and said in proc.stderr
+
+
 def test_a_command_without_its_task_is_one_line(tmp_path: Path) -> None:
     repo = python_repo(tmp_path)
     proc = run_cli(["--repo", str(repo)], api_key=None)

@@ -33,7 +33,7 @@ def test_one_step_fix_prints_progress_in_order_and_goes_green(tmp_path: Path) ->
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = progress_lines(proc.stdout)
     expected = ["[Indexing repository:", "[Indexed:", "[Context:", "[Planning changes...]",
-                "[Plan: 1 file(s) to change]", "[Editing: calc.py]", "[Testing (iteration 1)...]",
+                "[Plan: 1 edit in 1 file: calc.py]", "[Editing: calc.py]", "[Testing (iteration 1)...]",
                 "[Tests passed on iteration 1]"]
     positions = [next(i for i, line in enumerate(lines) if line.startswith(prefix)) for prefix in expected]
     assert positions == sorted(positions)

@@ -188,11 +188,11 @@ def test_what_follows_a_streamed_answer_starts_a_line_of_its_own(capsys: object)
 
     for piece in ['{"changes": ', "[] }"]:
         console.stream(piece)
-    console.say("[Plan: 0 file(s) to change]")
+    console.say("[Plan: no changes]")
     console.stream("done\n")
     console.say("[next]")
     captured = capsys.readouterr()  # type: ignore[attr-defined]
-    assert captured.err == '{"changes": [] }\ndone\n' and captured.out == "[Plan: 0 file(s) to change]\n[next]\n"
+    assert captured.err == '{"changes": [] }\ndone\n' and captured.out == "[Plan: no changes]\n[next]\n"
 
 
 # ----- 6. and 7. the README's and the example's commands, as written ------------------------------------------------

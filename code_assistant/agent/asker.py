@@ -14,6 +14,7 @@ from code_assistant.agent.exchange import Round, exchange
 from code_assistant.agent.requests import PLAN_ANSWER, PlanRequest, ReproduceRequest, Request
 from code_assistant.agent.state import RunState, StopRun
 from code_assistant.agent.stop import Stop
+from code_assistant.agent.waiting import SILENT, Status
 from code_assistant.answers.plan import PlanParseError, parse_answer
 from code_assistant.answers.reasoning import split_reasoning
 from code_assistant.answers.tool_calls import as_text
@@ -48,13 +49,14 @@ class Asker:
 
     def __init__(self, settings: Settings, model: ChatModel, conversation: Conversation, state: RunState, *,
                  say: Callable[[str], None], budget: Callable[[], Usage],
-                 on_token: Callable[[str], None] | None = None, cancelled: threading.Event | None = None,
-                 flush: Callable[[], None] = lambda: None, tools: Toolbox | None = None) -> None:
+                 on_token: Callable[[str], None] | None = None, status: Status = SILENT,
+                 cancelled: threading.Event | None = None, flush: Callable[[], None] = lambda: None,
+                 tools: Toolbox | None = None) -> None:
         """`flush`: writes the step being built to the run log before a new one starts (Recorder.flush); `tools`:
         what the model may call before it answers."""
         self.settings, self.model, self.conversation, self.state = settings, model, conversation, state
         self.say, self.budget, self.on_token, self.cancelled, self.flush = say, budget, on_token, cancelled, flush
-        self.tools = tools
+        self.tools, self.status = tools, status
 
     def ask(self, request: Request) -> list[EditOperation]:
         """The model's changes for a request (a new step of the conversation, unless it is the one just opened)."""
@@ -135,7 +137,7 @@ class Asker:
             for attempt in range(2):
                 before = (self.model.usage.prompt_tokens, self.model.usage.completion_tokens)
                 response = exchange(self.model, self.conversation, tools=self.tools, on_token=self.on_token,
-                                    say=self.say, on_round=self._round, answer=PLAN_ANSWER)
+                                    say=self.say, on_round=self._round, answer=PLAN_ANSWER, status=self.status)
                 state.step.prompt_tokens += self.model.usage.prompt_tokens - before[0]
                 state.step.completion_tokens += self.model.usage.completion_tokens - before[1]
                 state.step.answers.append(response.text)

@@ -20,6 +20,7 @@ from code_assistant.agent.candidates import CandidateOutcome, ScratchCopy, chang
 from code_assistant.agent.loop import Agent
 from code_assistant.agent.state import Ending, Prepared, RunResult, StopRun
 from code_assistant.agent.stop import Stop
+from code_assistant.agent.waiting import Prefixed
 from code_assistant.edit.editor import FileEditor
 from code_assistant.edit.operations import Action, EditOperation
 from code_assistant.edit.preview import Limits
@@ -196,6 +197,7 @@ class BestOf:
         parent.parts.meter.add(model)
         agent = Agent(settings, model, parent.indexer, runner, editor, candidate=number,
                       say=lambda line: parent.parts.say(f"[Candidate {number}] {line}"),
+                      status=Prefixed(parent.parts.status, f"Candidate {number}: "),
                       trajectory=parent.parts.recorder.trajectory, budget=parent.parts.meter.total,
                       cancelled=self._cancelled, index_lock=self._index_lock, tools=parent.tools_for)
         with self._lock:

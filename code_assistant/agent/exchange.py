@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from code_assistant.agent.conversation import Conversation
+from code_assistant.agent.waiting import SILENT, Status, waiting
 from code_assistant.answers.reasoning import ReasoningFilter, split_reasoning
 from code_assistant.answers.tool_calls import ToolCallError, WrittenCall, arguments, written_calls
 from code_assistant.model import prompts
@@ -32,12 +33,13 @@ class Round:
 
 def exchange(model: ChatModel, conversation: Conversation, *, tools: Toolbox | None = None,
              on_token: Callable[[str], None] | None = None, say: Callable[[str], None] = lambda line: None,
-             on_round: Callable[[Round], None] = lambda round_: None, answer: str = "your answer") -> ChatResponse:
+             on_round: Callable[[Round], None] = lambda round_: None, answer: str = "your answer",
+             status: Status = SILENT) -> ChatResponse:
     """The model's answer to the conversation. `on_round`: told of each answer that asked for calls, once they are
     made (the run log, the budget); `answer`: what the model is told to reply with once its calls are spent. The
     calls are counted from where the caller last started them (Toolbox.new_answer: once per request)."""
     while True:
-        response = _complete(model, conversation, tools, on_token, say)
+        response = _complete(model, conversation, tools, on_token, say, status)
         calls = _calls(response, tools)
         if not calls:
             return response
@@ -52,14 +54,14 @@ def exchange(model: ChatModel, conversation: Conversation, *, tools: Toolbox | N
 
 
 def _complete(model: ChatModel, conversation: Conversation, tools: Toolbox | None,
-              on_token: Callable[[str], None] | None, say: Callable[[str], None]) -> ChatResponse:
+              on_token: Callable[[str], None] | None, say: Callable[[str], None], status: Status) -> ChatResponse:
     """One chat call for the conversation, built again smaller once if the server names a smaller window, and in the
     written form once if it refuses native tools."""
     for attempt in range(3):
         declared = tools.declared() if tools is not None else None
         may_call = tools is not None and not tools.exhausted  # the answer may be calls, not the plan's schema
         try:
-            return _streamed(model, conversation.messages, on_token, declared, schema=not may_call)
+            return _streamed(model, conversation.messages, on_token, declared, schema=not may_call, status=status)
         except ContextOverflow as exc:
             if attempt == 2:
                 raise
@@ -107,12 +109,23 @@ def _visible(text: str) -> str:
 
 
 def _streamed(model: ChatModel, messages: list[Message], on_token: Callable[[str], None] | None,
-              tools: list[dict] | None, *, schema: bool) -> ChatResponse:
-    """One chat call, its answer streamed to on_token with the reasoning blocks left out."""
-    if on_token is None:
-        return model.complete(messages, tools=tools, schema=schema)
-    shown = ReasoningFilter(on_token)
-    try:
-        return model.complete(messages, on_token=shown, tools=tools, schema=schema)
-    finally:
-        shown.close()
+              tools: list[dict] | None, *, schema: bool, status: Status) -> ChatResponse:
+    """One chat call, waited for in the status with the pieces received counted, its answer streamed to on_token
+    with the reasoning blocks left out."""
+    shown = ReasoningFilter(on_token) if on_token is not None else None
+    with waiting(status, f"Asking {model.name}") as wait:
+        wait.tick("waiting for the first token")
+        received = 0
+
+        def piece(text: str) -> None:
+            nonlocal received
+            received += 1
+            wait.tick(f"{received} token{'' if received == 1 else 's'} received")
+            if shown is not None:
+                shown(text)
+
+        try:
+            return model.complete(messages, on_token=piece, tools=tools, schema=schema)
+        finally:
+            if shown is not None:
+                shown.close()

@@ -17,6 +17,7 @@ from code_assistant.agent.requests import FixRequest, FollowUp, PlanRequest
 from code_assistant.agent.review import Review
 from code_assistant.agent.state import Applied, Ending, Prepared, Reproduction, RunResult, StopRun
 from code_assistant.agent.stop import Stop
+from code_assistant.agent.waiting import SILENT, Status, counting_files, waiting
 from code_assistant.answers.plan import PlanParseError
 from code_assistant.edit.editor import ChangedOutsideError, FileEditor
 from code_assistant.edit.operations import EditOperation
@@ -53,6 +54,16 @@ def verification(baseline: TestResult, result: TestResult, reproduction: Reprodu
     return False, "the tests passed before the change too"
 
 
+def plan_line(ops: list[EditOperation]) -> str:
+    """The plan as it was read: its files and its number of edits (the answer itself streams only with -v)."""
+    files = list(dict.fromkeys(op.file_path for op in ops))
+    if not files:
+        return "[Plan: no changes]"
+    edits = f"{len(ops)} edit" + ("" if len(ops) == 1 else "s")
+    in_files = f"{len(files)} file" + ("" if len(files) == 1 else "s")
+    return f"[Plan: {edits} in {in_files}: {', '.join(files)}]"
+
+
 class Agent:
     """One run on one working tree. The keyword arguments after `pre_write` are what a best-of-N attempt gets from
     the run it belongs to (parts.build_parts)."""
@@ -60,21 +71,21 @@ class Agent:
     def __init__(self, settings: Settings, model: ChatModel, indexer: Indexer, runner: TestRunner,
                  editor: FileEditor, *, say: Callable[[str], None] = lambda line: None,
                  trajectory: Trajectory | None = None, review: Review | None = None,
-                 on_token: Callable[[str], None] | None = None,
-                 index_progress: Callable[[int, int], None] | None = None,
+                 on_token: Callable[[str], None] | None = None, status: Status = SILENT,
                  pre_write: Callable[[list[str]], None] | None = None, candidate: int | None = None,
                  budget: Callable[[], Usage] | None = None, cancelled: threading.Event | None = None,
                  index_lock: contextlib.AbstractContextManager[object] | None = None,
                  memory: Memory | None = None, tools: ToolsFor | None = None) -> None:
         """`tools`: the model's tools over a working tree (None: it answers from the context alone); an attempt's look
         at the index the run started from, the run's at the index brought up to date."""
-        self.settings, self.indexer, self.runner, self.index_progress = settings, indexer, runner, index_progress
+        self.settings, self.indexer, self.runner = settings, indexer, runner
         self.tools_for = tools
         toolbox = tools(settings.repo, self._current_index if candidate is None else self._started_index) \
             if tools else None
         self.parts = build_parts(settings, model, runner, editor, say=say, trajectory=trajectory, review=review,
-                                 on_token=on_token, pre_write=pre_write, candidate=candidate, budget=budget,
-                                 cancelled=cancelled, index_lock=index_lock, memory=memory, tools=toolbox)
+                                 on_token=on_token, status=status, pre_write=pre_write, candidate=candidate,
+                                 budget=budget, cancelled=cancelled, index_lock=index_lock, memory=memory,
+                                 tools=toolbox)
 
     def _current_index(self) -> RepoIndex:
         return self.indexer.update(exclude=[self.settings.state_path])[0]
@@ -189,7 +200,8 @@ class Agent:
     def index(self) -> RepoIndex:
         p = self.parts
         p.say(f"[Indexing repository: {self.settings.repo}]")
-        index, stats = self.indexer.update(progress=self.index_progress, exclude=[self.settings.state_path])
+        with waiting(p.status, "Indexing") as wait:
+            index, stats = self.indexer.update(progress=counting_files(wait), exclude=[self.settings.state_path])
         p.say(f"[Indexed: {stats.files} files, {stats.symbols} symbols]")
         p.state.repo_index = index
         return index
@@ -206,7 +218,7 @@ class Agent:
         p.say(context_line(context))
         p.say("[Planning changes...]")
         ops = p.asker.ask_reading(request)
-        p.say(f"[Plan: {len({op.file_path for op in ops})} file(s) to change]")
+        p.say(plan_line(ops))
         return ops
 
     def apply(self, ops: list[EditOperation], *, is_plan: bool) -> Applied:

@@ -18,6 +18,7 @@ from code_assistant.agent.requests import Requests
 from code_assistant.agent.review import Review
 from code_assistant.agent.state import RunState, UsageMeter
 from code_assistant.agent.verifier import Verifier
+from code_assistant.agent.waiting import SILENT, Status
 from code_assistant.edit.editor import FileEditor
 from code_assistant.model.chat import ChatModel, Usage
 from code_assistant.model.trajectory import Step, StepKind, Trajectory
@@ -40,11 +41,12 @@ class Parts:
     recorder: Recorder
     editor: FileEditor
     say: Callable[[str], None]
+    status: Status  # the waits (the tests, the model) as they go
 
 
 def build_parts(settings: Settings, model: ChatModel, runner: TestRunner, editor: FileEditor, *,
                 say: Callable[[str], None] = lambda line: None, trajectory: Trajectory | None = None,
-                review: Review | None = None, on_token: Callable[[str], None] | None = None,
+                review: Review | None = None, on_token: Callable[[str], None] | None = None, status: Status = SILENT,
                 pre_write: Callable[[list[str]], None] | None = None, candidate: int | None = None,
                 budget: Callable[[], Usage] | None = None, cancelled: threading.Event | None = None,
                 index_lock: contextlib.AbstractContextManager[object] | None = None,
@@ -59,9 +61,9 @@ def build_parts(settings: Settings, model: ChatModel, runner: TestRunner, editor
     recorder = Recorder(settings, model.name, state, usage=meter.total, trajectory=trajectory,
                         sandbox=runner.sandbox.record() if runner.sandbox else None, tools=tools)
     asker = Asker(settings, model, conversation, state, say=say, budget=budget or meter.total, on_token=on_token,
-                  cancelled=cancelled, flush=recorder.flush, tools=tools)
+                  status=status, cancelled=cancelled, flush=recorder.flush, tools=tools)
     applier = Applier(settings, editor, asker, state, say=say, review=review, pre_write=pre_write)
     return Parts(settings=settings, model=model, state=state, meter=meter, requests=requests,
                  conversation=conversation, asker=asker,
-                 applier=applier, verifier=Verifier(settings, runner, say=say), recorder=recorder, editor=editor,
-                 say=say)
+                 applier=applier, verifier=Verifier(settings, runner, say=say, status=status), recorder=recorder,
+                 editor=editor, say=say, status=status)

@@ -1,14 +1,19 @@
 """Codebase chat (--ask): answer a question from the same context builder, with file:line citations; never edits. A
-reasoning model's reasoning blocks are left out of the answer shown and returned."""
+reasoning model's reasoning blocks are left out of the answer shown and returned; the citations are checked against
+the repository."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from pathlib import Path
 
 from code_assistant.agent.conversation import Conversation
 from code_assistant.agent.exchange import context_line, exchange
 from code_assistant.agent.memory import Memory
 from code_assistant.agent.requests import ASK_ANSWER, QuestionRequest, Requests
+from code_assistant.agent.waiting import SILENT, Status
+from code_assistant.answers.citations import citations
 from code_assistant.answers.reasoning import split_reasoning
+from code_assistant.edit.operations import PathError, resolve_repo_path
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.model.chat import ChatModel, ChatResponse
 from code_assistant.retrieve.context import Context
@@ -19,7 +24,8 @@ from code_assistant.tools.box import Toolbox
 def answer_question(index: RepoIndex, model: ChatModel, question: str, settings: Settings,
                     on_token: Callable[[str], None] | None = None,
                     say: Callable[[str], None] = lambda line: None,
-                    memory: Memory | None = None, tools: Toolbox | None = None) -> tuple[ChatResponse, Context]:
+                    memory: Memory | None = None, tools: Toolbox | None = None,
+                    status: Status = SILENT) -> tuple[ChatResponse, Context]:
     """The answer and the context it was given; a server that names a smaller window is asked once more, with the
     context built again to fit it. `memory`: a session's pins, shown too; `tools`: what the model may call to look
     around first (the read-only ones)."""
@@ -30,7 +36,40 @@ def answer_question(index: RepoIndex, model: ChatModel, question: str, settings:
     say(f"[Asking {model.name}...]")
     if tools is not None:
         tools.new_answer()
-    response = exchange(model, conversation, tools=tools, on_token=on_token, say=say, answer=ASK_ANSWER)
+    response = exchange(model, conversation, tools=tools, on_token=on_token, say=say, answer=ASK_ANSWER, status=status)
     response.text = split_reasoning(response.text).answer or response.text  # all reasoning (cut off): shown as is
     assert conversation.context is not None
     return response, conversation.context
+
+
+def not_in_repository(answer: str, repo: Path, indexed: Collection[str]) -> list[str]:
+    """The answer's citations (`path:line`, `path:start-end`) of a file the repository does not have, or of lines
+    past the file's end. A path that names no file but ends exactly one indexed path (`calc.py` for
+    `src/calc.py`) is that file."""
+    flagged = []
+    for cited in citations(answer):
+        path = _cited_file(repo, cited.path, indexed)
+        first, last = sorted((cited.start, cited.end))
+        if path is None or first < 1 or last > _line_count(path):
+            flagged.append(str(cited))
+    return flagged
+
+
+def _cited_file(repo: Path, cited: str, indexed: Collection[str]) -> Path | None:
+    try:
+        path = resolve_repo_path(repo, cited)
+    except PathError:
+        return None
+    if path.is_file():
+        return path
+    ending = "/" + cited.removeprefix("./")
+    matches = [p for p in indexed if p.endswith(ending)]
+    return repo / matches[0] if len(matches) == 1 else None
+
+
+def _line_count(path: Path) -> int:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return 0
+    return data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)

@@ -5,21 +5,30 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from code_assistant.agent.state import Reproduction
+from code_assistant.agent.waiting import SILENT, Status, waiting
 from code_assistant.settings import Settings
+from code_assistant.verify.counting import ticking
 from code_assistant.verify.runner import TestResult, TestRunner
 from code_assistant.verify.select import narrow
 
 
+def run_tests(runner: TestRunner, status: Status, what: str) -> TestResult:
+    """One run of the test command, waited for in words (`what`) with the tests done so far counted."""
+    with waiting(status, what) as wait:
+        return runner.run(on_output=ticking(wait.tick))
+
+
 class Verifier:
-    def __init__(self, settings: Settings, runner: TestRunner, *, say: Callable[[str], None]) -> None:
-        self.settings, self.runner, self.say = settings, runner, say
+    def __init__(self, settings: Settings, runner: TestRunner, *, say: Callable[[str], None],
+                 status: Status = SILENT) -> None:
+        self.settings, self.runner, self.say, self.status = settings, runner, say, status
 
     def baseline(self) -> TestResult:
-        return self.runner.run()
+        return run_tests(self.runner, self.status, "Baseline tests")
 
     def test(self, reproduction: Reproduction | None) -> TestResult:
         """The whole suite; once it is green, the reproduction test (if there is one) must pass too."""
-        suite = self.runner.run()
+        suite = run_tests(self.runner, self.status, "Testing")
         if suite.passed and reproduction is not None and reproduction.reproduced:
             return self._reproduction_after(reproduction, suite)
         return suite
@@ -27,7 +36,8 @@ class Verifier:
     def run_alone(self, paths: list[str]) -> TestResult:
         """These test files alone when the test command can be narrowed to them, else the suite."""
         command = narrow(self.settings.test_command, paths)
-        return (self.runner.with_command(command) if command else self.runner).run()
+        return run_tests(self.runner.with_command(command) if command else self.runner, self.status,
+                         "Reproduction test")
 
     def _reproduction_after(self, reproduction: Reproduction, suite: TestResult) -> TestResult:
         """With the suite green, the reproduction test must pass too (run alone: the suite may not collect it)."""

@@ -6,13 +6,15 @@ errors are one line on stderr; tracebacks only with -v."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
+import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from code_assistant import interrupts
+from code_assistant import console, interrupts
 from code_assistant.cli import flags, mcp
 from code_assistant.cli.flags import SETTING_FIELDS, Parser
 from code_assistant.console import render
@@ -140,9 +142,29 @@ def build_parser(name: str = "run") -> argparse.ArgumentParser:
 
 
 def parse_arguments(argv: list[str]) -> tuple[str, argparse.Namespace]:
-    """The command's name (the first word when it names one, else the default) and its parsed arguments."""
+    """The command's name (the first word when it names one, else the default) and its parsed arguments. A first
+    word that names no command is refused with the closest name; a command named after the options, with where it
+    goes."""
+    if argv[:1] and not argv[0].startswith("-") and argv[0] not in COMMANDS:
+        raise UsageError(_unknown_command(argv[0]))
     name = argv[0] if argv[:1] and argv[0] in COMMANDS else "run"
-    return name, build_parser(name).parse_args(argv[1:] if argv[:1] == [name] else argv)
+    parser = build_parser(name)
+    args, extra = parser.parse_known_args(argv[1:] if argv[:1] == [name] else argv)
+    if extra and name == "run" and (command := next((word for word in extra if word in COMMANDS), None)):
+        rest = list(argv)
+        del rest[len(rest) - 1 - rest[::-1].index(command)]  # the last: an earlier one may be an option's value
+        raise UsageError(f"put the command first: {Path(sys.argv[0]).name} {shlex.join([command, *rest])}")
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return name, args
+
+
+def _unknown_command(word: str) -> str:
+    close = difflib.get_close_matches(word, list(COMMANDS), n=2, cutoff=0.6)
+    if close:
+        return f"unknown command {word!r}; did you mean {' or '.join(close)}?"
+    return (f"unknown command {word!r} (the commands: {', '.join(COMMANDS)}; a task goes after --task, a question "
+            f"after ask)")
 
 
 def parse(argv: list[str]) -> Parsed:
@@ -179,7 +201,8 @@ exit status:
 
 
 def _setup_logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, stream=sys.stderr,
+    """Log records on stderr, each starting a line of its own (console.LogLines)."""
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, handlers=[console.LogLines()],
                         format="%(levelname)s %(name)s: %(message)s")
     for noisy in ("httpx", "httpcore", "openai", "chromadb", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.INFO if verbose else logging.ERROR)
@@ -202,11 +225,12 @@ def main(argv: list[str] | None = None, *, leaving: bool = False) -> int:
         if verbose and not isinstance(exc, (UsageError, KeyboardInterrupt)):
             logging.getLogger(__name__).exception("failed")
         return render.error(exc, as_json=as_json, verbose=verbose)
+    finally:
+        console.stop_status()  # however the command ended, no status line is left and the cursor shows
 
 
 def execute(parsed: Parsed) -> int:
     """The command on a workspace opened for it (the session door keeps its own), its outcome shown."""
-    from code_assistant import console
     from code_assistant.workspace import Workspace
 
     if parsed.command.name == MCP:
@@ -216,7 +240,7 @@ def execute(parsed: Parsed) -> int:
 
         return session.chat(parsed.settings, parsed.options, as_json=parsed.as_json,  # type: ignore[arg-type]
                             streams=parsed.streams)
-    display = console.display(as_json=parsed.as_json, streams=parsed.streams)
+    display = console.display(as_json=parsed.as_json, streams=parsed.streams, verbose=parsed.settings.verbose)
     with Workspace(parsed.settings, display) as workspace:
         outcome = OPERATIONS[parsed.command.name].execute(workspace, parsed.options)
     render.show(outcome, as_json=parsed.as_json)

@@ -1,9 +1,10 @@
-"""The terminal: what the doors show a person while an operation works — progress lines, the progress bars, streamed
-answers, review, the session's prompt — and the Display an operation is given to show them (render.py shows what it
-ends with). Printing happens here and in render.py only."""
+"""The terminal: what the doors show a person while an operation works — progress lines, the status line of a wait
+(status.py), the embedding bar, streamed answers, log records, review, the session's prompt — and the Display an
+operation is given to show them (render.py shows what it ends with). Printing happens here and in render.py only."""
 from __future__ import annotations
 
 import functools
+import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,9 +17,8 @@ if TYPE_CHECKING:  # the CLI imports this module first: the pipeline is loaded o
     from rich.console import Console
     from rich.progress import Progress
 
+    from code_assistant.console.status import Waits
     from code_assistant.workspace import Display
-
-PROGRESS_MIN_FILES = 200
 
 
 @functools.cache
@@ -37,7 +37,8 @@ def _err() -> Console:
 
 
 _line_open = False  # a streamed answer is on the terminal without its last newline
-_open_on_stdout = False  # that answer is --ask's, on stdout (a run's plan streams dim on stderr)
+_open_on_stdout = False  # that answer is --ask's, on stdout (a run's answers stream dim on stderr with -v)
+_status: Waits | None = None  # the waits shown (display() makes it): held while a streamed answer is open
 
 
 def say(line: str) -> None:
@@ -46,8 +47,9 @@ def say(line: str) -> None:
 
 
 def stream(piece: str) -> None:
-    """A run's answer as it arrives: progress, dim on stderr."""
+    """A run's answer as it arrives, raw (-v): progress, dim on stderr."""
     global _line_open, _open_on_stdout
+    _hold_status()
     _err().print(piece, end="", style="dim", markup=False)
     _line_open, _open_on_stdout = bool(piece) and not piece.endswith("\n") or (_line_open and not piece), False
 
@@ -55,19 +57,58 @@ def stream(piece: str) -> None:
 def answer(piece: str) -> None:
     """--ask's answer as it arrives: the command's output, in plain text on stdout."""
     global _line_open, _open_on_stdout
+    _hold_status()
     sys.stdout.write(piece)
     sys.stdout.flush()
     _line_open, _open_on_stdout = bool(piece) and not piece.endswith("\n") or (_line_open and not piece), True
 
 
 def end_stream() -> None:
-    """End a streamed answer's line, so that what comes next starts a line of its own."""
+    """End a streamed answer's line, so that what comes next starts a line of its own; the status line may show
+    again."""
+    _end_line()
+    if _status is not None:
+        _status.release()
+
+
+def _end_line() -> None:
     global _line_open
     if _line_open and _open_on_stdout:
         print(flush=True)
     elif _line_open:
         _err().print()
     _line_open = False
+
+
+def _unshown(piece: str) -> None:
+    """A run's answer as it arrives, without -v: not shown (the status line counts it; the plan is said parsed)."""
+
+
+def _hold_status() -> None:
+    if _status is not None:
+        _status.hold()
+
+
+def stop_status() -> None:
+    """No status line left on the screen: before the session's prompt, and at the command's end whatever happened
+    (the cursor shown again)."""
+    if _status is not None:
+        _status.stop()
+
+
+class LogLines(logging.Handler):
+    """Log records on stderr, each on a line of its own: a streamed answer's open line is ended first (the answer
+    may go on after it, on a line of its own); written to the stderr of the moment, so that a status line on the
+    terminal moves below it."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record)
+            _end_line()
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001 - logging's own way: a record that cannot be written is reported, not raised
+            self.handleError(record)
 
 
 def prompt_lines(history: Path) -> Iterator[str]:
@@ -86,6 +127,7 @@ def prompt_lines(history: Path) -> Iterator[str]:
 
     session: PromptSession[str] = PromptSession(history=FileHistory(str(history)), key_bindings=keys)
     while True:
+        stop_status()
         try:
             yield session.prompt("> ")
         except KeyboardInterrupt:
@@ -126,43 +168,6 @@ def confirm(question: str) -> bool:
     """A yes/no question on the terminal; anything but y is no."""
     say(f"{question} [y/N]")
     return sys.stdin.readline().strip().lower()[:1] == "y"
-
-
-class _IndexProgress:
-    """A progress bar for big repositories on a terminal; nothing otherwise."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled and sys.stdout.isatty()
-        self._bar: Progress | None = None
-        self._task: Any = None
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled or total < PROGRESS_MIN_FILES:
-            return
-        if self._bar is None:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self._bar = Progress(TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                 console=_out(), transient=True)
-            self._bar.start()
-            self._task = self._bar.add_task("index", total=total)
-        self._bar.update(self._task, completed=done)
-        if done >= total:
-            self.close()
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-            self._bar = None
-
-
-@contextmanager
-def index_progress(enabled: bool = True) -> Iterator[_IndexProgress]:
-    progress = _IndexProgress(enabled)
-    try:
-        yield progress
-    finally:
-        progress.close()
 
 
 class _EmbedProgress:
@@ -216,16 +221,18 @@ def embed_progress(files: int, enabled: bool = True) -> Iterator[_EmbedProgress]
         progress.close()
 
 
-
-
-def display(*, as_json: bool, streams: bool) -> Display:
-    """What an operation shows while it works: on a terminal, progress lines and bars, and the model's answers as
-    they stream (`streams`); for --json, nothing on stdout but the outcome (a full embedding's progress goes to
-    stderr)."""
+def display(*, as_json: bool, streams: bool, verbose: bool = False) -> Display:
+    """What an operation shows while it works: progress lines, a status line for every wait (live on a terminal,
+    every ten seconds in a log), the run's answers counted as they stream (`streams`) but shown raw only with -v,
+    --ask's answer streamed as plain text; for --json, nothing on stdout but the outcome (a full embedding's
+    progress goes to stderr)."""
+    global _status
+    from code_assistant.console.status import LiveLine, PlainLines
     from code_assistant.workspace import Display
 
     if as_json:
         return Display(review=review, embed_progress=embed_progress)
-    return Display(say=say, run_tokens=stream if streams else None, answer_tokens=answer if streams else None,
-                   end_stream=end_stream, review=review, index_progress=index_progress, embed_progress=embed_progress,
-                   confirm=confirm if sys.stdin.isatty() else None)
+    _status = LiveLine(_out) if sys.stdout.isatty() else PlainLines(say)
+    return Display(say=say, run_tokens=(stream if verbose else _unshown) if streams else None,
+                   answer_tokens=answer if streams else None, end_stream=end_stream, review=review, status=_status,
+                   embed_progress=embed_progress, confirm=confirm if sys.stdin.isatty() else None)

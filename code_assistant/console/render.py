@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from code_assistant.agent.stop import Stop
-from code_assistant.console import say, show_diff
+from code_assistant.console import end_stream, say, show_diff
 from code_assistant.errors import EXIT_FAILED, EXIT_INTERRUPTED, AssistantError, GaveUpWaiting, attached_log
 from code_assistant.operations import outcomes as o
 
@@ -31,6 +31,8 @@ def show(outcome: o.Outcome, *, as_json: bool, command: str | None = None) -> No
                 say(outcome.answer)
             if outcome.cut_off:
                 say(f"[The answer was cut off at {outcome.limit}: it is incomplete]")
+            if outcome.not_in_repository:
+                say(f"[Not in the repository: {', '.join(outcome.not_in_repository)}]")
         case o.ContextOutcome():
             context(outcome)
         case o.IndexOutcome():
@@ -80,7 +82,9 @@ def show(outcome: o.Outcome, *, as_json: bool, command: str | None = None) -> No
 
 
 def error(exc: BaseException, *, as_json: bool, verbose: bool = False, command: str | None = None) -> int:
-    """The one place an error becomes a line on stderr (and, with --json, one object on stdout); its exit status."""
+    """The one place an error becomes a line on stderr (and, with --json, one object on stdout); its exit status. An
+    answer cut short by the error has its line ended first."""
+    end_stream()
     if isinstance(exc, KeyboardInterrupt):
         message, code, kind = "interrupted", EXIT_INTERRUPTED, "interrupted"
         print("error: interrupted", file=sys.stderr)

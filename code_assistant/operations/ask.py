@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def execute(ws: Workspace, options: AskOptions) -> AskOutcome:
-    from code_assistant.agent.question import answer_question
+    from code_assistant.agent.question import answer_question, not_in_repository
     from code_assistant.errors import UsageError
     from code_assistant.model.chat import Usage
 
@@ -25,10 +25,12 @@ def execute(ws: Workspace, options: AskOptions) -> AskOutcome:
     tools_for = ws.tools_for(model, read_only=True)
     tools = tools_for(ws.settings.repo, ws.quiet_index) if tools_for else None
     response, context = answer_question(index, model, options.question, ws.settings, memory=ws.memory,
-                                        on_token=display.answer_tokens, say=display.say, tools=tools)
+                                        on_token=display.answer_tokens, say=display.say, tools=tools,
+                                        status=display.status)
     display.end_stream()
     ws.count(model.usage, None)
     limit = (f"the answer limit ({model.window.reserve} tokens)" if ws.settings.base_url
              else "the model's answer limit")
     return AskOutcome(answer=response.text, cut_off=response.cut_off, files=context.paths, usage=model.usage,
-                      limit=limit, shown=display.answer_tokens is not None)
+                      limit=limit, shown=display.answer_tokens is not None,
+                      not_in_repository=not_in_repository(response.text, ws.settings.repo, index.files))

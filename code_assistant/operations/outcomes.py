@@ -45,10 +45,12 @@ class AskOutcome:
     usage: Usage
     limit: str  # the answer's limit, in words, for the line that says it was cut off
     shown: bool = False  # the answer was streamed to the person as it came
+    not_in_repository: list[str] = field(default_factory=list)  # cited path:line the repository does not have
     exit_code: int = EXIT_OK
 
     def as_json(self) -> dict[str, Any]:
-        return {"answer": self.answer, "truncated": self.cut_off, "files": self.files, "tokens": usage_json(self.usage)}
+        return {"answer": self.answer, "truncated": self.cut_off, "files": self.files, "tokens": usage_json(self.usage),
+                "not_in_repository": self.not_in_repository}
 
 
 @dataclass(frozen=True)

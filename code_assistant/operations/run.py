@@ -94,15 +94,14 @@ def _agent_run(ws: Workspace, task: str, *, work: Settings, workflow: Workflow, 
 
     indexer = ws.indexer if work.repo == ws.settings.repo else build_indexer(work)
     display, model = ws.display, ws.model
-    with display.index_progress() as progress:
-        agent = Agent(work, model, indexer, ws.runner(cwd=work.repo), editor, say=display.say, trajectory=trajectory,
-                      review=display.review if work.review else None, on_token=display.run_tokens,
-                      index_progress=progress, pre_write=workflow.guard, memory=ws.memory, tools=tools)
-        if work.candidates <= 1:
-            return agent.run(task)
-        from code_assistant.agent.best_of import BestOf, candidate_model
+    agent = Agent(work, model, indexer, ws.runner(cwd=work.repo), editor, say=display.say, trajectory=trajectory,
+                  review=display.review if work.review else None, on_token=display.run_tokens, status=display.status,
+                  pre_write=workflow.guard, memory=ws.memory, tools=tools)
+    if work.candidates <= 1:
+        return agent.run(task)
+    from code_assistant.agent.best_of import BestOf, candidate_model
 
-        return BestOf(agent, lambda number: candidate_model(model, number), work.candidates).run(task)
+    return BestOf(agent, lambda number: candidate_model(model, number), work.candidates).run(task)
 
 
 def _tools(ws: Workspace, replay: Path | None) -> ToolsFor | None:

@@ -12,7 +12,9 @@ if TYPE_CHECKING:
 
 
 def execute(ws: Workspace, options: TestOptions) -> TestOutcome:
+    from code_assistant.agent.verifier import run_tests
+
     ws.check_tests()
     runner = ws.runner()
     ws.say(f"[Testing: {ws.settings.test_command}]")
-    return TestOutcome(command=ws.settings.test_command, result=runner.run())
+    return TestOutcome(command=ws.settings.test_command, result=run_tests(runner, ws.display.status, "Testing"))

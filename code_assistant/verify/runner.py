@@ -1,6 +1,7 @@
 """Run the user's test command in its own process group; timeouts and failures come back as data."""
 from __future__ import annotations
 
+import codecs
 import collections
 import contextlib
 import functools
@@ -16,7 +17,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -179,7 +180,9 @@ class TestRunner:
         elif shutil.which(exe, path=self.env.get("PATH", os.defpath)) is None:
             raise TestCommandError(f"test command not found on PATH: {exe}")
 
-    def run(self) -> TestResult:
+    def run(self, on_output: Callable[[str], None] | None = None) -> TestResult:
+        """The command run to its end or its timeout; `on_output` is given its output as it arrives (a status line
+        counting the tests)."""
         if self._cancelled.is_set():
             raise KeyboardInterrupt
         self.check()
@@ -192,7 +195,8 @@ class TestRunner:
                     else _unconfined)
         try:
             with confined(self._argv, self.cwd, self.env) as (argv, env):
-                captured, timed_out, exit_code = self._start_and_collect(argv, {**env, RUN_TOKEN_VAR: token}, start)
+                captured, timed_out, exit_code = self._start_and_collect(argv, {**env, RUN_TOKEN_VAR: token}, start,
+                                                                         on_output)
         finally:
             if self.running_file:
                 self.running_file.unlink(missing_ok=True)
@@ -215,7 +219,8 @@ class TestRunner:
         logger.info("test run finished in %.1fs: %s", duration, result.summary())
         return result
 
-    def _start_and_collect(self, argv: list[str], env: dict[str, str], start: float) -> tuple[bytes, bool, int | None]:
+    def _start_and_collect(self, argv: list[str], env: dict[str, str], start: float,
+                           on_output: Callable[[str], None] | None) -> tuple[bytes, bool, int | None]:
         """Start argv, read its output to the end or the deadline: (output, timed out, exit code)."""
         try:
             proc = subprocess.Popen(argv, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -225,7 +230,7 @@ class TestRunner:
         with self._live_lock:
             self._live.add(proc)
         try:
-            captured, timed_out = self._collect(proc, start + self.timeout)
+            captured, timed_out = self._collect(proc, start + self.timeout, on_output)
             return captured, timed_out, proc.returncode
         except BaseException:  # Ctrl-C: the tests go with the run (a session goes on living)
             _kill_group(proc, grace=0.0)
@@ -234,10 +239,12 @@ class TestRunner:
             with self._live_lock:
                 self._live.discard(proc)
 
-    def _collect(self, proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, bool]:
+    def _collect(self, proc: subprocess.Popen[bytes], deadline: float,
+                 on_output: Callable[[str], None] | None) -> tuple[bytes, bool]:
         """Read output until EOF, the deadline (then kill the group) or shortly after the command exits."""
         assert proc.stdout is not None
         chunks = _Capture(self.capture_bytes)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         timed_out = False
         exited_at: float | None = None
         with selectors.DefaultSelector() as selector:
@@ -264,6 +271,8 @@ class TestRunner:
                     if not data:
                         break
                     chunks.add(data)
+                    if on_output is not None:
+                        on_output(decoder.decode(data))
         proc.stdout.close()
         if proc.poll() is None:  # the command closed its output but is still running
             try:
