@@ -24,13 +24,14 @@ def execute(ws: Workspace, options: DiffOptions) -> DiffOutcome:
 def changes(runs: list[Journal]) -> str:
     """Each file the runs (oldest first) touched, from before the first of them to what the last of them left."""
     from code_assistant.edit.diff import unified_diff
+    from code_assistant.edit.ownership import run_alone
 
     before: dict[str, bytes | None] = {}
     after: dict[str, bytes | None] = {}
     for journal in runs:
         for record in journal.files():
             before.setdefault(record.path, journal.original(record))
-            after[record.path] = journal.states(record)[-1]
+            after[record.path] = run_alone(journal.stretches(record))  # the assistant's, not a line written beside it
     chunks = []
     for path, old in before.items():
         new = after[path]
