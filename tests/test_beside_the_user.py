@@ -82,6 +82,19 @@ def test_the_result_of_such_a_run_shows_the_assistants_change_and_not_the_users_
     assert "+    return a + b" in result["diff"] and USER_LINE.strip() not in result["diff"]
 
 
+def test_with_commit_a_line_the_user_saves_meanwhile_ends_the_run_so_the_commit_holds_no_line_of_theirs(
+        tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    with ScriptedServer([WRONG, _user_saves(repo, FIX)]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--no-reproduce",
+                        "--commit", "--json"], server_url=server.url)
+    result = json.loads(proc.stdout)
+    assert (proc.returncode, result["stop_reason"]) == (1, "changed_outside"), proc.stderr
+    assert (repo / "calc.py").read_text() == CALC_PY + USER_LINE, "rolled back, the user's line kept"
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=repo, capture_output=True, text=True).stdout
+    assert log.splitlines() == ["init"], "nothing committed"
+
+
 def test_an_answer_that_touches_the_users_change_is_asked_for_again_with_the_file_as_it_is_now(tmp_path: Path) -> None:
     repo = python_repo(tmp_path)
     with ScriptedServer([WRONG, _user_saves(repo, TOUCHES_THE_END), FIX]) as server:

@@ -30,13 +30,15 @@ def limits_of(settings: Settings) -> Limits:
 
 
 class Applier:
-    """`pre_write`: told the files about to be written, before anything is (the git workflow refuses some)."""
+    """`pre_write`: told the files about to be written, before anything is (the git workflow refuses some);
+    `around`: an answer may be applied around a change the user made meanwhile (not when the run's change is to be
+    committed: a commit holds the assistant's lines alone)."""
 
     def __init__(self, settings: Settings, editor: FileEditor, asker: Asker, state: RunState, *,
                  say: Callable[[str], None], review: Review | None = None,
-                 pre_write: Callable[[list[str]], None] | None = None) -> None:
+                 pre_write: Callable[[list[str]], None] | None = None, around: bool = True) -> None:
         self.settings, self.editor, self.asker, self.state = settings, editor, asker, state
-        self.say, self.review, self.pre_write = say, review, pre_write
+        self.say, self.review, self.pre_write, self.around = say, review, pre_write, around
 
     def preview(self, ops: list[EditOperation]) -> Preview:
         """The edits applied to a scratch copy: nothing in the repository changes."""
@@ -57,6 +59,8 @@ class Applier:
             if asked_again:
                 raise ChangedOutsideError(list(outside.overlaps))
             return self.apply(self.ask_again(outside), is_plan=is_plan, limits=limits, asked_again=True)
+        if outside.around and not self.around:
+            raise ChangedOutsideError(list(outside.around))
         if outside.around:
             self.say(f"[Changed meanwhile by someone else: {', '.join(outside.around)}; kept, the answer's edits "
                      f"go around that change]")

@@ -75,7 +75,7 @@ class Agent:
                  pre_write: Callable[[list[str]], None] | None = None, candidate: int | None = None,
                  budget: Callable[[], Usage] | None = None, cancelled: threading.Event | None = None,
                  index_lock: contextlib.AbstractContextManager[object] | None = None,
-                 memory: Memory | None = None, tools: ToolsFor | None = None) -> None:
+                 memory: Memory | None = None, tools: ToolsFor | None = None, around: bool = True) -> None:
         """`tools`: the model's tools over a working tree (None: it answers from the context alone); an attempt's look
         at the index the run started from, the run's at the index brought up to date."""
         self.settings, self.indexer, self.runner = settings, indexer, runner
@@ -85,7 +85,7 @@ class Agent:
         self.parts = build_parts(settings, model, runner, editor, say=say, trajectory=trajectory, review=review,
                                  on_token=on_token, status=status, pre_write=pre_write, candidate=candidate,
                                  budget=budget, cancelled=cancelled, index_lock=index_lock, memory=memory,
-                                 tools=toolbox)
+                                 tools=toolbox, around=around)
 
     def _current_index(self) -> RepoIndex:
         return self.indexer.update(exclude=[self.settings.state_path])[0]

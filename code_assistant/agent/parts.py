@@ -50,10 +50,10 @@ def build_parts(settings: Settings, model: ChatModel, runner: TestRunner, editor
                 pre_write: Callable[[list[str]], None] | None = None, candidate: int | None = None,
                 budget: Callable[[], Usage] | None = None, cancelled: threading.Event | None = None,
                 index_lock: contextlib.AbstractContextManager[object] | None = None,
-                memory: Memory | None = None, tools: Toolbox | None = None) -> Parts:
+                memory: Memory | None = None, tools: Toolbox | None = None, around: bool = True) -> Parts:
     """`candidate`, `budget` (the whole run's usage, which caps it), `cancelled` and `index_lock` (the shared index):
     what a best-of-N attempt gets from the run it belongs to; `memory`: a session's notes and pins; `tools`: what
-    the model may call before it answers."""
+    the model may call before it answers; `around`: an answer may go around a change the user made meanwhile."""
     state = RunState(step=Step(kind=StepKind.PLAN, step=0, model=model.name), candidate=candidate)
     meter = UsageMeter(model)
     requests = Requests(settings, model.window, index_lock, memory, tools)
@@ -62,7 +62,7 @@ def build_parts(settings: Settings, model: ChatModel, runner: TestRunner, editor
                         sandbox=runner.sandbox.record() if runner.sandbox else None, tools=tools)
     asker = Asker(settings, model, conversation, state, say=say, budget=budget or meter.total, on_token=on_token,
                   status=status, cancelled=cancelled, flush=recorder.flush, tools=tools)
-    applier = Applier(settings, editor, asker, state, say=say, review=review, pre_write=pre_write)
+    applier = Applier(settings, editor, asker, state, say=say, review=review, pre_write=pre_write, around=around)
     return Parts(settings=settings, model=model, state=state, meter=meter, requests=requests,
                  conversation=conversation, asker=asker,
                  applier=applier, verifier=Verifier(settings, runner, say=say, status=status), recorder=recorder,

@@ -96,7 +96,7 @@ def _agent_run(ws: Workspace, task: str, *, work: Settings, workflow: Workflow, 
     display, model = ws.display, ws.model
     agent = Agent(work, model, indexer, ws.runner(cwd=work.repo), editor, say=display.say, trajectory=trajectory,
                   review=display.review if work.review else None, on_token=display.run_tokens, status=display.status,
-                  pre_write=workflow.guard, memory=ws.memory, tools=tools)
+                  pre_write=workflow.guard, memory=ws.memory, tools=tools, around=not workflow.commit)
     if work.candidates <= 1:
         return agent.run(task)
     from code_assistant.agent.best_of import BestOf, candidate_model
