@@ -11,12 +11,10 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import sysconfig
 import tempfile
-import threading
 import time
 import venv
 from pathlib import Path
@@ -27,8 +25,7 @@ from code_assistant.verify.runner import RUN_TOKEN_VAR, TestRunner, reap_leftove
 from code_assistant.errors import ConfigError
 from code_assistant.settings import SandboxMode
 from code_assistant.verify.sandbox import Backend, Policy, Sandbox, bwrap_argv, cache_dirs, resolve
-from tests.repos import (GO_FIX, NODE_FIX, ROOT, answer, go_repo, modify, node_repo, python_repo, run_cli, snapshot,
-                         write_tree)
+from tests.repos import (GO_FIX, NODE_FIX, ROOT, answer, go_repo, modify, node_repo, python_repo, run_cli, write_tree)
 from tests.scripted_server import ScriptedServer
 
 PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"

@@ -17,6 +17,7 @@ from code_assistant.model import prompts
 from code_assistant.model.fitting import TOOL_RESULTS_HEAD, fit_tool_results, message_tokens
 from code_assistant.settings import load_settings
 from code_assistant.tools import Result, Spec, Tool, ToolError
+from code_assistant.tools import looking as looking_module
 from code_assistant.tools.box import Toolbox
 from code_assistant.tools.files import RepoView
 from code_assistant.tools.looking import Looking
@@ -178,6 +179,33 @@ def test_grep_and_search_pass_over_secrets_and_say_what_they_left_out(looking: L
         looking.grep({"pattern": "("})
     page = looking.read({"path": "calc.py", "start": 2, "end": 3})
     assert page.text.splitlines()[0] == "calc.py: lines 2-3 of 9" and "(lines 4-9 not shown: read with start=4)" in page.text
+
+
+def test_a_call_that_would_run_for_minutes_or_flood_the_window_stops_and_says_where(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    many = "".join(f"class Handler{n}:\n    def handle(self):\n        return {n}\n\n" for n in range(60))
+    wide = "".join(f"VALUE_{n} = '{'x' * 220}'\n" for n in range(400))
+    repo = python_repo(tmp_path, {"many.py": many, "wide.py": wide, "slow.txt": "a" * 40 + "!\n",
+                                  "after.txt": "aaa\n"})
+    settings = load_settings(repo, embed_budget=0)
+    indexer = build_indexer(settings)
+    tools = Looking(RepoView(repo, exclude=[settings.index_path, settings.state_path]),
+                    lambda: indexer.update(exclude=[settings.state_path])[0])
+    monkeypatch.setattr(looking_module, "GREP_SECONDS", 1.0)
+
+    backtracking = tools.grep({"pattern": "(a|aa)+$"})  # exponential on slow.txt's one line
+    assert "(stopped early: the search took over 1 s; stopped in slow.txt)" in backtracking.text
+
+    crowded = tools.symbol({"name": "handle"})
+    assert crowded.summary == "symbol: handle → 60 definitions, 0 references"
+    assert crowded.text.count("def handle(self)") == looking_module.SYMBOL_DEFINITIONS
+    assert "(20 more definitions not shown: give the qualified name, e.g. Class.method)" in crowded.text
+    assert tools.symbol({"name": "Handler7.handle"}).text.count("def handle(self)") == 1
+
+    page = tools.read({"path": "wide.py"})
+    shown = page.text.splitlines()
+    assert len(page.text) <= looking_module.READ_CHARS + 200 and shown[0] == f"wide.py: lines 1-{len(shown) - 2} of 400"
+    assert shown[-1] == f"(lines {len(shown) - 1}-400 not shown: read with start={len(shown) - 1})"
 
 
 def test_run_leaves_the_tree_as_it_was_reaches_no_one_and_is_killed_at_its_timeout(tmp_path: Path) -> None:

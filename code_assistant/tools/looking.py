@@ -3,6 +3,7 @@
 is defined and where it is used). Each answers in `path:line: text` lines, capped, and says what it left out."""
 from __future__ import annotations
 
+import bisect
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pathspec
+import regex  # re's syntax, and a timeout: a pattern that backtracks without end is stopped, not waited for
 
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.index.lexical import tokenize
@@ -19,12 +21,12 @@ from code_assistant.tools.files import RepoView
 
 GREP_LINES = 100  # lines a grep shows
 READ_LINES = 400  # lines a read shows
+READ_CHARS = 24_000  # characters a read shows (400 long lines would be ~27,000 tokens): it stops at a line's end
 SEARCH_FILES, SEARCH_MAX = 8, 20  # files a search shows by default, at most
 SEARCH_LINES = 3  # best lines per file
-SYMBOL_REFERENCES = 40  # references a symbol lookup shows
+SYMBOL_DEFINITIONS, SYMBOL_REFERENCES = 40, 40  # definitions and references a symbol lookup shows
 LINE_CHARS = 240  # a shown line longer than this is cut
-MATCH_CHARS = 2000  # a line is searched this far (a minified line cannot make a regular expression run for minutes)
-GREP_SECONDS = 10.0  # a grep stops reading files after this long and says so
+GREP_SECONDS = 10.0  # a grep (or a symbol's references) stops after this long, even inside one file, and says so
 
 SEARCH = Spec("search", "Search the repository with its own ranking (words, identifiers, an error message): the best "
               "files for the text, each with its best-matching lines as path:line: text.",
@@ -93,12 +95,12 @@ class Looking:
         pattern = string(arguments, "pattern")
         glob = string(arguments, "path_glob", required=False)
         try:
-            regex = re.compile(pattern)
-        except re.error as exc:
+            compiled = regex.compile(pattern, regex.MULTILINE)
+        except (regex.error, ValueError, OverflowError) as exc:
             raise ToolError(f"not a valid regular expression ({exc})") from None
         shown: list[str] = []
         total, files = 0, set()
-        scan = Scan(self.view, regex, glob)
+        scan = Scan(self.view, compiled, glob)
         for path, number, line in scan:
             total += 1
             files.add(path)
@@ -127,7 +129,14 @@ class Looking:
             raise ToolError(f"{rel} has {total} lines; start={start} is past its end")
         end = integer(arguments, "end", None, low=start)
         last = min(total, end or start + READ_LINES - 1, start + READ_LINES - 1)
-        body = [f"{n:>5}  {_cut(lines[n - 1])}" for n in range(start, last + 1)]
+        body, size = [], 0
+        for n in range(start, last + 1):
+            shown = f"{n:>5}  {_cut(lines[n - 1])}"
+            size += len(shown) + 1
+            if size > READ_CHARS and body:
+                last = n - 1
+                break
+            body.append(shown)
         head = f"{rel}: lines {start}-{last} of {total}" if total else f"{rel}: empty"
         more = [f"(lines {last + 1}-{total} not shown: read with start={last + 1})"] if last < total else []
         return Result(text="\n".join([head, *body, *more]),
@@ -140,18 +149,28 @@ class Looking:
         if not re.fullmatch(r"[A-Za-z_$][\w$]*", short):
             raise ToolError(f"{name!r} is not a name (give an identifier such as max_age or Cookie.max_age)")
         index = self.index()
+        dotted = name.replace("::", ".")  # Rust's Type::method is the index's Type.method
         definitions: list[tuple[str, int]] = []
+        defined_at: set[tuple[str, int]] = set()  # every definition of the short name: none of them is a reference
         lines = []
         for path in sorted(index.defining({short}).get(short.lower(), set())):
             for symbol in index.files[path].symbols if path in index.files else []:
                 qualname = symbol.qualname
-                if qualname == name or qualname.split(".")[-1] == short and (name == short or qualname.endswith(name)):
+                if qualname.split(".")[-1] != short:
+                    continue
+                defined_at.add((path, symbol.start))
+                if dotted in (short, qualname) or qualname.endswith("." + dotted):
                     definitions.append((path, symbol.start))
-                    lines.append(f"{path}:{symbol.start}: {_cut(symbol.signature or f'{symbol.kind} {qualname}')}")
-        word = re.compile(rf"(?<![\w$]){re.escape(short)}(?![\w$])")
+                    if len(lines) < SYMBOL_DEFINITIONS:
+                        lines.append(f"{path}:{symbol.start}: {_cut(symbol.signature or f'{symbol.kind} {qualname}')}")
+        if len(definitions) > len(lines):
+            lines.append(f"({len(definitions) - len(lines)} more definitions not shown: give the qualified name, "
+                         "e.g. Class.method)")
+        word = regex.compile(rf"(?<![\w$]){regex.escape(short)}(?![\w$])")
         references, total = [], 0
-        for path, number, line in Scan(self.view, word):
-            if (path, number) in definitions:
+        scan = Scan(self.view, word)
+        for path, number, line in scan:
+            if (path, number) in defined_at:
                 continue
             total += 1
             if len(references) < SYMBOL_REFERENCES:
@@ -159,33 +178,59 @@ class Looking:
         text = ["Definitions:", *(lines or ["(none in the index)"]), "References:", *(references or ["(none)"])]
         if total > len(references):
             text.append(f"({total - len(references)} more references not shown: grep narrows them)")
-        return Result(text="\n".join(text), summary=f"symbol: {name} → {_plural(len(lines), 'definition')}, "
+        if scan.stopped:
+            text.append(f"(stopped early: {scan.stopped})")
+        return Result(text="\n".join(text), summary=f"symbol: {name} → {_plural(len(definitions), 'definition')}, "
                                                     f"{_plural(total, 'reference')}")
 
 
 class Scan:
-    """The lines of the visible files (those matching `glob`) that `regex` finds, in path order; a scan that runs
-    past GREP_SECONDS stops, and `stopped` says where."""
+    """The lines of the visible files (those matching `glob`) where `pattern` finds a match (a match that spans lines
+    counts for the line it starts on), in path order, each line once. A scan that runs past GREP_SECONDS stops, inside
+    a file too (a pattern that backtracks without end), and `stopped` says where."""
 
-    def __init__(self, view: RepoView, regex: re.Pattern[str], glob: str = "") -> None:
-        self.view, self.regex = view, regex
+    def __init__(self, view: RepoView, pattern: regex.Pattern[str], glob: str = "") -> None:
+        self.view, self.pattern = view, pattern
         self.spec = pathspec.PathSpec.from_lines("gitignore", [glob]) if glob else None
         self.stopped = ""
 
     def __iter__(self) -> Iterator[tuple[str, int, str]]:
         deadline = time.monotonic() + GREP_SECONDS
+        late = f"the search took over {GREP_SECONDS:g} s"
         for path in self.view.files():
             if self.spec is not None and not self.spec.match_file(path):
                 continue
             if time.monotonic() > deadline:
-                self.stopped = f"the search took over {GREP_SECONDS:g} s; files from {path} on were not read"
+                self.stopped = f"{late}; files from {path} on were not read"
                 return
             text = self.view.text(path)
             if text is None:
                 continue
-            for number, line in enumerate(text.splitlines(), start=1):
-                if self.regex.search(line[:MATCH_CHARS]):
-                    yield path, number, line
+            lines: list[str] = []
+            starts: list[int] = []  # where each line begins, as read numbers them (str.splitlines)
+            seen = 0
+            try:
+                for match in self.pattern.finditer(text, timeout=max(deadline - time.monotonic(), 0.001)):
+                    if not starts:
+                        lines = text.splitlines(keepends=True)
+                        starts = _offsets(lines)
+                    number = bisect.bisect_right(starts, match.start())  # 1-based
+                    if number > seen and number <= len(lines):
+                        seen = number
+                        yield path, number, lines[number - 1]
+                    if time.monotonic() > deadline:
+                        raise TimeoutError
+            except TimeoutError:
+                self.stopped = f"{late}; stopped in {path}" + (f" after line {seen}" if seen else "")
+                return
+
+
+def _offsets(lines: list[str]) -> list[int]:
+    offsets, at = [], 0
+    for line in lines:
+        offsets.append(at)
+        at += len(line)
+    return offsets
 
 
 def _best_lines(text: str, terms: set[str]) -> list[tuple[int, str]]:
@@ -196,7 +241,7 @@ def _best_lines(text: str, terms: set[str]) -> list[tuple[int, str]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        hits = len(terms.intersection(tokenize(line[:MATCH_CHARS])))
+        hits = len(terms.intersection(tokenize(line[:2000])))  # a minified line: its start is enough
         if hits:
             scored.append((hits, -number, line))
     best = sorted(scored, reverse=True)[:SEARCH_LINES]
