@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import statistics
 import subprocess
@@ -85,22 +86,27 @@ def schema(repo: Path, windows: list[int], test_command: str, task: str) -> list
 # ----- each tool on a large tree ---------------------------------------------------------------------------------
 def _calls(index, files: list[str], repo: Path) -> list[tuple[str, str, dict]]:
     """The calls timed on a repository: a search, greps common and rare (the whole tree read either way), with a
-    glob, the most-defined name and a name defined once, the largest file read."""
+    glob of its commonest extension, the most-defined name and a name defined once, the largest file a read shows."""
+    from code_assistant.tools.files import MAX_READ_BYTES
+
     defined: Counter[str] = Counter()
     for path in index.files:
         for symbol in index.files[path].symbols:
             defined[symbol.qualname.split(".")[-1]] += 1
-    common = defined.most_common(1)[0][0]
-    rare = next(name for name, n in sorted(defined.items()) if n == 1 and len(name) > 6)
-    largest = max(files, key=lambda f: (repo / f).stat().st_size if (repo / f).is_file() else 0)
+    names = {name: n for name, n in defined.items() if re.fullmatch(r"[A-Za-z_$][\w$]*", name)}
+    common = max(names, key=lambda name: (names[name], name))
+    rare = next(name for name, n in sorted(names.items()) if n == 1 and len(name) > 6)
+    sizes = {f: (repo / f).stat().st_size for f in files if (repo / f).is_file()}
+    largest = max((f for f in sizes if sizes[f] <= MAX_READ_BYTES), key=lambda f: sizes[f])
+    extension = Counter(Path(f).suffix for f in files if Path(f).suffix).most_common(1)[0][0]
     return [("search", "a question", {"query": "where are command line options parsed and validated"}),
             ("grep", "a common word (capped)", {"pattern": r"\bimport\b"}),
             ("grep", "no match (every file read)", {"pattern": r"\bno_such_name_anywhere\b"}),
-            ("grep", "alternation, under a glob", {"pattern": r"def (get|set)_\w+|function (get|set)\w*",
-                                                   "path_glob": "**/*.py"}),
-            ("symbol", f"the most-defined name ({common}, {defined[common]} definitions)", {"name": common}),
-            ("symbol", f"a name defined once ({rare})", {"name": rare}),
-            ("read", f"the largest file ({largest})", {"path": largest})]
+            ("grep", f"alternation, under **/*{extension}", {"pattern": r"def (get|set)_\w+|function (get|set)\w*",
+                                                             "path_glob": f"**/*{extension}"}),
+            ("symbol", f"the most-defined name (`{common}`, {names[common]} definitions)", {"name": common}),
+            ("symbol", f"a name defined once (`{rare}`)", {"name": rare}),
+            ("read", f"the largest file it shows ({largest}, {sizes[largest] // 1024} KiB)", {"path": largest})]
 
 
 def _one_call(repo: Path, index_path: Path, tool: str, arguments: dict) -> dict:
@@ -132,8 +138,9 @@ def speed(repos: list[Path], repeat: int, hang_timeout: float, index_root: Path)
     from code_assistant.tools.files import RepoView
     from code_assistant.workspace import Workspace
 
-    rows = ["| repository | tool | call | output tokens | lines | summary | first call s | again s (median) |",
-            "|---|---|---|---:|---:|---|---:|---:|"]
+    rows = [("| repository | tool | call | output tokens | lines | summary (the last call) "
+             "| calls that say they stopped early | first call s | again s (median) |"),
+            "|---|---|---|---:|---:|---|---|---:|---:|"]
     for repo in repos:
         index_path = index_root / repo.name
         started = time.perf_counter()
@@ -146,15 +153,17 @@ def speed(repos: list[Path], repeat: int, hang_timeout: float, index_root: Path)
         for tool, what, arguments in _calls(index, files, repo):
             with Workspace(settings) as workspace:
                 box = workspace.toolbox(repo, lambda index=index: index, read_only=True)
-            times = []
-            for attempt in range(1 + repeat):
+            times, stopped = [], 0
+            for _ in range(1 + repeat):
                 box.new_answer()
                 t0 = time.perf_counter()
                 made = box.call(tool, arguments)
                 times.append(time.perf_counter() - t0)
+                stopped += "were not read" in made.result.text
             text = made.result.text
             rows.append(f"| {label} | {tool} | {what} | {tokens.count_tokens(text)} | {len(text.splitlines())} | "
-                        f"{made.result.summary[:90].replace('|', '/')} | {times[0]:.2f} | "
+                        f"{made.result.summary[:90].replace('|', '/')} | "
+                        f"{f'{stopped} of {1 + repeat}' if stopped else ''} | {times[0]:.2f} | "
                         f"{statistics.median(times[1:]) if repeat else times[0]:.2f} |")
             print(rows[-1], file=sys.stderr, flush=True)
         command = [sys.executable, "-m", "bench.tools_cost", "call", str(repo), str(index_path), "grep",
@@ -165,11 +174,11 @@ def speed(repos: list[Path], repeat: int, hang_timeout: float, index_root: Path)
         t0 = time.perf_counter()
         try:
             out = json.loads(child.communicate(timeout=hang_timeout)[0].strip().splitlines()[-1])
-            cells = f"{out['tokens']} | | {out['summary'][:90]} | {out['seconds']:.2f} | |"
+            cells = f"{out['tokens']} | | {out['summary'][:90]} | | {out['seconds']:.2f} | |"
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
-            cells = f"– | | **no answer: killed after {hang_timeout:g} s** | > {hang_timeout:g} | |"
+            cells = f"– | | **no answer: killed after {hang_timeout:g} s** | | > {hang_timeout:g} | |"
         rows.append(f"| {label} | grep | a backtracking pattern `{HANG_PATTERN}` | {cells}")
         print(rows[-1], f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
     return rows
