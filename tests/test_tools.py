@@ -110,6 +110,16 @@ def test_without_tools_the_requests_are_todays(tmp_path: Path) -> None:
     assert small.returncode == 0 and "tools" not in small_server.chat_requests[0], "a 2k window: no tools by default"
 
 
+def test_tools_asked_for_on_a_window_too_small_for_them_are_one_line_that_counts_them(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    proc, server = _run(repo, [FIX_ADD], "--context-window", "1800", "--tools", "native")
+    assert proc.returncode == 2, proc.stdout + proc.stderr  # type: ignore[attr-defined]
+    [line] = proc.stderr.strip().splitlines()  # type: ignore[attr-defined]
+    assert "with the model's tools" in line and "leave the tools out with --no-tools" in line
+    assert server.chat_requests == [] and snapshot(repo) == before
+
+
 def test_a_replayed_run_with_tool_calls_asks_no_model_and_names_a_changed_result(tmp_path: Path) -> None:
     repo = python_repo(tmp_path)
     before = snapshot(repo)

@@ -57,11 +57,14 @@ def _import_error(result: TestResult) -> bool:
         _IMPORT_ERROR_RE.search(result.output[-4000:]))
 
 
-def too_small(window: ContextWindow, needed: int) -> ContextWindowError:
+def too_small(window: ContextWindow, needed: int, *, tools: bool = False) -> ContextWindowError:
+    """`needed`: counted tokens, the declared tools' schema included; `tools`: the request offers the model tools."""
+    offered = ", with the model's tools," if tools else ""
+    instead = "; or leave the tools out with --no-tools" if tools else ""
     return ContextWindowError(
         f"the model's context window ({window.describe()}) is too small: the system prompt, the task and a little "
-        f"code need about {round(needed * window.ratio)} tokens plus {window.reserve} for the answer; give the model "
-        f"a larger window on its server and set it with --context-window or OPENAI_CONTEXT_WINDOW")
+        f"code{offered} need about {round(needed * window.ratio)} tokens plus {window.reserve} for the answer; give "
+        f"the model a larger window on its server and set it with --context-window or OPENAI_CONTEXT_WINDOW{instead}")
 
 
 @dataclass(frozen=True)
@@ -146,8 +149,15 @@ class Requests:
     def room(self) -> int:
         """The counted tokens a request's messages may take: the window's prompt room, less the declared tools'
         schema."""
+        return self.window.prompt_room() - self._schema()
+
+    def _schema(self) -> int:
         declared = self.tools.declared() if self.tools else None
-        return self.window.prompt_room() - (tokens.count_tokens(json.dumps(declared)) + SLACK if declared else 0)
+        return tokens.count_tokens(json.dumps(declared)) + SLACK if declared else 0
+
+    def _too_small(self, needed: int) -> ContextWindowError:
+        """`needed`: the messages' counted tokens; the declared tools' schema is added."""
+        return too_small(self.window, needed + self._schema(), tools=bool(self.tools and self.tools.tools))
 
     def tools_text(self, answer: str) -> str:
         """How the model may call its tools, for the system message ("" without tools); `answer`: what it replies
@@ -308,7 +318,7 @@ class Requests:
         fixed = message_tokens(shell)
         budget = min(self.settings.context_tokens, room - fixed - SLACK)
         if budget < MIN_CONTEXT_TOKENS:
-            raise too_small(self.window, fixed + MIN_CONTEXT_TOKENS)
+            raise self._too_small(fixed + MIN_CONTEXT_TOKENS)
         return budget
 
     def _context(self, index: RepoIndex, task: str, budget: int, *, extra_text: str = "",
@@ -324,7 +334,7 @@ class Requests:
         room = self.room()
         fitted = fit_history(fit_tool_results(messages, room), room)
         if (size := message_tokens(fitted)) > room:
-            raise too_small(self.window, size)
+            raise self._too_small(size)
         return fitted
 
     def _involved(self, index: RepoIndex, result: TestResult, modified: list[str]) -> list[str]:
