@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from code_assistant import tokens
 from code_assistant.agent import instructions
 from code_assistant.agent.feedback import failure_text
 from code_assistant.agent.instructions import Instructions
-from code_assistant import tokens
 from code_assistant.agent.memory import Memory, notes_text
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.model import prompts
