@@ -262,6 +262,23 @@ def test_undo_of_a_run_that_wrote_on_top_of_a_change_made_outside_it_keeps_that_
     assert (repo / "pkg/app.py").read_text() == "# mine\ndef main():\n    return 1\n"
 
 
+def test_a_line_the_user_is_half_way_through_typing_is_not_the_runs_syntax_error(repo: Path, state: Path) -> None:
+    (repo / "pkg/app.py").write_text("def main():\n    return 1\n\n\nLIMIT = 10\n")
+    editor = FileEditor(repo, state_dir=state)
+    assert editor.apply_edit(EditOperation("pkg/app.py", "return 1", "return 2"))
+    with (repo / "pkg/app.py").open("a") as typing:
+        typing.write("\n\ndef helper(\n")  # they are half-way through a line
+    around = editor.apply_edit(EditOperation("pkg/app.py", "def main():", "def main(x=0):"))
+    assert around.ok and around.syntax_error is None
+    assert editor.broken() == {}, "no repair request points the model at their line"
+    breaking = editor.apply_edit(EditOperation("pkg/app.py", "def main(x=0):", "def main(:"))
+    assert breaking.ok and editor.broken() == {}, "their side does not parse: nothing told apart, nothing asked"
+    text = (repo / "pkg/app.py").read_text()
+    (repo / "pkg/app.py").write_text(text.replace("def helper(\n", "def helper():\n    pass\n"))  # they finish it
+    assert editor.apply_edit(EditOperation("pkg/app.py", "def main(:", "def main(y:"))
+    assert list(editor.broken()) == ["pkg/app.py"], "now the only broken line is the run's"
+
+
 def test_finished_runs_are_kept_for_undo_up_to_a_count_and_a_size(repo: Path, state: Path) -> None:
     for n in range(history.MAX_RUNS + 3):
         editor = FileEditor(repo, state_dir=state)

@@ -23,6 +23,7 @@ from code_assistant.edit.diff import unified_diff
 from code_assistant.edit.journal import (
     Ending,
     FileMoved,
+    FileRecord,
     Journal,
     JournalEntry,
     Op,
@@ -34,7 +35,7 @@ from code_assistant.edit.journal import (
     remove_if,
 )
 from code_assistant.edit.operations import ACTIONS, Action, EditOperation, EditResult, PathError, resolve_repo_path
-from code_assistant.edit.ownership import run_alone
+from code_assistant.edit.ownership import Fate, run_alone, take_back_stretches
 from code_assistant.edit.takeback import FileOutcome, take_out
 from code_assistant.errors import AssistantError
 from code_assistant.parse import code_parser
@@ -138,8 +139,11 @@ class FileEditor:
         return results
 
     def broken(self) -> dict[str, str]:
-        """Files the run left unparsable that parsed before it (or that it created): path -> "line N: message"."""
+        """Files the run left unparsable that parsed before it (or that it created): path -> "line N: message". A
+        file the run wrote around somebody else's change counts only when their side, the run's change taken out,
+        still parses: a line they are half-way through typing is theirs to finish, never the model's to repair."""
         problems = {}
+        records = {r.path: r for r in self._journal.files()} if self._journal is not None else {}
         for rel, entry in self._touched.items():
             left = self._left.get(rel)
             if left is None:
@@ -148,9 +152,24 @@ class FileEditor:
             if problem is None:
                 continue
             before = None if entry.op == Op.CREATED else self._backup_bytes(entry)
-            if before is None or _syntax_problem(self.repo / rel, file_text(before)[0]) is None:
-                problems[rel] = problem
+            if before is not None and _syntax_problem(self.repo / rel, file_text(before)[0]) is not None:
+                continue
+            if rel in records and not self._theirs_parse(records[rel], left):
+                logger.info("%s does not parse, but neither does it without the run's change: not the run's", rel)
+                continue
+            problems[rel] = problem
         return problems
+
+    def _theirs_parse(self, record: FileRecord, left: bytes) -> bool:
+        """A file the run wrote alone is the run's; one it wrote around somebody else's change: whether their side
+        (what the run left, its change taken out) parses."""
+        assert self._journal is not None
+        stretches = self._journal.stretches(record)
+        if len(stretches) < 2:
+            return True
+        theirs = take_back_stretches(stretches, left)
+        return theirs.fate != Fate.CONFLICT and theirs.data is not None and \
+            _syntax_problem(self.repo / record.path, file_text(theirs.data)[0]) is None
 
     def changed_outside(self) -> list[str]:
         """Files this run wrote that no longer hold what it left in them: somebody else changed them since."""
