@@ -17,7 +17,8 @@ import pytest
 from code_assistant import console
 from code_assistant.agent.waiting import SILENT
 from code_assistant.verify.counting import TestCount, count_on
-from tests.repos import CALC_PY, PYTEST, ROOT, Terminal, _cli_env, answer, modify, python_repo, run_cli, snapshot
+from tests.repos import (CALC_PY, PYTEST, ROOT, TEST_CALC_PY, Terminal, _cli_env, answer, modify, python_repo, run_cli,
+                         snapshot)
 from tests.scripted_server import ScriptedServer
 
 FIX_ADD = answer(modify("calc.py", "    return a - b", "    return a + b"))
@@ -63,6 +64,26 @@ def test_a_long_baseline_shows_a_moving_status_line_then_its_result(tmp_path: Pa
     assert '"changes"' not in shown and '"file_path"' not in shown, "the plan's raw JSON is not on the screen"
     assert HIDE_CURSOR in shown and shown.rindex(SHOW_CURSOR) > shown.rindex(HIDE_CURSOR)
     assert shown.index(f"Baseline tests: {first + 2} s") < shown.index("[Baseline: 1 passed, 1 failed]")
+
+
+def test_a_tool_call_that_takes_a_while_shows_its_status_line_then_its_result(tmp_path: Path) -> None:
+    """The model's `run` (in the sandbox, the tree read-only) waits for a file the test writes: its line counts the
+    seconds, then gives way to the call's one-line result."""
+    repo = python_repo(tmp_path, {"calc.py": CALC_PY, "tests/test_calc.py": TEST_CALC_PY, ".gitignore": "GO\n",
+                                  "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"})
+    wait_for_go = "while [ ! -f GO ]; do sleep 0.1; done; echo ready"
+    script = [{"tool_calls": [{"name": "run", "arguments": {"command": wait_for_go}}]}, FIX_ADD]
+    with ScriptedServer(script) as server:
+        term = Terminal(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--no-reproduce",
+                         "--tools", "native"], server_url=server.url)
+        try:
+            term.expect(r"run \(while \[ ! -f GO \]; do sleep 0\.1; done; echo ready\): [1-9]\d* s")
+            (repo / "GO").touch()
+            term.expect(r"\[run: while \[ ! -f GO \]; do sleep 0\.1; done; echo ready → exit 0, [\d.]+ s\]")
+            assert term.wait() == 0, term.seen
+        finally:
+            term.close()
+    assert "Result: SUCCESS" in term.raw
 
 
 def test_ctrl_c_while_the_status_line_shows_leaves_the_terminal_as_it_was(tmp_path: Path) -> None:

@@ -43,7 +43,8 @@ def exchange(model: ChatModel, conversation: Conversation, *, tools: Toolbox | N
         calls = _calls(response, tools)
         if not calls:
             return response
-        made = [tools.call(call.name, call.arguments) for call in calls]  # type: ignore[union-attr]
+        assert tools is not None  # calls come only from a box
+        made = [_made(tools, call, status) for call in calls]
         if response.tool_calls:
             conversation.native_round(_visible(response.text), response.tool_calls, made)
         else:
@@ -101,6 +102,19 @@ def _calls(response: ChatResponse, tools: Toolbox | None) -> list[WrittenCall]:
                 calls.append(WrittenCall(name=call.name, arguments={"_unreadable": f"{call.arguments} ({exc})"}))
         return calls
     return written_calls(response.text) or []
+
+
+def _made(tools: Toolbox, call: WrittenCall, status: Status) -> Made:
+    """One call made, waited for in the status (a `run` may take a minute, a grep over a large tree ten seconds)."""
+    with waiting(status, _doing(call)):
+        return tools.call(call.name, call.arguments)
+
+
+def _doing(call: WrittenCall) -> str:
+    """A call in a few words for its wait: the tool and its first text argument (the command, pattern, path…)."""
+    said = next((v for v in call.arguments.values() if isinstance(v, str) and v.strip()), "")
+    said = " ".join(said.split())
+    return f"{call.name} ({said if len(said) <= 60 else said[:57] + '...'})" if said else call.name
 
 
 def _visible(text: str) -> str:
