@@ -74,7 +74,8 @@ def test_a_caching_server_counting_only_new_tokens_runs_a_three_iteration_fix_to
 
 
 def test_a_prompt_the_server_cut_silently_is_warned_about_and_the_next_request_fits(tmp_path: Path) -> None:
-    """Ollama's way: the first request is over its real window of 2,048 tokens; it reads what fits, says nothing."""
+    """Ollama's way: the first request is over its real window of 2,048 tokens; it reads what fits, says nothing. Its
+    answer, to a prompt the model did not see whole, is set aside and the request asked again, smaller."""
     repo = _big_repo(tmp_path)
     right = answer(modify("calc.py", ADD.format("*"), ADD.format("+")))
     with ScriptedServer([THREE_ROUNDS[0], right], silent_cut=2048) as server:
@@ -86,6 +87,9 @@ def test_a_prompt_the_server_cut_silently_is_warned_about_and_the_next_request_f
     first, second = server.chat_requests
     assert len(str(second["messages"])) < len(str(first["messages"])) / 2, "the next request was built smaller"
     assert server.usages[1]["prompt_tokens"] + second["max_tokens"] <= 2048, "and the server read all of it"
+    assert "[Window: 2048 tokens, from a prompt the server cut]" in proc.stdout
+    assert proc.stdout.count("[Testing (iteration") == 1, "the answer to the cut prompt was set aside, not applied"
+    assert "tools" in first and "tools" not in second, "a 2,048 window has no room for the tools' schema"
 
 
 def test_a_refusal_naming_the_window_is_still_learned_and_the_request_rebuilt(tmp_path: Path) -> None:

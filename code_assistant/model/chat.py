@@ -26,11 +26,11 @@ from code_assistant import redact, tokens
 from code_assistant.errors import EXIT_FAILED, AssistantError, GaveUpWaiting
 from code_assistant.model.fitting import message_tokens
 from code_assistant.model.pace import PromptPace
-from code_assistant.model.refusals import error_body, error_detail, fatal_message
 from code_assistant.model.prices import is_local
+from code_assistant.model.refusals import error_body, error_detail, fatal_message
 from code_assistant.model.structured import FORMS, refuses_response_format, response_format
 from code_assistant.model.usage import ReportedPrompt, SentPrompts, reported_prompt
-from code_assistant.model.window import ContextWindow, WindowLimit, window_limit
+from code_assistant.model.window import CUT_SOURCE, ContextWindow, WindowLimit, window_limit
 
 logger = logging.getLogger(__name__)
 
@@ -168,10 +168,14 @@ class OpenAIChat:
         while True:
             attempt += 1
             reading = self._pace.reading_time(counted * self.window.ratio)
+            window = self.window.tokens
             try:
                 response = self._ask(messages, on_token, counted, shared, self.timeout + reading, tools=tools,
                                      schema=schema)
                 self.usage.add(response)
+                if self.window.tokens < window and self.window.source == CUT_SOURCE:
+                    raise ContextOverflow(f"the server cut the prompt to its context window of {self.window.tokens} "
+                                          "tokens; its answer, to a prompt the model did not see whole, is set aside")
                 return response
             except openai.APIStatusError as exc:
                 detail = error_detail(exc)

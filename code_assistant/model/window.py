@@ -38,6 +38,7 @@ MIN_USEFUL_ROOM = 1000  # counted tokens a window must leave for the requests a 
 #                         about 500); a window with less stops the run, so a count is never taken for one that small
 MIN_RESERVE, MAX_RESERVE = 256, 4096  # tokens kept for the answer: an eighth of the window, within these (a plan
 #                                       that fixes a bug is a few hundred tokens; a small window needs its room)
+CUT_SOURCE = "a prompt the server cut"  # the window's source once a server is found to cut prompts silently
 
 # Hosted models whose window is published (tokens). Local servers report theirs (server_reports.py).
 KNOWN_WINDOWS: dict[str, int] = {
@@ -132,7 +133,7 @@ class ContextWindow:
     def _cut(self, counted: int, server_prompt: int) -> str | None:
         """A count no cache explains: a prompt cut to the server's window, or numbers that are not counts at all."""
         if server_prompt < self.tokens and _room(server_prompt, self.ratio) >= MIN_USEFUL_ROOM:
-            self.tokens, self.source, self.warned = server_prompt, "a prompt the server cut", True
+            self.tokens, self.source, self.warned = server_prompt, CUT_SOURCE, True
             return (f"the server read only {server_prompt} tokens of a prompt of about {counted}: it cut the prompt "
                     f"to fit a smaller context window; requests now fit {self.tokens} tokens (set --context-window "
                     f"or OPENAI_CONTEXT_WINDOW to the server's real window)")
