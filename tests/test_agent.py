@@ -141,6 +141,23 @@ def test_weakening_a_test_is_refused_and_reported(tmp_path: Path, embedder: embe
     assert "REFUSED" in last_request(server) and "tests/test_calc.py" in last_request(server)
 
 
+@pytest.mark.parametrize("through", ["a link to the test file", "a link to its folder"])
+def test_weakening_a_test_through_a_symlink_in_the_repository_is_refused_too(
+        tmp_path: Path, embedder: embeddings.Embedder, through: str) -> None:
+    repo = python_repo(tmp_path)
+    if through == "a link to the test file":
+        (repo / "checks.py").symlink_to("tests/test_calc.py")
+        path = "checks.py"
+    else:
+        (repo / "checks").symlink_to("tests", target_is_directory=True)
+        path = "checks/test_calc.py"
+    cheat = modify(path, "    assert add(2, 3) == 5", "    assert True")
+    result, server, lines = run_agent(repo, [answer(cheat), answer(FIX_ADD)], embedder)
+    assert result.success
+    assert (repo / "tests" / "test_calc.py").read_text() == TEST_CALC_PY
+    assert any(line.startswith("[Refused: tests/test_calc.py") for line in lines), lines
+
+
 def test_test_edits_are_allowed_when_asked(tmp_path: Path, embedder: embeddings.Embedder) -> None:
     repo = python_repo(tmp_path)
     change = modify("tests/test_calc.py", "assert add(2, 3) == 5", "assert add(2, 3) == -1")

@@ -66,6 +66,26 @@ def _syntax_problem(path: Path, source: str) -> str | None:
     return f"line {problem.line}: {problem.message}" if problem else None
 
 
+def numbered(results: list[EditResult]) -> list[EditResult]:
+    """A batch's results, each failure named by its place and the edits before it that were made (the model is
+    told not to send those again)."""
+    for n, result in enumerate(results):
+        if result.ok:
+            continue
+        result.message = f"edit {n + 1} failed: {result.message}"
+        if applied := [i + 1 for i, r in enumerate(results[:n]) if r.ok]:
+            word = "edit" if len(applied) == 1 else "edits"
+            result.message += f"\n{word.capitalize()} {_and_list(applied)} already applied; do not resend them."
+    return results
+
+
+def link_deletion(repo: Path, op: EditOperation) -> EditResult | None:
+    """A delete of a symlink is refused (the link would go, or its target): the refusal, else None."""
+    if op.action == Action.DELETE and (repo / op.file_path.strip()).is_symlink():
+        return EditResult.failed(op.file_path, op.action, f"{op.file_path} is a symlink; deleting links is refused")
+    return None
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -110,8 +130,8 @@ class FileEditor:
         except PathError as exc:
             return EditResult.failed(op.file_path, op.action, str(exc))
         rel = path.relative_to(self.repo).as_posix()
-        if op.action == Action.DELETE and (self.repo / op.file_path.strip()).is_symlink():
-            return EditResult.failed(op.file_path, op.action, f"{op.file_path} is a symlink; deleting links is refused")
+        if link := link_deletion(self.repo, op):
+            return link
         try:
             for _ in range(WRITE_ATTEMPTS):
                 try:
@@ -126,17 +146,7 @@ class FileEditor:
             return EditResult.failed(rel, op.action, f"could not write {rel}: {exc.strerror or exc}")
 
     def apply_edits(self, ops: list[EditOperation]) -> list[EditResult]:
-        results: list[EditResult] = []
-        for op in ops:
-            result = self.apply_edit(op)
-            applied = [i + 1 for i, r in enumerate(results) if r.ok]
-            if not result.ok:
-                result.message = f"edit {len(results) + 1} failed: {result.message}"
-                if applied:
-                    word = "edit" if len(applied) == 1 else "edits"
-                    result.message += f"\n{word.capitalize()} {_and_list(applied)} already applied; do not resend them."
-            results.append(result)
-        return results
+        return numbered([self.apply_edit(op) for op in ops])
 
     def broken(self) -> dict[str, str]:
         """Files the run left unparsable that parsed before it (or that it created): path -> "line N: message". A

@@ -16,8 +16,17 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
-from code_assistant.edit.lines import (MatchOutcome, Transform, dominant_newline, identity, indent_transform, leading,
-                                       model_lines, splice, split_lines)
+from code_assistant.edit.lines import (
+    MatchOutcome,
+    Transform,
+    dominant_newline,
+    identity,
+    indent_transform,
+    leading,
+    model_lines,
+    splice,
+    split_lines,
+)
 from code_assistant.edit.mismatch import closest_lines
 
 logger = logging.getLogger(__name__)

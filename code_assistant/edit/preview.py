@@ -5,11 +5,11 @@ import logging
 import shutil
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from code_assistant.edit.diff import unified_diff
-from code_assistant.edit.editor import FileEditor
+from code_assistant.edit.editor import FileEditor, link_deletion, numbered
 from code_assistant.edit.guardrails import changed_line_count, check_test_weakening
 from code_assistant.edit.operations import EditOperation, EditResult, PathError, resolve_repo_path
 from code_assistant.languages import is_test_file
@@ -42,31 +42,31 @@ class Preview:
 
 
 def preview_edits(repo: Path, ops: list[EditOperation], forbidden: Iterable[Path] = ()) -> Preview:
-    """Run the edits through a FileEditor on a scratch copy of the files they name; the repository is untouched."""
+    """Run the edits through a FileEditor on a scratch copy of the files they name; the repository is untouched.
+    Each path is resolved in the repository as the editor resolves it (a symlink inside it leads to its target, so
+    the guardrails judge the file that would really change) and refused with the editor's words."""
     repo = repo.resolve()
     forbidden = list(forbidden)
     with tempfile.TemporaryDirectory(prefix="ca-preview-") as scratch_name:
         scratch = Path(scratch_name) / "repo"
         scratch.mkdir()
+        editor = FileEditor(scratch, state_dir=Path(scratch_name) / "state", history=False)
         originals: dict[str, str | None] = {}
+        results: list[EditResult] = []
         for op in ops:
             try:
                 real = resolve_repo_path(repo, op.file_path, forbidden)
-            except PathError:
-                continue  # the scratch editor refuses it again, with the same message
-            rel = real.relative_to(repo).as_posix()
-            if rel in originals:
+            except PathError as exc:
+                results.append(EditResult.failed(op.file_path, op.action, str(exc)))
                 continue
-            originals[rel] = None
-            if real.is_file():
-                target = scratch / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(real, target)
-                originals[rel] = real.read_text(encoding="utf-8", errors="surrogateescape")
-            elif real.parent.is_dir():
-                (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
-        editor = FileEditor(scratch, state_dir=Path(scratch_name) / "state", history=False)
-        results = editor.apply_edits(ops)
+            if refused := link_deletion(repo, op):
+                results.append(refused)
+                continue
+            rel = real.relative_to(repo).as_posix()
+            if rel not in originals:
+                originals[rel] = _copied(real, scratch / rel)
+            results.append(editor.apply_edit(replace(op, file_path=rel)))
+        results = numbered(results)
         changes: list[FileChange] = []
         for rel, before in originals.items():
             path = scratch / rel
@@ -75,6 +75,18 @@ def preview_edits(repo: Path, ops: list[EditOperation], forbidden: Iterable[Path
                 changes.append(FileChange(rel, before, after))
         editor.finish()
     return Preview(results, changes)
+
+
+def _copied(real: Path, target: Path) -> str | None:
+    """A file of the repository copied into the scratch tree (its text returned), or, for a file still to be
+    created, its folder made there (None)."""
+    if real.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(real, target)
+        return real.read_text(encoding="utf-8", errors="surrogateescape")
+    if real.parent.is_dir():
+        target.parent.mkdir(parents=True, exist_ok=True)
+    return None
 
 
 @dataclass(frozen=True)
