@@ -19,8 +19,8 @@ from code_assistant.agent.state import RunResult
 from code_assistant.edit.editor import FileEditor
 from code_assistant.index.indexer import Indexer
 from code_assistant.model.chat import OpenAIChat
-from code_assistant.verify.runner import TestRunner
-from tests.repos import TEST_CALC_PY, answer, create, modify, python_repo, snapshot
+from code_assistant.verify.runner import TestResult, TestRunner, fewer_tests
+from tests.repos import CALC_PY, TEST_CALC_PY, answer, create, modify, python_repo, snapshot
 from tests.scripted_server import ScriptedServer
 from code_assistant.model.trajectory import ReplayModel, Trajectory, read_answers
 
@@ -156,6 +156,39 @@ def test_weakening_a_test_through_a_symlink_in_the_repository_is_refused_too(
     assert result.success
     assert (repo / "tests" / "test_calc.py").read_text() == TEST_CALC_PY
     assert any(line.startswith("[Refused: tests/test_calc.py") for line in lines), lines
+
+
+SKIPPABLE_TESTS = ('import pytest\n\nimport calc\nfrom calc import add, multiply\n\n\n'
+                   '@pytest.mark.skipif(not calc.CHECKED, reason="not checked")\ndef test_add():\n'
+                   '    assert add(2, 3) == 5\n\n\ndef test_multiply():\n    assert multiply(3, 4) == 12\n')
+
+
+def test_a_change_that_makes_a_failing_test_skip_itself_is_not_green(tmp_path: Path,
+                                                                    embedder: embeddings.Embedder) -> None:
+    """No test file is touched: the code turns off the flag the failing test runs under. Fewer tests ran than before
+    the change, so the run is not green; the model is told, and its next answer runs them all and fixes add()."""
+    repo = python_repo(tmp_path, {"calc.py": "CHECKED = True\n\n\n" + CALC_PY,
+                                  "tests/test_calc.py": SKIPPABLE_TESTS,
+                                  "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"})
+    hide = modify("calc.py", "CHECKED = True", "CHECKED = False")
+    honest = [modify("calc.py", "CHECKED = False", "CHECKED = True"), FIX_ADD]
+    result, server, lines = run_agent(repo, [answer(hide), answer(*honest)], embedder, reproduce=False)
+    assert "[The tests pass, but 1 that ran before the change did not run now (2 before, 1 now)]" in lines, lines
+    assert "did not run now (2 before, 1 now): skipped, deselected or no longer collected" in last_request(server)
+    assert result.success and result.verified and result.iterations == 2
+
+
+def test_fewer_tests_run_is_not_green_and_unknown_counts_decide_nothing() -> None:
+    def ran(passed: int | None, failed: int | None, ok: bool = True) -> TestResult:
+        return TestResult(command=["t"], exit_code=0 if ok else 1, passed=ok, timed_out=False, output="",
+                          duration_s=0.1, passed_count=passed, failed_count=failed)
+
+    fewer = fewer_tests(ran(4, 2, ok=False), ran(5, None))
+    assert not fewer.passed and fewer.lost == 1 and fewer.summary() == "5 passed, 1 no longer run"
+    assert fewer_tests(ran(4, 2, ok=False), ran(6, None)).passed, "as many as before"
+    assert fewer_tests(ran(4, 2, ok=False), ran(7, 0)).passed, "more: a reproduction test was added"
+    assert fewer_tests(ran(None, None), ran(1, None)).passed, "the baseline's counts unknown"
+    assert not fewer_tests(ran(4, 2, ok=False), ran(3, 1, ok=False)).lost, "a failing run says so itself"
 
 
 def test_test_edits_are_allowed_when_asked(tmp_path: Path, embedder: embeddings.Embedder) -> None:

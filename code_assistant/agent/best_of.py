@@ -90,7 +90,7 @@ class BestOf:
             problems = applied.refused + [r.message.splitlines()[0] for r in applied.results if not r.ok]
             raise StopRun(Stop.REFUSED, f"candidate {winner.number} could not be applied: " + "; ".join(problems))
         parent.say("[Testing the chosen candidate in the repository...]")
-        result = parent.verifier.test(prepared.reproduction)
+        result = parent.verifier.test(prepared.reproduction, prepared.baseline)
         parent.recorder.record(applied, result)
         if not result.passed:
             raise StopRun(Stop.MAX_ITERATIONS, f"candidate {winner.number} passed in its copy but not in the "

@@ -138,7 +138,7 @@ class Agent:
             request = self.retry_request(applied)
         else:
             p.say(f"[Testing (iteration {state.iteration})...]")
-            result = p.verifier.test(prepared.reproduction)
+            result = p.verifier.test(prepared.reproduction, prepared.baseline)
             p.recorder.record(applied, result)
             if result.passed:
                 p.say(f"[Tests passed on iteration {state.iteration}]")

@@ -8,7 +8,7 @@ from code_assistant.agent.state import Reproduction
 from code_assistant.agent.waiting import SILENT, Status, waiting
 from code_assistant.settings import Settings
 from code_assistant.verify.counting import ticking
-from code_assistant.verify.runner import TestResult, TestRunner
+from code_assistant.verify.runner import TestResult, TestRunner, fewer_tests
 from code_assistant.verify.select import narrow
 
 
@@ -26,9 +26,15 @@ class Verifier:
     def baseline(self) -> TestResult:
         return run_tests(self.runner, self.status, "Baseline tests")
 
-    def test(self, reproduction: Reproduction | None) -> TestResult:
-        """The whole suite; once it is green, the reproduction test (if there is one) must pass too."""
+    def test(self, reproduction: Reproduction | None, baseline: TestResult | None = None) -> TestResult:
+        """The whole suite; once it is green, the reproduction test (if there is one) must pass too. Green with
+        fewer tests run than the baseline is not green (unless test edits are allowed)."""
         suite = run_tests(self.runner, self.status, "Testing")
+        if baseline is not None and not self.settings.allow_test_edits:
+            suite = fewer_tests(baseline, suite)
+            if suite.lost:
+                self.say(f"[The tests pass, but {suite.lost} that ran before the change did not run now "
+                         f"({baseline.ran} before, {suite.ran} now)]")
         if suite.passed and reproduction is not None and reproduction.reproduced:
             return self._reproduction_after(reproduction, suite)
         return suite

@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from code_assistant.errors import AssistantError
@@ -75,10 +75,18 @@ class TestResult:
     runner: str = "unknown"
     timeout_s: float | None = None
     not_run: NotRun | None = None  # the output shows the tests never ran, for a reason outside the repository
+    lost: int = 0  # tests that ran before the change and did not now (a green run with fewer tests is not green)
 
     @property
     def failed_ids(self) -> list[str]:
         return [failure.test_id for failure in self.failures]
+
+    @property
+    def ran(self) -> int | None:
+        """Tests that ran (passed or failed; skipped and deselected ones did not), None when the output says not."""
+        if self.passed_count is None:
+            return None
+        return self.passed_count + (self.failed_count or 0)
 
     def summary(self) -> str:
         """One line: '3 passed, 1 failed', 'timed out after 5s', 'exit 2'."""
@@ -87,14 +95,32 @@ class TestResult:
         parts = []
         if self.passed_count is not None:
             parts.append(f"{self.passed_count} passed")
-        failed = self.failed_count if self.failed_count is not None else (len(self.failures) or None)
+        listed = len(self.failures) - (1 if self.lost else 0)  # fewer_tests' note is no failing test
+        failed = self.failed_count if self.failed_count is not None else (listed or None)
         if failed is not None:
             parts.append(f"{failed} failed")
+        if self.lost:
+            parts.append(f"{self.lost} no longer run")
         if not parts:
             return "passed (exit 0)" if self.passed else f"exit {self.exit_code}"
-        if not self.passed and not failed:
+        if not self.passed and not failed and not self.lost:
             parts.append(f"exit {self.exit_code}")
         return ", ".join(parts)
+
+
+def fewer_tests(before: TestResult, after: TestResult) -> TestResult:
+    """`after` as the run must take it: a green run in which fewer tests ran than in `before` (the baseline) is not
+    green — a test was skipped, deselected or is no longer collected, which is no fix — and says so to the model.
+    Counts the output does not give decide nothing."""
+    if not after.passed or before.ran is None or after.ran is None or after.ran >= before.ran:
+        return after
+    lost = before.ran - after.ran
+    words = f"{lost} test{'' if lost == 1 else 's'}"
+    why = (f"the tests pass, but {words} that ran before the change did not run now ({before.ran} before, "
+           f"{after.ran} now): skipped, deselected or no longer collected. Make every test that ran before run and "
+           "pass again; fix the code under test, not which tests run.")
+    return replace(after, passed=False, lost=lost,
+                   failures=[*after.failures, TestFailure(test_id="(tests that no longer run)", message=why)])
 
 
 def truncate_output(text: str, head_lines: int = 200, tail_lines: int = 400, max_line_chars: int = 2000) -> str:
