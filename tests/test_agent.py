@@ -158,6 +158,18 @@ def test_weakening_a_test_through_a_symlink_in_the_repository_is_refused_too(
     assert any(line.startswith("[Refused: tests/test_calc.py") for line in lines), lines
 
 
+def test_a_conftest_that_makes_every_test_pass_is_refused(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = python_repo(tmp_path)
+    force_pass = ("import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n"
+                  "def pytest_runtest_makereport(item, call):\n    outcome = yield\n"
+                  "    outcome.get_result().outcome = 'passed'\n")
+    result, server, lines = run_agent(repo, [answer(create("conftest.py", force_pass)), answer(FIX_ADD)], embedder)
+    assert any(line.startswith("[Refused: conftest.py: the edit to conftest.py adds pytest_runtest_makereport")
+               for line in lines), lines
+    assert not (repo / "conftest.py").exists() and result.success and result.iterations == 2
+    assert "how the tests are collected and run is not part of the fix" in last_request(server)
+
+
 SKIPPABLE_TESTS = ('import pytest\n\nimport calc\nfrom calc import add, multiply\n\n\n'
                    '@pytest.mark.skipif(not calc.CHECKED, reason="not checked")\ndef test_add():\n'
                    '    assert add(2, 3) == 5\n\n\ndef test_multiply():\n    assert multiply(3, 4) == 12\n')

@@ -1,7 +1,9 @@
 """Guardrails on test edits, from realistic before/after pairs: weakening is named, honest test work passes."""
 from __future__ import annotations
 
-from code_assistant.edit.guardrails import changed_line_count, check_test_weakening
+import pytest
+
+from code_assistant.edit.guardrails import changed_line_count, check_test_setup, check_test_weakening
 
 PYTEST = '''import pytest
 
@@ -153,3 +155,50 @@ def test_go_skip_flip_and_removed_error() -> None:
 def test_deleting_a_test_file_is_refused() -> None:
     reason = check_test_weakening("tests/test_cart.py", PYTEST, None)
     assert reason and "deletes the test file" in reason
+
+
+FORCE_PASS = ("import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+              "    outcome = yield\n    outcome.get_result().outcome = 'passed'\n")
+PACKAGE = '{"name": "app", "scripts": {"test": "node --test", "build": "tsc"}, "devDependencies": {}}'
+
+
+@pytest.mark.parametrize("path, old, new, named", [
+    # a new conftest.py that rewrites every outcome to "passed"
+    ("conftest.py", None, FORCE_PASS, "pytest_runtest_makereport"),
+    # a plugin module anywhere that drops the failing test at collection
+    ("src/plugin.py", "X = 1\n", "X = 1\n\n\ndef pytest_collection_modifyitems(items):\n    items[:] = []\n",
+     "pytest_collection_modifyitems"),
+    ("tests/conftest.py", "", "collect_ignore = ['test_calc.py']\n", "collect_ignore"),
+    ("conftest.py", "", "def pytest_sessionfinish(session):\n    session.exitstatus = 0\n", "pytest_sessionfinish"),
+    # the runner's options: deselect, ignore, -k
+    ("pytest.ini", "[pytest]\naddopts = -q\n", "[pytest]\naddopts = -q --deselect tests/test_calc.py::test_add\n",
+     "--deselect"),
+    ("pyproject.toml", "[tool.pytest.ini_options]\n", "[tool.pytest.ini_options]\naddopts = \"-k 'not add'\"\n", "-k"),
+    ("setup.cfg", "[tool:pytest]\n", "[tool:pytest]\ntestpaths = tests/unit\n", "testpaths"),
+    # the test script, the runner's configuration
+    ("package.json", PACKAGE, PACKAGE.replace("node --test", "exit 0"), "'test' script"),
+    ("jest.config.js", "module.exports = {};\n", "module.exports = {testPathIgnorePatterns: ['math']};\n",
+     "configuration"),
+])
+def test_a_change_that_weakens_the_tests_without_editing_one_is_named(path: str, old: str | None, new: str,
+                                                                      named: str) -> None:
+    reason = check_test_setup(path, old, new)
+    assert reason and named in reason and "how the tests are collected and run is not part of the fix" in reason
+
+
+@pytest.mark.parametrize("path, old, new", [
+    ("calc.py", "def add(a, b):\n    return a - b\n", "def add(a, b):\n    return a + b\n"),
+    ("conftest.py", None, "import pytest\n\n\n@pytest.fixture\ndef cart():\n    return []\n"),  # a fixture
+    ("conftest.py", "def pytest_runtest_setup(item):\n    pass\n",
+     "def pytest_runtest_setup(item):\n    item.config.seen = True\n"),  # a hook that was there already
+    ("pyproject.toml", "[project]\nname = 'app'\n", "[project]\nname = 'app'\ndependencies = ['attrs']\n"),
+    ("package.json", PACKAGE, PACKAGE.replace('"devDependencies": {}', '"devDependencies": {"tsx": "4"}')),
+    ("src/session.py", "", "if status.exitstatus == 0:\n    pass\n"),  # a comparison, not a setting
+])
+def test_changes_that_leave_the_test_setup_alone_pass(path: str, old: str | None, new: str) -> None:
+    assert check_test_setup(path, old, new) is None
+
+
+def test_a_go_build_tag_that_turns_a_test_file_off_is_a_skip() -> None:
+    reason = check_test_weakening("calc_test.go", GO, "//go:build ignore\n\n" + GO)
+    assert reason and "skipped" in reason

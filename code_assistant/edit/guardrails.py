@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import json
 import logging
 import re
 
@@ -30,10 +31,10 @@ _TRIVIAL_RE = re.compile(r"^\s*(assert\s+(True|1|not\s+False)\b|self\.assertTrue
 _SKIP_RE = re.compile(r"@pytest\.mark\.(skip|skipif|xfail)\b|\bpytest\.(skip|xfail)\s*\(|@unittest\.(skip\w*|"
                       r"expectedFailure)\b|\bself\.skipTest\s*\(|\b(it|test|describe)\.(skip|todo)\s*\(|"
                       r"\bx(it|test|describe)\s*\(|\bt\.Skip(f|Now)?\s*\(|#\[ignore\]|@(Disabled|Ignore)\b|"
-                      r"\bunittest\.SkipTest\b")
+                      r"\bunittest\.SkipTest\b|(?m:^//\s*(go:build|\+build)\b)")
 _TEST_NAME_RE = re.compile(r"^\s*(?:async\s+)?def\s+(test\w*)|^func\s+(Test\w+)\s*\(|"
                            r"\b(?:it|test)\s*\(\s*(['\"`])(.+?)\3", re.MULTILINE)
-_COMMENT_LINE_RE = re.compile(r"^\s*(#(?!\[)|//).*$", re.MULTILINE)
+_COMMENT_LINE_RE = re.compile(r"^\s*(#(?!\[)|//(?!go:|\s*\+build)).*$", re.MULTILINE)  # Go's build tags are not
 _FLIPS = (("==", "!="), ("!=", "=="), ("assertEqual", "assertNotEqual"), ("assertIn", "assertNotIn"),
           ("assertIs", "assertIsNot"), (".toBe(", ".not.toBe("), (".toEqual(", ".not.toEqual("),
           ("assert.equal(", "assert.notEqual("), ("assert.strictEqual(", "assert.notStrictEqual("),
@@ -124,3 +125,90 @@ def check_test_weakening(path: str, old: str | None, new: str | None) -> str | N
     logger.info("test weakening in %s: %s", path, "; ".join(reasons))
     return (f"the edit to {path} weakens the tests: {'; '.join(reasons)}. Change the code under test so the "
             "existing tests pass; edit a test only to add checks, or when it is provably wrong (say why).")
+
+
+# How a change can weaken the tests without touching one: a pytest hook that drops tests or rewrites their outcome,
+# a runner option that deselects or ignores them, the command or configuration that runs them.
+_HOOK_RE = re.compile(r"\bdef\s+(pytest_(?:collection_modifyitems|ignore_collect|collect_file|pycollect_makeitem|"
+                      r"runtest_\w+|pyfunc_call|report_teststatus|sessionfinish|deselected))\b|"
+                      r"\b(collect_ignore(?:_glob)?)\s*(?:=|\+=|\.append|\.extend)|\b(exitstatus)\s*=(?!=)")
+_PYTEST_CONFIGS = ("pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", ".pytest.ini")
+_SELECTION_RE = re.compile(r"(?<![\w-])(--deselect|--ignore(?:-glob)?|--lf|--last-failed|--co|--collect-only|-k|-m)"
+                           r"(?![\w-])|\b(testpaths|python_files|python_classes|python_functions|norecursedirs)\b")
+_RUNNER_CONFIG_RE = re.compile(r"^(jest|vitest|vite|mocha|ava|karma|playwright|cypress)\.config\.[cm]?[jt]s$|"
+                               r"^\.mocharc(\.\w+)?$|^\.nycrc(\.\w+)?$")
+
+
+def check_test_setup(path: str, old: str | None, new: str | None) -> str | None:
+    """A reason written for the model when a change weakens the tests without editing one — a hook that drops tests
+    or rewrites their outcome, an option that deselects them, the test script or the runner's configuration
+    changed; None when it is fine. A new file is judged as if it were empty before."""
+    name = path.replace("\\", "/").split("/")[-1]
+    before, after = old or "", new or ""
+    what: str | None = None
+    if name.endswith(".py"):
+        added = _added(_HOOK_RE, before, after)
+        what = f"adds {added} (a pytest hook or setting that changes which tests run or what they report)" \
+            if added else None
+    elif name in _PYTEST_CONFIGS:
+        added = [line.strip() for line in _new_lines(before, after) if _SELECTION_RE.search(line)]
+        what = f"changes which tests pytest collects or runs ({added[0]!r})" if added else None
+    elif name == "package.json":
+        what = _package_test_change(before, after)
+    elif _RUNNER_CONFIG_RE.match(name):
+        what = f"changes the test runner's configuration ({name})" if before != after else None
+    if what is None:
+        return None
+    logger.info("test setup changed in %s: %s", path, what)
+    return (f"the edit to {path} {what}. Make the code under test pass the tests as they are run now; how the "
+            "tests are collected and run is not part of the fix.")
+
+
+def _new_lines(old: str, new: str) -> list[str]:
+    counted = {}
+    for line in old.splitlines():
+        counted[line.strip()] = counted.get(line.strip(), 0) + 1
+    added = []
+    for line in new.splitlines():
+        if counted.get(line.strip(), 0):
+            counted[line.strip()] -= 1
+        else:
+            added.append(line)
+    return added
+
+
+def _added(pattern: re.Pattern[str], old: str, new: str) -> str | None:
+    """The first name the pattern finds more often in `new` than in `old` (comments left out)."""
+    def names(text: str) -> list[str]:
+        return [next(g for g in m.groups() if g) for m in pattern.finditer(_code(text))]
+    before = names(old)
+    for found in names(new):
+        if found in before:
+            before.remove(found)
+        else:
+            return found
+    return None
+
+
+def _package_test_change(old: str, new: str) -> str | None:
+    """package.json: its test script, or its jest/mocha/ava settings, changed."""
+    try:
+        before, after = json.loads(old) if old.strip() else {}, json.loads(new) if new.strip() else {}
+    except ValueError:
+        return None  # not JSON: the test run will say so
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return None
+    scripts = [k for k in {*_scripts(before), *_scripts(after)} if k == "test" or k.startswith(("test:", "pretest",
+                                                                                                   "posttest"))]
+    for key in sorted(scripts):
+        if _scripts(before).get(key) != _scripts(after).get(key):
+            return f"changes the {key!r} script ({_scripts(before).get(key)!r} to {_scripts(after).get(key)!r})"
+    for key in ("jest", "mocha", "ava", "vitest", "c8", "nyc"):
+        if before.get(key) != after.get(key):
+            return f"changes its {key!r} settings"
+    return None
+
+
+def _scripts(package: dict) -> dict:
+    scripts = package.get("scripts")
+    return scripts if isinstance(scripts, dict) else {}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from code_assistant.edit.diff import unified_diff
 from code_assistant.edit.editor import FileEditor, link_deletion, numbered
-from code_assistant.edit.guardrails import changed_line_count, check_test_weakening
+from code_assistant.edit.guardrails import changed_line_count, check_test_setup, check_test_weakening
 from code_assistant.edit.operations import EditOperation, EditResult, PathError, resolve_repo_path
 from code_assistant.languages import is_test_file
 
@@ -114,6 +114,7 @@ def refusals(preview: Preview, limits: Limits, *, is_plan: bool) -> tuple[list[s
         for change in preview.changes:
             reason = check_test_weakening(change.path, change.before, change.after) if is_test_file(change.path) \
                 else None
+            reason = reason or check_test_setup(change.path, change.before, change.after)
             if reason:
                 logger.info("refused edit of %s: %s", change.path, reason)
                 weakened[change.path] = reason
