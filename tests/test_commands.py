@@ -132,3 +132,18 @@ def test_reading_the_command_line_loads_no_pipeline() -> None:
             "print([m for m in heavy if m in sys.modules])\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("path", ["./tests/test_calc.py", "tests//test_calc.py", "checks.py"])
+def test_apply_refuses_weakening_a_test_however_its_path_is_written(tmp_path: Path, path: str) -> None:
+    """Another agent's plan through `apply` (the MCP server's door too) meets the guardrails the run's plans meet:
+    the file is judged as the editor resolves it, not as the plan spells it."""
+    repo = python_repo(tmp_path)
+    (repo / "checks.py").symlink_to("tests/test_calc.py")
+    before = snapshot(repo)
+    plan = json.dumps({"changes": [{"file_path": path, "action": "modify", "search": "    assert add(2, 3) == 5",
+                                    "replace": "    assert True"}]})
+    (tmp_path / "plan.json").write_text(plan)
+    proc = run_cli(["apply", "--repo", str(repo), str(tmp_path / "plan.json")], api_key=None)
+    assert "weakens the tests" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert snapshot(repo) == before

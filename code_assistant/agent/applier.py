@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from code_assistant.agent.asker import Asker, repo_relative
+from code_assistant.agent.asker import Asker
 from code_assistant.agent.feedback import edit_feedback
 from code_assistant.agent.requests import FollowUp
 from code_assistant.agent.review import Decision, Review
@@ -18,7 +18,7 @@ from code_assistant.agent.stop import Stop
 from code_assistant.edit.beside import Outside, file_text
 from code_assistant.edit.editor import ChangedOutsideError, FileEditor
 from code_assistant.edit.operations import Action, EditOperation
-from code_assistant.edit.preview import Limits, Preview, preview_edits, refusals
+from code_assistant.edit.preview import Limits, Preview, preview_edits, refusals, sparing
 from code_assistant.model import prompts
 from code_assistant.model.fitting import clip_text
 from code_assistant.settings import Settings
@@ -72,7 +72,7 @@ class Applier:
                 self.say(f"[Refused: {reason}]")
             return Applied(refused=batch_reasons, whole_batch_refused=True)
         refused = [f"{path}: {why}" for path, why in weakened.items()]
-        ops = [op for op in ops if repo_relative(self.settings, op.file_path) not in weakened]
+        ops = sparing(self.settings.repo, ops, weakened)
         for reason in refused:
             self.say(f"[Refused: {reason}]")
         if self.pre_write:

@@ -77,6 +77,22 @@ def preview_edits(repo: Path, ops: list[EditOperation], forbidden: Iterable[Path
     return Preview(results, changes)
 
 
+def sparing(repo: Path, ops: list[EditOperation], refused: Iterable[str]) -> list[EditOperation]:
+    """The edits whose file, resolved as the editor resolves it ('./a.py', a symlink to it), is none of the
+    `refused` repository-relative paths (refusals' test files); an edit whose path does not resolve stays, for the
+    editor to refuse in its own words."""
+    root, refused = repo.resolve(), set(refused)
+    kept = []
+    for op in ops:
+        try:
+            rel = resolve_repo_path(root, op.file_path).relative_to(root).as_posix()
+        except (PathError, ValueError):
+            rel = None
+        if rel not in refused:
+            kept.append(op)
+    return kept
+
+
 def _copied(real: Path, target: Path) -> str | None:
     """A file of the repository copied into the scratch tree (its text returned), or, for a file still to be
     created, its folder made there (None)."""

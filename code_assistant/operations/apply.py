@@ -19,7 +19,7 @@ def execute(ws: Workspace, options: ApplyOptions) -> ApplyOutcome:
     from code_assistant.answers.plan import PlanParseError, parse_answer
     from code_assistant.edit.editor import FileEditor
     from code_assistant.edit.operations import Action
-    from code_assistant.edit.preview import preview_edits, refusals
+    from code_assistant.edit.preview import preview_edits, refusals, sparing
 
     settings = ws.settings
     try:
@@ -35,7 +35,7 @@ def execute(ws: Workspace, options: ApplyOptions) -> ApplyOutcome:
             return ApplyOutcome(feedback="Refused, nothing was written: " + "; ".join(batch), applied=False)
         editor = FileEditor(settings.repo, state_dir=settings.repo_state_dir, forbidden=[settings.index_path],
                             task=options.label, session=ws.session)
-        results = editor.apply_edits([op for op in ops if op.file_path not in weakened])
+        results = editor.apply_edits(sparing(settings.repo, ops, weakened))
         refused = [f"{path}: {why}" for path, why in weakened.items()]
         diff, files = editor.diff(), editor.modified_files
         editor.finish()  # what applied is kept, and can be taken back with undo
