@@ -17,7 +17,7 @@ from code_assistant.answers.tool_calls import ToolCallError, WrittenCall, argume
 from code_assistant.model import prompts
 from code_assistant.model.chat import ChatModel, ChatResponse, ContextOverflow, Message, ToolsRefused
 from code_assistant.retrieve.context import Context
-from code_assistant.tools.box import Form, Made, Toolbox
+from code_assistant.tools.box import Form, Made, Toolbox, call_words
 
 logger = logging.getLogger(__name__)
 
@@ -106,15 +106,8 @@ def _calls(response: ChatResponse, tools: Toolbox | None) -> list[WrittenCall]:
 
 def _made(tools: Toolbox, call: WrittenCall, status: Status) -> Made:
     """One call made, waited for in the status (a `run` may take a minute, a grep over a large tree ten seconds)."""
-    with waiting(status, _doing(call)):
+    with waiting(status, call_words(call.name, call.arguments)):
         return tools.call(call.name, call.arguments)
-
-
-def _doing(call: WrittenCall) -> str:
-    """A call in a few words for its wait: the tool and its first text argument (the command, pattern, path…)."""
-    said = next((v for v in call.arguments.values() if isinstance(v, str) and v.strip()), "")
-    said = " ".join(said.split())
-    return f"{call.name} ({said if len(said) <= 60 else said[:57] + '...'})" if said else call.name
 
 
 def _visible(text: str) -> str:

@@ -15,11 +15,14 @@ MODEL_NAMES = {"exec": "run"}  # an operation's name where the model's tool has 
 
 
 def execute(ws: Workspace, options: ToolOptions) -> ToolOutcome:
+    from code_assistant.agent.waiting import waiting
     from code_assistant.errors import ConfigError
+    from code_assistant.tools.box import call_words
 
     box = ws.toolbox()
     name = MODEL_NAMES.get(options.tool, options.tool)
     if name not in box.names:
         raise ConfigError(f"{options.tool} needs the sandbox (it runs with the repository read-only); it is off")
-    made = box.call(name, dict(options.arguments))
+    with waiting(ws.display.status, call_words(name, dict(options.arguments))):
+        made = box.call(name, dict(options.arguments))
     return ToolOutcome(tool=options.tool, text=made.result.text, summary=made.result.summary, error=made.result.error)

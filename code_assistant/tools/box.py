@@ -140,6 +140,14 @@ class Toolbox:
         return Result(text=record.get("result", ""), summary=record.get("summary", fresh.summary))
 
 
+def call_words(name: str, arguments: dict[str, Any]) -> str:
+    """A call in a few words, for the wait while it is made: the tool and its first text argument (the command, the
+    pattern, the path…)."""
+    said = next((v for v in arguments.values() if isinstance(v, str) and v.strip()), "")
+    said = " ".join(said.split())
+    return f"{name} ({said if len(said) <= 60 else said[:57] + '...'})" if said else name
+
+
 def _key(name: str, arguments: dict[str, Any]) -> str:
     return name + json.dumps(arguments, sort_keys=True, default=str)
 
