@@ -247,7 +247,8 @@ def test_undo_after_a_green_run_puts_back_the_original_bytes(tmp_path: Path) -> 
                {"file_path": "notes/added.py", "action": "create", "content": "X = 1\n"})
     undone = _undo(repo)
     assert undone.returncode == 0, undone.stdout + undone.stderr
-    assert "every file the assistant touched is byte for byte as it was" in undone.stdout
+    assert "All of its changes were taken back: every file it touched is byte for byte as it was before it." \
+        in undone.stdout
     assert snapshot(repo) == before
 
 

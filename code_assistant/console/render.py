@@ -52,7 +52,7 @@ def show(outcome: o.Outcome, *, as_json: bool, command: str | None = None) -> No
                     f"{undone.revert_commit}]")
             else:
                 say(f"[Undo: took back {what} ({', '.join(f.path for f in undone.outcomes)})]")
-                taken_back(undone.outcomes, "taken back")
+                taken_back(undone.outcomes, "taken back", "its")
         case o.TestOutcome():
             say(f"[Tests: {outcome.result.summary()}]")
         case o.DiffOutcome():
@@ -133,16 +133,17 @@ def candidates_table(outcomes: list[CandidateOutcome]) -> None:
         say(f"  {c.number:>2}  {outcome:<28} {c.iterations:>10} {c.changed_lines:>13} {c.tokens:>8} {cost:>9}{mark}")
 
 
-def taken_back(outcomes: list[FileOutcome], what: str = "rolled back") -> None:
-    """What a rollback, recovery or undo did, true to the byte: 'exactly as it was' only when every file is."""
+def taken_back(outcomes: list[FileOutcome], what: str = "rolled back", whose: str = "the run's") -> None:
+    """What a rollback, recovery or undo did, true to the byte: 'exactly as it was' only when every file is; `whose`:
+    the change taken back (a run's, or one task's of several: the others' stay)."""
     from code_assistant.edit.takeback import exactly_as_before
 
     if not outcomes:
         say("Nothing was changed.")
     elif exactly_as_before(outcomes):
-        say(f"All changes were {what}: every file the assistant touched is byte for byte as it was.")
+        say(f"All of {whose} changes were {what}: every file it touched is byte for byte as it was before it.")
     else:
-        say(f"The assistant's changes were {what}; edits made meanwhile by someone else were kept:")
+        say(f"{whose[0].upper()}{whose[1:]} changes were {what}; edits made meanwhile by someone else were kept:")
         for outcome in outcomes:
             say(f"  - {outcome.describe()}")
 
