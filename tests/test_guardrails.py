@@ -169,6 +169,8 @@ PACKAGE = '{"name": "app", "scripts": {"test": "node --test", "build": "tsc"}, "
     ("src/plugin.py", "X = 1\n", "X = 1\n\n\ndef pytest_collection_modifyitems(items):\n    items[:] = []\n",
      "pytest_collection_modifyitems"),
     ("tests/conftest.py", "", "collect_ignore = ['test_calc.py']\n", "collect_ignore"),
+    ("conftest.py", "", "pytest_plugins = ['tools.always_green']\n", "pytest_plugins"),
+    ("pytest.ini", "[pytest]\n", "[pytest]\naddopts = -p tools.always_green\n", "-p"),
     ("conftest.py", "", "def pytest_sessionfinish(session):\n    session.exitstatus = 0\n", "pytest_sessionfinish"),
     # the runner's options: deselect, ignore, -k
     ("pytest.ini", "[pytest]\naddopts = -q\n", "[pytest]\naddopts = -q --deselect tests/test_calc.py::test_add\n",
@@ -194,6 +196,7 @@ def test_a_change_that_weakens_the_tests_without_editing_one_is_named(path: str,
     ("pyproject.toml", "[project]\nname = 'app'\n", "[project]\nname = 'app'\ndependencies = ['attrs']\n"),
     ("package.json", PACKAGE, PACKAGE.replace('"devDependencies": {}', '"devDependencies": {"tsx": "4"}')),
     ("src/session.py", "", "if status.exitstatus == 0:\n    pass\n"),  # a comparison, not a setting
+    ("src/cli.py", "", "exitstatus = main()\n"),  # a name of the program's own, not pytest's session
 ])
 def test_changes_that_leave_the_test_setup_alone_pass(path: str, old: str | None, new: str) -> None:
     assert check_test_setup(path, old, new) is None

@@ -131,9 +131,10 @@ def check_test_weakening(path: str, old: str | None, new: str | None) -> str | N
 # a runner option that deselects or ignores them, the command or configuration that runs them.
 _HOOK_RE = re.compile(r"\bdef\s+(pytest_(?:collection_modifyitems|ignore_collect|collect_file|pycollect_makeitem|"
                       r"runtest_\w+|pyfunc_call|report_teststatus|sessionfinish|deselected))\b|"
-                      r"\b(collect_ignore(?:_glob)?)\s*(?:=|\+=|\.append|\.extend)|\b(exitstatus)\s*=(?!=)")
+                      r"\b(collect_ignore(?:_glob)?)\s*(?:=|\+=|\.append|\.extend)|\.(exitstatus)\s*=(?!=)|"
+                      r"\b(pytest_plugins)\s*(?:=|\+=)")
 _PYTEST_CONFIGS = ("pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", ".pytest.ini")
-_SELECTION_RE = re.compile(r"(?<![\w-])(--deselect|--ignore(?:-glob)?|--lf|--last-failed|--co|--collect-only|-k|-m)"
+_SELECTION_RE = re.compile(r"(?<![\w-])(--deselect|--ignore(?:-glob)?|--lf|--last-failed|--co|--collect-only|-k|-m|-p)"
                            r"(?![\w-])|\b(testpaths|python_files|python_classes|python_functions|norecursedirs)\b")
 _RUNNER_CONFIG_RE = re.compile(r"^(jest|vitest|vite|mocha|ava|karma|playwright|cypress)\.config\.[cm]?[jt]s$|"
                                r"^\.mocharc(\.\w+)?$|^\.nycrc(\.\w+)?$")
