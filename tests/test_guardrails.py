@@ -194,6 +194,7 @@ def test_a_change_that_weakens_the_tests_without_editing_one_is_named(path: str,
     ("conftest.py", "def pytest_runtest_setup(item):\n    pass\n",
      "def pytest_runtest_setup(item):\n    item.config.seen = True\n"),  # a hook that was there already
     ("pyproject.toml", "[project]\nname = 'app'\n", "[project]\nname = 'app'\ndependencies = ['attrs']\n"),
+    ("pyproject.toml", "[tool.poe.tasks]\n", "[tool.poe.tasks]\nserve = 'python -m app -k secret.pem'\n"),  # not pytest
     ("package.json", PACKAGE, PACKAGE.replace('"devDependencies": {}', '"devDependencies": {"tsx": "4"}')),
     ("src/session.py", "", "if status.exitstatus == 0:\n    pass\n"),  # a comparison, not a setting
     ("src/cli.py", "", "exitstatus = main()\n"),  # a name of the program's own, not pytest's session

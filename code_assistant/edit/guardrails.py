@@ -152,7 +152,8 @@ def check_test_setup(path: str, old: str | None, new: str | None) -> str | None:
         what = f"adds {added} (a pytest hook or setting that changes which tests run or what they report)" \
             if added else None
     elif name in _PYTEST_CONFIGS:
-        added = [line.strip() for line in _new_lines(before, after) if _SELECTION_RE.search(line)]
+        added = [line.strip() for line in _new_lines(_test_sections(before), _test_sections(after))
+                 if _SELECTION_RE.search(line)]
         what = f"changes which tests pytest collects or runs ({added[0]!r})" if added else None
     elif name == "package.json":
         what = _package_test_change(before, after)
@@ -163,6 +164,19 @@ def check_test_setup(path: str, old: str | None, new: str | None) -> str | None:
     logger.info("test setup changed in %s: %s", path, what)
     return (f"the edit to {path} {what}. Make the code under test pass the tests as they are run now; how the "
             "tests are collected and run is not part of the fix.")
+
+
+def _test_sections(text: str) -> str:
+    """The lines of an ini/toml file's sections that configure the tests ([pytest], [tool:pytest],
+    [tool.pytest.ini_options], tox's [testenv…]): another tool's `-m` or `-k` is not pytest's."""
+    kept, on = [], False
+    for line in text.splitlines():
+        header = re.match(r"\s*\[\s*([^\]]+?)\s*\]\s*$", line)
+        if header:
+            on = "pytest" in header.group(1) or header.group(1).startswith("testenv")
+        elif on:
+            kept.append(line)
+    return "\n".join(kept)
 
 
 def _new_lines(old: str, new: str) -> list[str]:
