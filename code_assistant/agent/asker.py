@@ -18,7 +18,7 @@ from code_assistant.agent.waiting import SILENT, Status
 from code_assistant.answers.plan import PlanParseError, parse_answer
 from code_assistant.answers.reasoning import split_reasoning
 from code_assistant.answers.tool_calls import as_text
-from code_assistant.edit.operations import Action, EditOperation, PathError, resolve_repo_path
+from code_assistant.edit.operations import Action, EditOperation, repo_relative
 from code_assistant.model import prompts
 from code_assistant.model.chat import ChatModel, ChatResponse, Usage
 from code_assistant.model.prices import estimate_cost
@@ -178,7 +178,7 @@ class Asker:
     def _readable(self, path: str) -> str | None:
         """A path the model asked to read, as an indexed file of the repository (never outside it, never a file
         the index leaves out such as key material); None, said once, for anything else."""
-        rel = repo_relative(self.settings, path)
+        rel = repo_relative(self.settings.repo, path)
         if rel is None or self.state.repo_index is None or rel not in self.state.repo_index.files:
             self.say(f"[Not shown: {path} is not a file of the repository's index]")
             return None
@@ -199,14 +199,6 @@ def _why(error: PlanParseError, response: ChatResponse, visible: str) -> str:
     if error.only_reasoning or (not visible.strip() and response.reasoning):
         return f"{limit} while still reasoning, before any plan; reason briefly, then send the plan"
     return f"{limit}, so it is incomplete; send fewer or shorter changes"
-
-
-def repo_relative(settings: Settings, path: str) -> str | None:
-    """A model's path as a path inside the repository, or None when it is not one."""
-    try:
-        return resolve_repo_path(settings.repo, path).relative_to(settings.repo).as_posix()
-    except (PathError, ValueError):
-        return None
 
 
 def _record(made: Made) -> dict[str, object]:

@@ -85,3 +85,13 @@ def resolve_repo_path(repo: Path, user_path: str, forbidden: Iterable[Path] = ()
         if inside(target, Path(dir_).resolve()):
             raise PathError(f"path {raw!r} refused: it is inside the assistant's own data directory")
     return target
+
+
+def repo_relative(repo: Path, user_path: str) -> str | None:
+    """A model's path as the repository-relative path it resolves to ('./a.py' and a symlink to a.py are 'a.py'),
+    or None when resolve_repo_path refuses it."""
+    root = Path(repo).resolve()
+    try:
+        return resolve_repo_path(root, user_path).relative_to(root).as_posix()
+    except (PathError, ValueError):
+        return None

@@ -11,7 +11,7 @@ from pathlib import Path
 from code_assistant.edit.diff import unified_diff
 from code_assistant.edit.editor import FileEditor, link_deletion, numbered
 from code_assistant.edit.guardrails import changed_line_count, check_test_setup, check_test_weakening
-from code_assistant.edit.operations import EditOperation, EditResult, PathError, resolve_repo_path
+from code_assistant.edit.operations import EditOperation, EditResult, PathError, repo_relative, resolve_repo_path
 from code_assistant.languages import is_test_file
 
 logger = logging.getLogger(__name__)
@@ -81,16 +81,8 @@ def sparing(repo: Path, ops: list[EditOperation], refused: Iterable[str]) -> lis
     """The edits whose file, resolved as the editor resolves it ('./a.py', a symlink to it), is none of the
     `refused` repository-relative paths (refusals' test files); an edit whose path does not resolve stays, for the
     editor to refuse in its own words."""
-    root, refused = repo.resolve(), set(refused)
-    kept = []
-    for op in ops:
-        try:
-            rel = resolve_repo_path(root, op.file_path).relative_to(root).as_posix()
-        except (PathError, ValueError):
-            rel = None
-        if rel not in refused:
-            kept.append(op)
-    return kept
+    refused = set(refused)
+    return [op for op in ops if repo_relative(repo, op.file_path) not in refused]
 
 
 def _copied(real: Path, target: Path) -> str | None:
