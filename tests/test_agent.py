@@ -19,7 +19,7 @@ from code_assistant.agent.state import RunResult
 from code_assistant.edit.editor import FileEditor
 from code_assistant.index.indexer import Indexer
 from code_assistant.model.chat import OpenAIChat
-from code_assistant.verify.runner import TestResult, TestRunner, fewer_tests
+from code_assistant.verify.runner import TestResult, TestRunner, fewer_tests, lost_note
 from tests.repos import CALC_PY, TEST_CALC_PY, answer, create, modify, python_repo, snapshot
 from tests.scripted_server import ScriptedServer
 from code_assistant.model.trajectory import ReplayModel, Trajectory, read_answers
@@ -197,6 +197,7 @@ def test_fewer_tests_run_is_not_green_and_unknown_counts_decide_nothing() -> Non
 
     fewer = fewer_tests(ran(4, 2, ok=False), ran(5, None))
     assert not fewer.passed and fewer.lost == 1 and fewer.summary() == "5 passed, 1 no longer run"
+    assert "1 test that ran before the change did not run now (6 before, 5 now)" in lost_note(fewer)
     assert fewer_tests(ran(4, 2, ok=False), ran(6, None)).passed, "as many as before"
     assert fewer_tests(ran(4, 2, ok=False), ran(7, 0)).passed, "more: a reproduction test was added"
     assert fewer_tests(ran(None, None), ran(1, None)).passed, "the baseline's counts unknown"

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from code_assistant.edit.operations import EditResult
-from code_assistant.verify.runner import TestResult
+from code_assistant.verify.runner import TestResult, lost_note
 
 OUTPUT_TAIL_CHARS = 6000
 MAX_FAILURES = 20
@@ -12,7 +12,7 @@ def failure_text(result: TestResult) -> str:
     """Failing tests with their messages and innermost frames, then the tail of the raw output."""
     if result.passed:
         return ""
-    lines: list[str] = []
+    lines: list[str] = [f"- {note}"] if (note := lost_note(result)) else []
     for failure in result.failures[:MAX_FAILURES]:
         where = f" ({failure.file}:{failure.line})" if failure.file and failure.line else ""
         lines.append(f"- {failure.test_id} [{failure.status}]{where}: {failure.message.strip()[:800]}")
@@ -27,8 +27,10 @@ def failure_text(result: TestResult) -> str:
 
 def failure_signature(result: TestResult) -> frozenset[tuple[str, str]]:
     """What 'the same failures' means for the no-progress rule: the failing ids with their first message line."""
-    if result.failures:
-        return frozenset((f.test_id, (f.message.strip().splitlines() or [""])[0][:200]) for f in result.failures)
+    lost = {("<no longer run>", str(result.lost))} if result.lost else set()  # fewer_tests' green that is not
+    if result.failures or lost:
+        return frozenset({(f.test_id, (f.message.strip().splitlines() or [""])[0][:200]) for f in result.failures}
+                         | lost)
     return frozenset({("<exit>", f"{result.exit_code}:{result.timed_out}:{result.output[-300:]}")})
 
 

@@ -95,8 +95,7 @@ class TestResult:
         parts = []
         if self.passed_count is not None:
             parts.append(f"{self.passed_count} passed")
-        listed = len(self.failures) - (1 if self.lost else 0)  # fewer_tests' note is no failing test
-        failed = self.failed_count if self.failed_count is not None else (listed or None)
+        failed = self.failed_count if self.failed_count is not None else (len(self.failures) or None)
         if failed is not None:
             parts.append(f"{failed} failed")
         if self.lost:
@@ -110,17 +109,21 @@ class TestResult:
 
 def fewer_tests(before: TestResult, after: TestResult) -> TestResult:
     """`after` as the run must take it: a green run in which fewer tests ran than in `before` (the baseline) is not
-    green — a test was skipped, deselected or is no longer collected, which is no fix — and says so to the model.
-    Counts the output does not give decide nothing."""
+    green — a test was skipped, deselected or is no longer collected, which is no fix (`lost` says how many, and
+    lost_note tells the model). Counts the output does not give decide nothing."""
     if not after.passed or before.ran is None or after.ran is None or after.ran >= before.ran:
         return after
-    lost = before.ran - after.ran
-    words = f"{lost} test{'' if lost == 1 else 's'}"
-    why = (f"the tests pass, but {words} that ran before the change did not run now ({before.ran} before, "
-           f"{after.ran} now): skipped, deselected or no longer collected. Make every test that ran before run and "
-           "pass again; fix the code under test, not which tests run.")
-    return replace(after, passed=False, lost=lost,
-                   failures=[*after.failures, TestFailure(test_id="(tests that no longer run)", message=why)])
+    return replace(after, passed=False, lost=before.ran - after.ran)
+
+
+def lost_note(result: TestResult) -> str:
+    """For the model: the tests that no longer run ("" when none were lost)."""
+    if not result.lost or result.ran is None:
+        return ""
+    words = f"{result.lost} test{'' if result.lost == 1 else 's'}"
+    return (f"the tests pass, but {words} that ran before the change did not run now ({result.ran + result.lost} "
+            f"before, {result.ran} now): skipped, deselected or no longer collected. Make every test that ran before "
+            "run and pass again; fix the code under test, not which tests run.")
 
 
 def truncate_output(text: str, head_lines: int = 200, tail_lines: int = 400, max_line_chars: int = 2000) -> str:
