@@ -6,6 +6,7 @@ import difflib
 import json
 import logging
 import re
+from collections import Counter
 
 from code_assistant.languages import is_test_file
 
@@ -180,13 +181,12 @@ def _test_sections(text: str) -> str:
 
 
 def _new_lines(old: str, new: str) -> list[str]:
-    counted = {}
-    for line in old.splitlines():
-        counted[line.strip()] = counted.get(line.strip(), 0) + 1
+    """The lines of `new` that `old` does not hold (as often), in order."""
+    left = Counter(line.strip() for line in old.splitlines())
     added = []
     for line in new.splitlines():
-        if counted.get(line.strip(), 0):
-            counted[line.strip()] -= 1
+        if left[line.strip()]:
+            left[line.strip()] -= 1
         else:
             added.append(line)
     return added
@@ -196,13 +196,8 @@ def _added(pattern: re.Pattern[str], old: str, new: str) -> str | None:
     """The first name the pattern finds more often in `new` than in `old` (comments left out)."""
     def names(text: str) -> list[str]:
         return [next(g for g in m.groups() if g) for m in pattern.finditer(_code(text))]
-    before = names(old)
-    for found in names(new):
-        if found in before:
-            before.remove(found)
-        else:
-            return found
-    return None
+    more = Counter(names(new)) - Counter(names(old))
+    return next((name for name in names(new) if more[name]), None)
 
 
 def _package_test_change(old: str, new: str) -> str | None:

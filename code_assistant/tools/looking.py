@@ -4,6 +4,7 @@ is defined and where it is used). Each answers in `path:line: text` lines, cappe
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -213,7 +214,7 @@ class Scan:
                 for match in self.pattern.finditer(text, timeout=max(deadline - time.monotonic(), 0.001)):
                     if not starts:
                         lines = text.splitlines(keepends=True)
-                        starts = _offsets(lines)
+                        starts = list(itertools.accumulate((len(line) for line in lines[:-1]), initial=0))
                     number = bisect.bisect_right(starts, match.start())  # 1-based
                     if number > seen and number <= len(lines):
                         seen = number
@@ -223,14 +224,6 @@ class Scan:
             except TimeoutError:
                 self.stopped = f"{late}; stopped in {path}" + (f" after line {seen}" if seen else "")
                 return
-
-
-def _offsets(lines: list[str]) -> list[int]:
-    offsets, at = [], 0
-    for line in lines:
-        offsets.append(at)
-        at += len(line)
-    return offsets
 
 
 def _best_lines(text: str, terms: set[str]) -> list[tuple[int, str]]:
