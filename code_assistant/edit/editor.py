@@ -34,7 +34,8 @@ from code_assistant.edit.journal import (
     read_state,
     remove_if,
 )
-from code_assistant.edit.operations import ACTIONS, Action, EditOperation, EditResult, PathError, resolve_repo_path
+from code_assistant.edit.operations import (ACTIONS, Action, EditOperation, EditResult, PathError, repo_relative,
+                                           resolve_repo_path)
 from code_assistant.edit.ownership import Fate, run_alone, take_back_stretches
 from code_assistant.edit.takeback import FileOutcome, take_out
 from code_assistant.errors import AssistantError
@@ -153,7 +154,7 @@ class FileEditor:
         file the run wrote around somebody else's change counts only when their side, the run's change taken out,
         still parses: a line they are half-way through typing is theirs to finish, never the model's to repair."""
         problems = {}
-        records = {r.path: r for r in self._journal.files()} if self._journal is not None else {}
+        around = self._around()
         for rel, entry in self._touched.items():
             left = self._left.get(rel)
             if left is None:
@@ -164,20 +165,22 @@ class FileEditor:
             before = None if entry.op == Op.CREATED else self._backup_bytes(entry)
             if before is not None and _syntax_problem(self.repo / rel, file_text(before)[0]) is not None:
                 continue
-            if rel in records and not self._theirs_parse(records[rel], left):
+            if rel in around and not self._theirs_parse(around[rel], left):
                 logger.info("%s does not parse, but neither does it without the run's change: not the run's", rel)
                 continue
             problems[rel] = problem
         return problems
 
+    def _around(self) -> dict[str, FileRecord]:
+        """The files the run wrote around somebody else's change (more than one stretch), by path."""
+        files = self._journal.files() if self._journal is not None else []
+        return {record.path: record for record in files if len(record.stretches) > 1}
+
     def _theirs_parse(self, record: FileRecord, left: bytes) -> bool:
-        """A file the run wrote alone is the run's; one it wrote around somebody else's change: whether their side
-        (what the run left, its change taken out) parses."""
+        """Whether the other side of a file the run wrote around somebody else's change (what the run left, its
+        change taken out) parses."""
         assert self._journal is not None
-        stretches = self._journal.stretches(record)
-        if len(stretches) < 2:
-            return True
-        theirs = take_back_stretches(stretches, left)
+        theirs = take_back_stretches(self._journal.stretches(record), left)
         return theirs.fate != Fate.CONFLICT and theirs.data is not None and \
             _syntax_problem(self.repo / record.path, file_text(theirs.data)[0]) is None
 
@@ -190,13 +193,9 @@ class FileEditor:
         them as they are now (beside.outside); nothing is written."""
         files = {rel: (left, now) for rel, left in self._left.items()
                  if (now := read_state(self.repo / rel)) != left}
-        return outside(files, [(self._rel(op.file_path), op) for op in ops]) if files else Outside()
+        return outside(files, [(repo_relative(self.repo, op.file_path, self.forbidden), op) for op in ops]) \
+            if files else Outside()
 
-    def _rel(self, model_path: str) -> str | None:
-        try:
-            return resolve_repo_path(self.repo, model_path, self.forbidden).relative_to(self.repo).as_posix()
-        except PathError:
-            return None
 
     def rollback(self) -> list[FileOutcome]:
         """Take the run's change out of every file it touched; what somebody else wrote meanwhile stays."""
@@ -235,13 +234,12 @@ class FileEditor:
         made meanwhile are not the run's and are not shown: a file written on top of theirs shows what the run
         would have left alone, ownership.run_alone)."""
         chunks: list[str] = []
-        records = {r.path: r for r in self._journal.files()} if self._journal is not None else {}
+        around = self._around()
         for rel, entry in self._touched.items():
             before = None if entry.op == Op.CREATED else self._backup_bytes(entry)
             after = self._left.get(rel, before)
-            record = records.get(rel)
-            if record is not None and len(record.stretches) > 1 and self._journal is not None:
-                after = run_alone(self._journal.stretches(record))
+            if rel in around and self._journal is not None:
+                after = run_alone(self._journal.stretches(around[rel]))
             if before == after:
                 continue
             chunks.append(unified_diff(None if before is None else file_text(before)[0],

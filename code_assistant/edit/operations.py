@@ -87,11 +87,11 @@ def resolve_repo_path(repo: Path, user_path: str, forbidden: Iterable[Path] = ()
     return target
 
 
-def repo_relative(repo: Path, user_path: str) -> str | None:
+def repo_relative(repo: Path, user_path: str, forbidden: Iterable[Path] = ()) -> str | None:
     """A model's path as the repository-relative path it resolves to ('./a.py' and a symlink to a.py are 'a.py'),
     or None when resolve_repo_path refuses it."""
     root = Path(repo).resolve()
     try:
-        return resolve_repo_path(root, user_path).relative_to(root).as_posix()
+        return resolve_repo_path(root, user_path, forbidden).relative_to(root).as_posix()
     except (PathError, ValueError):
         return None
