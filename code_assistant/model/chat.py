@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import logging
 import random
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import httpx
 import openai
 
 from code_assistant import redact, tokens
@@ -37,6 +37,22 @@ logger = logging.getLogger(__name__)
 Message = dict[str, Any]  # role and content; an assistant's tool_calls; a tool's answer with its tool_call_id
 CONNECT_TIMEOUT_S = 10.0
 _TOOLS_REFUSAL_STATUSES = (400, 422, 500, 501)
+
+
+def _transport_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
+    """The timeout and transport exceptions of the HTTP library the openai client sends with, which a broken stream
+    can raise unwrapped: httpx before openai 3.6x, httpx2 from then on (whichever `import openai` loaded)."""
+    timeouts: list[type[Exception]] = [openai.APITimeoutError]
+    transport: list[type[Exception]] = [openai.APIConnectionError]
+    for name in ("httpx2", "httpx"):
+        if (module := sys.modules.get(name)) is None:
+            continue
+        timeouts.append(module.TimeoutException)
+        transport.append(module.TransportError)
+    return tuple(timeouts), tuple(transport)
+
+
+_TIMEOUTS, _TRANSPORT = _transport_errors()
 
 
 class ModelError(AssistantError):
@@ -147,7 +163,7 @@ class OpenAIChat:
     def _connect(self) -> openai.OpenAI:
         """A client with a pool of its own. Retries are ours (logged, bounded); the client's are off so the count
         is honest."""
-        timeout = httpx.Timeout(self.timeout, connect=min(self.timeout, CONNECT_TIMEOUT_S))
+        timeout = openai.Timeout(self.timeout, connect=min(self.timeout, CONNECT_TIMEOUT_S))
         return openai.OpenAI(api_key=self.api_key, base_url=self.base_url, timeout=timeout, max_retries=0)
 
     @property
@@ -194,9 +210,9 @@ class OpenAIChat:
                     raise ModelError(fatal_message(exc, self.base_url),
                                      exit_code=2 if exc.status_code in (401, 403, 404) else 1) from exc
                 self._backoff(attempt, exc)
-            except (openai.APITimeoutError, httpx.TimeoutException) as exc:
+            except _TIMEOUTS as exc:
                 raise ModelStalled(self._pace.gave_up(self.timeout, counted * self.window.ratio)) from exc
-            except (openai.APIConnectionError, httpx.TransportError) as exc:
+            except _TRANSPORT as exc:
                 if attempt > self.max_retries:
                     raise ModelError(f"the model server did not answer after {attempt} tries: {_short(exc)}") from exc
                 self._backoff(attempt, exc)
@@ -239,7 +255,7 @@ class OpenAIChat:
             request["tools"] = tools
         elif schema and self.schema is not None and (fmt := response_format(self.form, self.schema)):
             request["response_format"] = fmt  # never beside tools: a grammar for the plan leaves no room for a call
-        timeout = httpx.Timeout(wait, connect=min(wait, CONNECT_TIMEOUT_S))
+        timeout = openai.Timeout(wait, connect=min(wait, CONNECT_TIMEOUT_S))
         response = self._stream(request, on_token or _unseen, timeout, counted * self.window.ratio)
         if response is None:
             response = self._unstreamed(request, timeout)
@@ -252,7 +268,7 @@ class OpenAIChat:
             logger.warning("%s", warning)
         return response
 
-    def _unstreamed(self, request: dict[str, Any], timeout: httpx.Timeout) -> ChatResponse:
+    def _unstreamed(self, request: dict[str, Any], timeout: openai.Timeout) -> ChatResponse:
         """The request asked once more without streaming, after the server closed its stream before any event: that
         is how llama-cpp-python refuses a prompt over its window, and unstreamed it says why (a 400 that names the
         window). It drops the connection after such a stream, so a request sent on it next would be reset
@@ -261,7 +277,7 @@ class OpenAIChat:
         self._client = self._connect()
         return self._once(request, timeout)
 
-    def _once(self, request: dict[str, Any], timeout: httpx.Timeout) -> ChatResponse:
+    def _once(self, request: dict[str, Any], timeout: openai.Timeout) -> ChatResponse:
         completion = self._client.chat.completions.create(**request, timeout=timeout)
         if not completion.choices:
             raise ModelError("the model server returned no choices")
@@ -273,7 +289,7 @@ class OpenAIChat:
                                for c in (message.tool_calls or []) if getattr(c, "function", None) is not None]
         return response
 
-    def _stream(self, request: dict[str, Any], on_token: Callable[[str], None], timeout: httpx.Timeout,
+    def _stream(self, request: dict[str, Any], on_token: Callable[[str], None], timeout: openai.Timeout,
                 expected: float) -> ChatResponse | None:
         """The answer token by token; None when the server closed the stream before a single event, cleanly or not
         (llama-cpp-python does so for a prompt over its window): the caller then asks without streaming, which says
