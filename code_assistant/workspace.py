@@ -72,15 +72,13 @@ class Workspace:
 
     def __init__(self, settings: Settings, display: Display | None = None, *, memory: Memory | None = None,
                  memory_file: Path | None = None, session: str | None = None) -> None:
-        from code_assistant.model.chat import Usage
-
         self.settings = settings
         self.display = display or Display()
         self.memory = memory or Memory()
         self.memory_file = memory_file  # where a session keeps its memory (None: nowhere, a one-shot command)
         self.session = session
         self.started = time.time()
-        self.usage: Usage = Usage()  # every model call of the workspace's life (a session's /tokens)
+        self._usage: Usage | None = None  # every model call of the workspace's life (a session's /tokens)
         self.cost = 0.0
         self.last_task = self.memory.last_task
         self._stack = ExitStack()
@@ -219,9 +217,19 @@ class Workspace:
         found = instructions.find(self.settings.repo, self.settings.context_tokens // instructions.SHARE)
         return f"[Instructions: {found.describe()}]" if found else None
 
+    @property
+    def usage(self) -> Usage:
+        """Every model call of the workspace's life. Made when first asked for: the chat seam's module imports the
+        model client, which a command that asks no model (context, search, grep, read, symbol, index) never loads."""
+        if self._usage is None:
+            from code_assistant.model.chat import Usage
+
+            self._usage = Usage()
+        return self._usage
+
     def count(self, usage: Usage, cost: float | None) -> None:
         """A finished task's or answer's model usage, into the workspace's total."""
-        self.usage = self.usage + usage
+        self._usage = self.usage + usage
         self.cost += cost or 0.0
 
     # ----- the tests ----------------------------------------------------------------------------------------------
