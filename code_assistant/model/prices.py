@@ -1,5 +1,6 @@
 """What a model's tokens cost, at the prices the model catalogue publishes (catalogue.py); a model it does not price,
-and any model on a server on this machine: tokens only."""
+and any model on a server on this machine: tokens only. The base prices: a request over the 200k tokens some models
+charge more for (gemini-2.5-pro) is counted at them too."""
 from __future__ import annotations
 
 import ipaddress
