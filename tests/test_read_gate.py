@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from code_assistant.index.repo_files import list_repo_files, visible_files
 from tests.repos import CALC_PY, answer, modify, python_repo, run_cli, write_tree
 from tests.scripted_server import ScriptedServer
 
-PYTEST = "python -m pytest -q -p no:cacheprovider"
+PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
 # markers no redaction pattern knows: only a read of the file could bring them to the model
 DOCKER_MARKER = "docker-marker-4417"
 KUBE_MARKER = "kube-marker-8812"
@@ -73,9 +74,10 @@ def test_frames_links_and_tools_never_bring_a_file_of_home_to_the_model(tmp_path
     sent = json.dumps(server.requests)
     assert len(server.chat_requests) >= 3, "a fix request was built from the failing frames"
     assert "tests/trace_1.py" in sent and climb in sent, "the frames were seen, as names"
+    assert "outside the repository" in sent and "'..' may not be used" in sent, "the tools' reads were refused"
     log = Path(result["log"]).read_text()
     for marker in (DOCKER_MARKER, KUBE_MARKER, NETRC_MARKER):
-        assert marker not in sent and marker not in log, marker
+        assert marker not in sent and marker not in log and marker not in proc.stdout + proc.stderr, marker
 
 
 # ----- the gate itself, on a table of paths ------------------------------------------------------------------------
