@@ -213,10 +213,11 @@ class Workspace:
         """The header's line naming the repository owner's instructions (None: there are none, or
         --no-instructions)."""
         from code_assistant.agent import instructions
+        from code_assistant.gate import Gate
 
         if not self.settings.instructions:
             return None
-        found = instructions.find(self.settings.repo, self.settings.context_tokens // instructions.SHARE)
+        found = instructions.find(Gate.of(self.settings), self.settings.context_tokens // instructions.SHARE)
         return f"[Instructions: {found.describe()}]" if found else None
 
     def count(self, usage: Usage, cost: float | None) -> None:

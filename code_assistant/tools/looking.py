@@ -120,10 +120,7 @@ class Looking:
     # ----- read -----------------------------------------------------------------------------------------------------
     def read(self, arguments: dict[str, Any]) -> Result:
         rel = self.view.resolve(string(arguments, "path"))
-        text = self.view.text(rel)
-        if text is None:
-            raise ToolError(f"{rel} is binary or too large to show")
-        lines = text.splitlines()
+        lines = self.view.read(rel).splitlines()
         total = len(lines)
         start = integer(arguments, "start", 1) or 1
         if total and start > total:
