@@ -194,8 +194,18 @@ class Workspace:
         if name:
             self.settings = dataclasses.replace(self.settings, model=name, model_named=True)
         key = self.api_key()
+        self.hold_secrets()
         check_server(self.settings.base_url, self.settings.api_key)
         return run_model(self.settings, key)
+
+    def hold_secrets(self) -> None:
+        """From here on the assistant's key and the environment's secrets (what a test is not given) are masked in
+        whatever reaches the model or a run log: a tool's result, an MCP server's among them, whatever the door."""
+        from code_assistant import redact
+        from code_assistant.verify.environment import without_secrets
+
+        held = without_secrets(os.environ, self.settings.pass_env).held_back
+        redact.hold_values([self.settings.api_key, *(os.environ.get(name) for name in held)])
 
     def header(self, model: ChatModel) -> None:
         """The lines that say what a run will ask: the model and its window, the owner's instructions, a cost cap
@@ -311,8 +321,8 @@ class Workspace:
 
     def mcp_tools(self, *, read_only: bool = False) -> list[Tool]:
         """The user's MCP servers' tools: started once a workspace, on first need, and stopped when it closes. The
-        user's own servers start; a repository's `.mcp.json` servers only once approved — asked on a terminal
-        (the approval kept for that command line), or with --trust-mcp — else named as not started."""
+        user's own servers start; a repository's `.mcp.json` servers only once approved for what they run — asked
+        on a terminal (mcp/trust.py), or with --trust-mcp — else named as not started."""
         if self._mcp is None:
             from code_assistant.mcp.connections import Connections
 
@@ -323,27 +333,15 @@ class Workspace:
         return self._mcp.tools(read_only=read_only)
 
     def _mcp_servers(self) -> list[ServerConfig]:
-        from code_assistant.mcp.config import Origin, configured
-        from code_assistant.mcp.trust import Approvals
+        from code_assistant.mcp import trust
+        from code_assistant.mcp.config import configured
 
         servers, unusable = configured(self.settings.repo)
         for bad in unusable:
             self.say(f"[MCP: {bad.name} ({bad.origin}) cannot be used: {bad.why}]")
-        approvals = Approvals(self.settings.repo_state_dir / "mcp-approved.json")
-        started = []
-        for server in servers:
-            if server.origin == Origin.USER or approvals.approved(server) or self.settings.trust_mcp:
-                started.append(server)
-            elif self.display.confirm is not None and self.display.confirm(
-                    f"The repository's .mcp.json asks to start the MCP server {server.name!r}: "
-                    f"{server.command_line()} (it runs as you, outside the sandbox). Start it?"):
-                approvals.approve(server)
-                started.append(server)
-            else:
-                why = "not approved" if self.display.confirm is not None else "not approved (no terminal to ask: " \
-                      "--trust-mcp starts the repository's servers)"
-                self.say(f"[MCP: {server.name} (.mcp.json: {server.command_line()}) not started: {why}]")
-        return started
+        return trust.startable(servers, repo=self.settings.repo, state_dir=self.settings.repo_state_dir,
+                               environ=dict(os.environ), trust_all=self.settings.trust_mcp,
+                               confirm=self.display.confirm, say=self.say)
 
     # ----- a session's memory -------------------------------------------------------------------------------------
     def save_memory(self) -> None:
