@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from code_assistant import env_files
 from code_assistant.agent.memory import Memory
 from code_assistant.agent.review import Verdict
 from code_assistant.agent.waiting import SILENT, Status, counting_files, waiting
 from code_assistant.errors import ConfigError
-from code_assistant.settings import Settings
+from code_assistant.settings import Settings, approved_base_url, base_url_refusal
 
 if TYPE_CHECKING:
     from code_assistant.edit.takeback import FileOutcome
@@ -90,6 +91,7 @@ class Workspace:
         self._sandbox: Sandbox | None = None
         self._sandbox_said = False
         self._mcp: Connections | None = None
+        self._env_file = env_files.work_begins(settings.repo, settings.repo_state_dir)
 
     def __enter__(self) -> Workspace:
         return self
@@ -100,6 +102,10 @@ class Workspace:
     def close(self) -> None:
         self._stack.close()
         self._held = False
+        if env_files.work_ends(self.settings.repo, self.settings.repo_state_dir, self._env_file):
+            self.say("[The repository's .env was written meanwhile (by a plan or a test): it is not read for settings "
+                     "from now on]")
+        self._env_file = env_files.file_digest(self.settings.repo / env_files.FILE)
 
     def say(self, line: str) -> None:
         self.display.say(line)
@@ -155,6 +161,8 @@ class Workspace:
     @property
     def indexer(self) -> Indexer:
         if self._indexer is None:
+            if self.settings.embedding_backend == "openai":
+                self.api_key()  # the embeddings go to the chat model's server, with its key
             self._indexer = build_indexer(self.settings)
         return self._indexer
 
@@ -172,6 +180,9 @@ class Workspace:
 
     # ----- the model ----------------------------------------------------------------------------------------------
     def api_key(self) -> str:
+        """The key, once where it goes is settled: a server the repository's .env names is used only once a person
+        approves it (asked here, on a terminal; else a ConfigError before anything is sent)."""
+        self.settings = approved_base_url(self.settings, self.display.confirm)
         return api_key(self.settings)
 
     @property
@@ -364,7 +375,10 @@ def build_indexer(settings: Settings) -> Indexer:
 
 
 def api_key(settings: Settings) -> str:
-    """The key to send: the setting, any word for a local server, else a ConfigError that says where to put it."""
+    """The key to send: the setting, any word for a local server, else a ConfigError that says where to put it (or
+    that the server the repository's .env names is not approved yet: Workspace.api_key asks)."""
+    if settings.env_base_url is not None:
+        raise base_url_refusal(settings.env_base_url)
     if settings.api_key:
         return settings.api_key
     if settings.base_url:

@@ -62,6 +62,9 @@ def as_json(p: argparse.ArgumentParser) -> None:
 def model(p: argparse.ArgumentParser) -> None:
     _setting(p, "--model", field="model",
              help=f"chat model (default: $OPENAI_MODEL, then the one model a local server lists, then {DEFAULT_MODEL})")
+    _setting(p, "--base-url", field="base_url", metavar="URL",
+             help="the OpenAI-compatible server, ending in /v1 (default: $OPENAI_BASE_URL, or your .env's; the "
+                  "repository's .env names one only once you approve it)")
     _setting(p, "--context-window", field="context_window", type=int, metavar="N",
              help="the model's context window in tokens (default: $OPENAI_CONTEXT_WINDOW, else what the server "
                   "reports, else known models, else 8192)")
