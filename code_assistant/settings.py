@@ -122,6 +122,7 @@ class Settings:
     max_plan_lines: int = 400       # likewise for the first plan
     max_files: int = 10             # likewise for the number of files one answer touches
     allow_test_edits: bool = False  # without it, edits that weaken tests are refused
+    allow_env_edits: bool = False   # without it, edits of .env* files are refused
     max_cost: float | None = None   # dollars, from the price table; unknown models are capped by max_tokens only
     max_tokens: int | None = None   # prompt + completion tokens over the run
     log_dir: Path | None = None     # trajectories; default <index_path>/runs

@@ -138,6 +138,8 @@ def run(p: argparse.ArgumentParser) -> None:
              help=f"refuse an answer touching more files (default {default('max_files')})")
     _setting(g, "--allow-test-edits", field="allow_test_edits", action="store_true", default=None,
              help="let the model change tests")
+    _setting(g, "--allow-env-edits", field="allow_env_edits", action="store_true", default=None,
+             help="let the model create or change .env* files (settings: which server gets your key)")
     _setting(g, "--max-cost", field="max_cost", type=float, help="stop when the estimated cost passes this many dollars")
     _setting(g, "--max-tokens", field="max_tokens", type=int, help="stop when the run has used this many tokens")
     _setting(g, "--review", field="review", action="store_true", default=None,
