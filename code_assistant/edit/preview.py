@@ -10,7 +10,7 @@ from pathlib import Path
 
 from code_assistant.edit.diff import unified_diff
 from code_assistant.edit.editor import FileEditor, link_deletion, numbered
-from code_assistant.edit.guardrails import changed_line_count, check_test_setup, check_test_weakening
+from code_assistant.edit.guardrails import changed_line_count, check_env_edit, check_test_setup, check_test_weakening
 from code_assistant.edit.operations import EditOperation, EditResult, PathError, repo_relative, resolve_repo_path
 from code_assistant.languages import is_test_file
 
@@ -105,10 +105,11 @@ class Limits:
     max_plan_lines: int     # for the first plan
     max_files: int
     allow_test_edits: bool
+    allow_env_edits: bool = False
 
 
 def refusals(preview: Preview, limits: Limits, *, is_plan: bool) -> tuple[list[str], dict[str, str]]:
-    """Why not to write: (reasons that refuse the whole batch, {test file: why its edits are refused})."""
+    """Why not to write: (reasons that refuse the whole batch, {test or .env file: why its edits are refused})."""
     reasons: list[str] = []
     limit = limits.max_plan_lines if is_plan else limits.max_changed_lines
     if preview.changed_lines > limit:
@@ -126,4 +127,6 @@ def refusals(preview: Preview, limits: Limits, *, is_plan: bool) -> tuple[list[s
             if reason:
                 logger.info("refused edit of %s: %s", change.path, reason)
                 weakened[change.path] = reason
+    if not limits.allow_env_edits:
+        weakened.update((change.path, why) for change in preview.changes if (why := check_env_edit(change.path)))
     return reasons, weakened
