@@ -4,9 +4,11 @@ window; confined to what a person may be shown, secrets redacted; `run` in the s
 with --no-tools, whose requests are today's; and a run with tool calls replayed without the model."""
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import sys
+import textwrap
 import threading
 from pathlib import Path
 
@@ -189,6 +191,21 @@ def test_grep_and_search_pass_over_secrets_and_say_what_they_left_out(looking: L
         looking.grep({"pattern": "("})
     page = looking.read({"path": "calc.py", "start": 2, "end": 3})
     assert page.text.splitlines()[0] == "calc.py: lines 2-3 of 9" and "(lines 4-9 not shown: read with start=4)" in page.text
+
+
+def test_read_and_grep_show_no_line_of_a_private_key_a_file_holds(tmp_path: Path) -> None:
+    """By place: the block is masked in the file's text before a range or a line is cut from it, so a `read` that
+    starts inside the key or a `grep` for one of its lines shows none of it, and every line keeps its number."""
+    body = textwrap.wrap(base64.b64encode(bytes(range(256)) * 5).decode(), 64)  # a key's body, as PEM wraps it
+    begin, end = "-----BEGIN RSA " + "PRIVATE KEY-----", "-----END RSA " + "PRIVATE KEY-----"
+    repo = python_repo(tmp_path, {"deploy.py": "\n".join(['KEY = """', begin, *body, end, '"""', "def sign():",
+                                                           "    return KEY", ""])})
+    settings = load_settings(repo, embed_budget=0)
+    looking = Looking(RepoView(repo, exclude=[settings.index_path, settings.state_path]), lambda: None)  # type: ignore
+    shown = looking.read({"path": "deploy.py", "start": 5, "end": 9}).text
+    assert [line for line in body if line in shown] == [] and "    5  [REDACTED:private-key]" in shown
+    assert looking.grep({"pattern": body[7]}).summary == f'grep: "{body[7]}" → no match'
+    assert looking.grep({"pattern": "def sign"}).text == f"deploy.py:{len(body) + 5}: def sign():"
 
 
 def test_a_call_that_would_run_for_minutes_or_flood_the_window_stops_and_says_where(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path, PurePosixPath
 
-from code_assistant import languages
+from code_assistant import languages, redact
 from code_assistant.edit.operations import PathError, resolve_repo_path
 from code_assistant.index.repo_files import visible_files
 from code_assistant.tools import ToolError
@@ -50,11 +50,11 @@ class RepoView:
         return rel
 
     def text(self, rel: str) -> str | None:
-        """A visible file's text (None: binary or too large to show)."""
+        """A visible file's text, a private key's block in it masked line by line (None: binary or too large)."""
         try:
             data = (self.repo / rel).read_bytes()
         except OSError:
             return None
         if len(data) > MAX_READ_BYTES or b"\0" in data[:8192]:
             return None
-        return data.decode("utf-8", errors="replace")
+        return redact.mask_key_blocks(data.decode("utf-8", errors="replace"))
