@@ -59,7 +59,7 @@ def verification(baseline: TestResult, result: TestResult, reproduction: Reprodu
         if not unseen:
             return True, f"{_some(names)} failed before, pass{'es' if len(names) == 1 else ''} now"
     if unseen:
-        why = "" if result.passes else " (it names no passing test: a runner shows them with -v, pytest with -rA too)"
+        why = "" if result.passes else " (it names no passing test at all)"
         return False, f"the output does not show {_some(unseen)} passing now{why}"
     if not baseline.passed and result.passed:
         return False, "the test command failed before and passes now, but its output names no test that failed"
