@@ -85,7 +85,7 @@ class BestOf:
         limits = Limits(max_changed_lines=s.max_changed_lines,
                         max_plan_lines=s.max_plan_lines + steps * s.max_changed_lines,
                         max_files=s.max_files * (steps + 1), allow_test_edits=s.allow_test_edits,
-                        allow_env_edits=s.allow_env_edits)
+                        test_command=s.test_command, allow_env_edits=s.allow_env_edits)
         applied = parent.applier.apply(self.operations(winner), is_plan=True, limits=limits)
         if applied.refused or not applied.wrote or any(not r.ok for r in applied.results):
             problems = applied.refused + [r.message.splitlines()[0] for r in applied.results if not r.ok]

@@ -12,6 +12,7 @@ from code_assistant.edit.diff import unified_diff
 from code_assistant.edit.editor import FileEditor, link_deletion, numbered
 from code_assistant.edit.guardrails import changed_line_count, check_env_edit, check_test_setup, check_test_weakening
 from code_assistant.edit.operations import EditOperation, EditResult, PathError, repo_relative, resolve_repo_path
+from code_assistant.edit.test_definition import check_test_definition
 from code_assistant.languages import is_test_file
 
 logger = logging.getLogger(__name__)
@@ -105,6 +106,7 @@ class Limits:
     max_plan_lines: int     # for the first plan
     max_files: int
     allow_test_edits: bool
+    test_command: str  # what the files it reads (a Makefile, package.json's scripts) may not be changed to
     allow_env_edits: bool = False
 
 
@@ -123,7 +125,8 @@ def refusals(preview: Preview, limits: Limits, *, is_plan: bool) -> tuple[list[s
         for change in preview.changes:
             reason = check_test_weakening(change.path, change.before, change.after) if is_test_file(change.path) \
                 else None
-            reason = reason or check_test_setup(change.path, change.before, change.after)
+            reason = reason or check_test_setup(change.path, change.before, change.after) \
+                or check_test_definition(change.path, change.before, change.after, limits.test_command)
             if reason:
                 logger.info("refused edit of %s: %s", change.path, reason)
                 weakened[change.path] = reason

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from code_assistant import redact
 from code_assistant.gate import Gate, Refusal, Refused
 from code_assistant.index.repo_files import visible_files
 from code_assistant.tools import ToolError
@@ -45,10 +46,12 @@ class RepoView:
     def read(self, rel: str) -> str:
         """A visible file's text; else a ToolError saying why (binary, too large, a secret by what it holds)."""
         try:
-            return self.gate.read(rel)
+            return redact.mask_key_blocks(self.gate.read(rel))
         except Refused as exc:
             raise ToolError(str(exc)) from None
 
     def text(self, rel: str) -> str | None:
-        """A visible file's text (None: the read gate refused it, or it is binary or too large to show)."""
-        return self.gate.text(rel)
+        """A visible file's text, a private key's block in it masked line by line (None: the read gate refused it, or
+        it is binary or too large to show)."""
+        text = self.gate.text(rel)
+        return None if text is None else redact.mask_key_blocks(text)
