@@ -224,8 +224,9 @@ RULES: list[_Rule] = [
         r"(?P<end>" + _HEAD + r"-----END [A-Z0-9 ]*-----)?+"), live=False, accept=_accept_key_lines, spans=_key_lines),
     # a private key's DER in base64 on one line (a variable, a JSON value, a key's first line alone)
     _Rule(kind="private-key", pattern=re.compile(
-        r"(?<![A-Za-z0-9+/])(?:M|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/]{59,}+={0,2}+"), live=True, accept=_accept_der,
-        needles=("M", "b3BlbnNzaC1rZXktdjE")),
+        # DER starts 0x30 (a SEQUENCE) then its length: "MC".."MH" for 43..127 bytes, "MI" for a longer one
+        r"(?<![A-Za-z0-9+/])(?:M[C-I]|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/]{58,}+={0,2}+"), live=True,
+        accept=_accept_der, needles=("MC", "MD", "ME", "MF", "MG", "MH", "MI", "b3BlbnNzaC1rZXktdjE")),
     # a whole PEM block in base64 ("LS0tLS1CRUdJTi" is "-----BEGIN "): kube's client-key-data, a Secret's tls.key
     _Rule(kind="private-key", pattern=re.compile(r"(?<![A-Za-z0-9+/])LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}+={0,2}+"),
           live=True, accept=_accept_pem_b64, needles=("LS0tLS1CRUdJTi",)),
@@ -238,7 +239,7 @@ RULES: list[_Rule] = [
           live=True, needles=("AKIA", "ASIA")),
     _Rule(kind="aws-secret-key", pattern=re.compile(
         r"(?i:aws_?secret(?:_access)?_key)[\"']?\s*[:=]\s*[\"']?(?P<v>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"),
-        live=True),
+        live=True, needles=("aws", "AWS", "Aws")),
     _Rule(kind="github-token", pattern=re.compile(
         _B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})" + _E),
         live=True, needles=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
@@ -349,7 +350,8 @@ _PLACEHOLDER_VALUE = re.compile(r"(?i)example|x{6,}|0{8,}|your[_-]|dummy|fake")
 
 
 def looks_like_secret_file(text: str) -> bool:
-    """True when text holds a private key block or a live-looking provider credential: the indexer skips such files.
+    """True when text holds a private key block or a live-looking provider credential: the indexer skips such files,
+    the read gate refuses them.
 
     Generic `password = "..."` assignments, URL passwords and JWTs alone do not count (tests and configs are full of
     them); obvious placeholders such as AWS's AKIAIOSFODNN7EXAMPLE do not count either.

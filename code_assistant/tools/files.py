@@ -55,3 +55,12 @@ class RepoView:
         it is binary or too large to show)."""
         text = self.gate.text(rel)
         return None if text is None else redact.mask_key_blocks(text)
+
+    def scanned(self, rel: str) -> str | None:
+        """A visible file's text for a scan to look through, what it holds not judged yet: before a line of it is
+        shown, `shows` must say it may be (None: refused by its place or name, binary or too large)."""
+        return self.gate.text(rel, judge=False)
+
+    def shows(self, rel: str, text: str) -> bool:
+        """Whether a file read by `scanned` may be shown (no secret by what it holds)."""
+        return self.gate.shows(rel, text)
