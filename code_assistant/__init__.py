@@ -14,7 +14,7 @@ One folder per stage, imports pointing down only (checked by import-linter, see 
                               seam, prompts, trajectory, the model catalogue, prices, context windows, structured output
     index/                    repository files, the SQLite index, lexical, import graph, embeddings, vector store
     parse/                    tree-sitter and regex parsers, the code model, chunking
-    vcs, settings, languages, tokens, redact, interrupts, errors
+    vcs, settings, languages, tokens, redact, interrupts, approvals, env_files, errors
                               the base every stage may use
 """
 
