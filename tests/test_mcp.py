@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import sys
 import textwrap
 from pathlib import Path
@@ -54,11 +55,39 @@ def test_the_model_uses_the_users_mcp_server_and_a_failing_or_hanging_one_is_lef
     assert any(line.startswith("[MCP: sleepy left out: it did not list its tools within 15 s") for line in lines)
     assert any(line.startswith("[MCP: theirs (.mcp.json: touch ") and "not started: not approved" in line
                for line in lines), lines
-    assert "[docs__lookup → 1 line]" in proc.stdout and not marker.exists(), "an unapproved server never ran"
+    assert '[docs__lookup: term="add" → 1 line]' in proc.stdout and not marker.exists(), "an unapproved server never ran"
     assert "Traceback" not in proc.stderr
     assert {t["function"]["name"] for t in server.chat_requests[0]["tools"]} >= {"docs__lookup", "grep"}
     answered = server.chat_requests[1]["messages"][-1]
     assert answered["role"] == "tool" and "add() must return the sum" in answered["content"]
+
+
+def test_mcp_list_starts_each_server_that_would_start_and_add_refuses_a_name_already_there(
+        tmp_path: Path, isolated_env: Path) -> None:
+    repo = python_repo(tmp_path)
+    with socket.socket() as probe:  # a port nothing listens on: a dead URL
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}/mcp"
+    assert run_cli(["mcp", "add", "docs", "--", *_docs(tmp_path)]).returncode == 0
+    assert run_cli(["mcp", "add", "remote", "--", dead]).returncode == 0
+    marker = tmp_path / "started"
+    (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"theirs": {"command": "touch", "args": [str(marker)]}}}))
+    listed = run_cli(["mcp", "list", "--repo", str(repo)], extra_env=QUICK)
+    assert listed.returncode == 0, listed.stderr
+    lines = {line.split()[0]: line for line in listed.stdout.splitlines()}
+    assert lines["docs"].endswith("started: 1 tool(s): lookup")
+    assert f"{dead}  did not start: it failed to start (ConnectError" in lines["remote"]
+    assert lines["theirs"].endswith("starts: when approved") and not marker.exists()
+
+    config = isolated_env / ".config" / "code-assistant" / "mcp.json"
+    before = config.read_text()
+    again = run_cli(["mcp", "add", "remote", "--", "https://elsewhere.example/mcp"])
+    assert again.returncode == 2 and f"already configured ({dead}); add --replace" in again.stderr
+    assert config.read_text() == before
+    replaced = run_cli(["mcp", "add", "remote", "--replace", "--", "https://elsewhere.example/mcp"])
+    assert replaced.returncode == 0 and "[MCP: remote replaced in" in replaced.stdout
+    assert json.loads(config.read_text())["mcpServers"]["remote"] == {"type": "http",
+                                                                        "url": "https://elsewhere.example/mcp"}
 
 
 def test_a_repositorys_server_starts_once_approved_on_a_terminal_and_asks_again_when_it_changes(

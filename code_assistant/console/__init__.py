@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -43,7 +44,24 @@ _status: Waits | None = None  # the waits shown (display() makes it): held while
 
 def say(line: str) -> None:
     end_stream()
-    print(line, flush=True)
+    write(line + "\n")
+
+
+def write(text: str) -> None:
+    """Text on stdout, now; once its reader has gone (`| head`), nowhere, quietly."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        reader_left()
+
+
+def reader_left() -> None:
+    """stdout's reader has gone: what is still written goes to /dev/null, so that the operation ends as it would
+    have (a run is not cut short by a closed pipe) and nothing is said about it."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def stream(piece: str) -> None:
@@ -58,8 +76,7 @@ def answer(piece: str) -> None:
     """--ask's answer as it arrives: the command's output, in plain text on stdout."""
     global _line_open, _open_on_stdout
     _hold_status()
-    sys.stdout.write(piece)
-    sys.stdout.flush()
+    write(piece)
     _line_open, _open_on_stdout = bool(piece) and not piece.endswith("\n") or (_line_open and not piece), True
 
 
@@ -74,7 +91,7 @@ def end_stream() -> None:
 def _end_line() -> None:
     global _line_open
     if _line_open and _open_on_stdout:
-        print(flush=True)
+        write("\n")
     elif _line_open:
         _err().print()
     _line_open = False
@@ -94,6 +111,15 @@ def stop_status() -> None:
     (the cursor shown again)."""
     if _status is not None:
         _status.stop()
+
+
+class OneLine(logging.Formatter):
+    """A log record as a person reads it beside the command's own lines: `warning: what happened`, on one line (the
+    logger's name and a traceback are -v's)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        level = "warning" if record.levelno < logging.ERROR else "error"
+        return f"{level}: {' '.join(record.getMessage().split())}"
 
 
 class LogLines(logging.Handler):
@@ -144,8 +170,7 @@ def show_diff(diff: str) -> None:
 
         _out().print(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))
     else:
-        sys.stdout.write(diff if diff.endswith("\n") else diff + "\n")
-        sys.stdout.flush()
+        write(diff if diff.endswith("\n") else diff + "\n")
 
 
 def review(diff: str) -> Verdict:

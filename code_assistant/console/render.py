@@ -8,8 +8,9 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from code_assistant.agent.stop import Stop
-from code_assistant.console import end_stream, say, show_diff
+from code_assistant.console import end_stream, say, show_diff, write
 from code_assistant.errors import EXIT_FAILED, EXIT_INTERRUPTED, AssistantError, GaveUpWaiting, attached_log
+from code_assistant.model.names import shown as shown_name
 from code_assistant.operations import outcomes as o
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 def show(outcome: o.Outcome, *, as_json: bool, command: str | None = None) -> None:
     """The outcome as text, or as one JSON object (`command`: named in it, as a session's commands are)."""
     if as_json:
-        print(json.dumps({**({"command": command} if command else {}), **outcome.as_json()}), flush=True)
+        write(json.dumps({**({"command": command} if command else {}), **outcome.as_json()}) + "\n")
         return
     match outcome:
         case o.RunOutcome():
@@ -65,7 +66,8 @@ def show(outcome: o.Outcome, *, as_json: bool, command: str | None = None) -> No
                     else f"[Pinned: {', '.join(outcome.pinned) or 'nothing'}]")
             say(line + (f" [Refused: {'; '.join(outcome.refused)}]" if outcome.refused else ""))
         case o.ModelOutcome():
-            say(f"[Model: {outcome.name}" + (f", context window {outcome.window}]" if outcome.window else "]"))
+            window = f", context window {outcome.window}" if outcome.window else ""
+            say(f"[Model: {shown_name(outcome.name)}{window}]")
         case o.ToolOutcome():
             say(outcome.text)
         case o.ApplyOutcome():
@@ -97,8 +99,8 @@ def error(exc: BaseException, *, as_json: bool, verbose: bool = False, command: 
         print(f"error: {message}" + ("" if verbose else " (run with -v for details)"), file=sys.stderr)
     if as_json:
         fields: dict[str, Any] = {"stop_reason": Stop.INTERRUPTED} if kind == "interrupted" else {"error": kind}
-        print(json.dumps({**({"command": command} if command else {}), "success": False, **fields,
-                          "message": message, "exit_code": code, "log": attached_log(exc)}), flush=True)
+        write(json.dumps({**({"command": command} if command else {}), "success": False, **fields,
+                          "message": message, "exit_code": code, "log": attached_log(exc)}) + "\n")
     return code
 
 
