@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # the CLI imports this module first: the pipeline is loaded o
     from rich.progress import Progress
 
     from code_assistant.console.status import Waits
+    from code_assistant.console.typeahead import Typeahead
     from code_assistant.workspace import Display
 
 
@@ -40,6 +41,7 @@ def _err() -> Console:
 _line_open = False  # a streamed answer is on the terminal without its last newline
 _open_on_stdout = False  # that answer is --ask's, on stdout (a run's answers stream dim on stderr with -v)
 _status: Waits | None = None  # the waits shown (display() makes it): held while a streamed answer is open
+_typeahead: Typeahead | None = None  # a session's terminal, read while a task runs
 
 
 def say(line: str) -> None:
@@ -139,10 +141,14 @@ class LogLines(logging.Handler):
 
 def prompt_lines(history: Path) -> Iterator[str]:
     """A session's input on a terminal: line editing, the repository's own history (kept in `history`), a pasted
-    block as one input, Alt-Enter (or Esc, Enter) for a newline; Ctrl-C clears the line, Ctrl-D ends."""
+    block as one input, Alt-Enter (or Esc, Enter) for a newline; Ctrl-C clears the line, Ctrl-D ends. While the
+    consumer works on a line, what is typed is queued (typeahead.py) and comes next, shown after the prompt."""
+    global _typeahead
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory
     from prompt_toolkit.key_binding import KeyBindings
+
+    from code_assistant.console.typeahead import END, Typeahead
 
     history.parent.mkdir(parents=True, exist_ok=True)
     keys = KeyBindings()
@@ -152,14 +158,36 @@ def prompt_lines(history: Path) -> Iterator[str]:
         event.current_buffer.insert_text("\n")
 
     session: PromptSession[str] = PromptSession(history=FileHistory(str(history)), key_bindings=keys)
+    _typeahead = ahead = Typeahead(sys.stdin.fileno(), say)
     while True:
         stop_status()
-        try:
-            yield session.prompt("> ")
-        except KeyboardInterrupt:
-            continue
-        except EOFError:
-            return
+        if ahead.queued:
+            line = ahead.queued.popleft()
+            if line is END:
+                return
+            say(f"> {line}")
+        else:
+            try:
+                line = session.prompt("> ")
+            except KeyboardInterrupt:
+                continue
+            except EOFError:
+                return
+        with ahead:
+            yield line
+
+
+def read_line() -> str:
+    """A line the person types in answer to a question (a review, an approval); '' at the end of input."""
+    if _typeahead is not None and _typeahead.listening:
+        return _typeahead.answer()
+    return sys.stdin.readline()
+
+
+def clear_screen() -> None:
+    """A session's /clear: the terminal's screen cleared (nothing without a terminal)."""
+    if sys.stdout.isatty():
+        _out().clear()
 
 
 def show_diff(diff: str) -> None:
@@ -178,7 +206,7 @@ def review(diff: str) -> Verdict:
     show_diff(diff)
     while True:
         say("Apply this change? [y]es / [n]o, tell the model / [q]uit")
-        answer = sys.stdin.readline()
+        answer = read_line()
         if not answer:
             return Verdict(Decision.QUIT)
         choice = answer.strip().lower()[:1]
@@ -186,13 +214,13 @@ def review(diff: str) -> Verdict:
             return Verdict(Decision(choice))
         if choice == Decision.REJECT:
             say("What should the model do differently? (one line, optional)")
-            return Verdict(Decision.REJECT, sys.stdin.readline().strip())
+            return Verdict(Decision.REJECT, read_line().strip())
 
 
 def confirm(question: str) -> bool:
     """A yes/no question on the terminal; anything but y is no."""
     say(f"{question} [y/N]")
-    return sys.stdin.readline().strip().lower()[:1] == "y"
+    return read_line().strip().lower()[:1] == "y"
 
 
 class _EmbedProgress:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from code_assistant.agent.stop import Stop
@@ -81,6 +83,19 @@ def show(outcome: o.Outcome, *, as_json: bool, command: str | None = None) -> No
             cost = f", about ${outcome.cost_usd:.4f}" if outcome.cost_usd else ""
             say(f"[Model usage so far: {usage.calls} call(s), {usage.prompt_tokens} prompt + "
                 f"{usage.completion_tokens} completion tokens{cost}]")
+
+
+def leaving(outcome: o.DiffOutcome, repo: Path) -> None:
+    """A session's last words: each of its tasks still in effect, and how to take them back."""
+    if not outcome.tasks:
+        say(f"[Leaving: no changes of {outcome.scope} are in effect]")
+        return
+    say(f"[Leaving: {len(outcome.tasks)} task(s) of {outcome.scope} still in effect, newest first:]")
+    for task in outcome.tasks:
+        say(f'  "{task.task}": {", ".join(task.files)}')
+    prog, where = Path(sys.argv[0]).name, shlex.quote(str(repo))
+    say(f"[To take them back, newest first: /undo in `{prog} chat --repo {where} --resume`, or `{prog} undo --repo "
+        f"{where}` once per task]")
 
 
 def error(exc: BaseException, *, as_json: bool, verbose: bool = False, command: str | None = None) -> int:
