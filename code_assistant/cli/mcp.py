@@ -2,7 +2,7 @@
 config (a name already there is replaced only with --replace, or when the person says so on a terminal), `remove
 NAME`, `list` (the user's and the repository's: each server that would start is started, bounded by the start timeout
 of a run, and said with its tools or why it did not start) — and `serve`, this assistant's own operations offered to
-other agents over MCP (serve.py)."""
+other agents over MCP (serve/)."""
 from __future__ import annotations
 
 import argparse
