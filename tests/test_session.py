@@ -106,7 +106,8 @@ def test_a_session_in_a_terminal_follow_up_typeahead_undo_ask_and_leave(tmp_path
             assert "unknown command /undi; did you mean /undo" in term.expect(PROMPT)
             term.send("\x04")  # Ctrl-D
             assert term.wait() == 0
-            assert '[Leaving: 1 task(s) of this session still in effect, newest first:]\n  "fix add": calc.py' in term.seen
+            leaving = '[Leaving: 1 task(s) of this session still in effect, newest first:]\n  "fix add": calc.py'
+            assert leaving in term.seen
             assert f"main.py undo --repo {repo}" in term.seen
         finally:
             term.close()
@@ -224,7 +225,8 @@ def test_a_line_that_is_only_a_commands_name_is_that_command_or_asked_about_neve
     for word, asked in (("undo", "/undo?"), ("ask", "/ask QUESTION?"), ("grep", "/grep PATTERN?")):
         with pytest.raises(UsageError, match=re.escape(f"did you mean {asked}")):
             parse_line(word)
-    assert parse_line("undo the rounding change")[1] == RunOptions(task="undo the rounding change")  # type: ignore[index]
+    task = "undo the rounding change"
+    assert parse_line(task)[1] == RunOptions(task=task)  # type: ignore[index]
     assert parse_line("/run undo")[1] == RunOptions(task="undo")  # type: ignore[index]
 
 
