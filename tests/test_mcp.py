@@ -172,7 +172,10 @@ def test_our_operations_as_an_mcp_server_search_apply_test_and_undo_from_another
             seen["search"] = (await client.call_tool("search", {"query": "add returns the wrong sum"})).content[0].text
             await client.set_logging_level("info")
             seen["test"] = (await client.call_tool("test", {}, progress_callback=progressed)).content[0].text
-            seen["apply"] = (await client.call_tool("apply", {"plan": plan})).content[0].text
+            tested = len(seen["progress"])
+            applied = await client.call_tool("apply", {"plan": plan}, progress_callback=progressed)
+            seen["apply"] = applied.content[0].text
+            seen["progress"], seen["applying"] = seen["progress"][:tested], seen["progress"][tested:]
             seen["diff"] = (await client.read_resource("code-assistant://diff")).contents[0].text
 
     async def second() -> None:
@@ -200,6 +203,7 @@ def test_our_operations_as_an_mcp_server_search_apply_test_and_undo_from_another
     assert any(r.level == "info" and r.logger == "code_assistant.verify.runner" for r in seen["logs"])
     assert all(r.level != "debug" for r in seen["logs"])
     assert seen["apply"].startswith("Applied to calc.py") and "+    return a + b" in seen["apply"]
+    assert [words for _, words in seen["applying"]] == ["Applying the plan", "Applied to calc.py"]
     assert "+    return a + b" in seen["diff"]
 
     with (repo / "calc.py").open("a") as user:
