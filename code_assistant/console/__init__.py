@@ -7,7 +7,7 @@ import functools
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -139,7 +139,7 @@ class LogLines(logging.Handler):
             self.handleError(record)
 
 
-def prompt_lines(history: Path) -> Iterator[str]:
+def prompt_lines(history: Path) -> Generator[str, None, None]:
     """A session's input on a terminal: line editing, the repository's own history (kept in `history`), a pasted
     block as one input, Alt-Enter (or Esc, Enter) for a newline; Ctrl-C clears the line, Ctrl-D ends. While the
     consumer works on a line, what is typed is queued (typeahead.py) and comes next, shown after the prompt."""
