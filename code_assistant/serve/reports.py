@@ -91,6 +91,14 @@ class ToClient(logging.Handler):
         super().__init__(LEVELS[DEFAULT_LEVEL])
         self.call = call
 
+    def handle(self, record: logging.LogRecord) -> bool:  # type: ignore[override]
+        """Without the handler's lock: a record waits for the event loop to send it, and the loop must never wait for
+        a record."""
+        if record.levelno >= self.level and self.filter(record):
+            self.emit(record)
+            return True
+        return False
+
     def emit(self, record: logging.LogRecord) -> None:
         if record.name == __name__ or (call := self.call()) is None:
             return
