@@ -10,19 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from code_assistant.settings import load_settings
-from code_assistant.index import embeddings
-from code_assistant.index import store
 from code_assistant.agent.loop import Agent
 from code_assistant.agent.review import Decision, Verdict
 from code_assistant.agent.state import RunResult
 from code_assistant.edit.editor import FileEditor
+from code_assistant.index import embeddings, store
 from code_assistant.index.indexer import Indexer
 from code_assistant.model.chat import OpenAIChat
+from code_assistant.model.trajectory import ReplayModel, Trajectory, read_answers
+from code_assistant.settings import load_settings
 from code_assistant.verify.runner import TestResult, TestRunner, fewer_tests, lost_note
 from tests.repos import CALC_PY, TEST_CALC_PY, answer, create, modify, python_repo, snapshot
 from tests.scripted_server import ScriptedServer
-from code_assistant.model.trajectory import ReplayModel, Trajectory, read_answers
 
 PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
 FIX_ADD = modify("calc.py", "def add(a, b):\n    return a - b", "def add(a, b):\n    return a + b")
@@ -152,7 +151,7 @@ def test_weakening_a_test_through_a_symlink_in_the_repository_is_refused_too(
         (repo / "checks").symlink_to("tests", target_is_directory=True)
         path = "checks/test_calc.py"
     cheat = modify(path, "    assert add(2, 3) == 5", "    assert True")
-    result, server, lines = run_agent(repo, [answer(cheat), answer(FIX_ADD)], embedder)
+    result, _server, lines = run_agent(repo, [answer(cheat), answer(FIX_ADD)], embedder)
     assert result.success
     assert (repo / "tests" / "test_calc.py").read_text() == TEST_CALC_PY
     assert any(line.startswith("[Refused: tests/test_calc.py") for line in lines), lines

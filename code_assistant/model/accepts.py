@@ -32,7 +32,7 @@ class Wire(StrEnum):
 
 
 WHAT: dict[Lesson, str] = {  # what a lesson says of the model, for its line
-    Lesson.REASONING: "is a reasoning model: no temperature, and max_completion_tokens for its reasoning and answer",
+    Lesson.REASONING: "is a reasoning model: asked without temperature, with room to reason (max_completion_tokens)",
     Lesson.NO_TEMPERATURE: "takes no temperature", Lesson.NO_SEED: "takes no seed",
     Lesson.COMPLETION_TOKENS: "takes max_completion_tokens, not max_tokens",
     Lesson.MAX_TOKENS: "takes max_tokens, not max_completion_tokens",
