@@ -87,7 +87,7 @@ def schema(repo: Path, windows: list[int], test_command: str, task: str) -> list
 def _calls(index, files: list[str], repo: Path) -> list[tuple[str, str, dict]]:
     """The calls timed on a repository: a search, greps common and rare (the whole tree read either way), with a
     glob of its commonest extension, the most-defined name and a name defined once, the largest file a read shows."""
-    from code_assistant.tools.files import MAX_READ_BYTES
+    from code_assistant.gate import MAX_READ_BYTES
 
     defined: Counter[str] = Counter()
     for path in index.files:

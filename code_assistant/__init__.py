@@ -11,10 +11,10 @@ One folder per stage, imports pointing down only (checked by import-linter, see 
     retrieve/  edit/  verify/  model/
                               ranking + context; edit operations, matching, the editor, journal, ownership, merge3,
                               takeback, history (undo), preview, guardrails; the test command and its output; the chat
-                              seam, prompts, trajectory, prices, context windows, structured output
+                              seam, prompts, trajectory, the model catalogue, prices, context windows, structured output
     index/                    repository files, the SQLite index, lexical, import graph, embeddings, vector store
     parse/                    tree-sitter and regex parsers, the code model, chunking
-    vcs, settings, languages, tokens, redact, interrupts, errors
+    vcs, settings, languages, tokens, redact, interrupts, approvals, env_files, errors
                               the base every stage may use
 """
 

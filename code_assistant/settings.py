@@ -1,15 +1,20 @@
-"""Settings: the command line, then the environment, then .env files, into one typed object."""
+"""Settings: the command line, then the environment, then .env files, into one typed object. Where the key goes is
+the user's word: the command line, the environment or their own .env; the repository's .env names a server only once
+a person approved it for that repository (env_files.py says which .env is whose)."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from dotenv import dotenv_values
-
+from code_assistant import env_files
+from code_assistant.approvals import Approvals, Verdict
 from code_assistant.errors import ConfigError
 
 DEFAULT_MODEL = "gpt-4o"
@@ -27,6 +32,7 @@ class EmbeddingBackend(StrEnum):
 # two cores; an embeddings API is fast enough for ten times as many.
 EMBED_BUDGETS = {EmbeddingBackend.LOCAL: 200, EmbeddingBackend.OPENAI: 2000}
 MIN_CONTEXT_WINDOW = 512  # below this no request (system prompt, task, some code, an answer) fits at all
+BASE_URL_APPROVALS = "base-url-approved.json"  # in the repository's state: the servers its .env may name
 # The assistant's own settings in the environment: its chat and embedding server (key, URL, model), its vector store's
 # credentials. Never in a test command's environment (verify/environment.py), not even by --pass-env.
 OWN_PREFIXES = ("OPENAI_", "EMBEDDING_", "CHROMA_")
@@ -74,6 +80,23 @@ def repo_id(repo: Path) -> str:
     return hashlib.sha256(str(repo.resolve()).encode()).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class EnvBaseUrl:
+    """OPENAI_BASE_URL as the repository's .env sets it: where the key would go, used once a person approved it."""
+
+    url: str
+    file: Path
+    digest: str  # the file's hash: an approval covers the file as it is
+    written: bool = False  # written while the assistant worked on the repository: never used
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.url).netloc or self.url
+
+    def identity(self) -> dict[str, str]:
+        return {"OPENAI_BASE_URL": self.url, "file": self.digest}
+
+
 @dataclass
 class Settings:
     """Everything a run needs, resolved from the CLI, then the environment, then the repository's .env."""
@@ -88,6 +111,7 @@ class Settings:
     model_named: bool = False  # --model or OPENAI_MODEL named it (else a local server's only model is asked for)
     api_key: str | None = None
     base_url: str | None = None
+    env_base_url: EnvBaseUrl | None = None  # the repository's .env names a server not approved yet (approved_base_url)
     embedding_backend: EmbeddingBackend = EmbeddingBackend.LOCAL
     embedding_model: str = "text-embedding-3-small"
     embed_budget: int | None = None  # chunks a query may embed; None: EMBED_BUDGETS of the backend
@@ -102,6 +126,7 @@ class Settings:
     max_plan_lines: int = 400       # likewise for the first plan
     max_files: int = 10             # likewise for the number of files one answer touches
     allow_test_edits: bool = False  # without it, edits that weaken tests are refused
+    allow_env_edits: bool = False   # without it, edits of .env* files are refused
     max_cost: float | None = None   # dollars, from the price table; unknown models are capped by max_tokens only
     max_tokens: int | None = None   # prompt + completion tokens over the run
     log_dir: Path | None = None     # trajectories; default <index_path>/runs
@@ -136,16 +161,6 @@ class Settings:
         return self.state_path / repo_id(self.repo)
 
 
-def _env_lookup(repo: Path | None) -> dict[str, str]:
-    """Environment first, then the repository's .env, then the current directory's .env."""
-    merged: dict[str, str] = {}
-    for env_file in [Path.cwd() / ".env", *([repo / ".env"] if repo else [])]:
-        if env_file.is_file():
-            merged.update({k: v for k, v in dotenv_values(env_file).items() if v is not None})
-    merged.update(os.environ)
-    return merged
-
-
 def _env_int(env: dict[str, str], name: str, what: str) -> int:
     try:
         return int(env[name])
@@ -161,10 +176,23 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
     if not repo_path.is_dir():
         raise ConfigError(f"repository is not a directory: {repo_path}")
     repo_path = repo_path.resolve()
-    env = _env_lookup(repo_path)
+    own = {**env_files.own_values(repo_path, Path.cwd()), **os.environ}
     settings = Settings(repo=repo_path)
+    # where the state and the index live (an approval among them): the user's word only
+    if own.get("CODE_ASSISTANT_INDEX_PATH"):
+        settings.index_path = Path(own["CODE_ASSISTANT_INDEX_PATH"]).expanduser()
+    if own.get("CODE_ASSISTANT_STATE_PATH"):
+        settings.state_path = Path(own["CODE_ASSISTANT_STATE_PATH"]).expanduser()
+    theirs = env_files.repo_env(repo_path, settings.repo_state_dir)
+    env = {**theirs.settings, **own}
     settings.api_key = env.get("OPENAI_API_KEY") or None
-    settings.base_url = env.get("OPENAI_BASE_URL") or None
+    settings.base_url = own.get("OPENAI_BASE_URL") or None
+    if settings.base_url is None and (url := theirs.values.get("OPENAI_BASE_URL")):
+        asked = EnvBaseUrl(url=url, file=theirs.path, digest=theirs.digest or "", written=theirs.written)
+        if not asked.written and Approvals(settings.repo_state_dir / BASE_URL_APPROVALS).approved(asked.identity()):
+            settings.base_url = url
+        else:
+            settings.env_base_url = asked
     settings.model = env.get("OPENAI_MODEL") or DEFAULT_MODEL
     if env.get("OPENAI_CONTEXT_WINDOW"):
         settings.context_window = _env_int(env, "OPENAI_CONTEXT_WINDOW", "a number of tokens")
@@ -174,10 +202,6 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
     settings.embedding_model = env.get("EMBEDDING_MODEL", settings.embedding_model)
     if env.get("CODE_ASSISTANT_EMBED_BUDGET"):
         settings.embed_budget = _env_int(env, "CODE_ASSISTANT_EMBED_BUDGET", "a whole number")
-    if env.get("CODE_ASSISTANT_INDEX_PATH"):
-        settings.index_path = Path(env["CODE_ASSISTANT_INDEX_PATH"]).expanduser()
-    if env.get("CODE_ASSISTANT_STATE_PATH"):
-        settings.state_path = Path(env["CODE_ASSISTANT_STATE_PATH"]).expanduser()
     # the sandbox from the environment only: a .env file may lie in the repository, which the tests can write
     settings.sandbox = os.environ.get("CODE_ASSISTANT_SANDBOX") or settings.sandbox
     settings.sandbox_bwrap = os.environ.get("CODE_ASSISTANT_BWRAP") or settings.sandbox_bwrap
@@ -198,6 +222,8 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
             value = [*settings.pass_env, *value]  # type: ignore[misc]
         setattr(settings, key, value)
     settings.model_named = bool(env.get("OPENAI_MODEL")) or cli.get("model") is not None
+    if settings.base_url:
+        settings.env_base_url = None  # the command line named the server
     if settings.embedding_backend not in tuple(EmbeddingBackend):
         raise ConfigError(f"EMBEDDING_BACKEND must be 'local' or 'openai', not {settings.embedding_backend!r}")
     settings.embedding_backend = EmbeddingBackend(settings.embedding_backend)
@@ -240,3 +266,32 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
         if getattr(settings, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
     return settings
+
+
+def approved_base_url(settings: Settings, confirm: Callable[[str], bool] | None) -> Settings:
+    """The settings with the repository's .env's OPENAI_BASE_URL in use, once a person approved it for this repository
+    (asked with `confirm`, on a terminal, then kept); a ConfigError, before anything is sent, when it is refused,
+    nobody can be asked, or a run wrote that .env. Settings without one come back as they are."""
+    asked = settings.env_base_url
+    if asked is None:
+        return settings
+    question = (f"The repository's .env ({asked.file}) sets OPENAI_BASE_URL={asked.url}: your API key and the "
+                f"model's requests would go to {asked.host}. Use it for this repository?")
+    verdict = Verdict.UNASKED if asked.written else \
+        Approvals(settings.repo_state_dir / BASE_URL_APPROVALS).ask(asked.identity(), question, confirm)
+    if not verdict.granted:
+        raise base_url_refusal(asked, verdict)
+    return dataclasses.replace(settings, base_url=asked.url, env_base_url=None)
+
+
+def base_url_refusal(asked: EnvBaseUrl, verdict: Verdict = Verdict.UNASKED) -> ConfigError:
+    """Why the repository's .env's server is not used, in one line that says what to do."""
+    said = f"the repository's .env sets OPENAI_BASE_URL={asked.url}, which would send your key to {asked.host}"
+    instead = "give the server with --base-url or OPENAI_BASE_URL"
+    if asked.written:
+        return ConfigError(f"{said}; that .env was written while the assistant worked on the repository (by a plan "
+                           f"or a test), so it is not read: check it, then {instead}")
+    if verdict == Verdict.REFUSED:
+        return ConfigError(f"{said}; not approved: {instead}")
+    return ConfigError(f"{said}; you have not approved it for this repository and cannot be asked here (no terminal, "
+                       f"or --json): approve it once on a terminal, or {instead}")

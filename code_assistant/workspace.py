@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
+from code_assistant import env_files
 from code_assistant.agent.memory import Memory
 from code_assistant.agent.review import Verdict
 from code_assistant.agent.waiting import SILENT, Status, counting_files, waiting
 from code_assistant.errors import ConfigError
-from code_assistant.settings import Settings
+from code_assistant.settings import Settings, approved_base_url, base_url_refusal
 
 if TYPE_CHECKING:
     from code_assistant.edit.takeback import FileOutcome
@@ -72,15 +73,13 @@ class Workspace:
 
     def __init__(self, settings: Settings, display: Display | None = None, *, memory: Memory | None = None,
                  memory_file: Path | None = None, session: str | None = None) -> None:
-        from code_assistant.model.chat import Usage
-
         self.settings = settings
         self.display = display or Display()
         self.memory = memory or Memory()
         self.memory_file = memory_file  # where a session keeps its memory (None: nowhere, a one-shot command)
         self.session = session
         self.started = time.time()
-        self.usage: Usage = Usage()  # every model call of the workspace's life (a session's /tokens)
+        self._usage: Usage | None = None  # every model call of the workspace's life (a session's /tokens)
         self.cost = 0.0
         self.last_task = self.memory.last_task
         self._stack = ExitStack()
@@ -90,6 +89,7 @@ class Workspace:
         self._sandbox: Sandbox | None = None
         self._sandbox_said = False
         self._mcp: Connections | None = None
+        self._env_file = env_files.work_begins(settings.repo, settings.repo_state_dir)
 
     def __enter__(self) -> Self:
         return self
@@ -100,6 +100,10 @@ class Workspace:
     def close(self) -> None:
         self._stack.close()
         self._held = False
+        if env_files.work_ends(self.settings.repo, self.settings.repo_state_dir, self._env_file):
+            self.say("[The repository's .env was written meanwhile (by a plan or a test): it is not read for settings "
+                     "from now on]")
+        self._env_file = env_files.file_digest(self.settings.repo / env_files.FILE)
 
     def say(self, line: str) -> None:
         self.display.say(line)
@@ -155,6 +159,8 @@ class Workspace:
     @property
     def indexer(self) -> Indexer:
         if self._indexer is None:
+            if self.settings.embedding_backend == "openai":
+                self.api_key()  # the embeddings go to the chat model's server, with its key
             self._indexer = build_indexer(self.settings)
         return self._indexer
 
@@ -172,6 +178,9 @@ class Workspace:
 
     # ----- the model ----------------------------------------------------------------------------------------------
     def api_key(self) -> str:
+        """The key, once where it goes is settled: a server the repository's .env names is used only once a person
+        approves it (asked here, on a terminal; else a ConfigError before anything is sent)."""
+        self.settings = approved_base_url(self.settings, self.display.confirm)
         return api_key(self.settings)
 
     @property
@@ -194,8 +203,18 @@ class Workspace:
         if name:
             self.settings = dataclasses.replace(self.settings, model=name, model_named=True)
         key = self.api_key()
+        self.hold_secrets()
         check_server(self.settings.base_url, self.settings.api_key)
         return run_model(self.settings, key)
+
+    def hold_secrets(self) -> None:
+        """From here on the assistant's key and the environment's secrets (what a test is not given) are masked in
+        whatever reaches the model or a run log: a tool's result, an MCP server's among them, whatever the door."""
+        from code_assistant import redact
+        from code_assistant.verify.environment import without_secrets
+
+        held = without_secrets(os.environ, self.settings.pass_env).held_back
+        redact.hold_values([self.settings.api_key, *(os.environ.get(name) for name in held)])
 
     def header(self, model: ChatModel) -> None:
         """The lines that say what a run will ask: the model and its window, the owner's instructions, a cost cap
@@ -215,15 +234,26 @@ class Workspace:
         """The header's line naming the repository owner's instructions (None: there are none, or
         --no-instructions)."""
         from code_assistant.agent import instructions
+        from code_assistant.gate import Gate
 
         if not self.settings.instructions:
             return None
-        found = instructions.find(self.settings.repo, self.settings.context_tokens // instructions.SHARE)
+        found = instructions.find(Gate.of(self.settings), self.settings.context_tokens // instructions.SHARE)
         return f"[Instructions: {found.describe()}]" if found else None
+
+    @property
+    def usage(self) -> Usage:
+        """Every model call of the workspace's life. Made when first asked for: the chat seam's module imports the
+        model client, which a command that asks no model (context, search, grep, read, symbol, index) never loads."""
+        if self._usage is None:
+            from code_assistant.model.chat import Usage
+
+            self._usage = Usage()
+        return self._usage
 
     def count(self, usage: Usage, cost: float | None) -> None:
         """A finished task's or answer's model usage, into the workspace's total."""
-        self.usage = self.usage + usage
+        self._usage = self.usage + usage
         self.cost += cost or 0.0
 
     # ----- the tests ----------------------------------------------------------------------------------------------
@@ -313,8 +343,8 @@ class Workspace:
 
     def mcp_tools(self, *, read_only: bool = False) -> list[Tool]:
         """The user's MCP servers' tools: started once a workspace, on first need, and stopped when it closes. The
-        user's own servers start; a repository's `.mcp.json` servers only once approved — asked on a terminal
-        (the approval kept for that command line), or with --trust-mcp — else named as not started."""
+        user's own servers start; a repository's `.mcp.json` servers only once approved for what they run — asked
+        on a terminal (mcp/trust.py), or with --trust-mcp — else named as not started."""
         if self._mcp is None:
             from code_assistant.mcp.connections import Connections
 
@@ -325,27 +355,15 @@ class Workspace:
         return self._mcp.tools(read_only=read_only)
 
     def _mcp_servers(self) -> list[ServerConfig]:
-        from code_assistant.mcp.config import Origin, configured
-        from code_assistant.mcp.trust import Approvals
+        from code_assistant.mcp import trust
+        from code_assistant.mcp.config import configured
 
         servers, unusable = configured(self.settings.repo)
         for bad in unusable:
             self.say(f"[MCP: {bad.name} ({bad.origin}) cannot be used: {bad.why}]")
-        approvals = Approvals(self.settings.repo_state_dir / "mcp-approved.json")
-        started = []
-        for server in servers:
-            if server.origin == Origin.USER or approvals.approved(server) or self.settings.trust_mcp:
-                started.append(server)
-            elif self.display.confirm is not None and self.display.confirm(
-                    f"The repository's .mcp.json asks to start the MCP server {server.name!r}: "
-                    f"{server.command_line()} (it runs as you, outside the sandbox). Start it?"):
-                approvals.approve(server)
-                started.append(server)
-            else:
-                why = "not approved" if self.display.confirm is not None else "not approved (no terminal to ask: " \
-                      "--trust-mcp starts the repository's servers)"
-                self.say(f"[MCP: {server.name} (.mcp.json: {server.command_line()}) not started: {why}]")
-        return started
+        return trust.startable(servers, repo=self.settings.repo, state_dir=self.settings.repo_state_dir,
+                               environ=dict(os.environ), trust_all=self.settings.trust_mcp,
+                               confirm=self.display.confirm, say=self.say)
 
     # ----- a session's memory -------------------------------------------------------------------------------------
     def save_memory(self) -> None:
@@ -368,7 +386,10 @@ def build_indexer(settings: Settings) -> Indexer:
 
 
 def api_key(settings: Settings) -> str:
-    """The key to send: the setting, any word for a local server, else a ConfigError that says where to put it."""
+    """The key to send: the setting, any word for a local server, else a ConfigError that says where to put it (or
+    that the server the repository's .env names is not approved yet: Workspace.api_key asks)."""
+    if settings.env_base_url is not None:
+        raise base_url_refusal(settings.env_base_url)
     if settings.api_key:
         return settings.api_key
     if settings.base_url:

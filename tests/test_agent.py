@@ -5,20 +5,25 @@ Real parts throughout: the openai client over HTTP to a scripted server, real py
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
-from code_assistant.agent.loop import Agent
+from code_assistant.agent.loop import Agent, verification
 from code_assistant.agent.review import Decision, Verdict
-from code_assistant.agent.state import RunResult
+from code_assistant.agent.state import Reproduction, RunResult
+from code_assistant.console.render import result_line
 from code_assistant.edit.editor import FileEditor
+from code_assistant.edit.leftovers import Leftover, changed_since, describe
 from code_assistant.index import embeddings, store
 from code_assistant.index.indexer import Indexer
 from code_assistant.model.chat import OpenAIChat
 from code_assistant.model.trajectory import ReplayModel, Trajectory, read_answers
 from code_assistant.settings import load_settings
+from code_assistant.verify.outputs import TestFailure
 from code_assistant.verify.runner import TestResult, TestRunner, fewer_tests, lost_note
 from tests.repos import CALC_PY, TEST_CALC_PY, answer, create, modify, python_repo, snapshot
 from tests.scripted_server import ScriptedServer
@@ -33,16 +38,16 @@ def embedder() -> embeddings.Embedder:
 
 
 def run_agent(repo: Path, script: list, embedder: embeddings.Embedder, *, task: str = "fix add",
-              model: object | None = None, review: object = None, **overrides: object) -> tuple[RunResult, ScriptedServer,
-                                                                                                   list[str]]:
-    settings = load_settings(repo, test_command=PYTEST, **overrides)
+              model: object | None = None, review: object = None, test_command: str = PYTEST,
+              **overrides: object) -> tuple[RunResult, ScriptedServer, list[str]]:
+    settings = load_settings(repo, test_command=test_command, **overrides)
     lines: list[str] = []
     with ScriptedServer(script) as server:
         chat = model or OpenAIChat("gpt-4o", api_key="k", base_url=server.url, sleep=lambda s: None)
         chunk_store = store.ChunkStore(store.open_client(settings.index_path),
                                        store.collection_name(str(repo), embedder.name))
         agent = Agent(settings, chat, Indexer(repo, settings.index_path, embedder, chunk_store),  # type: ignore[arg-type]
-                      TestRunner(PYTEST, cwd=repo, timeout=60, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}),
+                      TestRunner(test_command, cwd=repo, timeout=60, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}),
                       FileEditor(repo, state_dir=settings.repo_state_dir, forbidden=[settings.index_path]),
                       say=lines.append, trajectory=Trajectory(settings.runs_dir, task), review=review)  # type: ignore[arg-type]
         result = agent.run(task)
@@ -151,7 +156,7 @@ def test_weakening_a_test_through_a_symlink_in_the_repository_is_refused_too(
         (repo / "checks").symlink_to("tests", target_is_directory=True)
         path = "checks/test_calc.py"
     cheat = modify(path, "    assert add(2, 3) == 5", "    assert True")
-    result, _server, lines = run_agent(repo, [answer(cheat), answer(FIX_ADD)], embedder)
+    result, _, lines = run_agent(repo, [answer(cheat), answer(FIX_ADD)], embedder)
     assert result.success
     assert (repo / "tests" / "test_calc.py").read_text() == TEST_CALC_PY
     assert any(line.startswith("[Refused: tests/test_calc.py") for line in lines), lines
@@ -201,6 +206,109 @@ def test_fewer_tests_run_is_not_green_and_unknown_counts_decide_nothing() -> Non
     assert fewer_tests(ran(4, 2, ok=False), ran(7, 0)).passed, "more: a reproduction test was added"
     assert fewer_tests(ran(None, None), ran(1, None)).passed, "the baseline's counts unknown"
     assert not fewer_tests(ran(4, 2, ok=False), ran(3, 1, ok=False)).lost, "a failing run says so itself"
+
+
+# ----- the test command's own definition ---------------------------------------------------------------------------
+RECIPE = f"\t{PYTEST} tests"
+MAKE_REPO = {"calc.py": CALC_PY, "tests/test_calc.py": TEST_CALC_PY, "Makefile": f"test:\n{RECIPE}\n",
+             "pytest.ini": "[pytest]\npythonpath = .\n"}
+
+
+@pytest.mark.parametrize("cheat", ["\ttrue", f"{RECIPE} -k 'not add'"], ids=["recipe-true", "deselect-add"])
+def test_a_plan_that_rewrites_the_makefile_recipe_the_test_command_runs_is_refused(
+        tmp_path: Path, embedder: embeddings.Embedder, cheat: str) -> None:
+    repo = python_repo(tmp_path, MAKE_REPO)
+    result, server, lines = run_agent(repo, [answer(modify("Makefile", RECIPE, cheat)), answer(FIX_ADD)], embedder,
+                                      test_command="make test", reproduce=False)
+    assert any(line.startswith("[Refused: Makefile: the edit to Makefile changes the makefile that `make test` "
+                               "reads") for line in lines), lines
+    assert "REFUSED" in server.chat_requests[1]["messages"][-1]["content"], "the model is told what and why"
+    assert (repo / "Makefile").read_text() == MAKE_REPO["Makefile"]
+    assert result.success and result.verified, "the honest fix: test_add, seen failing through make, seen passing"
+    assert result.verification == "tests/test_calc.py::test_add failed before, passes now"
+
+
+def test_with_test_edits_allowed_a_deselected_failing_test_is_no_verified_success(
+        tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = python_repo(tmp_path, MAKE_REPO)
+    cheat = answer(modify("Makefile", RECIPE, f"{RECIPE} -k 'not add'"))
+    result, _, _ = run_agent(repo, [cheat], embedder, test_command="make test", reproduce=False,
+                             allow_test_edits=True)
+    assert result.success and not result.verified and "add(a, b):\n    return a - b" in (repo / "calc.py").read_text()
+    assert result.verification == "the output does not show tests/test_calc.py::test_add passing now"
+    assert result_line(result).startswith("Result: SUCCESS, NOT VERIFIED")
+
+
+def test_a_plan_that_rewrites_the_package_script_the_test_command_runs_is_refused(
+        tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    if shutil.which("npm") is None:
+        pytest.skip("npm is not installed")
+    package = json.dumps({"name": "calc", "private": True, "scripts": {"check": f"{PYTEST} tests"}}, indent=2)
+    repo = python_repo(tmp_path, {**MAKE_REPO, "package.json": package})
+    cheat = modify("package.json", f'"check": "{PYTEST} tests"', '"check": "echo ok"')
+    result, _, lines = run_agent(repo, [answer(cheat), answer(FIX_ADD)], embedder, test_command="npm run check",
+                                 reproduce=False)
+    assert any(line.startswith("[Refused: package.json: the edit to package.json changes the package.json script "
+                               "that `npm run check` runs") for line in lines), lines
+    assert (repo / "package.json").read_text() == package and result.success and result.verified
+
+
+def _ran(passes: set[str], failed: tuple[str, ...] = (), ok: bool = True) -> TestResult:
+    return TestResult(command=["make", "test"], exit_code=0 if ok else 1, passed=ok, timed_out=False, output="",
+                      duration_s=0.1, failures=[TestFailure(test_id=i) for i in failed], passes=frozenset(passes))
+
+
+@pytest.mark.parametrize("baseline, after, verified, why", [
+    (_ran(set(), ("t.py::test_add",), ok=False), _ran({"t.py::test_add", "t.py::test_mul"}), True,
+     "t.py::test_add failed before, passes now"),
+    (_ran(set(), ("t.py::test_add",), ok=False), _ran(set()), False,  # a recipe rewritten to `true`: no output
+     "the output does not show t.py::test_add passing now (it names no passing test at all)"),
+    (_ran(set(), ("t.py::test_add",), ok=False), _ran({"t.py::test_mul"}), False,  # deselected
+     "the output does not show t.py::test_add passing now"),
+    (_ran(set(), ("tests/test_io.py",), ok=False), _ran({"tests/test_io.py::test_read"}), True,  # a collection error
+     "tests/test_io.py failed before, passes now"),
+    (_ran(set(), ok=False), _ran(set()), False,  # a runner whose output names no test
+     "the test command failed before and passes now, but its output names no test that failed"),
+    (_ran({"t.py::test_mul"}), _ran({"t.py::test_mul"}), False, "the tests passed before the change too"),
+])
+def test_verified_means_a_test_that_failed_before_is_seen_passing_now(baseline: TestResult, after: TestResult,
+                                                                      verified: bool, why: str) -> None:
+    assert verification(baseline, after, None, None) == (verified, why)
+
+
+def test_a_reproduction_test_is_verified_only_when_its_tests_are_seen_passing() -> None:
+    def reproduced(passes: set[str]) -> Reproduction:
+        return Reproduction(paths=["tests/test_repro.py"], failed=_ran(set(), ("tests/test_repro.py::test_x",), False),
+                            passes_after=True, after=_ran(passes))
+    green = _ran({"t.py::test_mul"})
+    assert verification(green, green, reproduced({"tests/test_repro.py::test_x"}), None) == (
+        True, "tests/test_repro.py failed before, passes now")
+    assert verification(green, green, reproduced(set()), None)[0] is False
+
+
+def test_a_rollback_names_the_files_the_tests_left_and_their_size(tmp_path: Path,
+                                                                  embedder: embeddings.Embedder) -> None:
+    """A test writes a 2 GB file (sparse: no disk is used) on every run; the run fails and is rolled back. Its own
+    edit is taken back; the dump is not its to delete, and the summary says it is there and how big."""
+    dumping = TEST_CALC_PY + "\n\ndef test_dump():\n    open('dump.bin', 'wb').truncate(2 << 30)\n"
+    repo = python_repo(tmp_path, {"calc.py": CALC_PY, "tests/test_calc.py": dumping,
+                                  "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"})
+    wrong = modify("calc.py", "def add(a, b):\n    return a - b", "def add(a, b):\n    return a * b")
+    result, _, _ = run_agent(repo, [answer(wrong)], embedder, max_iterations=1, reproduce=False)
+    assert not result.success and result.rolled_back and "return a - b" in (repo / "calc.py").read_text()
+    assert result.left_behind == [Leftover("dump.bin", 2 << 30)]
+    assert describe(result.left_behind)[1] == "  - dump.bin (2.0 GB)"
+
+
+def test_what_changed_in_the_tree_since_a_time_leaves_out_git_the_assistants_state_and_its_own_writes(
+        tmp_path: Path) -> None:
+    for name in ("old.txt", "new.txt", "mine.py", ".git/index", "state/journal", "deep/er/log.txt"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(name)
+    os.utime(tmp_path / "old.txt", (1_000_000, 1_000_000))
+    (tmp_path / "link").symlink_to("/etc/passwd")
+    found = changed_since(tmp_path, 2_000_000, skip=[tmp_path / "state"], written=["mine.py"])
+    assert {left.path for left in found} == {"new.txt", "deep/er/log.txt", "link"}
 
 
 def test_test_edits_are_allowed_when_asked(tmp_path: Path, embedder: embeddings.Embedder) -> None:

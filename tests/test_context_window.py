@@ -1,4 +1,4 @@
-"""Context windows: read from the setting, the server, the table or a refusal; every request sized to fit."""
+"""Context windows: read from the setting, the server, the catalogue or a refusal; every request sized to fit."""
 from __future__ import annotations
 
 import json
@@ -21,7 +21,7 @@ from code_assistant.model.server_reports import (
     from_props,
     resolve_window,
 )
-from code_assistant.model.window import DEFAULT_WINDOW, ContextWindow, known_window, window_limit
+from code_assistant.model.window import DEFAULT_WINDOW, ContextWindow, window_limit
 from tests.repos import (
     CALC_PY,
     ROOT,
@@ -66,11 +66,6 @@ def test_llama_cpp_servers_error_object_and_unrelated_errors() -> None:
 
 
 # ----- the window's arithmetic -----------------------------------------------------------------------------------
-def test_known_models_dated_and_prefixed() -> None:
-    assert known_window("gpt-4o-2024-08-06") == known_window("openai/gpt-4o") == 128_000
-    assert known_window("gpt-4o-mini") == 128_000 and known_window("qwen2.5-coder:14b") is None
-
-
 def test_room_keeps_the_answers_reserve_and_the_tokenizer_ratio() -> None:
     window = ContextWindow(2048, "test", ratio=1.25)
     assert window.reserve == 256

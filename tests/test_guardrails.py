@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from code_assistant.edit.guardrails import changed_line_count, check_test_setup, check_test_weakening
+from code_assistant.edit.test_definition import check_test_definition, definitions
 
 PYTEST = '''import pytest
 
@@ -206,3 +207,59 @@ def test_changes_that_leave_the_test_setup_alone_pass(path: str, old: str | None
 def test_a_go_build_tag_that_turns_a_test_file_off_is_a_skip() -> None:
     reason = check_test_weakening("calc_test.go", GO, "//go:build ignore\n\n" + GO)
     assert reason and "skipped" in reason
+
+
+# ----- the files the test command reads ------------------------------------------------------------------------------
+MAKEFILE = "PYTEST = python -m pytest -q\n\n.PHONY: test\ntest:\n\t$(PYTEST) tests\n\nlint:\n\truff check .\n"
+SCRIPTS = '{"scripts": {"check": "npm run lint && node --test", "lint": "eslint .", "build": "tsc"}, "deps": {}}'
+CARGO = '[package]\nname = "calc"\n\n[dependencies]\nserde = "1"\n\n[[test]]\nname = "api"\nharness = true\n'
+GO_CODE = "package calc\n\nfunc Add(a, b int) int { return a - b }\n"
+
+
+@pytest.mark.parametrize("command, path, old, new", [
+    ("make test", "Makefile", MAKEFILE, MAKEFILE.replace("$(PYTEST) tests", "true")),
+    ("make test", "Makefile", MAKEFILE, MAKEFILE.replace("-q", "-q -k 'not add'")),
+    ("make test", "Makefile", MAKEFILE, MAKEFILE + "include local.mk\n"),
+    ("make test", "tools/pytest.mk", "", "PYTEST += --deselect tests/test_calc.py::test_add\n"),
+    ("make -C app check", "app/Makefile", MAKEFILE, MAKEFILE.replace("tests", "tests/smoke")),
+    ("timeout 600 gmake -f ci.make test", "ci.make", MAKEFILE, ""),
+    ("npm run check", "package.json", SCRIPTS, SCRIPTS.replace("node --test", "true")),
+    ("npm run check", "package.json", SCRIPTS, SCRIPTS.replace("eslint .", "exit 0")),  # a script it runs
+    ("cd web && yarn check", "web/package.json", SCRIPTS, SCRIPTS.replace('"check": "', '"check": "exit 0; ')),
+    ("tox -e py311", "tox.ini", "[testenv]\ncommands = pytest\n", "[testenv]\ncommands = python -c 0\n"),
+    ("tox", "pyproject.toml", "[tool.tox]\nenv_list = ['py']\n", "[tool.tox]\nenv_list = []\n"),
+    ("uv run nox -s tests", "noxfile.py", "def tests(s):\n    s.run('pytest')\n", "def tests(s):\n    pass\n"),
+    ("just test", "justfile", "test:\n    pytest\n", "test:\n    true\n"),
+    ("cargo test", "Cargo.toml", CARGO, CARGO.replace("harness = true", "harness = false")),
+    ("cargo test", "crates/core/Cargo.toml", "[package]\nname = 'core'\n",
+     "[package]\nname = 'core'\nautotests = false\n"),
+    ("go test ./...", "calc/calc.go", GO_CODE, "//go:build never\n\n" + GO_CODE),
+    ("./scripts/test.sh", "scripts/test.sh", "#!/bin/sh\npytest\n", "#!/bin/sh\nexit 0\n"),
+    ("python runtests.py --fast", "runtests.py", "import pytest\npytest.main()\n", "print('ok')\n"),
+])
+def test_a_change_to_what_the_test_command_runs_is_refused_as_a_test_edit(command: str, path: str, old: str,
+                                                                          new: str) -> None:
+    reason = check_test_definition(path, old, new, command)
+    assert reason and reason.startswith(f"the edit to {path} changes ") and "--allow-test-edits" in reason
+
+
+@pytest.mark.parametrize("command, path, old, new", [
+    ("make test", "calc.py", "def add(a, b):\n    return a - b\n", "def add(a, b):\n    return a + b\n"),
+    ("make -C app check", "Makefile", MAKEFILE, ""),  # another folder's makefile
+    ("npm run check", "package.json", SCRIPTS, SCRIPTS.replace('"tsc"', '"tsc -b"')),  # a script it does not run
+    ("npm run check", "package.json", SCRIPTS, SCRIPTS.replace('"deps": {}', '"deps": {"zod": "3"}')),
+    ("npm test", "web/package.json", SCRIPTS, ""),
+    ("tox", "pyproject.toml", "[project]\nname = 'app'\n", "[project]\nname = 'app'\nversion = '2'\n"),
+    ("cargo test", "Cargo.toml", CARGO, CARGO.replace('serde = "1"', 'serde = "1"\nrand = "0.8"')),
+    ("go test ./...", "calc/calc.go", GO_CODE, GO_CODE.replace("a - b", "a + b")),
+    ("python -m pytest -q", "pytest.ini", "", "[pytest]\n"),  # pytest's own configuration: check_test_setup's
+    ("pytest tests/test_calc.py", "tests/test_calc.py", "", "def test_more():\n    pass\n"),
+])
+def test_changes_beside_what_the_test_command_runs_pass(command: str, path: str, old: str, new: str) -> None:
+    assert check_test_definition(path, old, new, command) is None
+
+
+def test_the_files_a_test_command_reads_are_named_by_what_runs_them() -> None:
+    assert [d.what for d in definitions("FOO=1 make -j4 test && ./post.sh")] == [
+        "the makefile that `make -j4 test` reads", "the script the test command runs (`./post.sh`)"]
+    assert definitions("python -m pytest -q") == [] and definitions("echo 'unclosed") == []

@@ -22,6 +22,6 @@ def test_the_package_root_holds_only_the_doors_the_workspace_and_the_base() -> N
     modules = {p.stem for p in root.glob("*.py")} - {"__init__"}
     stages = {p.name for p in root.iterdir() if (p / "__init__.py").is_file()}
     assert modules == {"session", "serve", "workspace", "settings", "languages", "errors", "tokens", "redact", "vcs",
-                       "interrupts"}
+                       "interrupts", "gate"}
     assert stages == {"cli", "console", "operations", "agent", "tools", "mcp", "retrieve", "answers", "edit", "verify",
                       "model", "index", "parse"}

@@ -94,12 +94,14 @@ def test_a_repositorys_server_starts_once_approved_on_a_terminal_and_asks_again_
 
 
 def test_our_operations_as_an_mcp_server_search_apply_test_and_undo(tmp_path: Path) -> None:
-    """Another agent (the SDK's own client, over stdio) searches, applies a plan, the user writes a line into the same
-    file, and undo takes back the plan's change alone."""
+    """Another agent (the SDK's own client, over stdio) searches, is refused a read of a link out of the tree, applies
+    a plan, the user writes a line into the same file, and undo takes back the plan's change alone."""
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
     repo = python_repo(tmp_path)
+    (tmp_path / ".netrc").write_text("machine example.com login me password netrc-marker-5120\n")
+    (repo / "notes.py").symlink_to(tmp_path / ".netrc")  # the read gate keeps MCP's read in the tree too
     plan = {"changes": [{"file_path": "calc.py", "action": "modify", "search": "    return a - b",
                          "replace": "    return a + b"}]}
 
@@ -110,8 +112,8 @@ def test_our_operations_as_an_mcp_server_search_apply_test_and_undo(tmp_path: Pa
         seen: dict[str, str] = {}
         async with Client(params) as client:
             seen["tools"] = ",".join(sorted(t.name for t in (await client.list_tools()).tools))
-            for name, arguments in (("search", {"query": "add returns the wrong sum"}), ("apply", {"plan": plan}),
-                                    ("test", {})):
+            for name, arguments in (("search", {"query": "add returns the wrong sum"}), ("read", {"path": "notes.py"}),
+                                    ("apply", {"plan": plan}), ("test", {})):
                 seen[name] = (await client.call_tool(name, arguments)).content[0].text
             with (repo / "calc.py").open("a") as user:
                 user.write("# the user's own line\n")
@@ -122,6 +124,7 @@ def test_our_operations_as_an_mcp_server_search_apply_test_and_undo(tmp_path: Pa
     seen = asyncio.run(asyncio.wait_for(drive(), 240))
     assert seen["tools"] == "apply,context,grep,read,search,symbol,test,undo"
     assert seen["search"].splitlines()[0].startswith("calc.py")
+    assert "outside the repository" in seen["read"] and "netrc-marker" not in seen["read"]
     assert seen["apply"].startswith("Applied to calc.py") and "+    return a + b" in seen["apply"]
     assert seen["test"].startswith("2 passed")
     assert seen["undo"].startswith("Took back 'apply (MCP)' (calc.py)") and "merged" in seen["undo"]

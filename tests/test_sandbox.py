@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from code_assistant.verify.runner import RUN_TOKEN_VAR, TestRunner, reap_leftovers
 from code_assistant.errors import ConfigError
 from code_assistant.settings import SandboxMode
+from code_assistant.verify.runner import RUN_TOKEN_VAR, TestRunner, reap_leftovers
 from code_assistant.verify.sandbox import Backend, Policy, Sandbox, bwrap_argv, cache_dirs, resolve
-from tests.repos import (GO_FIX, NODE_FIX, ROOT, answer, go_repo, modify, node_repo, python_repo, run_cli, write_tree)
+from tests.repos import GO_FIX, NODE_FIX, ROOT, answer, go_repo, modify, node_repo, python_repo, run_cli, write_tree
 from tests.scripted_server import ScriptedServer
 
 PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
@@ -80,7 +80,8 @@ def test_write_binds_the_tree_over_a_read_only_root_and_keeps_git_read_only() ->
     policy = Policy((tree, Path("/home/me/.cache/go-build")), (tree / ".git", Path("/home/me/.cache/ca/state")))
     argv = bwrap_argv("/usr/bin/bwrap", policy, ["pytest", "-q"], tree)
     text = " ".join(argv)
-    assert argv[:3] == ["/usr/bin/bwrap", "--die-with-parent", "--unshare-pid"]
+    assert argv[:5] == ["/usr/bin/bwrap", "--die-with-parent", "--cap-drop", "ALL", "--unshare-pid"], \
+        "no capability left, as root too"
     assert "--unshare-net" in argv and "--new-session" not in argv, "the network is off unless asked for"
     assert text.index("--ro-bind / /") < text.index("--tmpfs /tmp") < text.index(f"--bind {tree} {tree}")
     assert text.index(f"--bind {tree} {tree}") < text.index(f"--ro-bind-try {tree}/.git {tree}/.git")
@@ -307,8 +308,8 @@ def test_sandbox_off_runs_the_tests_as_before(tmp_path: Path, isolated_env: Path
     with ScriptedServer([HOSTILE_FIX]) as server:
         proc = _cli(repo, server, "--sandbox", "off")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert _header(proc.stdout) == ["[Sandbox: off; tests run unconfined (HOME readable, network on), N secret "
-                                    "variables held back]"]
+    assert _header(proc.stdout) == [("[Sandbox: off; tests run unconfined (HOME readable, network on), N secret "
+                                     "variables held back]")]
     assert (isolated_env / "pwned").exists() and (tmp_path / "sibling" / "pwned").exists()
 
 

@@ -35,9 +35,9 @@ from tests.scripted_server import ScriptedServer
 
 FIX_ADD = answer(modify("calc.py", "    return a - b", "    return a + b"))
 TIMES = answer(modify("calc.py", "    return a * b", "    return a * b  # times"))
-SECRET = "sk-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6"
 PROMPT = r"\n>\s*\Z"  # the session waits at its prompt
-AGENTS = f"Use type hints everywhere.\nOPENAI_API_KEY={SECRET}\n"
+DB_PASSWORD = "pw-db-991"  # a credential redaction masks in a file that is no secret file (tests/test_read_gate.py)
+AGENTS = f"Use type hints everywhere.\nDATABASE_URL=postgres://app:{DB_PASSWORD}@localhost/app\n"
 
 
 def _piped(repo: Path, lines: str, server: ScriptedServer, *more: str,
@@ -201,7 +201,7 @@ def test_agents_md_reaches_the_system_message_of_a_run_an_ask_and_a_session_task
     for request in server.chat_requests:
         system = request["messages"][0]
         assert system["role"] == "system" and "Use type hints everywhere." in system["content"]
-        assert SECRET not in json.dumps(request) and "never weaken" in system["content"]
+        assert DB_PASSWORD not in json.dumps(request) and "never weaken" in system["content"]
     with ScriptedServer([FIX_ADD]) as server:
         run_cli(["--repo", str(repo), "--task", "fix it", "--test-command", PYTEST, "--no-instructions"],
                 server_url=server.url)

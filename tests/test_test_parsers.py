@@ -1,5 +1,6 @@
 """Parser tests on outputs of real runs: pytest, unittest, go, node --test and cargo run here in tmp dirs;
-Jest and Mocha outputs were recorded once (see tests/fixtures/runner_outputs/README.md)."""
+Jest and Mocha outputs were recorded once (see tests/fixtures/runner_outputs/README.md). Each names its failing tests
+and, where its output shows them, its passing ones by the same ids."""
 from __future__ import annotations
 
 import os
@@ -10,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from code_assistant.verify.outputs import detect_runner, parse_test_output, repo_path, trim_message
+from code_assistant.verify.outputs import detect_runner, parse_test_output, repo_path, strip_ansi, trim_message
+from code_assistant.verify.passes import PASSES_OPTION, fold_passes, passed_ids, seen_passing
 
 FIXTURES = Path(__file__).parent / "fixtures" / "runner_outputs"
 # cargo is a rustup proxy that finds its toolchain through HOME; the autouse fixture swaps HOME per test
@@ -29,7 +31,7 @@ def write(root: Path, files: dict[str, str]) -> Path:
 
 def run(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[str, int]:
     """Run a real test command; PYTEST_DISABLE_PLUGIN_AUTOLOAD keeps the inner pytest fast."""
-    proc = subprocess.run(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    proc = subprocess.run(command, check=False, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=120,
                           env={**os.environ, "CI": "1", "NO_COLOR": "1", "PYTHONDONTWRITEBYTECODE": "1",
                                "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **(env or {})})
@@ -56,13 +58,16 @@ def pytest_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write(tmp_path_factory.mktemp("pyrepo"), PYTEST_SUITE)
 
 
-@pytest.mark.parametrize("extra", [[], ["-q", "--tb=short"], ["--color=yes", "--tb=native"]])
+@pytest.mark.parametrize("extra", [[], ["-q", "--tb=short"], ["--color=yes", "--tb=native"], ["-v", "-rN"]])
 def test_pytest_failures_collection_errors_and_counts(pytest_repo: Path, extra: list[str]) -> None:
+    """As the runner runs pytest: with its passing tests listed (-rp, or -v's lines where -rN drops the summary)."""
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--continue-on-collection-errors", *extra]
-    output, code = run(command, pytest_repo, {"PYTHONPATH": str(pytest_repo)})
+    output, code = run(command, pytest_repo, {"PYTHONPATH": str(pytest_repo), "PYTEST_ADDOPTS": PASSES_OPTION})
     assert code == 1
 
     runner, failures, passed, failed = parse_test_output(output, command, pytest_repo)
+    assert passed_ids(strip_ansi(output), runner) == {"tests/test_calc.py::test_zero"}  # as the runner reads it
+    assert parse_test_output(fold_passes(output), command, pytest_repo) == (runner, failures, passed, failed)
 
     assert runner == "pytest"
     assert (passed, failed) == (1, 4)  # 2 failed + 2 collection errors
@@ -112,6 +117,9 @@ def test_unittest(tmp_path: Path) -> None:
     assert code == 1
 
     runner, failures, passed, failed = parse_test_output(output, command, tmp_path)
+    verbose, _ = run([*command, "-v"], tmp_path)
+    assert (passed_ids(output, runner), passed_ids(verbose, runner)) == (set(), {"test_mod.CalcTest.test_ok"})
+    assert parse_test_output(verbose, command, tmp_path) == (runner, failures, passed, failed)
 
     assert runner == "unittest"
     assert (passed, failed) == (1, 3)
@@ -176,6 +184,7 @@ def test_go_failures_build_errors_and_panics(tmp_path: Path, go_env: dict[str, s
     assert panic.frames == [("pan/p_test.go", 5), ("pan/p.go", 3)]  # runtime and testing frames dropped
     assert failed == 4
     assert passed == (1 if verbose else None)
+    assert passed_ids(output, runner) == ({"example.com/demo/calc.TestOK"} if verbose else set())
 
 
 # ---------------------------------------------------------------- node
@@ -218,6 +227,8 @@ def test_node_test_runner_through_npm_test(node_repo: Path) -> None:
     assert "0 !== 4" in adds.message and "expected: 4" in adds.message and "actual: 0" in adds.message
     assert nested.test_id == "suite › nested fails"
     assert nested.message == "boom nested"
+    assert "passes" in passed_ids(output, runner) and not {"adds numbers", "suite › nested fails"} & passed_ids(
+        output, runner)
 
 
 @pytest.mark.parametrize("reporter", ["tap", "spec"])
@@ -239,6 +250,8 @@ def test_node_file_that_fails_to_load(node_repo: Path, reporter: str) -> None:
     assert "0 !== 4" in adds.message
     assert adds.frames == [("test/calc.test.js", 6)]
     assert sum(f.test_id.endswith("nested fails") for f in failures) == 1
+    passes = passed_ids(output, runner)
+    assert seen_passing("passes", passes) and not any(seen_passing(f.test_id, passes) for f in failures)
 
 
 # ---------------------------------------------------------------- cargo
@@ -285,6 +298,7 @@ def test_cargo_failing_test(tmp_path: Path, cargo_env: dict[str, str]) -> None:
     assert (passed, failed) == (1, 1)
     [failure] = failures
     assert failure.test_id == "tests::it_works"
+    assert passed_ids(output, runner) == {"tests::passes"}
     assert (failure.file, failure.line) == ("src/lib.rs", 11)
     assert "left == right" in failure.message and "left: 0" in failure.message
     assert all(path == "src/lib.rs" for path, _ in failure.frames)  # /rustc/... frames dropped
@@ -324,6 +338,7 @@ def test_jest_recorded_output() -> None:
     assert negatives.frames == [("__tests__/calc.test.js", 12), ("src/calc.js", 5)]
     assert negatives.message == "TypeError: negative value: -1"
     assert (suite.test_id, suite.status) == ("__tests__/broken.test.js", "error")
+    assert passed_ids(output, runner) == set(), "jest names passing tests only with --verbose"
     assert "Cannot find module '../src/missing'" in suite.message
     assert suite.frames == [("__tests__/broken.test.js", 1)]  # node_modules frames dropped
 
@@ -340,6 +355,7 @@ def test_mocha_recorded_output() -> None:
     assert "AssertionError" in adds.message and "0 !== 4" in adds.message
     assert negatives.test_id == "calc › check › rejects negatives gracefully"
     assert negatives.frames == [("test/calc.spec.js", 13), ("src/calc.js", 5)]
+    assert passed_ids(output, runner) == {"calc › passes", "passes"}
 
 
 def test_mocha_spec_that_fails_to_load() -> None:

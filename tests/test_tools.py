@@ -4,14 +4,17 @@ window; confined to what a person may be shown, secrets redacted; `run` in the s
 with --no-tools, whose requests are today's; and a run with tool calls replayed without the model."""
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import sys
+import textwrap
 import threading
 from pathlib import Path
 
 import pytest
 
+from code_assistant import redact
 from code_assistant.answers.tool_calls import WrittenCall, arguments, written_calls
 from code_assistant.model import prompts
 from code_assistant.model.fitting import TOOL_RESULTS_HEAD, fit_tool_results, message_tokens
@@ -194,6 +197,27 @@ def test_grep_and_search_pass_over_secrets_and_say_what_they_left_out(looking: L
         looking.grep({"pattern": "("})
     page = looking.read({"path": "calc.py", "start": 2, "end": 3})
     assert page.text.splitlines()[0] == "calc.py: lines 2-3 of 9" and "(lines 4-9 not shown: read with start=4)" in page.text
+
+
+def test_read_and_grep_show_no_line_of_a_private_key_a_file_holds(tmp_path: Path) -> None:
+    """A file that holds a private key is a secret file by what it holds: the read gate refuses it whole, and a grep
+    for one of the key's lines, or for its code, shows none of it. A key's block in a text the gate does let through
+    (no BEGIN line in it) is redacted by its shape on its way to the model, every line keeping its number."""
+    body = textwrap.wrap(base64.b64encode(bytes(range(256)) * 5).decode(), 64)  # a key's body, as PEM wraps it
+    begin, end = "-----BEGIN RSA " + "PRIVATE KEY-----", "-----END RSA " + "PRIVATE KEY-----"
+    repo = python_repo(tmp_path, {"deploy.py": "\n".join(['KEY = """', begin, *body, end, '"""', "def sign():",
+                                                           "    return KEY", ""]),
+                                  "notes.txt": "\n".join(["key lines, pasted without their BEGIN line:", *body[3:9],
+                                                          "end of notes", ""])})
+    settings = load_settings(repo, embed_budget=0)
+    looking = Looking(RepoView(repo, exclude=[settings.index_path, settings.state_path]), lambda: None)  # type: ignore
+    with pytest.raises(ToolError, match="secret"):
+        looking.read({"path": "deploy.py", "start": 5, "end": 9})
+    assert "deploy.py" not in looking.grep({"pattern": body[7]}).text
+    assert "deploy.py" not in looking.grep({"pattern": "def sign"}).text
+    shown = redact.redact(looking.read({"path": "notes.txt"}).text)[0]  # as the model is sent it (redact_messages)
+    assert [line for line in body if line in shown] == [] and "    2  [REDACTED:private-key]" in shown
+    assert "    8  end of notes" in shown
 
 
 def test_a_call_that_would_run_for_minutes_or_flood_the_window_stops_and_says_where(

@@ -26,7 +26,8 @@ from code_assistant.settings import Settings
 
 def limits_of(settings: Settings) -> Limits:
     return Limits(max_changed_lines=settings.max_changed_lines, max_plan_lines=settings.max_plan_lines,
-                  max_files=settings.max_files, allow_test_edits=settings.allow_test_edits)
+                  max_files=settings.max_files, allow_test_edits=settings.allow_test_edits,
+                  test_command=settings.test_command, allow_env_edits=settings.allow_env_edits)
 
 
 class Applier:

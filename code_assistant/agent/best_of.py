@@ -84,7 +84,8 @@ class BestOf:
         steps = max(1, s.max_iterations - 1)  # the attempt's plan and fixes each passed their own limit
         limits = Limits(max_changed_lines=s.max_changed_lines,
                         max_plan_lines=s.max_plan_lines + steps * s.max_changed_lines,
-                        max_files=s.max_files * (steps + 1), allow_test_edits=s.allow_test_edits)
+                        max_files=s.max_files * (steps + 1), allow_test_edits=s.allow_test_edits,
+                        test_command=s.test_command, allow_env_edits=s.allow_env_edits)
         applied = parent.applier.apply(self.operations(winner), is_plan=True, limits=limits)
         if applied.refused or not applied.wrote or any(not r.ok for r in applied.results):
             problems = applied.refused + [r.message.splitlines()[0] for r in applied.results if not r.ok]

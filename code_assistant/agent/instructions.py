@@ -1,15 +1,16 @@
 """The repository owner's instructions for agents: `AGENTS.md` (the root's, and those in the directories of the files
 a request shows, nearest last), else `CLAUDE.md`, `CONVENTIONS.md` or `.github/copilot-instructions.md`. Their text
-goes into the system part of every request within a budget (a longer text is cut, and says so), redacted like any
-file; they never override the tool's own rules."""
+goes into the system part of every request within a budget (a longer text is cut, and says so), read through the read
+gate (never a link out of the tree) and redacted like any file; they never override the tool's own rules."""
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from code_assistant import redact, tokens
+from code_assistant.gate import Gate
 from code_assistant.model import prompts
 
 logger = logging.getLogger(__name__)
@@ -39,25 +40,20 @@ class Instructions:
         return f"{names}, {lines} lines" + (" (cut to fit)" if self.cut else "")
 
 
-def _read(repo: Path, rel: str) -> str | None:
-    path = repo / rel
-    try:
-        if not path.is_file() or not path.resolve().is_relative_to(repo.resolve()):
-            return None
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_BYTES)
-    except OSError:
+def _read(gate: Gate, rel: str) -> str | None:
+    read = gate.text(rel, max_bytes=MAX_BYTES, head=True)
+    if read is None:
         return None
-    text, found = redact.redact(data.decode("utf-8", errors="replace"))
+    text, found = redact.redact(read)
     if found:
         logger.info("redacted %d secret(s) from %s", found, rel)
     return text if text.strip() else None
 
 
-def exist(repo: Path, indexed: Iterable[str] = ()) -> bool:
+def exist(gate: Gate, indexed: Iterable[str] = ()) -> bool:
     """Whether the repository has any instruction file: the root's or a fallback, or an AGENTS.md among the
     repository's indexed files."""
-    return any((repo / rel).is_file() for rel in (NESTED, *FALLBACKS)) or any(
+    return any(gate.admits(rel) for rel in (NESTED, *FALLBACKS)) or any(
         PurePosixPath(path).name == NESTED for path in indexed)
 
 
@@ -73,11 +69,11 @@ def _nested(paths: Iterable[str]) -> list[str]:
     return sorted(dirs, key=lambda d: d.count("/"))
 
 
-def find(repo: Path, budget: int, shown: Iterable[str] = ()) -> Instructions | None:
+def find(gate: Gate, budget: int, shown: Iterable[str] = ()) -> Instructions | None:
     """The instructions for a request that shows the files `shown`, within `budget` tokens (None: there are none).
     The root's AGENTS.md, else the first fallback that exists; then the AGENTS.md of the shown files' directories."""
-    root = next(((rel, text) for rel in (NESTED, *FALLBACKS) if (text := _read(repo, rel))), None)
-    found = ([root] if root else []) + [(rel, text) for rel in _nested(shown) if (text := _read(repo, rel))]
+    root = next(((rel, text) for rel in (NESTED, *FALLBACKS) if (text := _read(gate, rel))), None)
+    found = ([root] if root else []) + [(rel, text) for rel in _nested(shown) if (text := _read(gate, rel))]
     if not found or budget <= 0:
         return None
     kept: list[tuple[str, str]] = []

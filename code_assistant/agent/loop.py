@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from code_assistant.agent.exchange import context_line
@@ -20,6 +21,7 @@ from code_assistant.agent.stop import Stop
 from code_assistant.agent.waiting import SILENT, Status, counting_files, waiting
 from code_assistant.answers.plan import PlanParseError
 from code_assistant.edit.editor import ChangedOutsideError, FileEditor
+from code_assistant.edit.leftovers import changed_since
 from code_assistant.edit.operations import EditOperation
 from code_assistant.index.indexer import Indexer, RepoIndex
 from code_assistant.model import prompts
@@ -27,6 +29,7 @@ from code_assistant.model.chat import ChatModel, ModelError, Usage
 from code_assistant.model.trajectory import Trajectory
 from code_assistant.settings import Settings
 from code_assistant.tools.box import ToolsFor
+from code_assistant.verify.passes import seen_passing
 from code_assistant.verify.runner import TestResult, TestRunner, TestsNotRunError
 
 logger = logging.getLogger(__name__)
@@ -37,21 +40,38 @@ NO_CHANGE = "no change: the model proposed none"
 
 def verification(baseline: TestResult, result: TestResult, reproduction: Reproduction | None,
                  asked: bool | None) -> tuple[bool, str]:
-    """Whether a test shows the task done — one that failed before the change and passes now (the reproduction
-    test, or the baseline's failing tests) — and, in words, which one, or why there is none."""
+    """Whether a test shows the task done — one that failed before the change is seen passing now, by its id in the
+    output (the reproduction test's, or the baseline's failing tests) — and, in words, which one, or why there is
+    none. A green exit alone proves nothing: the command may no longer run the test (a rewritten Makefile recipe)."""
+    unseen: list[str] = []
     if reproduction is not None and reproduction.reproduced and reproduction.passes_after:
-        return True, f"{', '.join(reproduction.paths)} failed before, passes now"
+        assert reproduction.failed is not None
+        ids = [i for i in reproduction.failed.failed_ids if i.startswith(tuple(reproduction.paths))] \
+            or reproduction.failed.failed_ids
+        after = reproduction.after.passes if reproduction.after is not None else frozenset()
+        unseen = [i for i in ids if not seen_passing(i, after)]
+        if ids and not unseen:
+            return True, f"{', '.join(reproduction.paths)} failed before, passes now"
+        unseen = unseen or [f"the tests of {', '.join(reproduction.paths)}"]
     if baseline.failed_ids:
         names = baseline.failed_ids
-        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-        return True, f"{shown} failed before, pass{'es' if len(names) == 1 else ''} now"
+        unseen += [i for i in names if not seen_passing(i, result.passes)]
+        if not unseen:
+            return True, f"{_some(names)} failed before, pass{'es' if len(names) == 1 else ''} now"
+    if unseen:
+        why = "" if result.passes else " (it names no passing test at all)"
+        return False, f"the output does not show {_some(unseen)} passing now{why}"
     if not baseline.passed and result.passed:
-        return True, "the test command failed before, passes now"
+        return False, "the test command failed before and passes now, but its output names no test that failed"
     if reproduction is not None and not reproduction.reproduced:
         return False, f"the reproduction test was not kept ({reproduction.note or 'none was written'})"
     if asked is False:
         return False, "--no-reproduce, and the tests passed before the change too"
     return False, "the tests passed before the change too"
+
+
+def _some(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 def plan_line(ops: list[EditOperation]) -> str:
@@ -100,6 +120,7 @@ class Agent:
 
     def prepare(self, task: str) -> Prepared:
         p = self.parts
+        p.state.started = time.time()
         index = self.index()
         baseline = p.verifier.baseline()
         p.say(f"[Baseline: {baseline.summary()}]")
@@ -193,8 +214,10 @@ class Agent:
                                    verification=ending.verification)
         taken_back = editor.rollback()
         logger.info("rolled back %d file(s) after %s", len(taken_back), ending.reason)
+        started, s = self.parts.state.started, self.settings
+        left = changed_since(s.repo, started, [s.index_path, s.state_path], files) if started is not None else []
         return recorder.result(success=False, reason=ending.reason, files=files, rolled_back=bool(taken_back),
-                               message=ending.message, taken_back=taken_back)
+                               message=ending.message, taken_back=taken_back, left_behind=left)
 
     # ----- the steps the loop names -----------------------------------------------------------------------
     def index(self) -> RepoIndex:
@@ -228,9 +251,8 @@ class Agent:
     def untested(self, applied: Applied) -> str | None:
         """Why this answer's edits are not worth a test run (None: run the tests). Not when nothing was asked:
         a failing baseline with no change is tested once (it may pass: flaky tests)."""
-        if applied.results or applied.refused:
-            if not applied.wrote:
-                return "none of the answer's edits could be applied"
+        if (applied.results or applied.refused) and not applied.wrote:
+            return "none of the answer's edits could be applied"
         broken = self.parts.editor.broken()
         if broken:
             return "; ".join(f"{path} does not parse ({problem})" for path, problem in broken.items())

@@ -1,10 +1,9 @@
 """Codebase chat (--ask): answer a question from the same context builder, with file:line citations; never edits. A
 reasoning model's reasoning blocks are left out of the answer shown and returned; the citations are checked against
-the repository."""
+the repository, through the read gate."""
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from pathlib import Path
 
 from code_assistant.agent.conversation import Conversation
 from code_assistant.agent.exchange import context_line, exchange
@@ -13,7 +12,7 @@ from code_assistant.agent.requests import ASK_ANSWER, QuestionRequest, Requests
 from code_assistant.agent.waiting import SILENT, Status
 from code_assistant.answers.citations import citations
 from code_assistant.answers.reasoning import split_reasoning
-from code_assistant.edit.operations import PathError, resolve_repo_path
+from code_assistant.gate import Gate, Refused
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.model.chat import ChatModel, ChatResponse
 from code_assistant.retrieve.context import Context
@@ -42,34 +41,28 @@ def answer_question(index: RepoIndex, model: ChatModel, question: str, settings:
     return response, conversation.context
 
 
-def not_in_repository(answer: str, repo: Path, indexed: Collection[str]) -> list[str]:
-    """The answer's citations (`path:line`, `path:start-end`) of a file the repository does not have, or of lines
-    past the file's end. A path that names no file but ends exactly one indexed path (`calc.py` for
-    `src/calc.py`) is that file."""
+def not_in_repository(answer: str, gate: Gate, indexed: Collection[str]) -> list[str]:
+    """The answer's citations (`path:line`, `path:start-end`) of a file the repository does not have (or the read
+    gate does not show), or of lines past the file's end. A path that names no file but ends exactly one indexed
+    path (`calc.py` for `src/calc.py`) is that file."""
     flagged = []
     for cited in citations(answer):
-        path = _cited_file(repo, cited.path, indexed)
+        text = _cited_text(gate, cited.path, indexed)
         first, last = sorted((cited.start, cited.end))
-        if path is None or first < 1 or last > _line_count(path):
+        if text is None or first < 1 or last > _line_count(text):
             flagged.append(str(cited))
     return flagged
 
 
-def _cited_file(repo: Path, cited: str, indexed: Collection[str]) -> Path | None:
+def _cited_text(gate: Gate, cited: str, indexed: Collection[str]) -> str | None:
     try:
-        path = resolve_repo_path(repo, cited)
-    except PathError:
-        return None
-    if path.is_file():
-        return path
+        return gate.read(cited, max_bytes=None)
+    except Refused:
+        pass
     ending = "/" + cited.removeprefix("./")
     matches = [p for p in indexed if p.endswith(ending)]
-    return repo / matches[0] if len(matches) == 1 else None
+    return gate.text(matches[0], max_bytes=None) if len(matches) == 1 else None
 
 
-def _line_count(path: Path) -> int:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return 0
-    return data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
+def _line_count(text: str) -> int:
+    return text.count("\n") + (0 if not text or text.endswith("\n") else 1)

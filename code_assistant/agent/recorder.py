@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from code_assistant.agent.state import Applied, RunResult, RunState
 from code_assistant.agent.stop import Stop
+from code_assistant.edit.leftovers import Leftover
 from code_assistant.edit.takeback import FileOutcome
 from code_assistant.model.chat import Usage
 from code_assistant.model.trajectory import Step, StepKind, Trajectory
@@ -54,14 +55,15 @@ class Recorder:
     def result(self, *, success: bool, reason: Stop, files: list[str], rolled_back: bool, diff: str = "",
                message: str = "", iterations: int | None = None,
                taken_back: list[FileOutcome] | None = None, verified: bool = False,
-               verification: str = "") -> RunResult:
+               verification: str = "", left_behind: list[Leftover] | None = None) -> RunResult:
         reproduction = self.state.reproduction
         return RunResult(success=success, stop_reason=reason,
                          iterations=self.state.iteration if iterations is None else iterations, files_modified=files,
                          rolled_back=rolled_back, diff=diff, message=message, usage=self.usage(), cost_usd=self.cost(),
                          log_path=str(self.trajectory.path) if self.trajectory else None,
                          reproduction=reproduction.summary() if reproduction is not None else None,
-                         taken_back=taken_back or [], tests_failed=list(self.state.tests_failed),
+                         taken_back=taken_back or [], left_behind=left_behind or [],
+                         tests_failed=list(self.state.tests_failed),
                          verified=verified, verification=verification,
                          tool_calls=self.tools.count if self.tools else 0)
 

@@ -19,7 +19,6 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import ClassVar
 
 from code_assistant import tokens
@@ -27,6 +26,7 @@ from code_assistant.agent import instructions
 from code_assistant.agent.feedback import failure_text
 from code_assistant.agent.instructions import Instructions
 from code_assistant.agent.memory import Memory, notes_text
+from code_assistant.gate import Gate
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.model import prompts
 from code_assistant.model.chat import Message
@@ -175,7 +175,7 @@ class Requests:
         or --no-instructions)."""
         if not self.settings.instructions or budget <= 0:
             return None
-        return instructions.find(self.settings.repo, budget, shown)
+        return instructions.find(Gate.of(self.settings), budget, shown)
 
     def system(self, budget: int = 0, shown: Sequence[str] = ()) -> str:
         """The system message: the tool's rules, then the owner's instructions (within `budget` tokens), a session's
@@ -194,7 +194,7 @@ class Requests:
 
     def _owner_has_any(self, index: RepoIndex) -> bool:
         """Whether the repository has instructions for agents at all (else the context keeps their share)."""
-        return instructions.exist(self.settings.repo, index.files)
+        return instructions.exist(Gate.of(self.settings), index.files)
 
     def session_notes(self) -> str:
         """A session's notes of earlier tasks, newest first, within an eighth of the room ("" for none)."""
@@ -339,9 +339,8 @@ class Requests:
 
     def _involved(self, index: RepoIndex, result: TestResult, modified: list[str]) -> list[str]:
         """Files the fix request must show: those changed so far, those in the failures' frames, and (on an import
-        error) the dependency manifest."""
-        repo = Path(self.settings.repo)
+        error) the dependency manifest; each as the read gate admits it (a frame is the test run's word: a path out
+        of the tree, a link it planted, is no file to show)."""
         frames = [p for f in result.failures for p in ([f.file] if f.file else []) + [x for x, _ in f.frames]]
-        manifests = [m for m in MANIFESTS if _import_error(result) and (repo / m).is_file()]
-        return [p for p in dict.fromkeys([*modified, *frames, *manifests])
-                if p in index.files or (repo / p).is_file()]
+        manifests = [m for m in MANIFESTS if _import_error(result)]
+        return [p for p in dict.fromkeys([*modified, *frames, *manifests]) if index.gate.admits(p)]

@@ -11,6 +11,7 @@ from code_assistant.agent.stop import Stop
 from code_assistant.model.chat import Usage
 
 if TYPE_CHECKING:
+    from code_assistant.edit.leftovers import Leftover
     from code_assistant.edit.operations import EditResult
     from code_assistant.edit.preview import Preview
     from code_assistant.edit.takeback import FileOutcome
@@ -50,6 +51,7 @@ class Reproduction:
     failed: TestResult | None
     passes_after: bool = False
     note: str = ""
+    after: TestResult | None = None  # its run once the suite was green
 
     @property
     def reproduced(self) -> bool:
@@ -90,6 +92,7 @@ class RunState:
     reproduction: Reproduction | None = None
     repo_index: RepoIndex | None = None  # the index of the repository: what the model may ask to read
     tests_failed: list[str] = field(default_factory=list)  # at the last test run
+    started: float | None = None  # time.time() before its first test run: what changed in the tree since
 
 
 class UsageMeter:
@@ -137,6 +140,7 @@ class RunResult:
     reproduction: str | None = None  # what became of the reproduction test, in words (None: there was none)
     candidates: list[CandidateOutcome] = field(default_factory=list)  # best of N: one per attempt
     taken_back: list[FileOutcome] = field(default_factory=list)  # a rollback: what became of each file it touched
+    left_behind: list[Leftover] = field(default_factory=list)  # a rollback: what else changed in the tree, left there
     tests_failed: list[str] = field(default_factory=list)  # the tests failing at the last test run
     verified: bool = False  # a test that failed before the change passes now
     verification: str = ""  # which test shows it, or why none does

@@ -48,7 +48,7 @@ class Verifier:
     def _reproduction_after(self, reproduction: Reproduction, suite: TestResult) -> TestResult:
         """With the suite green, the reproduction test must pass too (run alone: the suite may not collect it)."""
         alone = self.run_alone(reproduction.paths)
-        reproduction.passes_after = alone.passed
+        reproduction.passes_after, reproduction.after = alone.passed, alone
         if alone.passed:
             return suite
         self.say(f"[The reproduction test still fails: {alone.summary()}]")

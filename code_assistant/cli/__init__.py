@@ -189,7 +189,8 @@ commands (each with its own --help; without one, the default command runs):
 
 the model (the environment, or a .env file in the current directory or the repository):
   OPENAI_API_KEY         the key (not needed for a local server when OPENAI_BASE_URL is set)
-  OPENAI_BASE_URL        any OpenAI-compatible server (Ollama, vLLM, LM Studio, llama.cpp), ending in /v1
+  OPENAI_BASE_URL        any OpenAI-compatible server (Ollama, vLLM, LM Studio, llama.cpp), ending in /v1 (--base-url
+                         wins; the repository's .env names one only once you approve it, asked on a terminal)
   OPENAI_MODEL           the chat model (default: the one model a local server lists, else {DEFAULT_MODEL}; --model wins)
   OPENAI_CONTEXT_WINDOW  the model's context window in tokens (--context-window wins)
   EMBEDDING_BACKEND      local (default: a model shipped in a pip package, offline) or openai (the server's /embeddings)

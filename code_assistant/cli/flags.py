@@ -70,6 +70,9 @@ def as_json(p: argparse.ArgumentParser) -> None:
 def model(p: argparse.ArgumentParser) -> None:
     _setting(p, "--model", field="model",
              help=f"chat model (default: $OPENAI_MODEL, then the one model a local server lists, then {DEFAULT_MODEL})")
+    _setting(p, "--base-url", field="base_url", metavar="URL",
+             help="the OpenAI-compatible server, ending in /v1 (default: $OPENAI_BASE_URL, or your .env's; the "
+                  "repository's .env names one only once you approve it)")
     _setting(p, "--context-window", field="context_window", type=int, metavar="N",
              help="the model's context window in tokens (default: $OPENAI_CONTEXT_WINDOW, else what the server "
                   "reports, else known models, else 8192)")
@@ -149,6 +152,8 @@ def run(p: argparse.ArgumentParser) -> None:
              help=f"refuse an answer touching more files (default {default('max_files')})")
     _setting(g, "--allow-test-edits", field="allow_test_edits", action="store_true", default=None,
              help="let the model change tests")
+    _setting(g, "--allow-env-edits", field="allow_env_edits", action="store_true", default=None,
+             help="let the model create or change .env* files (settings: which server gets your key)")
     _setting(g, "--max-cost", field="max_cost", type=float, help="stop when the estimated cost passes this many dollars")
     _setting(g, "--max-tokens", field="max_tokens", type=int, help="stop when the run has used this many tokens")
     _setting(g, "--review", field="review", action="store_true", default=None,

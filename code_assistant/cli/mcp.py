@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from dataclasses import dataclass, field
 
 from code_assistant.errors import EXIT_OK, UsageError
@@ -57,13 +58,14 @@ def execute(settings: Settings, options: McpOptions, *, as_json: bool) -> int:
         path = config.remove(options.name)
         print(f"[MCP: {options.name} removed from {path}]")
         return EXIT_OK
-    from code_assistant.mcp.trust import Approvals
+    from code_assistant.mcp import trust
 
     servers, unusable = config.configured(settings.repo)
-    approvals = Approvals(settings.repo_state_dir / "mcp-approved.json")
+    environ = dict(os.environ)
     rows = [{"name": s.name, "origin": s.origin, "transport": s.transport, "command": s.command_line(),
-             "starts": "yes (yours)" if s.origin == config.Origin.USER else
-             "yes (approved)" if approvals.approved(s) else "when approved"} for s in servers]
+             "starts": "yes (yours)" if s.origin == config.Origin.USER else "yes (approved)"
+             if trust.approved(s, repo=settings.repo, state_dir=settings.repo_state_dir, environ=environ)
+             else "when approved"} for s in servers]
     if as_json:
         print(json.dumps({"servers": rows, "unusable": [{"name": u.name, "origin": u.origin, "why": u.why}
                                                           for u in unusable]}))

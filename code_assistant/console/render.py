@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from code_assistant.agent.stop import Stop
 from code_assistant.console import end_stream, say, show_diff
+from code_assistant.edit.leftovers import describe as describe_leftovers
 from code_assistant.errors import EXIT_FAILED, EXIT_INTERRUPTED, AssistantError, GaveUpWaiting, attached_log
 from code_assistant.operations import outcomes as o
 
@@ -181,6 +182,8 @@ def summary(result: RunResult) -> None:
         detail = result.message if result.message and result.message != result.stop_reason else ""
         say(f"Result: FAILED ({result.stop_reason}{': ' + detail if detail else ''})")
         taken_back(result.taken_back)
+        for line in describe_leftovers(result.left_behind) if result.left_behind else []:
+            say(line)
     if result.reproduction:
         say(f"Reproduction test: {result.reproduction}")
     if result.candidates:

@@ -39,6 +39,7 @@ from code_assistant.edit.operations import (ACTIONS, Action, EditOperation, Edit
 from code_assistant.edit.ownership import Fate, run_alone, take_back_stretches
 from code_assistant.edit.takeback import FileOutcome, take_out
 from code_assistant.errors import AssistantError
+from code_assistant.gate import Refusal, secret_file
 from code_assistant.parse import code_parser
 
 logger = logging.getLogger(__name__)
@@ -116,7 +117,7 @@ class FileEditor:
         self.repo = Path(repo_path).resolve()
         self.state_dir = Path(state_dir).resolve() if state_dir else default_state_dir(self.repo)
         if inside(self.state_dir, self.repo):
-            raise PathError(f"state dir {self.state_dir} is inside the repository; backups must live outside it")
+            raise PathError(Refusal.PRIVATE, f"state dir {self.state_dir} is inside the repository; backups must live outside it")
         self.forbidden = [Path(f).resolve() for f in forbidden] + [self.state_dir]
         self.originals, self.history = originals, history
         self._journal: Journal | None = None
@@ -311,9 +312,12 @@ class FileEditor:
             return EditResult.failed(rel, action, f"{rel} looks binary; it cannot be edited with text edits")
         if action != Action.MODIFY and not op.symbol:
             return EditResult.failed(rel, action, f"{action} needs 'symbol' (the qualified name, e.g. Class.method)")
-        outcome = edit_text(op, rel, file_text(old)[0])
-        if not outcome.ok:
-            return EditResult.failed(rel, action, f"{rel}: {outcome.message}")
+        text = file_text(old)[0]
+        outcome = edit_text(op, rel, text)
+        if not outcome.ok:  # its closest lines are shown to the model: never a secret file's
+            return EditResult.failed(rel, action, f"{rel}: {outcome.message}" if not secret_file(rel, text) else
+                                     f"{rel}: the edit does not match; the file may hold secrets, so none of its "
+                                     "lines are shown")
         return self._write(path, rel, action, old, outcome.content, outcome.strategy)
 
     def _write(self, path: Path, rel: str, action: str, old: bytes | None, new_text: str,
@@ -395,7 +399,7 @@ class FileEditor:
             made = self.repo / dir_
             made.mkdir(exist_ok=True)
             if made.resolve() != made:  # swapped for a symlink meanwhile: what follows would be written elsewhere
-                raise PathError(f"path {rel!r} refused: {dir_} became a symlink while its directories were made")
+                raise PathError(Refusal.OUTSIDE, f"path {rel!r} refused: {dir_} became a symlink while its directories were made")
 
     def _backup_bytes(self, entry: JournalEntry) -> bytes:
         assert self._journal is not None

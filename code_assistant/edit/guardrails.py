@@ -1,4 +1,5 @@
-"""Pure checks on a proposed change: how big it is, and whether it weakens the tests instead of fixing the code."""
+"""Pure checks on a proposed change: how big it is, whether it weakens the tests instead of fixing the code, and
+whether it writes an environment file."""
 from __future__ import annotations
 
 import ast
@@ -222,3 +223,15 @@ def _package_test_change(old: str, new: str) -> str | None:
 def _scripts(package: dict) -> dict:
     scripts = package.get("scripts")
     return scripts if isinstance(scripts, dict) else {}
+
+
+# ----- environment files --------------------------------------------------------------------------------------------
+def check_env_edit(path: str) -> str | None:
+    """A reason written for the model when a change creates, edits or deletes a `.env*` file (`.env`, `.env.local`,
+    `.envrc`: settings this assistant and other tools read, among them which server gets an API key); None for any
+    other file. Refused unless the user allows it (--allow-env-edits)."""
+    if not path.replace("\\", "/").split("/")[-1].lower().startswith(".env"):
+        return None
+    return (f"{path} is an environment file: it holds settings (which server gets an API key, what a tool runs with), "
+            "so the change may not create, edit or delete it. Leave it as it is; if the task needs a setting there, "
+            "say in your description which one, for the user to set.")

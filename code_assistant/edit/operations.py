@@ -1,5 +1,5 @@
-"""What the model asks for and what came of it: edit operations, their results, and the one rule that turns a
-model-given path into a path inside the repository."""
+"""What the model asks for and what came of it: edit operations and their results; a model-given path becomes a path
+inside the repository by the read gate's rule (gate.py), the one for reads and edits alike."""
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from code_assistant.edit.journal import inside
+from code_assistant.gate import Gate, Refused
 
 
 class Action(StrEnum):
@@ -25,8 +25,7 @@ ACTIONS = tuple(a for a in Action if a is not Action.READ)  # the edits
 PLAN_ACTIONS = tuple(Action)  # what a plan may ask for
 
 
-class PathError(ValueError):
-    """A path the model gave that may not be touched; the message is written for the model."""
+PathError = Refused  # a path the model gave that may not be touched; the message is written for the model
 
 
 @dataclass
@@ -59,32 +58,9 @@ class EditResult:
 
 
 def resolve_repo_path(repo: Path, user_path: str, forbidden: Iterable[Path] = ()) -> Path:
-    """The only way a model-given path becomes a filesystem path: resolved, inside the repo, not .git, not forbidden."""
-    root = Path(repo).resolve()
-    raw = (user_path or "").strip()
-    if not raw or "\x00" in raw:
-        raise PathError(f"invalid file path {user_path!r}: give a path relative to the repository root")
-    if raw.startswith(("/", "~")) or Path(raw).is_absolute():
-        hint = ""
-        try:
-            hint = f" (did you mean {Path(raw).resolve().relative_to(root).as_posix()!r}?)"
-        except ValueError:
-            pass
-        raise PathError(f"absolute path {raw!r} refused: use a path relative to the repository root{hint}")
-    parts = Path(raw).parts
-    if ".." in parts:
-        raise PathError(f"path {raw!r} refused: '..' may not be used; give a path inside the repository")
-    if any(p.lower() == ".git" for p in parts):
-        raise PathError(f"path {raw!r} refused: files under .git/ are never edited")
-    target = (root / raw).resolve()
-    if not inside(target, root) or target == root:
-        raise PathError(f"path {raw!r} refused: it resolves (through a symlink) outside the repository")
-    if any(p.lower() == ".git" for p in target.relative_to(root).parts):
-        raise PathError(f"path {raw!r} refused: it resolves into .git/, which is never edited")
-    for dir_ in forbidden:
-        if inside(target, Path(dir_).resolve()):
-            raise PathError(f"path {raw!r} refused: it is inside the assistant's own data directory")
-    return target
+    """The only way a model-given path becomes a filesystem path for an edit: the read gate's `place` (resolved,
+    inside the repo, not .git, not `forbidden`: the assistant's own directories); else PathError."""
+    return Gate(repo, tuple(forbidden)).place(user_path or "")
 
 
 def repo_relative(repo: Path, user_path: str, forbidden: Iterable[Path] = ()) -> str | None:

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from code_assistant.edit.diff import unified_diff
 from code_assistant.edit.editor import FileEditor, link_deletion, numbered
-from code_assistant.edit.guardrails import changed_line_count, check_test_setup, check_test_weakening
+from code_assistant.edit.guardrails import changed_line_count, check_env_edit, check_test_setup, check_test_weakening
 from code_assistant.edit.operations import EditOperation, EditResult, PathError, repo_relative, resolve_repo_path
+from code_assistant.edit.test_definition import check_test_definition
 from code_assistant.languages import is_test_file
 
 logger = logging.getLogger(__name__)
@@ -105,10 +106,12 @@ class Limits:
     max_plan_lines: int     # for the first plan
     max_files: int
     allow_test_edits: bool
+    test_command: str  # what the files it reads (a Makefile, package.json's scripts) may not be changed to
+    allow_env_edits: bool = False
 
 
 def refusals(preview: Preview, limits: Limits, *, is_plan: bool) -> tuple[list[str], dict[str, str]]:
-    """Why not to write: (reasons that refuse the whole batch, {test file: why its edits are refused})."""
+    """Why not to write: (reasons that refuse the whole batch, {test or .env file: why its edits are refused})."""
     reasons: list[str] = []
     limit = limits.max_plan_lines if is_plan else limits.max_changed_lines
     if preview.changed_lines > limit:
@@ -122,8 +125,11 @@ def refusals(preview: Preview, limits: Limits, *, is_plan: bool) -> tuple[list[s
         for change in preview.changes:
             reason = check_test_weakening(change.path, change.before, change.after) if is_test_file(change.path) \
                 else None
-            reason = reason or check_test_setup(change.path, change.before, change.after)
+            reason = reason or check_test_setup(change.path, change.before, change.after) \
+                or check_test_definition(change.path, change.before, change.after, limits.test_command)
             if reason:
                 logger.info("refused edit of %s: %s", change.path, reason)
                 weakened[change.path] = reason
+    if not limits.allow_env_edits:
+        weakened.update((change.path, why) for change in preview.changes if (why := check_env_edit(change.path)))
     return reasons, weakened

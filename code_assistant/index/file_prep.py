@@ -12,10 +12,10 @@ import os
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Self
 
-from code_assistant import redact, tokens
+from code_assistant import tokens
+from code_assistant.gate import Gate
 from code_assistant.index import lexical
 from code_assistant.index.file_table import ImportRow, SymbolRow
 from code_assistant.index.repo_files import read_text
@@ -45,11 +45,12 @@ def file_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def prepare_file(repo: Path, path: str, known_hash: str | None) -> PreparedFile | None:
-    """Read, hash, parse and tokenize one file; None when it is not indexed (unreadable, binary, generated,
-    holding a secret). A file whose hash is known_hash is only hashed (its record stays as it is)."""
-    text = read_text(repo / path)
-    if text is None or redact.looks_like_secret_file(text):
+def prepare_file(gate: Gate, path: str, known_hash: str | None) -> PreparedFile | None:
+    """Read, hash, parse and tokenize one file; None when it is not indexed (refused by the read gate: outside the
+    tree, a secret; unreadable, binary, generated). A file whose hash is known_hash is only hashed (its record stays
+    as it is)."""
+    text = read_text(gate, path)
+    if text is None:
         return None
     digest = file_digest(text)
     if digest == known_hash:
@@ -67,34 +68,34 @@ def prepare_file(repo: Path, path: str, known_hash: str | None) -> PreparedFile 
         terms=terms, length=length)
 
 
-_worker_repo: Path | None = None
+_worker_gate: Gate | None = None
 
 
-def _worker_init(repo: Path) -> None:
-    global _worker_repo
-    _worker_repo = repo
+def _worker_init(gate: Gate) -> None:
+    global _worker_gate
+    _worker_gate = gate
 
 
 def _worker_prepare(job: tuple[str, str | None]) -> PreparedFile | None:
-    assert _worker_repo is not None
-    return prepare_file(_worker_repo, job[0], job[1])
+    assert _worker_gate is not None
+    return prepare_file(_worker_gate, job[0], job[1])
 
 
 class Preparer:
     """prepare_file over many files: in worker processes when there are enough files and cores, else here."""
 
-    def __init__(self, repo: Path, files: int) -> None:
-        self.repo = repo
+    def __init__(self, gate: Gate, files: int) -> None:
+        self.gate = gate
         self._pool: ProcessPoolExecutor | None = None
         workers = min(os.cpu_count() or 1, 8)
         if files >= PARALLEL_MIN_FILES and workers > 1:
             # spawn, not fork: the vector store's native threads must not be forked mid-flight
             self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_worker_init, initargs=(repo,))
+                                             initializer=_worker_init, initargs=(gate,))
 
     def map(self, jobs: list[tuple[str, str | None]]) -> Iterator[PreparedFile | None]:
         if self._pool is None:
-            return (prepare_file(self.repo, path, known) for path, known in jobs)
+            return (prepare_file(self.gate, path, known) for path, known in jobs)
         return self._pool.map(_worker_prepare, jobs, chunksize=16)
 
     def __enter__(self) -> Self:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from code_assistant.gate import Gate
 from code_assistant.index import store
 from code_assistant.index.embedding_cache import EmbeddingCache
 from code_assistant.index.embeddings import Embedder
@@ -79,7 +80,8 @@ class Files(Mapping[str, FileRecord]):
 
 @dataclass
 class RepoIndex:
-    """What retrieval reads: the file records, the import graph, BM25 and symbol lookups, and the chunk store."""
+    """What retrieval reads: the file records, the import graph, BM25 and symbol lookups, and the chunk store; and
+    the read gate every file's text is read through."""
 
     repo: Path
     files: Files
@@ -88,6 +90,7 @@ class RepoIndex:
     embedder: Embedder
     vectors: Vectors
     search: ChunkSearch
+    gate: Gate
 
     @property
     def graph(self) -> dict[str, list[str]]:
@@ -150,18 +153,19 @@ class Indexer:
         started = time.perf_counter()
         stats = IndexStats()
         clean = self._start()
+        gate = Gate(self.repo, (self.index_path, *(exclude or [])))
         seen = self.db.files.stamps()  # a warm run reads nothing else
         changed, removed = self._scan(seen, exclude or [], stats)
         self._delete(removed, seen, stats)
-        updated = self._store_changed(changed, clean, stats, progress)
+        updated = self._store_changed(gate, changed, clean, stats, progress)
         paths = self.db.files.paths()
         # the set of indexed paths decides how every import resolves
-        self._relink(paths, updated, paths_changed=stats.added + stats.removed > 0)
+        self._relink(gate, paths, updated, paths_changed=stats.added + stats.removed > 0)
         self._count(stats, paths, started)
-        vectors = Vectors(self.repo, self.db, self.cache, self.chunks, self.embedder)
+        vectors = Vectors(gate, self.db, self.cache, self.chunks, self.embedder)
         search = ChunkSearch(self.db.vectors, self.chunks)
         return RepoIndex(repo=self.repo, files=Files(self.db, paths), db=self.db, chunks=self.chunks,
-                         embedder=self.embedder, vectors=vectors, search=search), stats
+                         embedder=self.embedder, vectors=vectors, search=search, gate=gate), stats
 
     def _start(self) -> bool:
         """Empty a private store when the index is new; whether the store is known to hold nothing stale."""
@@ -200,14 +204,14 @@ class Indexer:
         self.db.remove(removed)
         self.db.commit()
 
-    def _store_changed(self, changed: list[ChangedFile], clean: bool, stats: IndexStats,
+    def _store_changed(self, gate: Gate, changed: list[ChangedFile], clean: bool, stats: IndexStats,
                        progress: Progress | None) -> list[str]:
         """Read, parse and store the changed files, FILES_PER_FLUSH at a time (each batch committed); the paths
         stored anew."""
         known_hashes = self.db.files.hashes([f.path for f in changed if f.indexed])
         updated: list[str] = []
         total = len(changed)
-        with Preparer(self.repo, total) as preparer:
+        with Preparer(gate, total) as preparer:
             for start in range(0, total, FILES_PER_FLUSH):
                 batch = changed[start:start + FILES_PER_FLUSH]
                 jobs = [(c.path, known_hashes.get(c.path)) for c in batch]
@@ -243,13 +247,13 @@ class Indexer:
         self.db.put(self._entry(prepared, st))
         return True
 
-    def _relink(self, paths: list[str], updated: list[str], paths_changed: bool) -> None:
+    def _relink(self, gate: Gate, paths: list[str], updated: list[str], paths_changed: bool) -> None:
         """Resolve imports again: all of them when the set of paths (or go.mod) changed, else the updated files'."""
         if paths_changed or any(Path(p).name in ("go.mod", "package.json") for p in updated):
-            self.db.edges.put(self._resolve_graph(self.db.files.import_statements(), paths), replace_all=True)
+            self.db.edges.put(self._resolve_graph(gate, self.db.files.import_statements(), paths), replace_all=True)
         elif updated:
             graph: dict[str, list[str]] = {path: [] for path in updated}
-            graph.update(self._resolve_graph(self.db.files.import_statements(updated), paths))
+            graph.update(self._resolve_graph(gate, self.db.files.import_statements(updated), paths))
             self.db.edges.put(graph, replace_all=False)
         self.db.commit()
 
@@ -267,20 +271,16 @@ class Indexer:
                             symbols=prepared.symbols, imports=prepared.imports)
         return Entry(record, prepared.terms, prepared.length)
 
-    def _resolve_graph(self, imports: Iterable[tuple[str, str, list[ImportRow]]],
+    def _resolve_graph(self, gate: Gate, imports: Iterable[tuple[str, str, list[ImportRow]]],
                        paths: list[str]) -> dict[str, list[str]]:
         """Resolve (path, language, raw imports) against the indexed paths."""
-        go_mod = self.repo / "go.mod"
-        module = go_module_path(go_mod.read_text(encoding="utf-8", errors="replace")) if go_mod.is_file() else None
+        go_mod = gate.text("go.mod")
+        module = go_module_path(go_mod) if go_mod is not None else None
         packages = []
         for path in paths:  # a monorepo's workspaces, by their package.json
-            if Path(path).name == "package.json":
-                try:
-                    found = js_package(path, (self.repo / path).read_text(encoding="utf-8", errors="replace"))
-                except OSError:
-                    continue
-                if found:
-                    packages.append(found)
+            if Path(path).name == "package.json" and (text := gate.text(path)) is not None and (
+                    found := js_package(path, text)):
+                packages.append(found)
         resolver = ModuleResolver(paths, go_module=module, js_packages=packages)
         graph: dict[str, list[str]] = {}
         for path, language, raw in imports:

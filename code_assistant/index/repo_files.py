@@ -7,6 +7,7 @@ from pathlib import Path
 import pathspec
 
 from code_assistant import languages
+from code_assistant.gate import Gate, Refused, secret_name
 from code_assistant.vcs import try_git
 
 logger = logging.getLogger(__name__)
@@ -73,7 +74,8 @@ def list_repo_files(repo: Path, exclude: list[Path] | None = None) -> list[str]:
 
 def visible_files(repo: Path, exclude: list[Path] | None = None) -> list[str]:
     """The files a model may look at (grep, read): tracked or untracked but not ignored, in any language, but never
-    a secret, a symlink, a vendored or dependency directory's, or one under `exclude` (the assistant's state)."""
+    a secret by name, a symlink or a file below one, a vendored or dependency directory's, or one under `exclude`
+    (the assistant's state). What a file holds is judged when it is read (the read gate)."""
     return _listed(repo, exclude, indexable=False)
 
 
@@ -83,19 +85,21 @@ def _listed(repo: Path, exclude: list[Path] | None, *, indexable: bool) -> list[
         candidates = _walk_files(repo)
     root = repo.resolve()
     excluded = [str(p.resolve()) for p in (exclude or [])]
-    # git and os.walk list no path through a symlinked directory and symlinked files are skipped below, so a listed
-    # file's real path is root/rel: an exclusion is a prefix test on strings, not a resolve() per file
+    # symlinked files and files below a symlinked directory (git lists a tracked file whose directory a test run
+    # replaced by a link) are skipped below, so a listed file's real path is root/rel: an exclusion is a prefix test
+    # on strings, not a resolve() per file
     root_text = str(root)
+    linked: dict[str, bool] = {}  # directory -> whether it, or a directory above it, is a symlink
     result: list[str] = []
     for rel in candidates:
         parts = rel.split("/")
         if any(part in languages.IGNORED_DIRS for part in parts[:-1]):
             continue
-        if languages.is_secret_path(rel) or (indexable and (languages.language_for(rel) is None
-                                                            or languages.MINIFIED_RE.search(rel))):
+        if secret_name(rel) or (indexable and (languages.language_for(rel) is None
+                                               or languages.MINIFIED_RE.search(rel))):
             continue
         absolute = os.path.join(root_text, rel)
-        if os.path.islink(absolute):  # may point outside the repository, or at a file indexed anyway
+        if os.path.islink(absolute) or _below_a_link(root_text, parts[:-1], linked):  # may lead out of the tree
             continue
         if excluded and any(absolute == e or absolute.startswith(e + os.sep) for e in excluded):
             continue
@@ -103,14 +107,24 @@ def _listed(repo: Path, exclude: list[Path] | None, *, indexable: bool) -> list[
     return sorted(set(result))
 
 
-def read_text(path: Path) -> str | None:
+def _below_a_link(root: str, dirs: list[str], linked: dict[str, bool]) -> bool:
+    """Whether any of a file's directories (`dirs`, from the top) is a symlink; `linked` remembers each directory."""
+    for depth in range(1, len(dirs) + 1):
+        rel = "/".join(dirs[:depth])
+        if rel not in linked:
+            linked[rel] = os.path.islink(os.path.join(root, rel))
+        if linked[rel]:
+            return True
+    return False
+
+
+def read_text(gate: Gate, rel: str) -> str | None:
+    """An indexed file's text, through the read gate (None: refused by it, larger than MAX_FILE_BYTES, binary,
+    generated)."""
     try:
-        data = path.read_bytes()
-    except OSError:
+        text = gate.read(rel, max_bytes=languages.MAX_FILE_BYTES)
+    except Refused:
         return None
-    if len(data) > languages.MAX_FILE_BYTES or b"\0" in data[:8192]:
-        return None
-    text = data.decode("utf-8", errors="replace")
     head = text[:600]
     if any(marker in head for marker in languages.GENERATED_MARKERS):
         return None

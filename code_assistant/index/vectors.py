@@ -15,9 +15,9 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from code_assistant import languages
+from code_assistant.gate import Gate
 from code_assistant.index import lexical, store
 from code_assistant.index.embedding_cache import EmbeddingCache
 from code_assistant.index.embeddings import Embedder
@@ -109,9 +109,10 @@ def from_layout(path: str, text: str, layout: list[list]) -> list[Chunk]:
 class Vectors:
     """Fills the vector store for chosen files (or all), never doing the same work twice."""
 
-    def __init__(self, repo: Path, db: IndexDB, cache: EmbeddingCache, chunks: store.ChunkStore,
+    def __init__(self, gate: Gate, db: IndexDB, cache: EmbeddingCache, chunks: store.ChunkStore,
                  embedder: Embedder) -> None:
-        self.repo, self.db, self.cache, self.store, self.embedder = repo, db, cache, chunks, embedder
+        """`gate`: the read gate of the repository, which every file's text is read through."""
+        self.gate, self.db, self.cache, self.store, self.embedder = gate, db, cache, chunks, embedder
         self.chunked = 0  # files chunked by this process (a warm query chunks none: their layouts are stored)
 
     def missing(self, paths: Sequence[str] | None = None) -> list[str]:
@@ -226,7 +227,7 @@ class Vectors:
         """The current version's chunk ids and chunks, if the file is still the version the index knows: chunked
         once (parsing it and counting its tokens line by line), then rebuilt from the layout the index keeps."""
         record = self.db.files.records([path]).get(path)
-        text = read_text(self.repo / path)
+        text = read_text(self.gate, path)
         if record is None or text is None or file_digest(text) != record.hash:
             return None
         if languages.language_for(path) not in languages.EMBEDDED_LANGUAGES:

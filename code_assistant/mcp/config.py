@@ -50,10 +50,13 @@ class ServerConfig:
 
         return shlex.join([self.command, *self.args])
 
-    def identity(self) -> dict[str, Any]:
-        """What an approval is for: a changed command, argument, variable or address asks again."""
-        return {"name": self.name, "transport": self.transport, "command": self.command, "args": list(self.args),
-                "env": dict(sorted(self.env.items())), "url": self.url, "headers": sorted(self.headers)}
+    def env_values(self, environ: dict[str, str]) -> dict[str, str]:
+        """Its variables as the server is given them: `${VAR}` expanded from `environ`."""
+        return {k: expand(v, environ) for k, v in self.env.items()}
+
+    def header_values(self, environ: dict[str, str]) -> dict[str, str]:
+        """Its headers as they are sent: `${VAR}` expanded from `environ`."""
+        return {k: expand(v, environ) for k, v in self.headers.items()}
 
 
 @dataclass(frozen=True)

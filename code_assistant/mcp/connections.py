@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from code_assistant.mcp.config import ServerConfig, Transport, expand
+from code_assistant import redact
+from code_assistant.mcp.config import ServerConfig, Transport
 from code_assistant.tools import Result, Spec, Tool
+from code_assistant.verify.environment import held_back_reason
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +31,7 @@ CALL_TIMEOUT_S = 60.0  # one call
 CLOSE_TIMEOUT_S = 5.0
 SEPARATOR = "__"  # a server's tool, to the model: docs__lookup
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
+_SECRET_HEADERS = ("authorization", "proxy-authorization", "cookie")
 
 
 @dataclass
@@ -57,6 +60,8 @@ class Connections:
         """Start every server, and wait (START_TIMEOUT_S at most) until each has listed its tools or failed."""
         if not self._servers:
             return
+        environ = dict(os.environ)
+        redact.hold_values(value for server in self._servers for value in _secrets(server.config, environ))
         self._thread.start()
         self.logs.mkdir(parents=True, exist_ok=True)
         self._tasks = [asyncio.run_coroutine_threadsafe(self._hold(server), self._loop) for server in self._servers]
@@ -114,12 +119,12 @@ class Connections:
             import httpx2  # the SDK's HTTP client
             from mcp.client.streamable_http import streamable_http_client
 
-            headers = {k: expand(v, environ) for k, v in config.headers.items()}
-            return streamable_http_client(config.url, http_client=httpx2.AsyncClient(headers=headers))
+            return streamable_http_client(config.url,
+                                          http_client=httpx2.AsyncClient(headers=config.header_values(environ)))
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         params = StdioServerParameters(command=config.command, args=list(config.args), cwd=str(self.cwd),
-                                       env={k: expand(v, environ) for k, v in config.env.items()})
+                                       env=config.env_values(environ))
         return stdio_client(params, errlog=errlog)
 
     # ----- the tools -----------------------------------------------------------------------------------------------
@@ -161,6 +166,16 @@ class Connections:
         lines = len(text.splitlines())
         return Result(text=text or "(no content)", summary=f"{shown_as} → {lines} line{'' if lines == 1 else 's'}"
                       + (" (an error)" if answer.is_error else ""), error=bool(answer.is_error))
+
+
+def _secrets(config: ServerConfig, environ: dict[str, str]) -> list[str]:
+    """What a server is given that its name or its shape says is secret: masked, from its start, in whatever reaches
+    the model (its tools' results among it), as the environment's secrets are."""
+    found = [value for name, value in config.env_values(environ).items() if held_back_reason(name, value)]
+    for name, value in config.header_values(environ).items():
+        if name.lower() in _SECRET_HEADERS or held_back_reason(name.upper().replace("-", "_"), value):
+            found += [value, *value.split()[-1:]]  # "Bearer TOKEN": the token alone too
+    return found
 
 
 def _caller(connections: Connections, server: _Server, tool: str, shown_as: str) -> Callable[[dict[str, Any]], Result]:

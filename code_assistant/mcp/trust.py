@@ -1,42 +1,94 @@
-"""Which of a repository's MCP servers a person approved: the approval is kept per repository and per command line
-(its command, arguments, variables or address — a changed one asks again), in the repository's state beside the
-assistant's journals. The user's own servers need none."""
+"""Which of a repository's MCP servers a person approved, and for what. An approval covers what the server runs: its
+command line and address, the value of every variable and header as the server gets it (after `${VAR}` expansion;
+kept as hashes, like the whole approval: approvals.py), and the bytes of each file of the repository it starts from
+(its command, or an argument naming a script or a module there). A plan or a test that changes any of them makes its
+next start ask again, and with nobody to ask it does not start. The user's own servers need none; --trust-mcp starts
+the repository's without asking."""
 from __future__ import annotations
 
-import hashlib
-import json
-import logging
+import os
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
-from code_assistant.mcp.config import ServerConfig
+from code_assistant.approvals import Approvals, Verdict, digest
+from code_assistant.mcp.config import Origin, ServerConfig, Transport
 
-logger = logging.getLogger(__name__)
-
-
-def key(server: ServerConfig) -> str:
-    return hashlib.sha256(json.dumps(server.identity(), sort_keys=True).encode()).hexdigest()
+APPROVALS = "mcp-approved.json"  # in the repository's state
 
 
-class Approvals:
-    def __init__(self, path: Path) -> None:
-        self.path = path
+def identity(server: ServerConfig, environ: dict[str, str], repo: Path) -> dict[str, Any]:
+    """What an approval of `server` covers, as it would start now."""
+    return {"name": server.name, "transport": server.transport, "command": server.command, "args": list(server.args),
+            "url": server.url, "env": _values(server.env, server.env_values(environ)),
+            "headers": _values(server.headers, server.header_values(environ)), "files": files_run(server, repo)}
 
-    def _keys(self) -> set[str]:
+
+def _values(written: dict[str, str], sent: dict[str, str]) -> dict[str, list[str]]:
+    return {name: [written[name], digest(sent[name])] for name in sorted(written)}
+
+
+def files_run(server: ServerConfig, repo: Path) -> dict[str, str]:
+    """The files of the repository a stdio server starts from, each with its content's hash (a link: where it leads,
+    and the hash of what it leads to): its command, and every argument — or `--option=value`'s value, or `-m`'s
+    module — that names a file there."""
+    root = repo.resolve()
+    found: dict[str, str] = {}
+    for path in _named(server, root) if server.transport == Transport.STDIO else ():
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            return {str(k) for k in data.get("approved", [])}
-        except FileNotFoundError:
-            return set()
-        except (OSError, ValueError, AttributeError) as exc:
-            logger.warning("the MCP approvals at %s cannot be read (%s); asking again", self.path, exc)
-            return set()
+            real = path.resolve()
+            if not path.is_file() or not (Path(os.path.normpath(path)).is_relative_to(root) or
+                                          real.is_relative_to(root)):
+                continue
+            found[str(real.relative_to(root)) if real.is_relative_to(root) else str(real)] = digest(real.read_bytes())
+        except (OSError, ValueError):
+            continue
+    return found
 
-    def approved(self, server: ServerConfig) -> bool:
-        return key(server) in self._keys()
 
-    def approve(self, server: ServerConfig) -> None:
-        keys = self._keys() | {key(server)}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"approved": sorted(keys)}), encoding="utf-8")
-        tmp.replace(self.path)
+def _named(server: ServerConfig, root: Path) -> Iterator[Path]:
+    """Every path a stdio server's command line may start from, relative to its working directory (the repository)."""
+    command = server.command
+    if "/" in command:
+        yield root / command
+    elif on_path := shutil.which(command):
+        yield Path(on_path)
+    module = False
+    for arg in server.args:
+        if module:
+            base = root / arg.replace(".", "/")
+            yield from (base.with_name(base.name + ".py"), base / "__main__.py", base / "__init__.py")
+        module = arg == "-m"
+        value = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
+        if value:
+            yield root / value
+
+
+def approved(server: ServerConfig, *, repo: Path, state_dir: Path, environ: dict[str, str]) -> bool:
+    return Approvals(state_dir / APPROVALS).approved(identity(server, environ, repo))
+
+
+def startable(servers: list[ServerConfig], *, repo: Path, state_dir: Path, environ: dict[str, str],
+              trust_all: bool, confirm: Callable[[str], bool] | None,
+              say: Callable[[str], None]) -> list[ServerConfig]:
+    """The servers to start: the user's own; a repository's once approved for what it would run now — asked with
+    `confirm` (None: nobody to ask) and kept — or every one with `trust_all`; each other one is named, not started."""
+    approvals = Approvals(state_dir / APPROVALS)
+    started = []
+    for server in servers:
+        if server.origin == Origin.USER or trust_all:
+            started.append(server)
+            continue
+        covered = identity(server, environ, repo)
+        files = f"; {', '.join(covered['files'])} as they are now" if covered["files"] else ""
+        verdict = approvals.ask(covered, f"The repository's .mcp.json asks to start the MCP server {server.name!r}: "
+                                         f"{server.command_line()} (it runs as you, outside the sandbox{files}). "
+                                         "Start it?", confirm)
+        if verdict.granted:
+            started.append(server)
+        else:
+            why = "not approved" if verdict == Verdict.REFUSED else \
+                "not approved (no terminal to ask: --trust-mcp starts the repository's servers)"
+            say(f"[MCP: {server.name} (.mcp.json: {server.command_line()}) not started: {why}]")
+    return started

@@ -1,15 +1,12 @@
-"""What a model's tokens cost, for the models whose prices are known; unknown and local models: tokens only."""
+"""What a model's tokens cost, at the prices the model catalogue publishes (catalogue.py); a model it does not price,
+and any model on a server on this machine: tokens only. The base prices: a request over the 200k tokens some models
+charge more for (gemini-2.5-pro) is counted at them too."""
 from __future__ import annotations
 
 import ipaddress
 from urllib.parse import urlsplit
 
-# USD per million tokens (input, output). Unknown models: tokens only.
-PRICES: dict[str, tuple[float, float]] = {
-    "gpt-4o": (2.50, 10.00), "gpt-4o-mini": (0.15, 0.60), "gpt-4.1": (2.00, 8.00), "gpt-4.1-mini": (0.40, 1.60),
-    "gpt-4.1-nano": (0.10, 0.40), "o3-mini": (1.10, 4.40), "o4-mini": (1.10, 4.40), "o3": (2.00, 8.00),
-    "gpt-5": (1.25, 10.00), "gpt-5-mini": (0.25, 2.00),
-}
+from code_assistant.model.catalogue import lookup
 
 
 def is_local(base_url: str | None) -> bool:
@@ -25,13 +22,21 @@ def is_local(base_url: str | None) -> bool:
         return False
 
 
-def estimate_cost(model: str, prompt_tokens: int, completion_tokens: int, base_url: str | None = None) -> float | None:
-    """Dollars, or None when there is no price: an unknown model, or any model on a local server."""
+def estimate_cost(model: str, prompt_tokens: int, completion_tokens: int, base_url: str | None = None, *,
+                  cached_tokens: int = 0, reasoning_tokens: int = 0) -> float | None:
+    """Dollars, or None when there is no price: a model the catalogue does not price, or any model on a local server.
+    `cached_tokens`: the part of the prompt a cache served (OpenAI's prompt_tokens_details.cached_tokens), at the
+    cached-input price; `reasoning_tokens`: the part of the completion spent reasoning, at the reasoning price where
+    the model has one apart (else, as OpenAI bills them, as output)."""
     if is_local(base_url):
         return None
-    key = model.split("/")[-1]
-    prices = PRICES.get(key) or next((v for k, v in sorted(PRICES.items(), key=lambda kv: -len(kv[0]))
-                                      if key.startswith(k + "-")), None)
-    if prices is None:
+    info = lookup(model)
+    if info is None or info.input_price is None or info.output_price is None:
         return None
-    return round((prompt_tokens * prices[0] + completion_tokens * prices[1]) / 1_000_000, 6)
+    cached = min(max(cached_tokens, 0), prompt_tokens)
+    reasoning = min(max(reasoning_tokens, 0), completion_tokens)
+    dollars = ((prompt_tokens - cached) * info.input_price
+               + cached * (info.cached_input_price if info.cached_input_price is not None else info.input_price)
+               + (completion_tokens - reasoning) * info.output_price
+               + reasoning * (info.reasoning_price if info.reasoning_price is not None else info.output_price))
+    return round(dollars / 1_000_000, 6)

@@ -1,4 +1,6 @@
-"""Which context window a run works with: the setting, else what the server reports, else the table, else a default.
+"""Which context window a run works with: the setting, else what the server reports, else the model catalogue
+(catalogue.py: a hosted model's published window, under its name with or without a provider prefix, whatever the base
+URL), else a default.
 
 What servers report, asked once per run with short timeouts (every question is optional; a server that answers none
 is fine):
@@ -26,8 +28,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from code_assistant.errors import ConfigError
+from code_assistant.model.catalogue import ModelInfo, lookup
 from code_assistant.model.prices import is_local
-from code_assistant.model.window import DEFAULT_WINDOW, OPENAI_RATIO, ContextWindow, known_window
+from code_assistant.model.window import DEFAULT_WINDOW, OPENAI_RATIO, ContextWindow
 
 logger = logging.getLogger(__name__)
 
@@ -192,22 +195,30 @@ def server_window(base_url: str, model: str, api_key: str | None = None,
 
 def resolve_window(setting: int | None, base_url: str | None, model: str, api_key: str | None = None,
                    load_timeout: float = 120.0) -> ContextWindow:
-    """--context-window / OPENAI_CONTEXT_WINDOW, else the server's report, else the table, else DEFAULT_WINDOW."""
-    hosted = base_url is None
-    table = None if is_local(base_url) else known_window(model)  # a server here runs its own model, whatever its name
-    ratio = OPENAI_RATIO if table and hosted else None
+    """--context-window / OPENAI_CONTEXT_WINDOW, else the server's report, else the catalogue, else DEFAULT_WINDOW."""
+    info = catalogued(base_url, model)
     if setting:
         window = ContextWindow(tokens=setting, source="--context-window")
     elif base_url and (reported := server_window(base_url, model, api_key, load_timeout)):
         window = ContextWindow(*reported)
-    elif table:
-        window = ContextWindow(tokens=table, source="the known-model table")
+    elif info and info.window:
+        window = ContextWindow(tokens=info.window, source=f"{info.source} ({info.entry})")
     else:
         window = ContextWindow(tokens=DEFAULT_WINDOW, source="the default (nothing reported a window)")
-    if ratio:
-        window.ratio = ratio
+    if info and _openai_made(info):
+        window.ratio = OPENAI_RATIO  # OpenAI's tokenizers, whichever gateway forwards the request
     logger.info("context window of %s: %s", model, window.describe())
     return window
+
+
+def catalogued(base_url: str | None, model: str) -> ModelInfo | None:
+    """The catalogue's entry for a hosted model; None for a server on this machine, which runs its own model
+    whatever it is called (a GGUF named gpt-4o is no gpt-4o)."""
+    return None if is_local(base_url) else lookup(model)
+
+
+def _openai_made(info: ModelInfo) -> bool:
+    return info.provider == "openai" or re.match(r"(openai/)?(gpt-|o\d)", info.id) is not None
 
 
 def served_model(base_url: str, api_key: str | None = None) -> str | None:

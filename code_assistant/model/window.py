@@ -40,31 +40,15 @@ MIN_RESERVE, MAX_RESERVE = 256, 4096  # tokens kept for the answer: an eighth of
 #                                       that fixes a bug is a few hundred tokens; a small window needs its room)
 CUT_SOURCE = "a prompt the server cut"  # the window's source once a server is found to cut prompts silently
 
-# Hosted models whose window is published (tokens). Local servers report theirs (server_reports.py).
-KNOWN_WINDOWS: dict[str, int] = {
-    "gpt-4o": 128_000, "gpt-4o-mini": 128_000, "gpt-4-turbo": 128_000, "gpt-4": 8_192, "gpt-3.5-turbo": 16_385,
-    "gpt-4.1": 1_047_576, "gpt-4.1-mini": 1_047_576, "gpt-4.1-nano": 1_047_576, "o1": 200_000, "o3": 200_000,
-    "o3-mini": 200_000, "o4-mini": 200_000, "gpt-5": 400_000, "gpt-5-mini": 400_000, "gpt-5-nano": 400_000,
-}
-
-
 class ContextWindowError(AssistantError):
     """The window cannot hold a useful request (exit 2): the message names the setting that fixes it."""
-
-
-def known_window(model: str) -> int | None:
-    """The published window of a hosted model, also for dated names (gpt-4o-2024-08-06) and provider prefixes."""
-    key = model.split("/")[-1].lower()
-    if key in KNOWN_WINDOWS:
-        return KNOWN_WINDOWS[key]
-    return next((v for k, v in sorted(KNOWN_WINDOWS.items(), key=lambda kv: -len(kv[0]))
-                 if key.startswith(k + "-")), None)
 
 
 @dataclass
 class ContextWindow:
     tokens: int
-    source: str                 # "--context-window", "GET /props", "known model", "default", "the server's refusal", …
+    source: str                 # "--context-window", "GET /props", "models.dev 1.0.398 (openai/gpt-5.2)", "the
+    #                             default …", "the server's refusal", …
     ratio: float = OTHER_RATIO  # server tokens per counted (cl100k) token
     measured: bool = False      # the ratio comes from the server's own counts
     samples: tuple[float, ...] = ()  # the last measured ratios (a tuple: best of N's attempts copy the window)

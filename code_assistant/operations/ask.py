@@ -33,4 +33,4 @@ def execute(ws: Workspace, options: AskOptions) -> AskOutcome:
              else "the model's answer limit")
     return AskOutcome(answer=response.text, cut_off=response.cut_off, files=context.paths, usage=model.usage,
                       limit=limit, shown=display.answer_tokens is not None,
-                      not_in_repository=not_in_repository(response.text, ws.settings.repo, index.files))
+                      not_in_repository=not_in_repository(response.text, index.gate, index.files))

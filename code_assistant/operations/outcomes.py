@@ -238,4 +238,5 @@ def result_json(result: RunResult) -> dict[str, Any]:
             "tokens": usage_json(result.usage), "cost_usd": result.cost_usd, "log": result.log_path,
             "reproduction": result.reproduction, "candidates": [candidate_json(o) for o in result.candidates],
             "taken_back": taken_back_json(result.taken_back), "verified": result.verified,
+            "left_behind": [{"path": left.path, "bytes": left.size} for left in result.left_behind],
             "verification": result.verification, "diff": result.diff, "tools": result.tool_calls}

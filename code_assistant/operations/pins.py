@@ -1,13 +1,13 @@
-"""`add` and `drop`: the files pinned into every task's context (paths or globs inside the repository; anything
-outside it, in .git, or missing is refused with the reason)."""
+"""`add` and `drop`: the files pinned into every task's context (paths or globs inside the repository; what the read
+gate refuses — outside it, in .git, a secret — or what is missing is refused with the reason)."""
 from __future__ import annotations
 
 import fnmatch
 import glob
 from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from code_assistant.gate import Gate, Refusal, Refused
 from code_assistant.operations.options import PinOptions
 from code_assistant.operations.outcomes import PinsOutcome
 
@@ -17,31 +17,26 @@ if TYPE_CHECKING:
 
 def execute(ws: Workspace, options: PinOptions) -> PinsOutcome:
     memory = ws.memory
-    added, refused = expand(ws.settings.repo, options.add)
+    added, refused = expand(Gate.of(ws.settings), options.add)
     memory.pins = [p for p in dict.fromkeys([*memory.pins, *added])
                    if not any(fnmatch.fnmatch(p, word) for word in options.drop)]
     ws.save_memory()
     return PinsOutcome(pinned=list(memory.pins), added=added, refused=refused)
 
 
-def expand(repo: Path, words: Iterable[str]) -> tuple[list[str], list[str]]:
-    """Paths and globs to repository-relative files, and what was refused with the reason."""
-    from code_assistant.edit.operations import PathError, resolve_repo_path
-
+def expand(gate: Gate, words: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Paths and globs to repository-relative files the read gate admits, and what was refused with the reason (a
+    directory a glob matches is passed over)."""
     added: list[str] = []
     refused: list[str] = []
     for word in words:
-        matches = sorted(glob.glob(word, root_dir=repo, recursive=True)) if glob.has_magic(word) else [word]
+        matches = sorted(glob.glob(word, root_dir=gate.root, recursive=True)) if glob.has_magic(word) else [word]
         if not matches:
             refused.append(f"{word}: no file matches")
         for match in matches:
             try:
-                path = resolve_repo_path(repo, match)
-            except PathError as exc:
-                refused.append(str(exc))
-                continue
-            if path.is_file():
-                added.append(path.relative_to(repo.resolve()).as_posix())
-            elif not glob.has_magic(word):
-                refused.append(f"{word}: no such file in the repository")
+                added.append(gate.admit(match))
+            except Refused as exc:
+                if not (exc.reason == Refusal.DIRECTORY and glob.has_magic(word)):
+                    refused.append(str(exc))
     return added, refused

@@ -103,11 +103,12 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
 
 def _order(index: RepoIndex, ranked: Ranking, must_include: list[str], with_tests: bool) -> list[str]:
     """The files in the order they get a seat: those that must be shown, the ranking, the traceback's files; with
-    with_tests the top source file's test after it; never a secret."""
+    with_tests the top source file's test after it; a file the index does not hold only where the read gate admits
+    it (never outside the tree, never a secret)."""
     order = list(dict.fromkeys([*must_include, *(r.path for r in ranked.files), *(f for f, _ in ranked.frames)]))
     if with_tests:
         order = with_test_counterpart(order, set(index.files))
-    return [p for p in order if not languages.is_secret_path(p)]
+    return [p for p in order if p in index.files or index.gate.admits(p)]
 
 
 def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]], numbered: bool, budget: int,
@@ -136,7 +137,7 @@ def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]],
 
     forms = {}
     for path in core:  # 1: a seat for each core file
-        text = read_text(index.repo / path)
+        text = read_text(index, path)
         forms[path] = file_forms(path, text, keep(path), numbered, index) if text is not None else []
         cheapest = forms[path][-1] if forms[path] else None
         if text and cheapest and used + cheapest.tokens > budget and len(forms[path]) == 1:
@@ -148,7 +149,7 @@ def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]],
     upgrade(FileForm.SKELETON)  # 2
     for source, test in pairs.items():  # 3: the tests of the top source files, as their code is shown
         if source in chosen:
-            text = read_text(index.repo / test)
+            text = read_text(index, test)
             form = pair_form(test, text, keep(test), numbered, index, min(PAIR_MAX_TOKENS, budget - used)) if (
                 text is not None) else None
             if form:
@@ -163,7 +164,7 @@ def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]],
         if budget - used < MIN_USEFUL_TOKENS:
             log.append(f"stop: {budget - used} tokens left")
             break
-        text = read_text(index.repo / path)
+        text = read_text(index, path)
         form = fitting_form(path, text, keep(path), numbered, index, budget - used) if text is not None else None
         if form:
             chosen[path] = form
@@ -191,7 +192,7 @@ def test_pairs(order: list[str], files: set[str]) -> dict[str, str]:
     pairs: dict[str, str] = {}
     for source in [p for p in core if kind_of(p) == FileKind.CODE][:TEST_PAIRS]:
         test = nearest_test(source, files)
-        if test and test not in core and test not in pairs.values() and not languages.is_secret_path(test):
+        if test and test not in core and test not in pairs.values():
             pairs[source] = test
     return pairs
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
 
 from code_assistant import tokens
 from code_assistant.index.indexer import FileRecord, RepoIndex
@@ -124,11 +123,11 @@ def _form(path: str, text: str, mode: FileForm) -> ContextFile:
     return ContextFile(path=path, mode=mode, text=piece, tokens=tokens.count_tokens(piece))
 
 
-def read_text(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
+def read_text(index: RepoIndex, path: str) -> str | None:
+    """A file's text for a context, through the read gate (None: refused, binary or too large), its line ends
+    read as newlines."""
+    text = index.gate.text(path)
+    return None if text is None else text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def numbered_text(text: str) -> str:

@@ -216,10 +216,7 @@ def _macro_definers(index: RepoIndex, names: set[str]) -> dict[str, list[str]]:
 
 
 def _read(index: RepoIndex, path: str) -> str | None:
-    try:
-        return (index.repo / path).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
+    return index.gate.text(path)
 
 
 def _packages(index: RepoIndex, sig: Signals) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import pathspec
 import regex  # re's syntax, and a timeout: a pattern that backtracks without end is stopped, not waited for
 
+from code_assistant import redact
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.index.lexical import tokenize
 from code_assistant.retrieve.ranking import rank
@@ -120,10 +121,7 @@ class Looking:
     # ----- read -----------------------------------------------------------------------------------------------------
     def read(self, arguments: dict[str, Any]) -> Result:
         rel = self.view.resolve(string(arguments, "path"))
-        text = self.view.text(rel)
-        if text is None:
-            raise ToolError(f"{rel} is binary or too large to show")
-        lines = text.splitlines()
+        lines = self.view.read(rel).splitlines()
         total = len(lines)
         start = integer(arguments, "start", 1) or 1
         if total and start > total:
@@ -204,7 +202,7 @@ class Scan:
             if time.monotonic() > deadline:
                 self.stopped = f"{late}; files from {path} on were not read"
                 return
-            text = self.view.text(path)
+            text = self.view.scanned(path)
             if text is None:
                 continue
             lines: list[str] = []
@@ -213,12 +211,16 @@ class Scan:
             try:
                 for match in self.pattern.finditer(text, timeout=max(deadline - time.monotonic(), 0.001)):
                     if not starts:
+                        if not self.view.shows(path, text):  # judged where it matters: a file with a match
+                            break
                         lines = text.splitlines(keepends=True)
                         starts = list(itertools.accumulate((len(line) for line in lines[:-1]), initial=0))
+                        shown = redact.mask_key_blocks(text).splitlines(keepends=True)
+                        shown = shown if len(shown) == len(lines) else lines  # numbered as read numbers them
                     number = bisect.bisect_right(starts, match.start())  # 1-based
                     if number > seen and number <= len(lines):
                         seen = number
-                        yield path, number, lines[number - 1]
+                        yield path, number, shown[number - 1]
                     if time.monotonic() > deadline:
                         raise TimeoutError
             except TimeoutError:

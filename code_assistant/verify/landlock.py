@@ -8,8 +8,13 @@ never drop them. Landlock only allows, beneath the paths it names:
   policy keeps (toolchains, git's configuration, what the user shows);
 - writes in the working tree, the caches and a private TMPDIR; a protected path inside one (the tree's `.git`) is
   carved out by allowing the tree's other entries instead, so the tree's top level takes no new entries;
+- of /dev only what bubblewrap's --dev shows (null, zero, random, a terminal...): no raw disk or swap device, which
+  root owns and would read without any capability;
 - no TCP bind or connect (ABI 4 and later), no abstract unix socket or signal outside the sandbox (ABI 6), no
   process outside traced (every ABI); /proc shows no other process (so no other /proc/PID/environ, with its keys).
+Landlock also refuses every mount, unmount and remount to the confined process. Last, every capability is dropped
+(privileges.py): a command run as root cannot setns into another process's namespaces, make device nodes or use
+root's other powers around the ruleset.
 Landlock cannot tell loopback from another host, so with the network off the seccomp filter refuses every IPv4, IPv6
 and packet socket (UDP and DNS included), loopback too. It also refuses io_uring, which would go around it.
 
@@ -29,6 +34,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from code_assistant.verify import privileges
+
 __all__ = ["MIN_ABI", "Rules", "abi_version", "landlock_argv", "main", "plan", "seccomp_program"]
 
 MIN_ABI = 2  # ABI 1 refuses every rename or link across directories (no REFER right): too many test suites break
@@ -45,9 +52,11 @@ NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # the only rights a rule on a file may carry
 READ = EXECUTE | READ_FILE | READ_DIR
-# Device files a test writes; every other device is read-only (a test run as root must not write /dev/sda).
-DEVICES_WRITTEN = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts", "/dev/shm")
-PROC = Path("/proc")
+# The devices a test uses, read and written: bubblewrap's --dev set. No other device can be opened (a test run as
+# root would read /dev/sda or a swap device: root owns them, no capability is needed).
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts",
+           "/dev/shm")
+DEV, PROC = Path("/dev"), Path("/proc")
 _PROC_SELF = ("self", "thread-self")
 _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
 
@@ -122,10 +131,10 @@ def plan(rules: Rules, abi: int, entries: Callable[[Path], list[Path]] = _entrie
     """The (path, allowed rights) rules of the ruleset, in order."""
     everything = handled_fs(abi)
     planned = [(path, READ | (IOCTL_DEV if abi >= 5 else 0))
-               for path in beneath_except(Path("/"), [*rules.hidden, PROC], entries)]
+               for path in beneath_except(Path("/"), [*rules.hidden, PROC, DEV], entries)]
     planned += [(path, READ) for path in _proc_shown(entries)]
     planned += [(path, READ) for path in rules.readable]
-    planned += [(Path(device), everything) for device in DEVICES_WRITTEN]
+    planned += [(DEV, READ_DIR), *((Path(device), everything) for device in DEVICES)]
     for path in [*rules.writable, *([rules.private_tmp] if rules.private_tmp else [])]:
         holes = [p for p in rules.protected if p == path or _inside(p, path)]
         if not holes:
@@ -207,7 +216,8 @@ def _check(result: int, what: str) -> int:
 
 
 def confine(rules: Rules) -> None:
-    """Apply the ruleset and the filter to this process (and everything it will start). Irreversible."""
+    """Apply the ruleset and the filter to this process (and everything it will start), then drop every
+    capability. Irreversible."""
     libc = _libc()
     libc.syscall.restype = ctypes.c_long
     libc.prctl.restype = ctypes.c_int
@@ -231,6 +241,7 @@ def confine(rules: Rules) -> None:
     finally:
         os.close(ruleset)
     _filter(libc, rules.network)
+    privileges.drop()
 
 
 def _add_path(libc: ctypes.CDLL, ruleset: int, path: Path, rights: int) -> None:
@@ -276,7 +287,7 @@ def main(args: Iterable[str]) -> None:
         raise SystemExit(2)
     try:
         confine(Rules.from_json(args[0]))
-    except (ConfineError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError) as exc:  # ConfineError, or a capability left
         sys.stderr.write(f"code-assistant sandbox: cannot confine the test command: {exc}\n")
         raise SystemExit(126) from None
     command = args[2:]

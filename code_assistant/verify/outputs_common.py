@@ -2,6 +2,7 @@
 tests that never ran, and the shell's reasons for it."""
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -46,7 +47,9 @@ class ParsedOutput(NamedTuple):
 
 
 def repo_path(path: str, repo: Path | None) -> str | None:
-    """A repo-relative path for a frame path, or None when the frame lies outside the repository."""
+    """A repo-relative path for a frame path, or None when the frame lies outside the repository: a relative path is
+    taken as written but for `./` and `..` (one that climbs out of the tree is no frame of it). Only a name: what
+    is read of it passes the read gate."""
     path = path.strip()
     if path.startswith("file://"):
         path = path[len("file://"):]
@@ -54,7 +57,8 @@ def repo_path(path: str, repo: Path | None) -> str | None:
         return None
     candidate = Path(path)
     if not candidate.is_absolute():
-        return path[2:] if path.startswith("./") else path
+        rel = posixpath.normpath(path)
+        return None if rel in (".", "..") or rel.startswith("../") else rel
     if repo is None:
         return path
     for root in (repo, repo.resolve()):

@@ -25,6 +25,7 @@ from code_assistant.errors import AssistantError
 from code_assistant.verify.environment import without_secrets
 from code_assistant.verify.outputs import NotRun, TestFailure, never_ran, parse_test_output, strip_ansi
 from code_assistant.verify.outputs_common import network_not_run
+from code_assistant.verify.passes import PASSES_OPTION, fold_passes, passed_ids
 from code_assistant.verify.sandbox import Sandbox
 
 __all__ = ["TestCommandError", "TestResult", "TestRunner", "TestsNotRunError", "reap_leftovers", "truncate_output"]
@@ -76,6 +77,7 @@ class TestResult:
     timeout_s: float | None = None
     not_run: NotRun | None = None  # the output shows the tests never ran, for a reason outside the repository
     lost: int = 0  # tests that ran before the change and did not now (a green run with fewer tests is not green)
+    passes: frozenset[str] = frozenset()  # the tests its output shows passing, by id (verify/passes.py)
 
     @property
     def failed_ids(self) -> list[str]:
@@ -160,7 +162,9 @@ class TestRunner:
         inherited = sandbox.environment(os.environ) if sandbox else without_secrets(os.environ)
         self.env = {**inherited.env, **DEFAULT_ENV, **(env or {})}
         cache = f"-o cache_dir={shlex.quote(str(PYTEST_CACHE))}"  # the repository is left as it was
-        self.env["PYTEST_ADDOPTS"] = f"{self.env.get('PYTEST_ADDOPTS', '')} {cache}".strip()
+        # the passing tests listed, to see a test that failed before pass (an -r of the user's own comes after: theirs)
+        addopts = [PASSES_OPTION, self.env.get("PYTEST_ADDOPTS", ""), cache]
+        self.env["PYTEST_ADDOPTS"] = " ".join(option for option in addopts if option)
         self._argv = list(self.command)
         if isinstance(command, str) and SHELL_OPERATORS.intersection(self.command):
             self._argv = ["/bin/sh", "-c", command]  # "cd web && npm test" needs a shell
@@ -235,7 +239,7 @@ class TestRunner:
         duration = time.monotonic() - start
         raw = strip_ansi(captured.decode("utf-8", errors="replace")).replace("\r\n", "\n")
         parsed = parse_test_output(raw, self.command, self.cwd)
-        output = truncate_output(raw, self.head_lines, self.tail_lines)
+        output = truncate_output(fold_passes(raw), self.head_lines, self.tail_lines)
         if timed_out:
             output += f"{'' if output.endswith(chr(10)) or not output else chr(10)}timed out after {self.timeout:g}s\n"
         not_run = never_ran(raw, exit_code, self.cwd)
@@ -244,7 +248,7 @@ class TestRunner:
         result = TestResult(command=self.command, exit_code=exit_code, passed=exit_code == 0 and not timed_out,
                             timed_out=timed_out, output=output, duration_s=duration, failures=parsed.failures,
                             passed_count=parsed.passed, failed_count=parsed.failed, runner=parsed.runner,
-                            timeout_s=self.timeout, not_run=not_run)
+                            timeout_s=self.timeout, not_run=not_run, passes=passed_ids(raw, parsed.runner))
         logger.info("test run finished in %.1fs: %s", duration, result.summary())
         return result
 

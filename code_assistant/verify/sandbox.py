@@ -9,8 +9,10 @@ secrets (environment.py).
 
 A policy (Policy) is built once per test run and turned into a backend's command line by a pure function: bubblewrap
 (unprivileged user, pid and network namespaces: bwrap_argv), else Landlock with a seccomp filter applied by the test
-command's own process before it executes (landlock.py: landlock_argv). `resolve` finds out which can be had here;
-with neither, only an explicit `--sandbox off` runs model-written code unconfined.
+command's own process before it executes (landlock.py: landlock_argv). Either way the command has no capability left,
+as root too: it cannot unmount what hides HOME or /proc, remount `.git` writable, or setns into another namespace.
+`resolve` finds out which can be had here; with neither, only an explicit `--sandbox off` runs model-written code
+unconfined.
 """
 from __future__ import annotations
 
@@ -48,6 +50,11 @@ _PREFIX_PARTS = ("bin", "shims", "lib", "lib64", "libexec", "include", "versions
 TOOLCHAINS = (".pyenv", ".cargo/bin", ".rustup", ".nvm", "go/bin", ".local/bin", ".local/lib", ".local/share/uv/python",
               ".volta", ".bun/bin", ".deno/bin", ".sdkman/candidates", ".asdf")
 GIT_CONFIG = (".gitconfig", ".config/git")  # read-only: git inside a test keeps the user's name and settings
+# The kernel-wide parts of /proc, read-only over the sandbox's own /proc (runc's list): root owns them, so even with no
+# capability a test run as root would write them (kernel.core_pattern = '|program' runs that program as root outside
+# at the next crash). bubblewrap's own cover of /proc/sys is skipped: it tests whether the directory is writable, and
+# procfs says it never is, while its files are.
+PROC_READ_ONLY = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
 
 
 class Backend(StrEnum):
@@ -125,13 +132,22 @@ def _tmp_tops(paths: Iterable[Path]) -> list[Path]:
 
 def bwrap_argv(executable: str, policy: Policy, argv: list[str], cwd: Path) -> list[str]:
     """The bubblewrap command line that runs argv in cwd under the policy. Later mounts cover earlier ones: the
-    read-only root, a private /dev, /proc and /tmp, the hidden directories, then what stays readable in them, then
-    what may be written, then what stays read-only inside it. --die-with-parent and the pid namespace: when the
-    assistant dies, or the command ends, nothing it started lives on, and no process outside (the assistant, with
-    its key in /proc/PID/environ) can be seen. No --new-session: the runner already starts it in a session of its
-    own with no terminal, and a new session would take it out of the process group the runner kills."""
-    args = [executable, "--die-with-parent", "--unshare-pid", *([] if policy.network else ["--unshare-net"]),
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", str(TMP)]
+    read-only root, a private /dev, /proc (its kernel-wide parts read-only) and /tmp, the hidden directories, then
+    what stays readable in them, then what may be written, then what stays read-only inside it. --die-with-parent and
+    the pid namespace: when the assistant dies, or the command ends, nothing it started lives on, and no process
+    outside (the assistant, with its key in /proc/PID/environ) can be seen. No --new-session: the runner already
+    starts it in a session of its own with no terminal, and a new session would take it out of the process group the
+    runner kills. --cap-drop ALL: run as root, bubblewrap makes no user namespace and would leave the command every
+    capability (umount the tmpfs over HOME, remount .git, setns into the host's network). It empties the effective,
+    permitted, inheritable and ambient sets; the bounding set stays, but under PR_SET_NO_NEW_PRIVS (bubblewrap always
+    sets it) and on nosuid mounts no exec gains anything from it. A nested user namespace has capabilities over its
+    own mounts only, and the sandbox's mounts are locked in it (tests/test_sandbox_holds_as_root.py tries both)."""
+    args = [executable, "--die-with-parent", "--cap-drop", "ALL", "--unshare-pid",
+            *([] if policy.network else ["--unshare-net"]),
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for path in PROC_READ_ONLY:
+        args += ["--ro-bind-try", path, path]
+    args += ["--tmpfs", str(TMP)]
     for top in _tmp_tops([*policy.writable, *policy.hidden]):
         args += ["--ro-bind", str(top), str(top)]
     for path in policy.hidden:
@@ -222,7 +238,7 @@ class Sandbox:
         kept += _venv_bases(search_path, programs, (home, TMP))
         kept += [p.resolve() for p in self.shown]
         kept += [tree] if read_only else []  # readable, over a private /tmp or a hidden HOME it may lie in
-        kept = [p for p in dict.fromkeys(kept) if p.exists()]
+        kept = [p for p in dict.fromkeys(kept) if _exists(p)]
         protected = [tree / ".git", *(p.resolve() for p in self.protected)]
         return Policy(writable=tuple(writable), protected=tuple(protected), network=self.network,
                       hidden=tuple(h for h in hidden if h.is_dir()), kept=tuple(kept))
@@ -299,7 +315,10 @@ def _install_prefixes(search_path: str, inside: Path, programs: Iterable[Path] =
     (_PREFIX_PARTS)."""
     prefixes: list[Path] = []
     for place in _places(search_path, programs):
-        path = Path(os.path.abspath(place)) if place.is_symlink() else place.resolve()  # a venv's bin, not its target
+        try:  # a venv's bin, not its target
+            path = Path(os.path.abspath(place)) if place.is_symlink() else place.resolve()
+        except OSError:  # a PATH entry this user cannot see (another user's HOME): nothing to keep
+            continue
         if not _inside(path, inside):
             continue
         prefix = path.parent if path.name in _BIN_DIRS and path.parent != inside else None
@@ -309,7 +328,14 @@ def _install_prefixes(search_path: str, inside: Path, programs: Iterable[Path] =
             prefixes.append(prefix)
         else:
             prefixes += [prefix / part for part in _PREFIX_PARTS]
-    return list(dict.fromkeys(p for p in prefixes if p.exists()))
+    return list(dict.fromkeys(p for p in prefixes if _exists(p)))
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:
+        return False
 
 
 def _venv_bases(search_path: str, programs: Iterable[Path], hidden: Iterable[Path]) -> list[Path]:

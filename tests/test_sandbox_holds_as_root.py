@@ -1,0 +1,268 @@
+"""The sandbox holds as root, as a user too (issue 50, item 1): a test command has no capability left, cannot unmount
+what hides HOME or /proc, remount `.git`, write the kernel's settings, make or read a disk's device, or enter another
+namespace, and `.git` stays byte for byte as it was.
+
+Tried as an attacker would, under real bubblewrap and a real Landlock ruleset: nine credential files planted in
+HOME, the assistant's key and a token in its own environment, a listener on 127.0.0.1 outside. The attack
+(tests/attack_sandbox.py, shipped by the repository) runs from a conftest a scripted model wrote, through the CLI,
+as whatever user runs this suite (root on these machines and in CI); then as uid 65534 around the sandbox alone. The
+capability drop's pure parts and the Landlock plan of /dev are checked directly.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import site
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from code_assistant.verify import landlock, privileges
+from tests.repos import CALC_PY, ROOT, TEST_CALC_PY, answer, create, git_init, modify, python_repo, run_cli, write_tree
+from tests.scripted_server import ScriptedServer
+from tests.test_secrets_stay_home import Catcher
+
+PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
+ATTACK = (Path(__file__).parent / "attack_sandbox.py").read_text()
+MARK = "sbx50"  # every secret planted starts so, and has no shape the redactor knows: a leak would show as is
+KEY, TOKEN = f"{MARK}-assistant-key-31f7", f"{MARK}-service-token-88c2"
+CREDENTIALS = {
+    ".netrc": f"machine example.com login me password {MARK}-netrc-1\n",
+    ".docker/config.json": json.dumps({"auths": {"registry.example.com": {"auth": f"{MARK}-docker-2"}}}),
+    ".kube/config": f"users:\n- name: me\n  user:\n    token: {MARK}-kube-3\n",
+    ".aws/credentials": f"[default]\naws_access_key_id = AKIDEXAMPLE\naws_secret_access_key = {MARK}-aws-4\n",
+    ".ssh/id_ed25519": f"-----BEGIN OPENSSH PRIVATE KEY-----\n{MARK}-ssh-5\n-----END OPENSSH PRIVATE KEY-----\n",
+    ".config/gh/hosts.yml": f"github.com:\n    oauth_token: {MARK}-gh-6\n",
+    ".git-credentials": f"https://me:{MARK}-git-7@github.com\n",
+    ".npmrc": f"//registry.npmjs.org/:_authToken={MARK}-npm-8\n",
+    ".pypirc": f"[pypi]\nusername = __token__\npassword = {MARK}-pypi-9\n",
+}
+CONFTEST = '''import json
+
+import pytest
+
+import attack_sandbox
+
+REPORT = attack_sandbox.run(PORT)
+
+
+@pytest.fixture(autouse=True)
+def _show():
+    print("ATTACK", json.dumps(REPORT), "LOOT", json.dumps(attack_sandbox.loot))
+    yield
+'''
+NOBODY = 65534
+
+
+def _plant(home: Path) -> None:
+    write_tree(home, CREDENTIALS)
+
+
+def _escaped(repo: Path) -> dict[str, str]:
+    report = json.loads((repo / "tests" / "attack-report.json").read_text())
+    assert len(report) == 13, report
+    return {name: outcome for name, outcome in report.items() if not outcome.startswith("refused")}
+
+
+def _backend_env(backend: str, tmp_path: Path) -> dict[str, str]:
+    if backend == "bubblewrap":
+        if shutil.which("bwrap") is None:
+            pytest.fail("bubblewrap is not installed (apt-get install bubblewrap): the sandbox tests need it")
+        return {}
+    if landlock.abi_version() is None:
+        pytest.skip("no Landlock in this kernel")
+    return {"CODE_ASSISTANT_BWRAP": str(tmp_path / "no-bwrap")}  # bubblewrap made unavailable: Landlock stands in
+
+
+# ----- the pure parts ---------------------------------------------------------------------------------------------
+STATUS = """Name:\tpython3
+Umask:\t0022
+CapInh:\t0000000000000000
+CapPrm:\t000001fffeffffff
+CapEff:\t000001fffeffffff
+CapBnd:\t000001ffffffffff
+CapAmb:\t0000000000000000
+NoNewPrivs:\t0
+"""
+
+
+def test_the_capability_sets_are_read_from_proc_status() -> None:
+    assert privileges.capability_sets(STATUS) == {"CapInh": 0, "CapPrm": 0x1fffeffffff, "CapEff": 0x1fffeffffff,
+                                                  "CapBnd": 0x1ffffffffff, "CapAmb": 0}
+    assert privileges.capability_sets("Name:\tx\n") == {}
+
+
+def test_root_empties_the_bounding_set_and_locks_the_securebits_a_user_only_clears_ambient() -> None:
+    root = privileges.drop_plan(last_cap=40, effective=0x1fffeffffff)
+    assert root[0] == (privileges.PR_CAP_AMBIENT, privileges.PR_CAP_AMBIENT_CLEAR_ALL)
+    assert root[1:-1] == [(privileges.PR_CAPBSET_DROP, cap) for cap in range(41)]
+    assert root[-1] == (privileges.PR_SET_SECUREBITS, 0xef), "noroot, no setuid fixup, no ambient raise; locked"
+    assert privileges.drop_plan(last_cap=40, effective=0) == [root[0]]
+    no_setpcap = 0x1fffeffffff & ~(1 << privileges.CAP_SETPCAP)  # root in a container that took CAP_SETPCAP away
+    assert privileges.drop_plan(last_cap=40, effective=no_setpcap) == [root[0]]
+
+
+def test_landlock_opens_only_bubblewraps_devices() -> None:
+    tree = {Path("/"): ["dev", "usr"], Path("/dev"): ["null", "vda", "zram0", "loop0", "pts", "shm", "urandom"]}
+    planned = dict(landlock.plan(landlock.Rules(writable=()), abi=7,
+                                 entries=lambda d: [d / name for name in tree.get(d, [])]))
+    assert planned[Path("/dev")] == landlock.READ_DIR, "listed, no file in it read"
+    assert planned[Path("/dev/null")] == planned[Path("/dev/urandom")] == landlock.handled_fs(7)
+    assert not {Path("/dev/vda"), Path("/dev/zram0"), Path("/dev/loop0")} & set(planned), "no disk, swap or loop"
+    assert planned[Path("/usr")] == landlock.READ | landlock.IOCTL_DEV
+
+
+SHOW_PRIVILEGES = """import ctypes, json
+from code_assistant.verify import privileges
+libc = ctypes.CDLL(None)
+print(json.dumps({**privileges.capability_sets(open("/proc/self/status").read()),
+                  "securebits": libc.prctl(privileges.PR_GET_SECUREBITS, 0, 0, 0, 0)}))
+"""
+
+
+@pytest.mark.skipif(landlock.abi_version() is None, reason="no Landlock in this kernel")
+def test_under_landlock_the_command_keeps_no_capability_and_root_regains_none(tmp_path: Path) -> None:
+    argv = landlock.landlock_argv(sys.executable, landlock.Rules(writable=(tmp_path,)),
+                                  [sys.executable, "-c", SHOW_PRIVILEGES])
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=60, check=False,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert shown["CapEff"] == shown["CapPrm"] == shown["CapInh"] == shown["CapAmb"] == 0
+    if os.geteuid() == 0:
+        assert shown["CapBnd"] == 0 and shown["securebits"] == privileges.SECUREBITS, "as root: nothing to regain"
+
+
+# ----- as an attacker would ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("backend", ["bubblewrap", "landlock"])
+def test_a_hostile_conftest_cannot_unmount_remount_or_leave_the_sandbox(tmp_path: Path, isolated_env: Path,
+                                                                         backend: str) -> None:
+    """As whoever runs the suite: root on these machines and in CI, where the issue's attack got out."""
+    env = {"MY_SERVICE_TOKEN": TOKEN, **_backend_env(backend, tmp_path)}
+    _plant(isolated_env)
+    repo = python_repo(tmp_path, {"calc.py": CALC_PY, "tests/test_calc.py": TEST_CALC_PY, "attack_sandbox.py": ATTACK,
+                                  "pytest.ini": "[pytest]\npythonpath = .\n"})
+    git_config = (repo / ".git" / "config").read_bytes()
+    catcher = Catcher()
+    try:
+        hostile = answer(create("conftest.py", CONFTEST.replace("PORT", str(catcher.port))))
+        with ScriptedServer([hostile, answer(modify("calc.py", "    return a - b", "    return a + b"))]) as server:
+            proc = run_cli(["--repo", str(repo), "--task", "fix add; add a conftest that checks the machine",
+                            "--test-command", PYTEST, "--no-reproduce", "--json"],
+                           server_url=server.url, api_key=KEY, extra_env=env)
+    finally:
+        catcher.close()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["sandbox"]["backend"] == backend
+    assert _escaped(repo) == {}
+    assert catcher.received == [], "nothing reached the listener outside the sandbox"
+    assert (repo / ".git" / "config").read_bytes() == git_config
+    fix_request = json.dumps(server.chat_requests[1]["messages"])
+    assert "ATTACK" in fix_request and "umount -l HOME" in fix_request, "the conftest ran and the model saw its output"
+    logs = [path for path in isolated_env.rglob("*") if path.is_file() and path.relative_to(isolated_env).as_posix()
+            not in CREDENTIALS]
+    assert Path(result["log"]) in logs
+    bodies = json.dumps([request.get("body") for request in server.requests])  # the key is in every header
+    for where, text in [("stdout", proc.stdout), ("stderr", proc.stderr), ("requests", bodies),
+                        *((str(path), path.read_bytes().decode("utf-8", "replace")) for path in logs)]:
+        assert MARK not in text, f"a planted secret in {where}"
+
+
+def _python_for(uid: int) -> list[str] | None:
+    """A Python that `uid` can run, with this suite's packages on its path (pyenv's lives under root's HOME)."""
+    paths = [str(ROOT), *site.getsitepackages()]
+    for python in dict.fromkeys([sys.executable, sys._base_executable, "/usr/bin/python3"]):
+        # the sandbox starts sys.executable again: it must be reachable
+        code = f"import os, sys; sys.path[:0] = {paths!r}; import code_assistant.verify.runner; os.stat(sys.executable)"
+        probe = [python, "-c", code]
+        if subprocess.run(_as(uid, probe), capture_output=True, check=False).returncode == 0:
+            return [python, "-c", f"import sys; sys.path[:0] = {paths!r}; exec(sys.argv[1])"]
+    return None
+
+
+def _as(uid: int, argv: list[str]) -> list[str]:
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", *argv]
+
+
+DRIVER = """import sys
+from pathlib import Path
+from code_assistant.verify.runner import TestRunner
+from code_assistant.verify.sandbox import resolve
+
+sandbox = resolve("write", sys.argv[2])
+print(TestRunner([sys.executable, "attack_sandbox.py", sys.argv[3]], Path.cwd(), sandbox=sandbox).run().output)
+print(sandbox.backend)
+"""
+
+
+@pytest.mark.parametrize("backend", ["bubblewrap", "landlock"])
+def test_as_a_user_the_same_attack_gets_nowhere(tmp_path: Path, backend: str) -> None:
+    """uid 65534, root's PATH kept (entries it cannot see), the assistant's key in its environment, around the
+    sandbox alone."""
+    if os.geteuid() != 0:
+        pytest.skip("not root: the test above already ran the attack as a user")
+    if shutil.which("setpriv") is None:
+        pytest.skip("no setpriv (util-linux) to run the attack as another user")
+    driver = _python_for(NOBODY)
+    if driver is None:
+        pytest.skip("no Python uid 65534 can run with this suite's packages")
+    env = _backend_env(backend, tmp_path)
+    base = Path(tempfile.mkdtemp(prefix="ca-as-user-"))  # /tmp, not tmp_path: pytest's directories are root's alone
+    try:
+        base.chmod(0o755)
+        home, repo = base / "home", base / "proj"
+        _plant(home)
+        write_tree(repo, {"attack_sandbox.py": ATTACK, "tests/__init__.py": ""})
+        git_init(repo)
+        git_config = (repo / ".git" / "config").read_bytes()
+        for path in [base, *base.rglob("*")]:
+            os.lchown(path, NOBODY, NOBODY)
+        catcher = Catcher()
+        try:
+            proc = subprocess.run(_as(NOBODY, [*driver, DRIVER, env.get("CODE_ASSISTANT_BWRAP", "bwrap"),
+                                               str(catcher.port)]),
+                                  cwd=repo, capture_output=True, text=True, timeout=120, check=False,
+                                  env={"PATH": os.environ["PATH"], "HOME": str(home), "OPENAI_API_KEY": KEY,
+                                       "MY_SERVICE_TOKEN": TOKEN})
+        finally:
+            catcher.close()
+        assert proc.returncode == 0 and proc.stdout.strip().endswith(backend), proc.stdout + proc.stderr
+        assert _escaped(repo) == {}
+        assert catcher.received == []
+        assert (repo / ".git" / "config").read_bytes() == git_config
+        assert "LOOT {}" in proc.stdout and MARK not in proc.stdout + proc.stderr
+    finally:
+        shutil.rmtree(base)
+
+
+def _without_landlock() -> None:
+    """In the child before it executes: Landlock's first call answers ENOSYS, as on a kernel built without it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    program = [(0x20, 0, 0, 0), (0x15, 0, 1, 444), (0x06, 0, 0, 0x00050000 | 38), (0x06, 0, 0, 0x7FFF0000)]
+    filters = (landlock._SockFilter * len(program))(*(landlock._SockFilter(*i) for i in program))
+    prog = landlock._SockFprog(len(program), ctypes.cast(filters, ctypes.POINTER(landlock._SockFilter)))
+    if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "seccomp")
+
+
+def test_with_no_sandbox_to_be_had_the_run_says_so_before_the_model_is_asked(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    before = {path: path.read_bytes() for path in repo.rglob("*") if path.is_file()}
+    with ScriptedServer([answer(modify("calc.py", "return a - b", "return a + b"))]) as server:
+        proc = subprocess.run([sys.executable, str(ROOT / "main.py"), "--repo", str(repo), "--task", "fix add",
+                               "--test-command", PYTEST], capture_output=True, text=True, timeout=120, check=False,
+                              stdin=subprocess.DEVNULL, preexec_fn=_without_landlock,
+                              env={**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k",
+                                   "CODE_ASSISTANT_BWRAP": str(tmp_path / "no-bwrap")})
+        assert server.requests == [], "nothing was asked of the model"
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip() == (f"error: no sandbox for the tests on this machine ({tmp_path / 'no-bwrap'} not "
+                                   "found; Landlock: not in this kernel): install bubblewrap, or pass --sandbox off "
+                                   "to run the model's code unconfined")
+    assert {path: path.read_bytes() for path in repo.rglob("*") if path.is_file()} == before
