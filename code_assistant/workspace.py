@@ -407,15 +407,15 @@ def chat_client(settings: Settings):  # -> openai.OpenAI, imported only when nee
 
 def chat_model(settings: Settings, key: str, schema: dict | None) -> OpenAIChat:
     """The chat seam with the model's context window: the setting, else the server's report, else known, else 8192."""
-    from code_assistant.model.accepts import Accepts, Wire
+    from code_assistant.model.accepts import Accepts
     from code_assistant.model.chat import OpenAIChat
-    from code_assistant.model.server_reports import model_name, resolve_window
+    from code_assistant.model.server_reports import catalogued, model_name, resolve_window
 
     own_key = key if settings.api_key else None
     name = model_name(settings.model, settings.model_named, settings.base_url, own_key)
     window = resolve_window(settings.context_window, settings.base_url, name, own_key,
                             load_timeout=settings.request_timeout)
-    accepts = Accepts(wire=Wire(settings.wire or Wire.CHAT), wire_chosen=settings.wire is not None)
+    accepts = Accepts.known(catalogued(settings.base_url, name), settings.wire)  # the rest: learned from refusals
     return OpenAIChat(name, api_key=key, base_url=settings.base_url, timeout=settings.request_timeout,
                       max_retries=settings.max_retries, window=window, schema=schema, accepts=accepts,
                       reasoning_effort=settings.reasoning_effort)

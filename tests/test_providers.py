@@ -11,10 +11,13 @@ from typing import Any
 
 import pytest
 
+from code_assistant.model.accepts import Accepts
+from code_assistant.model.catalogue import lookup
 from code_assistant.model.chat import OpenAIChat, ToolsRefused
 from code_assistant.model.responses import flat_tools, input_items
 from code_assistant.model.server_reports import resolve_window
 from code_assistant.model.structured import plan_schema
+from code_assistant.model.window import ContextWindow
 from code_assistant.tools import Spec
 from tests.provider_emulator import CHAT, RESPONSES, ProviderEmulator
 from tests.repos import PYTEST, answer, modify, python_repo, run_cli
@@ -144,6 +147,20 @@ def test_a_providers_first_exchange_by_its_contract(name: str) -> None:
     assert response.reasoning_tokens == reasoning and response.completion_tokens >= reasoning
     assert (chat.usage.cost(model, emulator.url) is not None) == costed
     assert (found.tokens, found.source) == window
+
+
+@pytest.mark.parametrize("name", ["openai-gpt-5-mini", "openai-gpt-5.1-codex"])
+def test_with_the_catalogues_entry_a_reasoning_model_is_asked_right_the_first_time(name: str) -> None:
+    """The catalogue (models.dev) says what the refusals would teach: no request is spent on them."""
+    with ProviderEmulator(name, [FIX_ADD]) as emulator:
+        model = emulator.profile.model
+        info = lookup(model)
+        assert info is not None and info.reasoning
+        chat = OpenAIChat(model, api_key="k", base_url=emulator.url, accepts=Accepts.known(info),
+                          window=ContextWindow(info.window or 8192, "the catalogue"), sleep=lambda s: None)
+        response = chat.complete(PROMPT, tools=TOOLS)
+    assert emulator.refused == [] and response.notes == [] and response.text == FIX_ADD
+    assert response.wire == ("responses" if "codex" in model else "chat")
 
 
 # ----- the Responses API's rendering of our conversation --------------------------------------------------------------

@@ -1,7 +1,7 @@
 """What a model server takes for a model, as far as it is known, and the request parameters that follow from it.
 
-Whoever builds the model sets what is known: the user's --wire and --reasoning-effort, a model catalogue's entry
-(reasoning, temperature, tools, structured output, wire). The rest is None, "not known": the request is sent as for any
+Whoever builds the model sets what is known (Accepts.known): the user's --wire, the model catalogue's entry (reasoning,
+temperature, tools, wire; catalogue.py). The rest is None, "not known": the request is sent as for any
 chat model, and a documented refusal (refusals.py) teaches what to send instead — once, with one line for the person,
 and for the rest of the session. One Accepts is shared by the copies of a model (best of N's attempts, a question's
 free-text model), so what one of them learns the others know.
@@ -15,20 +15,13 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
+from code_assistant.model.catalogue import ModelInfo, Wire
 from code_assistant.model.refusals import Lesson
 
 REASONING_ROOM = 25_000  # tokens a reasoning model may reason with before it answers: OpenAI's reasoning guide
 #                          recommends reserving at least 25,000 for reasoning and outputs
-
-
-class Wire(StrEnum):
-    """The API a model is asked through (until the model catalogue, which names it too, is wired in)."""
-
-    CHAT = "chat"  # POST /chat/completions
-    RESPONSES = "responses"  # POST /responses
 
 
 WHAT: dict[Lesson, str] = {  # what a lesson says of the model, for its line
@@ -59,6 +52,16 @@ class Accepts:
     learned: set[Lesson] = field(default_factory=set)
     version: int = 0  # one more for every lesson: a request built before a lesson is asked again, not refused
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @classmethod
+    def known(cls, info: ModelInfo | None, wire: str | None = None) -> Accepts:
+        """What is known before the first request: the user's --wire, and what the model catalogue says of the model
+        (None: nothing; a catalogue's "no structured output" is not taken: a server's refusal of it costs nothing)."""
+        chosen = Wire(wire) if wire else None
+        if info is None:
+            return cls(wire=chosen or Wire.CHAT, wire_chosen=chosen is not None)
+        return cls(wire=chosen or info.wire, wire_chosen=chosen is not None, reasoning=info.reasoning,
+                   temperature=info.temperature, tools=None if info.tools else False)
 
     @property
     def sends_temperature(self) -> bool:

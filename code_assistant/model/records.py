@@ -118,7 +118,8 @@ class Usage:
         when neither knows (an unknown model, a local server)."""
         if self.calls and self.charged_calls == self.calls:
             return round(self.charged, 6)
-        estimate = estimate_cost(model, self.prompt_tokens, self.completion_tokens, base_url)
+        estimate = estimate_cost(model, self.prompt_tokens, self.completion_tokens, base_url,
+                                 reasoning_tokens=self.reasoning_tokens)
         if estimate is None and self.charged_calls:
             return round(self.charged, 6)
         return estimate
