@@ -3,14 +3,20 @@ repository. It opens one workspace and keeps it — the chat model, the index an
 every finished task for the next requests, the files the session changed pinned into the next context — and holds
 the repository for its whole length. Each line is parsed into an operation of the table and its options record, the
 same records the command line builds: a line is a task (`run`); a line starting with `/` names another operation
-(`/ask`, `/undo`, ...; `/help` lists them from the table) and says what the command line says for it."""
+(`/ask`, `/undo`, ...; `/help` lists them from the table) and says what the command line says for it. A line that is
+only a command's name is never a task: `help`, `exit`, `quit`, `clear` and the names of commands that change nothing
+(`diff`, `test`, ...) are taken as the command; any other (`undo`, `ask`) is asked about. What is typed while a task
+runs comes after it (console/typeahead.py). Leaving, it says which of its tasks are still in effect and how to take
+them back."""
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,9 +29,20 @@ from code_assistant.settings import Settings
 if TYPE_CHECKING:
     from code_assistant.workspace import Workspace
 
-QUIT = ("/quit", "/exit")
-KEYS = ("Anything else is a task. Alt-Enter (or Esc, Enter) starts a new line; Ctrl-C cancels a task and rolls it "
-        "back; Ctrl-D leaves.")
+KEYS = ("Anything else is a task (/run WORD sends a command's name as one). Alt-Enter (or Esc, Enter) starts a new "
+        "line; Ctrl-C cancels a task and rolls it back; Ctrl-D leaves; what is typed during a task runs after it.")
+
+
+class Word(StrEnum):
+    """What the session door answers itself, not an operation."""
+
+    HELP = "help"
+    QUIT = "quit"
+    CLEAR = "clear"
+
+
+WORDS = {"help": Word.HELP, "?": Word.HELP, "quit": Word.QUIT, "exit": Word.QUIT, "clear": Word.CLEAR}
+TAKEN = ("diff", "test", "tokens", "context", "model")  # a bare name of one of these, which change nothing, runs it
 
 
 @dataclass(frozen=True)
@@ -75,19 +92,30 @@ def _read_words(rest: str) -> dict[str, object]:
 
 def help_lines() -> list[str]:
     lines = [f"/{op.name:<8}{op.words:<11}{op.summary}" for op in reached_from(Door.SESSION)]
-    return [*lines, f"{'/help':<19}this list", f"{'/quit':<19}leave (Ctrl-D does too)", KEYS]
+    return [*lines, f"{'/clear':<19}clear the screen", f"{'/help':<19}this list",
+            f"{'/quit':<19}leave, saying what is still in effect (Ctrl-D does too)", KEYS]
 
 
-def parse_line(text: str) -> tuple[Operation, object] | None:
-    """A line as an operation and its options (None: /help, which the door answers itself). A task is `run`."""
+def parse_line(text: str) -> tuple[Operation, object] | Word:
+    """A line as an operation and its options, or a word the door answers itself. A task is `run`; a line that is
+    only a command's name is the command, or a UsageError that asks whether it was meant."""
     if not text.startswith("/"):
+        bare = text.strip().lower().rstrip(".!")
+        if bare in WORDS:
+            return WORDS[bare]
+        if bare in TAKEN:
+            return OPERATIONS[bare], SLASH[bare]("")
+        if bare in SLASH:
+            words = f" {OPERATIONS[bare].words}" if OPERATIONS[bare].words else ""
+            raise UsageError(f"{bare!r} is a command's name: did you mean /{bare}{words}? (nothing was sent to the "
+                             f"model; /run {bare} sends it as a task)")
         return OPERATIONS["run"], o.RunOptions(task=text)
     word, _, rest = text.partition(" ")
     name = word[1:]
-    if name == "help":
-        return None
+    if name in WORDS:
+        return WORDS[name]
     if name not in SLASH:
-        close = difflib.get_close_matches(word, [f"/{n}" for n in [*SLASH, "help", "quit"]], n=3, cutoff=0.5)
+        close = difflib.get_close_matches(word, [f"/{n}" for n in [*SLASH, *WORDS]], n=3, cutoff=0.5)
         hint = f"; did you mean {' or '.join(close)}?" if close else "; /help lists them"
         raise UsageError(f"unknown command {word}{hint}")
     return OPERATIONS[name], SLASH[name](rest.strip())
@@ -121,13 +149,15 @@ def chat(settings: Settings, options: SessionOptions, *, as_json: bool, streams:
         open_session(workspace, resumed=options.resume)
         if sys.stdin.isatty() and not as_json:
             workspace.say("[Session: type a task, /help for commands; Alt-Enter for a new line, Ctrl-D to leave]")
-            lines: Iterable[str] = console.prompt_lines(history_path(settings))
+            lines: Generator[str, None, None] = console.prompt_lines(history_path(settings))
         else:
-            lines = sys.stdin
-        for line in lines:
-            if line.strip() in QUIT:
-                break
-            handle(workspace, line, as_json=as_json)
+            lines = (line for line in sys.stdin)
+        with contextlib.closing(lines):  # the terminal is no longer read once the session ends
+            for line in lines:
+                if handle(workspace, line, as_json=as_json) == Word.QUIT:
+                    break
+        if not as_json:
+            leaving(workspace)
     return EXIT_OK
 
 
@@ -142,24 +172,26 @@ def open_session(ws: Workspace, *, resumed: bool) -> None:
         ws.say(f"[Resumed: {len(ws.memory.notes)} earlier task(s), {len(ws.memory.pins)} pinned file(s)]")
 
 
-def handle(ws: Workspace, line: str, *, as_json: bool) -> None:
-    """One line: its operation executed on the session's workspace and its outcome shown; an error is one line and
-    the session goes on."""
-    from code_assistant.console import render, say
+def handle(ws: Workspace, line: str, *, as_json: bool) -> Word | None:
+    """One line: its operation executed on the session's workspace and its outcome shown, or the door's own word
+    answered (Word.QUIT: returned, the session ends); an error is one line and the session goes on."""
+    from code_assistant.console import clear_screen, render, say
 
     text = line.strip()
     if not text:
-        return
+        return None
     interrupts.rearm()
     command = None
     try:
         parsed = parse_line(text)
-        if parsed is None:
-            if as_json:
-                print(json.dumps({"command": "/help", "lines": help_lines()}), flush=True)
-            else:
-                say("\n".join(help_lines()))
-            return
+        if parsed == Word.HELP:
+            say(json.dumps({"command": "/help", "lines": help_lines()}) if as_json else "\n".join(help_lines()))
+            return None
+        if parsed == Word.CLEAR:
+            clear_screen()
+            return None
+        if isinstance(parsed, Word):
+            return parsed
         operation, options = parsed
         command = None if operation.name == "run" else f"/{operation.name}"
         render.show(operation.execute(ws, options), as_json=as_json, command=command)
@@ -167,3 +199,14 @@ def handle(ws: Workspace, line: str, *, as_json: bool) -> None:
         ws.say("[Cancelled]")
     except AssistantError as exc:
         render.error(exc, as_json=as_json, command=command)
+    return None
+
+
+def leaving(ws: Workspace) -> None:
+    """The session's last words: its tasks still in effect, and how to take them back."""
+    from code_assistant.console import render
+
+    try:
+        render.leaving(OPERATIONS["diff"].execute(ws, o.DiffOptions()), ws.settings.repo)
+    except AssistantError as exc:
+        render.error(exc, as_json=False, command="/diff")

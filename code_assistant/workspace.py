@@ -219,11 +219,12 @@ class Workspace:
     def header(self, model: ChatModel) -> None:
         """The lines that say what a run will ask: the model and its window, the owner's instructions, a cost cap
         that cannot be kept."""
+        from code_assistant.model.names import shown
         from code_assistant.model.prices import estimate_cost
 
         wire = getattr(getattr(model, "accepts", None), "wire", "chat")
         through = ", asked through the Responses API" if wire == "responses" else ""
-        self.say(f"[Model: {model.name}, context window {model.window.describe()}{through}]")
+        self.say(f"[Model: {shown(model.name)}, context window {model.window.describe()}{through}]")
         if line := self.instructions_line():
             self.say(line)
         if self.settings.max_cost is not None and estimate_cost(model.name, 1, 1, self.settings.base_url) is None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from code_assistant.model.chat import OpenAIChat
+from code_assistant.model.names import shown
 from code_assistant.model.trajectory import read_answers
 from tests.answer_corpus import case
 from tests.repos import CALC_PY, TEST_CALC_PY, answer, modify, python_repo, run_cli, run_cli_on_a_terminal, snapshot
@@ -241,6 +242,20 @@ def test_the_header_names_the_model_a_local_server_serves(tmp_path: Path) -> Non
     assert server.chat_requests[0]["model"] == "qwen3-coder-30b"
 
 
+def test_a_model_a_server_names_by_its_file_is_shown_by_the_files_stem(tmp_path: Path) -> None:
+    """llama.cpp and llama-cpp-python name the model by the path they loaded; the console shows its stem, the
+    requests keep the id."""
+    repo = python_repo(tmp_path)
+    path = "/srv/models/SmolLM2-360M-Instruct-Q8_0.gguf"
+    with ScriptedServer(["add() is in calc.py:4."], info={"/v1/models": {"data": [{"id": path}]}}) as server:
+        proc = run_cli(["ask", "--repo", str(repo), "where is add?"], server_url=server.url)
+    assert proc.returncode == 0, proc.stderr
+    assert "[Model: SmolLM2-360M-Instruct-Q8_0, context window" in proc.stdout and path not in proc.stdout
+    assert server.chat_requests[0]["model"] == path
+    assert [shown(n) for n in ("C:\\models\\q.gguf", "org/Qwen2.5-Coder-7B", "qwen2.5-coder:7b", "x.gguf")] == [
+        "q", "org/Qwen2.5-Coder-7B", "qwen2.5-coder:7b", "x"]
+
+
 def test_a_named_model_or_a_server_with_several_keeps_its_name(tmp_path: Path) -> None:
     repo = python_repo(tmp_path)
     several = {"/v1/models": {"data": [{"id": "qwen2.5-coder:7b"}, {"id": "llama3.2:3b"}]}}
@@ -263,4 +278,4 @@ def test_the_expected_response_format_fallback_is_no_warning(tmp_path: Path) -> 
         proc = _run(repo, server, "--no-tools")  # with tools offered no schema is sent (tests/test_tools.py)
     _green(proc)
     assert [r["response_format"]["type"] for r in server.chat_requests] == ["json_schema", "json_object"]
-    assert "response_format" not in proc.stderr and "WARNING" not in proc.stderr, proc.stderr
+    assert "response_format" not in proc.stderr and "warning:" not in proc.stderr, proc.stderr

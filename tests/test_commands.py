@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+import subprocess
+import sys
 from dataclasses import MISSING
 from pathlib import Path
 
@@ -11,9 +14,10 @@ import pytest
 
 from code_assistant.cli import COMMANDS, build_parser, parse
 from code_assistant.cli.flags import default as _default
+from code_assistant.errors import UsageError
 from code_assistant.operations.options import ContextOptions, RunOptions
 from code_assistant.settings import Settings
-from tests.repos import ROOT, python_repo, run_cli, snapshot
+from tests.repos import ROOT, _cli_env, python_repo, run_cli, snapshot
 
 
 def test_every_command_has_its_own_help() -> None:
@@ -50,6 +54,21 @@ def test_the_context_subcommand_through_the_cli(tmp_path: Path) -> None:
     new = run_cli(["context", "--repo", str(repo), "--json", "add() returns the wrong sum"], api_key=None)
     assert (old.returncode, new.returncode) == (0, 0), old.stderr + new.stderr
     assert json.loads(old.stdout)["files"] == json.loads(new.stdout)["files"]
+
+
+def test_output_cut_short_by_head_ends_quietly_with_exit_0(tmp_path: Path) -> None:
+    """`| head -1` closes the pipe after the first line; what the command writes after it goes nowhere, unsaid."""
+    repo = python_repo(tmp_path)
+    line = shlex.join([sys.executable, str(ROOT / "main.py"), "context", "--repo", str(repo), "add sums"])
+    proc = subprocess.run(["bash", "-c", f"{line} | head -1; exit ${{PIPESTATUS[0]}}"], check=False, capture_output=True,
+                          text=True, env=_cli_env(None, None, None), timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert proc.stdout == f"[Indexing repository: {repo}]\n"
+
+
+def test_a_mistyped_choice_names_the_closest() -> None:
+    with pytest.raises(UsageError, match=re.escape("invalid choice: 'lst'") + r".*\(did you mean list\?\)$"):
+        parse(["mcp", "lst"])
 
 
 @pytest.mark.parametrize("typed, meant", [("--context-onl", "--context-only"), ("--tsak", "--task"),

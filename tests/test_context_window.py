@@ -263,7 +263,7 @@ def test_a_run_against_llama_cpp_python_learns_its_window_at_once(tmp_path: Path
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "context window 8192 tokens, from the default" in proc.stdout
     assert proc.stdout.count("[Window: 2048 tokens, from the server's refusal]") == 1
-    assert "WARNING" not in proc.stderr and "retry" not in proc.stderr, proc.stderr
+    assert "warning:" not in proc.stderr and "retry" not in proc.stderr, proc.stderr
     refused, asked_why, answered = server.chat_requests
     assert refused["stream"] and refused.get("tools") and not asked_why.get("stream") and answered["stream"]
     assert "tools" not in answered, "no room for the tools' schema in 2,048 tokens"
@@ -285,7 +285,7 @@ def test_a_session_keeps_the_window_it_learned(tmp_path: Path) -> None:
                               capture_output=True, text=True, env=_cli_env(server.url, "k", None), timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("[Window: 2048 tokens, from the server's refusal]") == 1
-    assert "WARNING" not in proc.stderr, proc.stderr
+    assert "warning:" not in proc.stderr, proc.stderr
     assert [r.get("stream", False) for r in server.chat_requests] == [True, False, True, True]
     assert all(prompt_tokens(body) + body["max_tokens"] <= 2048 for body in server.chat_requests[2:])
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from code_assistant.mcp.config import Origin, Transport, expand, parse
 from tests.repos import CALC_PY, PYTEST, ROOT, Terminal, answer, modify, python_repo, run_cli
@@ -28,7 +32,7 @@ DOCS_SERVER = textwrap.dedent('''
     server.run()
 ''')
 FIX_ADD = answer(modify("calc.py", "    return a - b", "    return a + b"))
-QUICK = {"CODE_ASSISTANT_MCP_START_TIMEOUT": "15"}  # a hanging server is given up on sooner
+QUICK = {"CODE_ASSISTANT_MCP_START_TIMEOUT": "8"}  # a hanging server is given up on sooner (a live one lists in ~1 s)
 
 
 def _docs(tmp_path: Path) -> list[str]:
@@ -51,14 +55,43 @@ def test_the_model_uses_the_users_mcp_server_and_a_failing_or_hanging_one_is_lef
     lines = [line for line in proc.stdout.splitlines() if line.startswith("[MCP") or "docs__lookup" in line]
     assert "[MCP: docs: 1 tool(s)]" in lines
     assert any(line.startswith("[MCP: gone left out: its command cannot start") for line in lines)
-    assert any(line.startswith("[MCP: sleepy left out: it did not list its tools within 15 s") for line in lines)
+    assert any(line.startswith("[MCP: sleepy left out: it did not list its tools within 8 s") for line in lines)
     assert any(line.startswith("[MCP: theirs (.mcp.json: touch ") and "not started: not approved" in line
                for line in lines), lines
-    assert "[docs__lookup → 1 line]" in proc.stdout and not marker.exists(), "an unapproved server never ran"
+    assert '[docs__lookup: term="add" → 1 line]' in proc.stdout
+    assert not marker.exists(), "an unapproved server never ran"
     assert "Traceback" not in proc.stderr
     assert {t["function"]["name"] for t in server.chat_requests[0]["tools"]} >= {"docs__lookup", "grep"}
     answered = server.chat_requests[1]["messages"][-1]
     assert answered["role"] == "tool" and "add() must return the sum" in answered["content"]
+
+
+def test_mcp_list_starts_each_server_that_would_start_and_add_refuses_a_name_already_there(
+        tmp_path: Path, isolated_env: Path) -> None:
+    repo = python_repo(tmp_path)
+    with socket.socket() as probe:  # a port nothing listens on: a dead URL
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}/mcp"
+    assert run_cli(["mcp", "add", "docs", "--", *_docs(tmp_path)]).returncode == 0
+    assert run_cli(["mcp", "add", "remote", "--", dead]).returncode == 0
+    marker = tmp_path / "started"
+    (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"theirs": {"command": "touch", "args": [str(marker)]}}}))
+    listed = run_cli(["mcp", "list", "--repo", str(repo)], extra_env=QUICK)
+    assert listed.returncode == 0, listed.stderr
+    lines = {line.split()[0]: line for line in listed.stdout.splitlines()}
+    assert lines["docs"].endswith("started: 1 tool(s): lookup")
+    assert f"{dead}  did not start: it failed to start (ConnectError" in lines["remote"]
+    assert lines["theirs"].endswith("starts: when approved") and not marker.exists()
+
+    config = isolated_env / ".config" / "code-assistant" / "mcp.json"
+    before = config.read_text()
+    again = run_cli(["mcp", "add", "remote", "--", "https://elsewhere.example/mcp"])
+    assert again.returncode == 2 and f"already configured ({dead}); add --replace" in again.stderr
+    assert config.read_text() == before
+    replaced = run_cli(["mcp", "add", "remote", "--replace", "--", "https://elsewhere.example/mcp"])
+    assert replaced.returncode == 0 and "[MCP: remote replaced in" in replaced.stdout
+    assert json.loads(config.read_text())["mcpServers"]["remote"] == {"type": "http",
+                                                                        "url": "https://elsewhere.example/mcp"}
 
 
 def test_a_repositorys_server_starts_once_approved_on_a_terminal_and_asks_again_when_it_changes(
@@ -93,40 +126,93 @@ def test_a_repositorys_server_starts_once_approved_on_a_terminal_and_asks_again_
             term.close()
 
 
-def test_our_operations_as_an_mcp_server_search_apply_test_and_undo(tmp_path: Path) -> None:
-    """Another agent (the SDK's own client, over stdio) searches, is refused a read of a link out of the tree, applies
-    a plan, the user writes a line into the same file, and undo takes back the plan's change alone."""
+@pytest.mark.filterwarnings("ignore:The logging capability is deprecated")  # in the 2026 protocol; used today
+def test_our_operations_as_an_mcp_server_search_apply_test_and_undo_from_another_server_process(
+        tmp_path: Path) -> None:
+    """Another agent (the SDK's own client, over stdio, speaking the protocol of today's clients) sees which tools only
+    look, reads the repository's files as resources (not one outside it), gets a prompt, hears the test run's progress
+    and the assistant's log records, applies a plan and leaves; the user writes a line into the same file; a second
+    server process (the 2026 protocol) takes the plan's change back alone, and then has nothing to undo."""
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
     repo = python_repo(tmp_path)
+    (tmp_path / "outside.py").write_text("SECRET = 1\n")
+    (repo / ".env").write_text("OPENAI_API_KEY=sk-not-for-agents\n")
     (tmp_path / ".netrc").write_text("machine example.com login me password netrc-marker-5120\n")
     (repo / "notes.py").symlink_to(tmp_path / ".netrc")  # the read gate keeps MCP's read in the tree too
     plan = {"changes": [{"file_path": "calc.py", "action": "modify", "search": "    return a - b",
                          "replace": "    return a + b"}]}
+    params = StdioServerParameters(command=sys.executable, args=[str(ROOT / "main.py"), "mcp", "serve", "--repo",
+                                                                 str(repo), "--test-command", PYTEST],
+                                   env={"HOME": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"})
+    seen: dict[str, Any] = {"progress": [], "logs": []}
 
-    async def drive() -> dict[str, str]:
-        params = StdioServerParameters(command=sys.executable, args=[str(ROOT / "main.py"), "mcp", "serve", "--repo",
-                                                                     str(repo), "--test-command", PYTEST],
-                                       env={"HOME": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"})
-        seen: dict[str, str] = {}
+    async def progressed(progress: float, total: float | None, message: str | None) -> None:
+        seen["progress"].append((progress, message))
+
+    async def logged(record: Any) -> None:
+        seen["logs"].append(record)
+
+    async def refused(client: Any, uri: str) -> str:
+        try:
+            await client.read_resource(uri)
+        except Exception as exc:  # noqa: BLE001 - the SDK's error for the server's refusal
+            return str(exc)
+        return "read"
+
+    async def first() -> None:
+        async with Client(params, mode="legacy", logging_callback=logged) as client:
+            seen["tools"] = {t.name: t.annotations for t in (await client.list_tools()).tools}
+            listed = {r.name: r.uri for r in (await client.list_resources()).resources}
+            seen["listed"] = listed
+            seen["calc"] = (await client.read_resource(listed["calc.py"])).contents[0].text
+            seen["outside"] = await refused(client, (tmp_path / "outside.py").as_uri())
+            seen["dotdot"] = await refused(client, f"{repo.as_uri()}/../outside.py")
+            seen["dotenv"] = await refused(client, (repo / ".env").as_uri())
+            seen["fix"] = (await client.get_prompt("fix", {"task": "add returns the wrong sum"})).messages[0]
+            seen["search"] = (await client.call_tool("search", {"query": "add returns the wrong sum"})).content[0].text
+            seen["read"] = (await client.call_tool("read", {"path": "notes.py"})).content[0].text
+            await client.set_logging_level("info")
+            seen["test"] = (await client.call_tool("test", {}, progress_callback=progressed)).content[0].text
+            tested = len(seen["progress"])
+            applied = await client.call_tool("apply", {"plan": plan}, progress_callback=progressed)
+            seen["apply"] = applied.content[0].text
+            seen["progress"], seen["applying"] = seen["progress"][:tested], seen["progress"][tested:]
+            seen["diff"] = (await client.read_resource("code-assistant://diff")).contents[0].text
+
+    async def second() -> None:
         async with Client(params) as client:
-            seen["tools"] = ",".join(sorted(t.name for t in (await client.list_tools()).tools))
-            for name, arguments in (("search", {"query": "add returns the wrong sum"}), ("read", {"path": "notes.py"}),
-                                    ("apply", {"plan": plan}), ("test", {})):
-                seen[name] = (await client.call_tool(name, arguments)).content[0].text
-            with (repo / "calc.py").open("a") as user:
-                user.write("# the user's own line\n")
             seen["undo"] = (await client.call_tool("undo", {})).content[0].text
             seen["again"] = (await client.call_tool("undo", {})).content[0].text
-        return seen
 
-    seen = asyncio.run(asyncio.wait_for(drive(), 240))
-    assert seen["tools"] == "apply,context,grep,read,search,symbol,test,undo"
+    asyncio.run(asyncio.wait_for(first(), 240))
+    tools = seen["tools"]
+    assert sorted(tools) == ["apply", "context", "grep", "read", "search", "symbol", "test", "undo"]
+    assert all(tools[name].read_only_hint for name in ("search", "grep", "read", "symbol", "context"))
+    assert tools["apply"].destructive_hint and tools["undo"].destructive_hint and not tools["test"].destructive_hint
+    assert tools["test"].idempotent_hint and not tools["test"].read_only_hint and not tools["test"].open_world_hint
+    assert seen["listed"]["calc.py"] == (repo / "calc.py").as_uri() and ".env" not in seen["listed"]
+    assert seen["calc"] == CALC_PY
+    assert "outside the repository" in seen["outside"] and "outside the repository" in seen["dotdot"]
+    assert "secret" in seen["dotenv"]
+    assert seen["fix"].role == "user" and "# Task\nadd returns the wrong sum" in seen["fix"].content.text
+    assert '"changes"' in seen["fix"].content.text and "def add(a, b):" in seen["fix"].content.text
     assert seen["search"].splitlines()[0].startswith("calc.py")
     assert "outside the repository" in seen["read"] and "netrc-marker" not in seen["read"]
+    steps, words = zip(*seen["progress"])
+    assert list(steps) == sorted(set(steps)), "progress only goes up"
+    assert words[0] == f"Testing: {PYTEST}" and words[-1] == "Tests: 1 passed, 1 failed"
+    assert seen["test"].startswith("1 passed, 1 failed")
+    assert any(r.level == "info" and r.logger == "code_assistant.verify.runner" for r in seen["logs"])
+    assert all(r.level != "debug" for r in seen["logs"])
     assert seen["apply"].startswith("Applied to calc.py") and "+    return a + b" in seen["apply"]
-    assert seen["test"].startswith("2 passed")
+    assert [words for _, words in seen["applying"]] == ["Applying the plan", "Applied to calc.py"]
+    assert "+    return a + b" in seen["diff"]
+
+    with (repo / "calc.py").open("a") as user:
+        user.write("# the user's own line\n")
+    asyncio.run(asyncio.wait_for(second(), 240))
     assert seen["undo"].startswith("Took back 'apply (MCP)' (calc.py)") and "merged" in seen["undo"]
     assert (repo / "calc.py").read_text() == CALC_PY + "# the user's own line\n"
     assert "nothing to undo" in seen["again"]

@@ -4,15 +4,22 @@ resume, the owner's AGENTS.md in every request. The session is driven in a real 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from code_assistant.agent.memory import Memory, Note, diff_stat, notes_text
 from code_assistant.agent.requests import Requests
+from code_assistant.errors import UsageError
 from code_assistant.model.fitting import message_tokens
 from code_assistant.model.window import ContextWindow
+from code_assistant.operations.options import RunOptions
+from code_assistant.session import Word, parse_line
 from code_assistant.settings import load_settings
 from code_assistant.verify.runner import TestResult
 from code_assistant.workspace import build_indexer
@@ -54,18 +61,37 @@ def _objects(stdout: str) -> list[dict[str, Any]]:
 
 
 # ----- in a terminal -------------------------------------------------------------------------------------------------
-def test_a_session_in_a_terminal_follow_up_undo_ask_and_leave(tmp_path: Path) -> None:
+def test_a_session_in_a_terminal_follow_up_typeahead_undo_ask_and_leave(tmp_path: Path) -> None:
+    """Bare command names are never tasks; `/diff` typed while a task runs is queued, shown, and runs after it;
+    leaving says what is still in effect and how to take it back."""
     repo = python_repo(tmp_path)
-    script = [FIX_ADD, TIMES, "`add` returns `a + b`: see calc.py:5."]
+    typed = threading.Event()
+
+    def times_once_typed(request: dict[str, Any]) -> str:  # the second task waits here until /diff was typed
+        assert typed.wait(60)
+        return TIMES
+
+    script = [FIX_ADD, times_once_typed, "`add` returns `a + b`: see calc.py:5."]
     with ScriptedServer(script) as server:
         term = Terminal(["--repo", str(repo), "--test-command", PYTEST, "--no-reproduce"], server_url=server.url)
         try:
             header = term.expect(PROMPT)
             assert "[Model: " in header and "[Sandbox: " in header and "Ctrl-D to leave" in header
+            term.send("clear\r")
+            term.expect(PROMPT)
+            term.send("undo\r")
+            assert "did you mean /undo?" in term.expect(PROMPT)
+            assert server.chat_requests == [], "a command's name is no task"
             term.send("fix add\r")
             assert "Result: SUCCESS" in term.expect(PROMPT)
             term.send("now also comment multiply\r")
-            assert "Result: SUCCESS" in term.expect(PROMPT)
+            term.expect(r"\[Planning changes")
+            term.send("/diff\r")
+            term.expect(r"\[Queued: /diff")
+            typed.set()
+            after = term.expect(PROMPT)
+            queued = after[after.index("Result: SUCCESS"):].split("> /diff\n")[1]  # after the task, the session's diff
+            assert "+    return a + b" in queued and "+    return a * b  # times" in queued
             follow_up = server.chat_requests[1]["messages"]
             assert "# Earlier in this session" in follow_up[0]["content"] and "Task: fix add" in follow_up[0]["content"]
             assert "calc.py (+1 -1)" in follow_up[0]["content"] and "### calc.py" in follow_up[-1]["content"]
@@ -80,6 +106,9 @@ def test_a_session_in_a_terminal_follow_up_undo_ask_and_leave(tmp_path: Path) ->
             assert "unknown command /undi; did you mean /undo" in term.expect(PROMPT)
             term.send("\x04")  # Ctrl-D
             assert term.wait() == 0
+            leaving = '[Leaving: 1 task(s) of this session still in effect, newest first:]\n  "fix add": calc.py'
+            assert leaving in term.seen
+            assert f"main.py undo --repo {repo}" in term.seen
         finally:
             term.close()
 
@@ -186,6 +215,19 @@ def test_a_session_holds_its_repository_and_its_undo_is_its_own(tmp_path: Path) 
     with ScriptedServer([]) as server:
         again = _piped(repo, "/context\n", server, "--resume")
     assert "[Resumed: 1 earlier task(s)" in again.stdout, "/undo is not a task"
+
+
+def test_a_line_that_is_only_a_commands_name_is_that_command_or_asked_about_never_a_task() -> None:
+    assert parse_line("clear") == Word.CLEAR and parse_line("Exit") == parse_line("/quit") == Word.QUIT
+    assert parse_line("help") == parse_line("/help") == parse_line("?") == Word.HELP
+    for word in ("diff", "tokens", "test"):
+        assert parse_line(word)[0].name == word  # type: ignore[index]
+    for word, asked in (("undo", "/undo?"), ("ask", "/ask QUESTION?"), ("grep", "/grep PATTERN?")):
+        with pytest.raises(UsageError, match=re.escape(f"did you mean {asked}")):
+            parse_line(word)
+    task = "undo the rounding change"
+    assert parse_line(task)[1] == RunOptions(task=task)  # type: ignore[index]
+    assert parse_line("/run undo")[1] == RunOptions(task="undo")  # type: ignore[index]
 
 
 # ----- the owner's instructions --------------------------------------------------------------------------------------

@@ -139,7 +139,7 @@ def test_a_log_warning_during_a_streamed_answer_starts_a_line_of_its_own(tmp_pat
             assert term.wait() == 0, term.seen
         finally:
             term.close()
-    assert f"\n{text}\nWARNING code_assistant.model.chat: the server counted 100 prompt tokens" in term.seen, term.seen
+    assert f"\n{text}\nwarning: the server counted 100 prompt tokens" in term.seen, term.seen
 
 
 def test_an_error_that_cuts_a_streamed_answer_short_starts_a_line_of_its_own(capsys: pytest.CaptureFixture) -> None:

@@ -17,6 +17,7 @@ from code_assistant.answers.reasoning import ReasoningFilter, split_reasoning
 from code_assistant.answers.tool_calls import ToolCallError, WrittenCall, arguments, written_calls
 from code_assistant.model import prompts
 from code_assistant.model.chat import ChatModel, ChatResponse, ContextOverflow, Message, ToolsRefused
+from code_assistant.model.names import shown as shown_name
 from code_assistant.retrieve.context import Context
 from code_assistant.tools.box import Form, Made, Toolbox, call_words
 
@@ -124,7 +125,7 @@ def _streamed(model: ChatModel, messages: list[Message], on_token: Callable[[str
     """One chat call, waited for in the status with the pieces received counted, its answer streamed to on_token
     with the reasoning blocks left out."""
     shown = ReasoningFilter(on_token) if on_token is not None else None
-    with waiting(status, f"Asking {model.name}") as wait:
+    with waiting(status, f"Asking {shown_name(model.name)}") as wait:
         wait.tick("waiting for the first token")
         received = 0
 

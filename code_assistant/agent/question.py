@@ -15,6 +15,7 @@ from code_assistant.answers.reasoning import split_reasoning
 from code_assistant.gate import Gate, Refused
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.model.chat import ChatModel, ChatResponse
+from code_assistant.model.names import shown as shown_name
 from code_assistant.retrieve.context import Context
 from code_assistant.settings import Settings
 from code_assistant.tools.box import Toolbox
@@ -32,7 +33,7 @@ def answer_question(index: RepoIndex, model: ChatModel, question: str, settings:
     context = conversation.open(QuestionRequest(index, question))
     assert context is not None
     say(context_line(context))
-    say(f"[Asking {model.name}...]")
+    say(f"[Asking {shown_name(model.name)}...]")
     if tools is not None:
         tools.new_answer()
     response = exchange(model, conversation, tools=tools, on_token=on_token, say=say, answer=ASK_ANSWER, status=status)

@@ -18,7 +18,7 @@ from code_assistant import console, interrupts
 from code_assistant.cli import flags, mcp
 from code_assistant.cli.flags import SETTING_FIELDS, Parser
 from code_assistant.console import render
-from code_assistant.errors import UsageError
+from code_assistant.errors import EXIT_OK, UsageError
 from code_assistant.operations import OPERATIONS, Door, reached_from
 from code_assistant.operations.options import (ApplyOptions, AskOptions, ContextOptions, DiffOptions, IndexOptions,
                                                RecoverOptions, RunOptions, TestOptions, ToolOptions, UndoOptions)
@@ -149,7 +149,9 @@ def parse_arguments(argv: list[str]) -> tuple[str, argparse.Namespace]:
         raise UsageError(_unknown_command(argv[0]))
     name = argv[0] if argv[:1] and argv[0] in COMMANDS else "run"
     parser = build_parser(name)
-    args, extra = parser.parse_known_args(argv[1:] if argv[:1] == [name] else argv)
+    words = argv[1:] if argv[:1] == [name] else argv
+    # `mcp add NAME --replace -- COMMAND...`: options may come between the words
+    args, extra = parser.parse_known_intermixed_args(words) if name == MCP else parser.parse_known_args(words)
     if extra and name == "run" and (command := next((word for word in extra if word in COMMANDS), None)):
         rest = list(argv)
         del rest[len(rest) - 1 - rest[::-1].index(command)]  # the last: an earlier one may be an option's value
@@ -202,9 +204,11 @@ exit status:
 
 
 def _setup_logging(verbose: bool) -> None:
-    """Log records on stderr, each starting a line of its own (console.LogLines)."""
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, handlers=[console.LogLines()],
-                        format="%(levelname)s %(name)s: %(message)s")
+    """Log records on stderr, each starting a line of its own (console.LogLines): `warning: ...` on one line, or with
+    -v every record with its level and logger."""
+    handler = console.LogLines()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s") if verbose else console.OneLine())
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, handlers=[handler])
     for noisy in ("httpx", "httpcore", "openai", "chromadb", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.INFO if verbose else logging.ERROR)
 
@@ -223,6 +227,9 @@ def main(argv: list[str] | None = None, *, leaving: bool = False) -> int:
     except BaseException as exc:  # noqa: BLE001 - the CLI edge turns every error into one line
         if isinstance(exc, (SystemExit, GeneratorExit)):
             raise
+        if isinstance(exc, BrokenPipeError):  # stdout's reader left (`| head`): what it wanted, it has
+            console.reader_left()
+            return EXIT_OK
         if verbose and not isinstance(exc, (UsageError, KeyboardInterrupt)):
             logging.getLogger(__name__).exception("failed")
         return render.error(exc, as_json=as_json, verbose=verbose)

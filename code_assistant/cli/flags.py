@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import re
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from code_assistant.settings import (
 )
 
 SETTING_FIELDS = frozenset(f.name for f in fields(Settings))
+_INVALID_CHOICE = re.compile(r"invalid choice: '?(?P<word>[^' ]*)'? \(choose from (?P<choices>.*)\)")
 
 
 class Parser(argparse.ArgumentParser):
@@ -31,6 +33,10 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         options = [o for action in self._actions for o in action.option_strings if o.startswith("--")]
         hints = []
+        if choice := _INVALID_CHOICE.search(message):  # `mcp lst`
+            words = [word.strip("'\" ") for word in choice["choices"].split(",")]
+            close = difflib.get_close_matches(choice["word"], words, n=1, cutoff=0.6)
+            hints += [f"did you mean {close[0]}?"] if close else []
         if message.startswith("unrecognized arguments:"):
             for word in message.split(":", 1)[1].split():
                 close = difflib.get_close_matches(word.split("=")[0], options, n=1, cutoff=0.6)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ if TYPE_CHECKING:  # the CLI imports this module first: the pipeline is loaded o
     from rich.progress import Progress
 
     from code_assistant.console.status import Waits
+    from code_assistant.console.typeahead import Typeahead
     from code_assistant.workspace import Display
 
 
@@ -39,11 +41,29 @@ def _err() -> Console:
 _line_open = False  # a streamed answer is on the terminal without its last newline
 _open_on_stdout = False  # that answer is --ask's, on stdout (a run's answers stream dim on stderr with -v)
 _status: Waits | None = None  # the waits shown (display() makes it): held while a streamed answer is open
+_typeahead: Typeahead | None = None  # a session's terminal, read while a task runs
 
 
 def say(line: str) -> None:
     end_stream()
-    print(line, flush=True)
+    write(line + "\n")
+
+
+def write(text: str) -> None:
+    """Text on stdout, now; once its reader has gone (`| head`), nowhere, quietly."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        reader_left()
+
+
+def reader_left() -> None:
+    """stdout's reader has gone: what is still written goes to /dev/null, so that the operation ends as it would
+    have (a run is not cut short by a closed pipe) and nothing is said about it."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def stream(piece: str) -> None:
@@ -58,8 +78,7 @@ def answer(piece: str) -> None:
     """--ask's answer as it arrives: the command's output, in plain text on stdout."""
     global _line_open, _open_on_stdout
     _hold_status()
-    sys.stdout.write(piece)
-    sys.stdout.flush()
+    write(piece)
     _line_open, _open_on_stdout = bool(piece) and not piece.endswith("\n") or (_line_open and not piece), True
 
 
@@ -74,7 +93,7 @@ def end_stream() -> None:
 def _end_line() -> None:
     global _line_open
     if _line_open and _open_on_stdout:
-        print(flush=True)
+        write("\n")
     elif _line_open:
         _err().print()
     _line_open = False
@@ -96,6 +115,15 @@ def stop_status() -> None:
         _status.stop()
 
 
+class OneLine(logging.Formatter):
+    """A log record as a person reads it beside the command's own lines: `warning: what happened`, on one line (the
+    logger's name and a traceback are -v's)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        level = "warning" if record.levelno < logging.ERROR else "error"
+        return f"{level}: {' '.join(record.getMessage().split())}"
+
+
 class LogLines(logging.Handler):
     """Log records on stderr, each on a line of its own: a streamed answer's open line is ended first (the answer
     may go on after it, on a line of its own); written to the stderr of the moment, so that a status line on the
@@ -111,12 +139,16 @@ class LogLines(logging.Handler):
             self.handleError(record)
 
 
-def prompt_lines(history: Path) -> Iterator[str]:
+def prompt_lines(history: Path) -> Generator[str, None, None]:
     """A session's input on a terminal: line editing, the repository's own history (kept in `history`), a pasted
-    block as one input, Alt-Enter (or Esc, Enter) for a newline; Ctrl-C clears the line, Ctrl-D ends."""
+    block as one input, Alt-Enter (or Esc, Enter) for a newline; Ctrl-C clears the line, Ctrl-D ends. While the
+    consumer works on a line, what is typed is queued (typeahead.py) and comes next, shown after the prompt."""
+    global _typeahead
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory
     from prompt_toolkit.key_binding import KeyBindings
+
+    from code_assistant.console.typeahead import END, Typeahead
 
     history.parent.mkdir(parents=True, exist_ok=True)
     keys = KeyBindings()
@@ -126,14 +158,36 @@ def prompt_lines(history: Path) -> Iterator[str]:
         event.current_buffer.insert_text("\n")
 
     session: PromptSession[str] = PromptSession(history=FileHistory(str(history)), key_bindings=keys)
+    _typeahead = ahead = Typeahead(sys.stdin.fileno(), say)
     while True:
         stop_status()
-        try:
-            yield session.prompt("> ")
-        except KeyboardInterrupt:
-            continue
-        except EOFError:
-            return
+        if ahead.queued:
+            line = ahead.queued.popleft()
+            if line is END:
+                return
+            say(f"> {line}")
+        else:
+            try:
+                line = session.prompt("> ")
+            except KeyboardInterrupt:
+                continue
+            except EOFError:
+                return
+        with ahead:
+            yield line
+
+
+def read_line() -> str:
+    """A line the person types in answer to a question (a review, an approval); '' at the end of input."""
+    if _typeahead is not None and _typeahead.listening:
+        return _typeahead.answer()
+    return sys.stdin.readline()
+
+
+def clear_screen() -> None:
+    """A session's /clear: the terminal's screen cleared (nothing without a terminal)."""
+    if sys.stdout.isatty():
+        _out().clear()
 
 
 def show_diff(diff: str) -> None:
@@ -144,8 +198,7 @@ def show_diff(diff: str) -> None:
 
         _out().print(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))
     else:
-        sys.stdout.write(diff if diff.endswith("\n") else diff + "\n")
-        sys.stdout.flush()
+        write(diff if diff.endswith("\n") else diff + "\n")
 
 
 def review(diff: str) -> Verdict:
@@ -153,7 +206,7 @@ def review(diff: str) -> Verdict:
     show_diff(diff)
     while True:
         say("Apply this change? [y]es / [n]o, tell the model / [q]uit")
-        answer = sys.stdin.readline()
+        answer = read_line()
         if not answer:
             return Verdict(Decision.QUIT)
         choice = answer.strip().lower()[:1]
@@ -161,13 +214,13 @@ def review(diff: str) -> Verdict:
             return Verdict(Decision(choice))
         if choice == Decision.REJECT:
             say("What should the model do differently? (one line, optional)")
-            return Verdict(Decision.REJECT, sys.stdin.readline().strip())
+            return Verdict(Decision.REJECT, read_line().strip())
 
 
 def confirm(question: str) -> bool:
     """A yes/no question on the terminal; anything but y is no."""
     say(f"{question} [y/N]")
-    return sys.stdin.readline().strip().lower()[:1] == "y"
+    return read_line().strip().lower()[:1] == "y"
 
 
 class _EmbedProgress:

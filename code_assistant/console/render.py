@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from code_assistant.agent.stop import Stop
-from code_assistant.console import end_stream, say, show_diff
+from code_assistant.console import end_stream, say, show_diff, write
 from code_assistant.edit.leftovers import describe as describe_leftovers
 from code_assistant.errors import EXIT_FAILED, EXIT_INTERRUPTED, AssistantError, GaveUpWaiting, attached_log
+from code_assistant.model.names import shown as shown_name
 from code_assistant.operations import outcomes as o
 
 if TYPE_CHECKING:
@@ -23,7 +26,7 @@ if TYPE_CHECKING:
 def show(outcome: o.Outcome, *, as_json: bool, command: str | None = None) -> None:
     """The outcome as text, or as one JSON object (`command`: named in it, as a session's commands are)."""
     if as_json:
-        print(json.dumps({**({"command": command} if command else {}), **outcome.as_json()}), flush=True)
+        write(json.dumps({**({"command": command} if command else {}), **outcome.as_json()}) + "\n")
         return
     match outcome:
         case o.RunOutcome():
@@ -67,7 +70,8 @@ def show(outcome: o.Outcome, *, as_json: bool, command: str | None = None) -> No
                     else f"[Pinned: {', '.join(outcome.pinned) or 'nothing'}]")
             say(line + (f" [Refused: {'; '.join(outcome.refused)}]" if outcome.refused else ""))
         case o.ModelOutcome():
-            say(f"[Model: {outcome.name}" + (f", context window {outcome.window}]" if outcome.window else "]"))
+            window = f", context window {outcome.window}" if outcome.window else ""
+            say(f"[Model: {shown_name(outcome.name)}{window}]")
         case o.ToolOutcome():
             say(outcome.text)
         case o.ApplyOutcome():
@@ -81,6 +85,19 @@ def show(outcome: o.Outcome, *, as_json: bool, command: str | None = None) -> No
             cost = f", about ${outcome.cost_usd:.4f}" if outcome.cost_usd else ""
             say(f"[Model usage so far: {usage.calls} call(s), {usage.prompt_tokens} prompt + "
                 f"{usage.completion_tokens} completion tokens{reasoned(usage)}{cost}]")
+
+
+def leaving(outcome: o.DiffOutcome, repo: Path) -> None:
+    """A session's last words: each of its tasks still in effect, and how to take them back."""
+    if not outcome.tasks:
+        say(f"[Leaving: no changes of {outcome.scope} are in effect]")
+        return
+    say(f"[Leaving: {len(outcome.tasks)} task(s) of {outcome.scope} still in effect, newest first:]")
+    for task in outcome.tasks:
+        say(f'  "{task.task}": {", ".join(task.files)}')
+    prog, where = Path(sys.argv[0]).name, shlex.quote(str(repo))
+    say(f"[To take them back, newest first: /undo in `{prog} chat --repo {where} --resume`, or `{prog} undo --repo "
+        f"{where}` once per task]")
 
 
 def error(exc: BaseException, *, as_json: bool, verbose: bool = False, command: str | None = None) -> int:
@@ -99,8 +116,8 @@ def error(exc: BaseException, *, as_json: bool, verbose: bool = False, command: 
         print(f"error: {message}" + ("" if verbose else " (run with -v for details)"), file=sys.stderr)
     if as_json:
         fields: dict[str, Any] = {"stop_reason": Stop.INTERRUPTED} if kind == "interrupted" else {"error": kind}
-        print(json.dumps({**({"command": command} if command else {}), "success": False, **fields,
-                          "message": message, "exit_code": code, "log": attached_log(exc)}), flush=True)
+        write(json.dumps({**({"command": command} if command else {}), "success": False, **fields,
+                          "message": message, "exit_code": code, "log": attached_log(exc)}) + "\n")
     return code
 
 

@@ -30,6 +30,7 @@ START_TIMEOUT_S = float(os.environ.get("CODE_ASSISTANT_MCP_START_TIMEOUT", "20")
 CALL_TIMEOUT_S = 60.0  # one call
 CLOSE_TIMEOUT_S = 5.0
 SEPARATOR = "__"  # a server's tool, to the model: docs__lookup
+ARGUMENTS_SHOWN = 60  # characters of a call's arguments on its line
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
 _SECRET_HEADERS = ("authorization", "proxy-authorization", "cookie")
 
@@ -42,6 +43,15 @@ class _Server:
     error: str = ""
     ready: threading.Event = field(default_factory=threading.Event)
     closing: asyncio.Event | None = None
+
+
+@dataclass(frozen=True)
+class Started:
+    """A server after start: the names of its tools, or why it was left out."""
+
+    name: str
+    tools: list[str]
+    error: str = ""
 
 
 class Connections:
@@ -74,6 +84,11 @@ class Connections:
                 self.say(f"[MCP: {server.config.name} left out: {server.error}]")
             else:
                 self.say(f"[MCP: {server.config.name}: {len(server.tools)} tool(s)]")
+
+    def started(self) -> list[Started]:
+        """After start: each server, with its tools' names or why it was left out."""
+        return [Started(name=server.config.name, tools=[tool.name for tool in server.tools] if not server.error else [],
+                        error=server.error) for server in self._servers]
 
     def close(self) -> None:
         if not self._thread.is_alive():
@@ -145,7 +160,8 @@ class Connections:
                 found.append(Tool(spec, _caller(self, server, tool.name, name)))
         return found
 
-    def call(self, server: _Server, tool: str, arguments: dict[str, Any], shown_as: str) -> Result:
+    def call(self, server: _Server, tool: str, arguments: dict[str, Any], name: str) -> Result:
+        shown_as = f"{name}: {words}" if (words := short_arguments(arguments)) else name
         if server.client is None:
             return Result(text=f"the MCP server {server.config.name} is not connected", summary=f"{shown_as}: "
                           "not connected", error=True)
@@ -176,6 +192,12 @@ def _secrets(config: ServerConfig, environ: dict[str, str]) -> list[str]:
         if name.lower() in _SECRET_HEADERS or held_back_reason(name.upper().replace("-", "_"), value):
             found += [value, *value.split()[-1:]]  # "Bearer TOKEN": the token alone too
     return found
+
+
+def short_arguments(arguments: dict[str, Any]) -> str:
+    """A call's arguments on its line, in a few words: `term="add", limit=3`, cut to ARGUMENTS_SHOWN characters."""
+    words = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False, default=str)}" for key, value in arguments.items())
+    return words if len(words) <= ARGUMENTS_SHOWN else words[:ARGUMENTS_SHOWN - 3] + "..."
 
 
 def _caller(connections: Connections, server: _Server, tool: str, shown_as: str) -> Callable[[dict[str, Any]], Result]:

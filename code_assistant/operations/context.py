@@ -21,5 +21,5 @@ def execute(ws: Workspace, options: ContextOptions) -> ContextOutcome:
         raise UsageError("context needs a task (no task yet)")
     index, _ = ws.index()
     built = build_context(index, task, ws.settings.context_tokens, must_include=ws.memory.shown(),
-                          embed_budget=ws.settings.query_embed_budget)
+                          numbered=options.numbered, embed_budget=ws.settings.query_embed_budget)
     return ContextOutcome(task=task, context=built, verbose=ws.settings.verbose)

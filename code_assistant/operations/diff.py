@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from code_assistant.operations.options import DiffOptions
-from code_assistant.operations.outcomes import DiffOutcome
+from code_assistant.operations.outcomes import DiffOutcome, InEffect
 
 if TYPE_CHECKING:
     from code_assistant.edit.journal import Journal
@@ -18,7 +18,13 @@ def execute(ws: Workspace, options: DiffOptions) -> DiffOutcome:
 
     kept = kept_runs(ws.settings.repo_state_dir, ws.settings.repo, ws.session)  # newest first
     runs, scope = (kept, "this session") if ws.session is not None else (kept[:1], "the last run")
-    return DiffOutcome(diff=changes(list(reversed(runs))), scope=scope)
+    tasks = [InEffect(task=_asked(run), files=[record.path for record in run.files()]) for run in runs]
+    return DiffOutcome(diff=changes(list(reversed(runs))), scope=scope, tasks=tasks)
+
+
+def _asked(run: Journal) -> str:
+    begin = run.begin()
+    return begin.task if begin is not None and begin.task else f"run {run.run_dir.name}"
 
 
 def changes(runs: list[Journal]) -> str:

@@ -28,6 +28,7 @@ class AskOptions:
 @dataclass(frozen=True)
 class ContextOptions:
     task: str = ""  # "": the workspace's last task (a session's), else a usage error
+    numbered: bool = False  # every line numbered, for file:line citations (the ask request's form)
 
 
 @dataclass(frozen=True)

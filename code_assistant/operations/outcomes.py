@@ -126,13 +126,23 @@ class TestOutcome:
 
 
 @dataclass(frozen=True)
+class InEffect:
+    """A finished task whose change is still in the files: what it was asked, and the files it touched."""
+
+    task: str
+    files: list[str]
+
+
+@dataclass(frozen=True)
 class DiffOutcome:
     diff: str
     scope: str  # whose changes: "this session", "the last run"
+    tasks: list[InEffect] = field(default_factory=list)  # the runs in the diff, newest first
     exit_code: int = EXIT_OK
 
     def as_json(self) -> dict[str, Any]:
-        return {"diff": self.diff, "scope": self.scope}
+        return {"diff": self.diff, "scope": self.scope,
+                "tasks": [{"task": t.task, "files": t.files} for t in self.tasks]}
 
 
 @dataclass(frozen=True)

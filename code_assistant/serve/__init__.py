@@ -1,0 +1,162 @@
+"""The MCP door (`code-assistant mcp serve --repo PATH`): what this assistant does better than the agents people
+already use, offered to them over MCP's stdio with the official `mcp` SDK.
+
+- Tools: `search`, `grep`, `read`, `symbol` (the model's own tools) and `context` (the ranked first context for a
+  task) only look (readOnlyHint); `apply` (a plan applied through the journal and the guardrails) and `undo` (the
+  last apply made over MCP, by the ownership rule: the other agent's and the user's later edits stay) change files
+  (destructiveHint); `test` runs the test command in the sandbox (idempotent; open world only with --network). A
+  call that carries a progressToken gets progress notifications as the operation goes (`test`: the tests done so
+  far; `apply`: its steps); `logging/setLevel` sends the assistant's log records at that level and above.
+- Resources: the repository's files a model may be shown, as `file://` URIs within the tree (the first MAX_LISTED
+  listed, any of them readable through the read gate, a template for the rest), and `code-assistant://diff`, what
+  the applies made over MCP changed that is still in effect.
+- Prompts: `fix` (the assistant's own first request for a task: its edit format, the task and the ranked context;
+  the answer is a plan for `apply`) and `explain` (its question request: numbered lines, file:line citations).
+
+Each is an operation of the table on one workspace per server process (door.py); the repository is held while an
+apply or an undo runs. Nothing is printed: stdout is the protocol's."""
+from __future__ import annotations
+
+import logging
+import mimetypes
+import warnings
+from typing import Any
+
+import anyio.lowlevel
+import anyio.to_thread
+from mcp import types
+from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPDeprecationWarning
+
+from code_assistant.serve import reports
+from code_assistant.serve.door import Door
+from code_assistant.settings import Settings
+
+INSTRUCTIONS = ("Tools over one repository, from a code assistant that indexed it: search ranks its files for a text, "
+                "grep/read/symbol look closer, context gives the ranked first context for a task, apply writes a plan "
+                "of edits ({\"changes\": [{\"file_path\", \"action\": \"modify\", \"search\", \"replace\"}]}) through "
+                "a journal and guardrails, test runs the test command in a sandbox, undo takes back the last apply "
+                "(edits made since by anyone else stay). The repository's files are resources (file:// URIs); the "
+                "prompts fix and explain are the assistant's own requests for a task and a question.")
+DIFF_URI = "code-assistant://diff"
+MAX_LISTED = 1000  # files listed as resources (a monorepo's are many); any file in the tree can be read
+LOOKS = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
+CHANGES = types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
+                                open_world_hint=False)
+
+
+class Server(MCPServer):
+    """The SDK's server, with the repository's files and the diff as resources, listed and read through the door."""
+
+    def __init__(self, door: Door, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.door = door
+
+    async def list_resources(self) -> list[types.Resource]:
+        files = await anyio.to_thread.run_sync(self.door.serving, None, self.door.files)
+        listed = [types.Resource(uri=(self.door.root / rel).as_uri(), name=rel, mime_type=_mime(rel))
+                  for rel in files[:MAX_LISTED]]
+        return [types.Resource(uri=DIFF_URI, name="diff", mime_type="text/x-diff",
+                               description="What the applies made over MCP changed that is still in effect"), *listed]
+
+    async def list_resource_templates(self) -> list[types.ResourceTemplate]:
+        return [types.ResourceTemplate(uri_template=self.door.root.as_uri() + "/{+path}", name="file",
+                                       description="A file of the repository, by its path in the tree")]
+
+    async def read_resource(self, uri: Any, context: Any = None) -> list[ReadResourceContents]:
+        if str(uri) == DIFF_URI:
+            text = await anyio.to_thread.run_sync(self.door.serving, None, self.door.diff)
+            return [ReadResourceContents(content=text, mime_type="text/x-diff")]
+        text = await anyio.to_thread.run_sync(self.door.serving, None, self.door.file_text, str(uri))
+        return [ReadResourceContents(content=text, mime_type=_mime(str(uri)))]
+
+
+def _mime(name: str) -> str:
+    return mimetypes.guess_type(name)[0] or "text/plain"
+
+
+async def _serving(door: Door, ctx: Context, work: Any, *args: Any) -> Any:
+    """A tool's work in a worker thread, its progress and log records sent to the client of this call."""
+    call = reports.Call(ctx, anyio.lowlevel.current_token())
+    return await anyio.to_thread.run_sync(door.serving, call, work, *args)
+
+
+def serve(settings: Settings) -> int:
+    # the 2026 protocol drops logging/setLevel, but the clients of today and the conformance suite use it
+    warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
+    door = Door(settings)
+    server = Server(door, name="code-assistant", instructions=INSTRUCTIONS)
+    to_client = reports.ToClient(lambda: door.call)
+    reports.listen(to_client, reports.DEFAULT_LEVEL)
+    tests = types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                  open_world_hint=settings.network)
+
+    async def set_level(ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        reports.listen(to_client, params.level)
+        return types.EmptyResult()
+
+    # MCPServer declares no handler for it; its low-level server takes one
+    server._lowlevel_server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+
+    @server.tool(annotations=LOOKS)
+    async def search(query: str, ctx: Context, k: int = 8) -> str:
+        """The repository's own ranking for a text: the best files, each with its best-matching lines."""
+        return await _serving(door, ctx, door.look, "search", {"query": query, "k": k})
+
+    @server.tool(annotations=LOOKS)
+    async def grep(pattern: str, ctx: Context, path_glob: str | None = None) -> str:
+        """A regular expression (Python syntax) over the repository's files: path:line: text, at most 100 lines."""
+        return await _serving(door, ctx, door.look, "grep", {"pattern": pattern, "path_glob": path_glob})
+
+    @server.tool(annotations=LOOKS)
+    async def read(path: str, ctx: Context, start: int = 1, end: int | None = None) -> str:
+        """Lines of a file of the repository, numbered, at most 400 a call."""
+        return await _serving(door, ctx, door.look, "read", {"path": path, "start": start, "end": end})
+
+    @server.tool(annotations=LOOKS)
+    async def symbol(name: str, ctx: Context) -> str:
+        """Where a name is defined (path:line, signature) and where it is referenced."""
+        return await _serving(door, ctx, door.look, "symbol", {"name": name})
+
+    @server.tool(annotations=LOOKS)
+    async def context(task: str, ctx: Context) -> str:
+        """The ranked first context a task would get: files ranked, those shown and how, as JSON."""
+        return await _serving(door, ctx, door.context, task)
+
+    @server.tool(annotations=CHANGES)
+    async def apply(plan: str | dict[str, Any], ctx: Context) -> str:
+        """Apply a plan of edits, {"changes": [{"file_path", "action": "modify", "search", "replace"}]} (actions:
+        modify, create, delete, replace_symbol, insert_after_symbol), through a journal and guardrails; answers the
+        diff, or which edits failed and why."""
+        return await _serving(door, ctx, door.apply, plan)
+
+    @server.tool(annotations=tests)
+    async def test(ctx: Context) -> str:
+        """Run the repository's test command in a sandbox: its summary and the failing tests."""
+        return await _serving(door, ctx, door.test)
+
+    @server.tool(annotations=CHANGES)
+    async def undo(ctx: Context) -> str:
+        """Take back the last apply made over MCP (by this server or an earlier one, as the command line's undo
+        does); edits made since by anyone else stay."""
+        return await _serving(door, ctx, door.undo)
+
+    @server.prompt()
+    async def fix(task: str) -> str:
+        """The assistant's own request for a task: its edit format, the task and the repository's ranked context.
+        The answer is a plan of edits for the apply tool."""
+        return await anyio.to_thread.run_sync(door.serving, None, door.fix_prompt, task)
+
+    @server.prompt()
+    async def explain(question: str) -> str:
+        """The assistant's request for a question about the repository: the relevant files with numbered lines,
+        answered with file:line citations."""
+        return await anyio.to_thread.run_sync(door.serving, None, door.explain_prompt, question)
+
+    try:
+        server.run("stdio")
+    finally:
+        logging.getLogger("code_assistant").removeHandler(to_client)
+        door.close()
+    return 0

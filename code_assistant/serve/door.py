@@ -1,0 +1,156 @@
+"""The operations behind the MCP server's tools, resources and prompts, one at a time on one workspace per server
+process. Each is an operation of the table, so it says what the command line and the session say. What an operation
+says while it works, and its waits, are the call's progress (reports.py). The applies of every server process carry
+one session id, MCP_SESSION: `undo` takes back the last apply made over MCP, by this process or an earlier one, from
+the journals on disk, as the command line's `undo` does (never a person's run or session)."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
+
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+
+from code_assistant.errors import AssistantError
+from code_assistant.model import prompts
+from code_assistant.operations import OPERATIONS
+from code_assistant.operations import options as o
+from code_assistant.serve.reports import Call, Progress
+from code_assistant.settings import Settings
+
+if TYPE_CHECKING:
+    from code_assistant.operations import outcomes
+
+MCP_SESSION = "mcp"  # the session id of every apply made over MCP: one undo history across server processes
+FIX_NEXT = ("Send that JSON object to this server's `apply` tool, then run its `test` tool; if tests still fail, send "
+            "further changes the same way (search text copied from the files as they are then).")
+NOT_RUN = "not run here (the `test` tool runs them)"
+
+
+class Door:
+    """The operations behind the server, one at a time on one workspace; `call` is the tool call under way."""
+
+    def __init__(self, settings: Settings) -> None:
+        from code_assistant.workspace import Display, Workspace
+
+        self.call: Call | None = None
+        display = Display(say=self._say, status=Progress(lambda: self.call))
+        self.workspace = Workspace(settings, display, session=MCP_SESSION)
+        self._lock = threading.Lock()
+
+    def _say(self, line: str) -> None:
+        if self.call is not None:
+            self.call.progress(line.strip("[]"))
+
+    def serving(self, call: Call | None, work: Any, *args: Any) -> Any:
+        """`work(*args)` as the tool call `call`'s (its progress and log records go to its client)."""
+        with self._lock:
+            self.call = call
+            try:
+                return work(*args)
+            finally:
+                self.call = None
+
+    def run(self, name: str, options: object) -> Any:
+        """An operation's outcome; what it refuses (nothing to undo, a bad path) is the tool's error, in its words."""
+        try:
+            return OPERATIONS[name].execute(self.workspace, options)
+        except AssistantError as exc:
+            raise ToolError(str(exc)) from None
+
+    # ----- the tools --------------------------------------------------------------------------------------------
+    def look(self, tool: str, arguments: dict[str, Any]) -> str:
+        outcome = self.run(tool, o.ToolOptions(tool=tool, arguments=arguments))
+        if outcome.error:
+            raise ToolError(outcome.text)
+        return str(outcome.text)
+
+    def context(self, task: str) -> str:
+        return json.dumps(self.run("context", o.ContextOptions(task=task)).as_json())
+
+    def apply(self, plan: str | dict[str, Any]) -> str:
+        text = plan if isinstance(plan, str) else json.dumps(plan)
+        self._say("Applying the plan")
+        outcome: outcomes.ApplyOutcome = self.run("apply", o.ApplyOptions(plan=text, label="apply (MCP)"))
+        self._say(f"Applied to {', '.join(outcome.files)}" if outcome.applied else "Nothing was applied")
+        return outcome.text()
+
+    def test(self) -> str:
+        from code_assistant.agent.feedback import failure_text
+
+        outcome: outcomes.TestOutcome = self.run("test", o.TestOptions())
+        self._say(f"Tests: {outcome.result.summary()}")
+        failures = failure_text(outcome.result)
+        return f"{outcome.result.summary()}\n\n{failures}".strip()
+
+    def undo(self) -> str:
+        from code_assistant.edit.takeback import exactly_as_before
+
+        undone = self.run("undo", o.UndoOptions()).undone
+        if undone.reverted:
+            return f"Took back {undone.task!r}: its commit {undone.reverted[:12]} reverted by {undone.revert_commit}."
+        lines = [f"Took back {undone.task!r} ({', '.join(f.path for f in undone.outcomes)})."]
+        if not exactly_as_before(undone.outcomes):
+            lines += [f"- {f.describe()}" for f in undone.outcomes]
+        return "\n".join(lines)
+
+    # ----- the resources ----------------------------------------------------------------------------------------
+    @property
+    def root(self) -> Path:
+        return self.workspace.settings.repo.resolve()
+
+    def files(self) -> list[str]:
+        """The repository's files a model may be shown, repository-relative."""
+        return self._view().files()
+
+    def file_text(self, uri: str) -> str:
+        """A file:// URI within the tree, read through the read gate; anything else is not found, saying why."""
+        parsed = urlparse(uri)
+        if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
+            raise ResourceNotFoundError(f"{uri}: not a file:// URI of this repository")
+        rel = os.path.relpath(os.path.normpath(unquote(parsed.path)), self.root)
+        if rel == os.curdir or rel.startswith(os.pardir) or os.path.isabs(rel):
+            raise ResourceNotFoundError(f"{uri}: outside the repository ({self.root})")
+        return self.gated_text(rel)
+
+    def gated_text(self, rel: str) -> str:
+        """A resource's text, read as the model's `read` tool reads a file: through the read gate (code_assistant/gate.py,
+        by RepoView: no path out of the tree or through a link, nothing under .git or the assistant's state, no secret
+        file) and only among the files git would track."""
+        from code_assistant.tools import ToolError
+
+        view = self._view()
+        try:
+            return view.read(view.resolve(rel))
+        except ToolError as exc:
+            raise ResourceNotFoundError(str(exc)) from None
+
+    def _view(self) -> Any:
+        from code_assistant.tools.files import RepoView
+
+        settings = self.workspace.settings
+        return RepoView(settings.repo, exclude=[settings.index_path, settings.state_path])
+
+    def diff(self) -> str:
+        """What the applies made over MCP changed that is still in effect (undo takes them back, newest first)."""
+        outcome: outcomes.DiffOutcome = self.run("diff", o.DiffOptions())
+        return outcome.diff or "(no change made over MCP is in effect)"
+
+    # ----- the prompts ------------------------------------------------------------------------------------------
+    def fix_prompt(self, task: str) -> str:
+        """The assistant's own first request for a task: its edit format, the task and the ranked context."""
+        context = self.run("context", o.ContextOptions(task=task)).context
+        plan = prompts.PLAN.render(task=task, test_command=self.workspace.settings.test_command, baseline=NOT_RUN,
+                                   baseline_failures="", context=context.render() or "(no files indexed)")
+        return f"{prompts.SYSTEM.render()}\n\n{plan}\n\n{FIX_NEXT}"
+
+    def explain_prompt(self, question: str) -> str:
+        """The assistant's question request: the files with numbered lines, answered with file:line citations."""
+        context = self.run("context", o.ContextOptions(task=question, numbered=True)).context
+        return prompts.ASK.render(question=question, context=context.render() or "(no files indexed)")
+
+    def close(self) -> None:
+        self.workspace.close()
