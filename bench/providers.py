@@ -19,7 +19,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from code_assistant.model.accepts import Accepts
+from code_assistant.model.catalogue import lookup
+from code_assistant.model.chat import OpenAIChat
 from code_assistant.model.fitting import TOOL_RESULTS_HEAD
+from code_assistant.model.window import ContextWindow
 from tests.llama_server import LlamaServer, RecordingProxy
 from tests.provider_emulator import CHAT, PROFILES, RESPONSES, ProviderEmulator
 from tests.repos import PYTEST, answer, modify, python_repo, run_cli
@@ -27,6 +31,9 @@ from tests.repos import PYTEST, answer, modify, python_repo, run_cli
 FIX_ADD = answer(modify("calc.py", "    return a - b", "    return a + b"))
 GREP = {"name": "grep", "arguments": {"pattern": "def add"}}
 WRITTEN_GREP = json.dumps({"tool_calls": [GREP]})
+GREP_TOOL = {"type": "function", "function": {"name": "grep", "description": "Search the files for a pattern.",
+                                              "parameters": {"type": "object", "properties": {
+                                                  "pattern": {"type": "string"}}}}}
 
 
 def model_turn(request: dict[str, Any]) -> str | dict[str, Any]:
@@ -43,12 +50,13 @@ def _line(stdout: str, prefix: str) -> str:
 
 def _row(name: str, proc: Any, accepted_first: bool, refused: int, native: bool | None) -> dict[str, str]:
     out = proc.stdout
-    window = re.search(r"context window (\d+) tokens, from ([^,\]]+)", _line(out, "[Model: "))
+    window = (re.search(r"\[Window: (\d+) tokens, from ([^\]]+)\]", out)  # learned from a refusal
+              or re.search(r"context window (\d+) tokens, from ([^,\]]+)", _line(out, "[Model: ")))
     usage = _line(out, "Model usage: ").removeprefix("Model usage: ")
     log_path = _line(out, "Run log: ").removeprefix("Run log: ")
     steps = [json.loads(x) for x in Path(log_path).read_text().splitlines()] if log_path else []
     wires = sorted({w for s in steps for w in s.get("wires", [])})
-    tools = {True: "native", False: "in words", None: "none asked"}[native]
+    tools = {True: "native", False: "in words", None: "none (the window was too small for them)"}[native]
     if "[Tools: the model server serves no native tool calls" in out:
         tools = "in words, after a refusal"
     return {"profile": name, "first request accepted": "yes" if accepted_first else "no",
@@ -69,6 +77,8 @@ def emulated(name: str, root: Path) -> dict[str, str]:
     accepted_first = bool(posts) and posts[0]["body"] not in emulator.refused
     accepted = [b for b in [*emulator.bodies(CHAT), *emulator.bodies(RESPONSES)] if b not in emulator.refused]
     native = any(b.get("tools") for b in accepted) if accepted else None
+    if not native and any('"tool_calls"' in json.dumps(b.get("messages", "")) for b in accepted):
+        native = False  # described in words, without a refusal
     return _row(name, proc, accepted_first, len(emulator.refused), native)
 
 
@@ -79,9 +89,23 @@ def llama_cpp_python(root: Path) -> dict[str, str]:
                        server_url=proxy.url, timeout=1800)
     chats = proxy.chats
     refused = [e for e in chats if e["status"] != 200 or (e.get("stream") and not e.get("events"))]
-    native = any((e.get("request") or e.get("body") or {}).get("tools") for e in chats) if chats else None
+    accepted = [e for e in chats if e not in refused]
+    native = any(e["request"].get("tools") for e in accepted) if accepted else None
     return _row("llama-cpp-python (real, SmolLM2)", proc, bool(chats) and chats[0] not in refused, len(refused),
                 native)
+
+
+def with_the_catalogue(name: str) -> tuple[int, str]:
+    """A hosted profile's first exchange asked as the model catalogue says the model takes: (requests spent on
+    refusals, the wire that answered). In-process: the command line does not ask the catalogue about a model on this
+    machine's address, where the emulator is."""
+    with ProviderEmulator(name, [FIX_ADD]) as emulator:
+        model = emulator.profile.model
+        chat = OpenAIChat(model, api_key="k", base_url=emulator.url, accepts=Accepts.known(lookup(model)),
+                          window=ContextWindow(8192, "default"), sleep=lambda s: None)
+        response = chat.complete([{"role": "system", "content": "You fix code."},
+                                  {"role": "user", "content": "Fix add() in calc.py."}], tools=[GREP_TOOL])
+    return len(emulator.refused), response.wire
 
 
 COLUMNS = ("profile", "first request accepted", "result", "wire", "tools", "streaming", "usage and cost",
@@ -105,6 +129,10 @@ def main() -> None:
     print("|" + "---|" * len(COLUMNS))
     for row in rows:
         print("| " + " | ".join(row[c] for c in COLUMNS) + " |")
+    print("\n| profile, asked as the catalogue says | requests spent on refusals | wire |\n|---|---|---|")
+    for name in [n for n in args.profiles if not PROFILES[n].local and lookup(PROFILES[n].model) is not None]:
+        refused, wire = with_the_catalogue(name)
+        print(f"| {name} | {refused} | {wire} |")
 
 
 if __name__ == "__main__":

@@ -150,6 +150,7 @@ class Profile:
     reasoning: int = 0
     routes: dict[str, Any] = field(default_factory=dict)
     reasoning_field: str = ""  # the delta field a reasoning parser's text comes in ("": none sent)
+    local: bool = False  # a server people run on their own machine (its model is its own, whatever its name)
 
 
 def _models(*entries: dict[str, Any]) -> dict[str, Any]:
@@ -174,15 +175,15 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
     Profile("anthropic-claude-sonnet-4-5", "claude-sonnet-4-5"),
     Profile("google-gemini-2.5-flash", "gemini-2.5-flash", api="/v1beta/openai", usage=usage_thoughts_apart,
             reasoning=300),
-    Profile("ollama-gemma3", "gemma3:4b", rules=(OLLAMA_TOOLS,), routes={
+    Profile("ollama-gemma3", "gemma3:4b", rules=(OLLAMA_TOOLS,), local=True, routes={
         "/api/show": {"parameters": "num_ctx                        8192",
                       "model_info": {"gemma3.context_length": 131072}}}),
-    Profile("vllm-qwen2.5-coder", "Qwen/Qwen2.5-Coder-7B-Instruct", rules=(VLLM_TOOLS,), reasoning_field="",
+    Profile("vllm-qwen2.5-coder", "Qwen/Qwen2.5-Coder-7B-Instruct", rules=(VLLM_TOOLS,), local=True,
             routes={"/v1/models": _models({"id": "Qwen/Qwen2.5-Coder-7B-Instruct", "max_model_len": 32768})}),
-    Profile("lmstudio-qwen2.5-coder", "qwen2.5-coder-7b-instruct", rules=(LM_STUDIO_JSON_OBJECT,), routes={
+    Profile("lmstudio-qwen2.5-coder", "qwen2.5-coder-7b-instruct", rules=(LM_STUDIO_JSON_OBJECT,), local=True, routes={
         "/api/v0/models": _models({"id": "qwen2.5-coder-7b-instruct", "state": "loaded",
                                    "loaded_context_length": 16384, "max_context_length": 32768})}),
-    Profile("llama.cpp-no-jinja", "qwen2.5-coder-7b-q4_k_m.gguf", rules=(LLAMA_CPP_TOOLS,), routes={
+    Profile("llama.cpp-no-jinja", "qwen2.5-coder-7b-q4_k_m.gguf", rules=(LLAMA_CPP_TOOLS,), local=True, routes={
         "/props": {"default_generation_settings": {"n_ctx": 8192}}}),
 )}
 

@@ -160,7 +160,7 @@ class OpenAIChat:
                     self._tools_refused(exc)
                 transient = exc.status_code in (408, 409, 429) or exc.status_code >= 500
                 if not transient or attempt > self.max_retries:
-                    raise ModelError(fatal_message(exc, self.base_url, self._hint(read)),
+                    raise ModelError(fatal_message(exc, self.base_url, self._hint(read, exc.status_code)),
                                      exit_code=2 if exc.status_code in (401, 403, 404) else 1) from exc
                 self._backoff(attempt, exc)
             except _TIMEOUTS as exc:
@@ -207,11 +207,11 @@ class OpenAIChat:
         self.accepts.learn(Lesson.NO_TOOLS)
         raise ToolsRefused(f"the model server refused tools ({exc.status_code}: {error_detail(exc)[:200]})") from exc
 
-    def _hint(self, read: Read | None) -> str:
+    def _hint(self, read: Read | None, status: int) -> str:
         """What a refusal that ends the run should add: how to ask through the other wire."""
         if read is not None and read.lesson == Lesson.RESPONSES:
             return "; the model is served by the Responses API: --wire responses (OPENAI_WIRE=responses)"
-        if self.accepts.wire == Wire.RESPONSES:
+        if self.accepts.wire == Wire.RESPONSES and status == 404:
             return "; it was asked at /responses (--wire chat asks at /chat/completions)"
         return ""
 
