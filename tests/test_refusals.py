@@ -168,6 +168,7 @@ def test_a_reasoning_models_answer_has_room_to_reason_within_the_window() -> Non
     assert answer_cap(4096, 400_000, 30_000, reasoning=True) == 4096 + REASONING_ROOM
     assert answer_cap(1024, 8192, 3000.2, reasoning=True) == 8192 - 3001
     assert answer_cap(1024, 8192, 7800, reasoning=True) == 1024, "never less than the reserve"
+    assert answer_cap(4096, 200_000, 1000, reasoning=True, most=16_384) == 16_384, "nor more than the model's output"
 
 
 # ----- usage in either wire's names ---------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ class Accepts:
     encrypted_reasoning: bool | None = None  # Responses: its reasoning returned encrypted, carried between turns
     tools: bool | None = None  # native tool calls (False: described in words)
     structured: bool | None = None  # response_format (False: free text from the start)
+    max_output: int | None = None  # the most tokens an answer may have (a catalogue's output limit)
     learned: set[Lesson] = field(default_factory=set)
     version: int = 0  # one more for every lesson: a request built before a lesson is asked again, not refused
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -61,7 +62,7 @@ class Accepts:
         if info is None:
             return cls(wire=chosen or Wire.CHAT, wire_chosen=chosen is not None)
         return cls(wire=chosen or info.wire, wire_chosen=chosen is not None, reasoning=info.reasoning,
-                   temperature=info.temperature, tools=None if info.tools else False)
+                   temperature=info.temperature, tools=None if info.tools else False, max_output=info.max_output)
 
     @property
     def sends_temperature(self) -> bool:
@@ -117,12 +118,12 @@ class Accepts:
             return True
 
 
-def answer_cap(reserve: int, window: int, prompt: float, reasoning: bool) -> int:
+def answer_cap(reserve: int, window: int, prompt: float, reasoning: bool, most: int | None = None) -> int:
     """The answer's token limit: the window's reserve; for a reasoning model, room to reason as well (REASONING_ROOM
-    more), as far as the window holds it after the prompt (`prompt`: its tokens as the server counts them)."""
-    if not reasoning:
-        return reserve
-    return max(reserve, min(reserve + REASONING_ROOM, window - math.ceil(prompt)))
+    more), as far as the window holds it after the prompt (`prompt`: its tokens as the server counts them); never over
+    the model's own output limit (`most`)."""
+    cap = max(reserve, min(reserve + REASONING_ROOM, window - math.ceil(prompt))) if reasoning else reserve
+    return min(cap, most) if most else cap
 
 
 @dataclass(frozen=True)

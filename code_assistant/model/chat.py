@@ -236,8 +236,8 @@ class OpenAIChat:
         """What to ask, as the server takes it now."""
         accepts = self.accepts
         expected = counted * self.window.ratio
-        cap = answer_cap(self.window.reserve, self.window.tokens, expected, bool(accepts.reasoning)) \
-            if self.base_url else None  # OpenAI-compatible servers: an answer may not run past the window
+        cap = answer_cap(self.window.reserve, self.window.tokens, expected, bool(accepts.reasoning),
+                         accepts.max_output) if self.base_url else None  # an answer may not run past the window
         return Ask(model=self.name, messages=messages, tools=tools or None, form=self.form,
                    schema=self.schema if schema else None,
                    temperature=self.temperature if accepts.sends_temperature else None,
