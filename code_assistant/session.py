@@ -138,7 +138,7 @@ def history_path(settings: Settings) -> Path:
 def chat(settings: Settings, options: SessionOptions, *, as_json: bool, streams: bool) -> int:
     """The session: a prompt on a terminal, else each line of stdin a task (or a command)."""
     from code_assistant import console
-    from code_assistant.agent.memory import Memory, last_session, prune_sessions, session_file
+    from code_assistant.memory import Memory, last_session, prune_sessions, session_file
     from code_assistant.workspace import Workspace
 
     memory = last_session(sessions_dir(settings), legacy_memory(settings)) if options.resume else Memory()

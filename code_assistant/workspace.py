@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from code_assistant import env_files
-from code_assistant.agent.memory import Memory
-from code_assistant.agent.review import Verdict
-from code_assistant.agent.waiting import SILENT, Status, counting_files, waiting
+from code_assistant.memory import Memory
+from code_assistant.review import Verdict
+from code_assistant.waiting import SILENT, Status, counting_files, waiting
 from code_assistant.errors import ConfigError
 from code_assistant.settings import Settings, approved_base_url, base_url_refusal
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from code_assistant.agent.loop import Agent, verification
-from code_assistant.agent.review import Decision, Verdict
+from code_assistant.review import Decision, Verdict
 from code_assistant.agent.state import Reproduction, RunResult
 from code_assistant.console.render import result_line
 from code_assistant.edit.editor import FileEditor

@@ -17,11 +17,12 @@ def test_imports_point_down_the_pipeline_and_siblings_have_no_cycles() -> None:
 
 def test_the_package_root_holds_only_the_doors_the_workspace_and_the_base() -> None:
     """Every stage of the pipeline has its own folder, and so has the MCP server's door; loose at the root are only the
-    session's door, the workspace every operation is given, and the base."""
+    session's door, the workspace every operation is given, and the base (a session's memory, the waits and the review
+    that a person sees are among it: the workspace, the console and the agent all use them)."""
     root = ROOT / "code_assistant"
     modules = {p.stem for p in root.glob("*.py")} - {"__init__"}
     stages = {p.name for p in root.iterdir() if (p / "__init__.py").is_file()}
     assert modules == {"session", "workspace", "settings", "languages", "errors", "tokens", "redact", "vcs",
-                       "interrupts", "gate", "approvals", "env_files"}
+                       "interrupts", "gate", "approvals", "env_files", "memory", "waiting", "review"}
     assert stages == {"cli", "serve", "console", "operations", "agent", "tools", "mcp", "retrieve", "answers", "edit",
                       "verify", "model", "index", "parse"}

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from code_assistant.agent.memory import Memory, Note, diff_stat, notes_text
+from code_assistant.memory import Memory, Note, diff_stat, notes_text
 from code_assistant.agent.requests import Requests
 from code_assistant.errors import UsageError
 from code_assistant.model.fitting import message_tokens

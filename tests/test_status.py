@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from code_assistant import console
-from code_assistant.agent.waiting import SILENT
+from code_assistant.waiting import SILENT
 from code_assistant.verify.counting import TestCount, count_on
 from tests.repos import (CALC_PY, PYTEST, ROOT, TEST_CALC_PY, Terminal, _cli_env, answer, modify, python_repo, run_cli,
                          snapshot)

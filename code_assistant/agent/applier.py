@@ -12,7 +12,7 @@ from collections.abc import Callable
 from code_assistant.agent.asker import Asker
 from code_assistant.agent.feedback import edit_feedback
 from code_assistant.agent.requests import FollowUp
-from code_assistant.agent.review import Decision, Review
+from code_assistant.review import Decision, Review
 from code_assistant.agent.state import Applied, RunState, StopRun
 from code_assistant.agent.stop import Stop
 from code_assistant.edit.beside import Outside, file_text

@@ -15,7 +15,7 @@ from code_assistant.agent.exchange import Round, exchange
 from code_assistant.agent.requests import PLAN_ANSWER, PlanRequest, ReproduceRequest, Request
 from code_assistant.agent.state import RunState, StopRun
 from code_assistant.agent.stop import Stop
-from code_assistant.agent.waiting import SILENT, Status
+from code_assistant.waiting import SILENT, Status
 from code_assistant.answers.plan import PlanParseError, parse_answer
 from code_assistant.answers.reasoning import split_reasoning
 from code_assistant.answers.tool_calls import as_text

@@ -20,7 +20,7 @@ from code_assistant.agent.candidates import CandidateOutcome, ScratchCopy, chang
 from code_assistant.agent.loop import Agent
 from code_assistant.agent.state import Ending, Prepared, RunResult, StopRun
 from code_assistant.agent.stop import Stop
-from code_assistant.agent.waiting import Prefixed
+from code_assistant.waiting import Prefixed
 from code_assistant.edit.editor import FileEditor
 from code_assistant.edit.operations import Action, EditOperation
 from code_assistant.edit.preview import Limits

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from code_assistant.agent.conversation import Conversation
-from code_assistant.agent.waiting import SILENT, Status, waiting
+from code_assistant.waiting import SILENT, Status, waiting
 from code_assistant.answers.reasoning import ReasoningFilter, split_reasoning
 from code_assistant.answers.tool_calls import ToolCallError, WrittenCall, arguments, written_calls
 from code_assistant.model import prompts

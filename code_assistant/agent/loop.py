@@ -11,14 +11,14 @@ from collections.abc import Callable
 
 from code_assistant.agent.exchange import context_line
 from code_assistant.agent.feedback import edit_feedback, failure_signature
-from code_assistant.agent.memory import Memory
+from code_assistant.memory import Memory
 from code_assistant.agent.parts import build_parts
 from code_assistant.agent.reproduction import reproduce
 from code_assistant.agent.requests import FixRequest, FollowUp, PlanRequest
-from code_assistant.agent.review import Review
+from code_assistant.review import Review
 from code_assistant.agent.state import Applied, Ending, Prepared, Reproduction, RunResult, StopRun
 from code_assistant.agent.stop import Stop
-from code_assistant.agent.waiting import SILENT, Status, counting_files, waiting
+from code_assistant.waiting import SILENT, Status, counting_files, waiting
 from code_assistant.answers.plan import PlanParseError
 from code_assistant.edit.editor import ChangedOutsideError, FileEditor
 from code_assistant.edit.leftovers import changed_since

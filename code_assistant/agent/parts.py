@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from code_assistant.agent.applier import Applier
 from code_assistant.agent.asker import Asker
 from code_assistant.agent.conversation import Conversation
-from code_assistant.agent.memory import Memory
+from code_assistant.memory import Memory
 from code_assistant.agent.recorder import Recorder
 from code_assistant.agent.requests import Requests
-from code_assistant.agent.review import Review
+from code_assistant.review import Review
 from code_assistant.agent.state import RunState, UsageMeter
 from code_assistant.agent.verifier import Verifier
-from code_assistant.agent.waiting import SILENT, Status
+from code_assistant.waiting import SILENT, Status
 from code_assistant.edit.editor import FileEditor
 from code_assistant.model.chat import ChatModel, Usage
 from code_assistant.model.trajectory import Step, StepKind, Trajectory

@@ -7,9 +7,9 @@ from collections.abc import Callable, Collection
 
 from code_assistant.agent.conversation import Conversation
 from code_assistant.agent.exchange import context_line, exchange
-from code_assistant.agent.memory import Memory
+from code_assistant.memory import Memory
 from code_assistant.agent.requests import ASK_ANSWER, QuestionRequest, Requests
-from code_assistant.agent.waiting import SILENT, Status
+from code_assistant.waiting import SILENT, Status
 from code_assistant.answers.citations import citations
 from code_assistant.answers.reasoning import split_reasoning
 from code_assistant.gate import Gate, Refused

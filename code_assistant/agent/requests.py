@@ -25,7 +25,7 @@ from code_assistant import tokens
 from code_assistant.agent import instructions
 from code_assistant.agent.feedback import failure_text
 from code_assistant.agent.instructions import Instructions
-from code_assistant.agent.memory import Memory, notes_text
+from code_assistant.memory import Memory, notes_text
 from code_assistant.gate import Gate
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.model import prompts

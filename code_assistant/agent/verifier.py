@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from code_assistant.agent.state import Reproduction
-from code_assistant.agent.waiting import SILENT, Status, waiting
+from code_assistant.waiting import SILENT, Status, waiting
 from code_assistant.settings import Settings
 from code_assistant.verify.counting import ticking
 from code_assistant.verify.runner import TestResult, TestRunner, fewer_tests

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from code_assistant.agent.review import Decision, Verdict
+from code_assistant.review import Decision, Verdict
 
 if TYPE_CHECKING:  # the CLI imports this module first: the pipeline is loaded only when a command needs it
     from rich.console import Console

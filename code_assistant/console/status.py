@@ -1,4 +1,4 @@
-"""The waits in progress, shown (agent/waiting.py's Status): on a terminal, a live line per wait once it has lasted
+"""The waits in progress, shown (waiting.py's Status): on a terminal, a live line per wait once it has lasted
 SHOW_AFTER_S — a spinner, what is awaited, the seconds so far and what is known — redrawn a few times a second and
 taken away when the wait ends, so that the step's one-line result takes its place; without a terminal, a plain line
 every PLAIN_EVERY_S seconds, so that a log shows the run is alive. The live line never shares the screen with a

@@ -21,7 +21,7 @@ from code_assistant.edit import history
 from code_assistant.edit.beside import Outside, edit_text, file_bytes, file_text, gone, misfit, outside
 from code_assistant.edit.diff import unified_diff
 from code_assistant.edit.journal import (
-    Ending,
+    Closed,
     FileMoved,
     FileRecord,
     Journal,
@@ -203,7 +203,7 @@ class FileEditor:
         if self._journal is None:
             return []
         outcomes = take_out(self.repo, self._journal)
-        self._journal.close(Ending.ROLLED_BACK)
+        self._journal.close(Closed.ROLLED_BACK)
         shutil.rmtree(self._journal.run_dir, ignore_errors=True)
         self._journal, self._touched, self._left = None, {}, {}
         logger.info("rolled back %d file(s)", len(outcomes))
@@ -213,7 +213,7 @@ class FileEditor:
         """The run's change stays: its journal is kept for undo (with `history`), else dropped."""
         journal, self.last_run = self._journal, None
         if journal is not None:
-            journal.close(Ending.FINISHED)
+            journal.close(Closed.FINISHED)
             if self.history:
                 self.last_run = journal
                 history.prune(self.state_dir)
@@ -258,8 +258,8 @@ class FileEditor:
             journal = Journal(run_dir)
             if not journal.path.is_file():
                 continue
-            ending = journal.ending()
-            if ending == Ending.FINISHED:
+            ending = journal.closed()
+            if ending == Closed.FINISHED:
                 continue  # kept for undo
             if ending is not None:
                 shutil.rmtree(run_dir, ignore_errors=True)  # closed: nothing to restore, tidy it away
@@ -272,7 +272,7 @@ class FileEditor:
             found = True
             logger.warning("recovering an unfinished run from %s", run_dir)
             outcomes += take_out(root, journal)
-            journal.close(Ending.RECOVERED)
+            journal.close(Closed.RECOVERED)
             shutil.rmtree(run_dir, ignore_errors=True)
         return outcomes if found else None
 

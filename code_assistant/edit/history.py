@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from code_assistant import vcs
-from code_assistant.edit.journal import Ending, Journal, JournalEntry, Op
+from code_assistant.edit.journal import Closed, Journal, JournalEntry, Op
 from code_assistant.edit.ownership import Fate
 from code_assistant.edit.takeback import FileOutcome, decide, take_out
 from code_assistant.errors import AssistantError
@@ -55,7 +55,7 @@ def kept_runs(state_dir: Path, repo: Path, session: str | None = None) -> list[J
     kept = []
     for journal in _runs(state_dir):
         begin = journal.begin()
-        if begin is None or begin.repo != str(repo) or journal.ending() != Ending.FINISHED:
+        if begin is None or begin.repo != str(repo) or journal.closed() != Closed.FINISHED:
             continue
         if session is not None and begin.session != session:
             continue
@@ -69,10 +69,10 @@ def prune(state_dir: Path, keep: int = MAX_RUNS, max_bytes: int = MAX_BYTES) -> 
     have nothing left to give and go too. Returns how many run directories were removed."""
     removed, total, count = 0, 0, 0
     for journal in _runs(state_dir):
-        ending = journal.ending()
+        ending = journal.closed()
         if ending is None:
             continue  # unfinished: a live run, or one for recovery
-        if ending == Ending.FINISHED and journal.files():
+        if ending == Closed.FINISHED and journal.files():
             size = journal.size()
             if count < keep and total + size <= max_bytes:
                 count, total = count + 1, total + size
@@ -100,7 +100,7 @@ def undo_last(repo: Path, state_dir: Path, session: str | None = None) -> Undone
         names = "; ".join(f"{path} ({why})" for path, why in stuck)
         raise UndoError(f"cannot undo the last run: {names}; nothing was changed")
     outcomes = take_out(repo, journal)
-    journal.close(Ending.UNDONE)
+    journal.close(Closed.UNDONE)
     shutil.rmtree(journal.run_dir, ignore_errors=True)
     return Undone(run=journal.run_dir.name, task=task, outcomes=outcomes)
 
@@ -111,6 +111,6 @@ def _revert(repo: Path, journal: Journal, commit: str, task: str) -> Undone:
         raise UndoError(f"the last run's commit {commit[:12]} is no longer HEAD; revert it with git "
                         f"(git revert {commit[:12]}); nothing was changed")
     revert_commit = vcs.revert(repo, commit)
-    journal.close(Ending.UNDONE)
+    journal.close(Closed.UNDONE)
     shutil.rmtree(journal.run_dir, ignore_errors=True)
     return Undone(run=journal.run_dir.name, task=task, reverted=commit, revert_commit=revert_commit)

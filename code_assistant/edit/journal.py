@@ -124,10 +124,10 @@ class Op(StrEnum):
     WROTE = "wrote"  # path, sha (of the bytes about to be left) and blob (their copy), or absent: the file removed
     FOUND = "found"  # path, sha and blob: what somebody else left in a file the run wrote, which it writes on top of
     COMMITTED = "committed"  # commit: the run's change was committed (--commit); an undo reverts it with git
-    DONE = "done"  # how (an Ending), time
+    DONE = "done"  # how (a Closed value), time
 
 
-class Ending(StrEnum):
+class Closed(StrEnum):
     """How a run's journal was closed. Only a finished run's journal keeps its backups (for undo)."""
 
     FINISHED = "finished"
@@ -252,7 +252,7 @@ class Journal:
         entries = self.entries()
         return entries[0] if entries and entries[0].op == Op.BEGIN else None
 
-    def ending(self) -> str | None:
+    def closed(self) -> str | None:
         return next((e.how for e in reversed(self.entries()) if e.op == Op.DONE), None)
 
     def backup(self, data: bytes, index: int) -> Path:
@@ -296,7 +296,7 @@ class Journal:
         state of each stretch (close() dropped the ones before)."""
         entries = self.entries()
         version = entries[0].v if entries and entries[0].op == Op.BEGIN else None
-        finished = any(e.op == Op.DONE and e.how == Ending.FINISHED for e in entries)
+        finished = any(e.op == Op.DONE and e.how == Closed.FINISHED for e in entries)
         records: dict[str, FileRecord] = {}
         for entry in entries:
             if entry.op in (Op.MODIFIED, Op.CREATED, Op.DELETED) and entry.path not in records:
@@ -333,11 +333,11 @@ class Journal:
     def _read(self, blob: str | None) -> bytes | None:
         return None if blob is None else (self.run_dir / blob).read_bytes()
 
-    def close(self, how: Ending) -> None:
+    def close(self, how: Closed) -> None:
         """The last line. A finished run keeps each file's original and final state (an undo needs both); any
         other ending drops its backups."""
         self.append(JournalEntry(op=Op.DONE, how=how, time=time.time()))
-        if how != Ending.FINISHED:
+        if how != Closed.FINISHED:
             shutil.rmtree(self.backups, ignore_errors=True)
             return
         keep = {str(blob) for r in self.files() for s in r.stretches for blob in (s.start, *s.wrote[-1:])}

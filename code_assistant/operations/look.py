@@ -15,7 +15,7 @@ MODEL_NAMES = {"exec": "run"}  # an operation's name where the model's tool has 
 
 
 def execute(ws: Workspace, options: ToolOptions) -> ToolOutcome:
-    from code_assistant.agent.waiting import waiting
+    from code_assistant.waiting import waiting
     from code_assistant.errors import ConfigError
     from code_assistant.tools.box import call_words
 

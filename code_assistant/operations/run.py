@@ -14,7 +14,7 @@ from code_assistant.operations.outcomes import RunOutcome
 from code_assistant.settings import Settings, repo_id
 
 if TYPE_CHECKING:
-    from code_assistant.agent.memory import Note
+    from code_assistant.memory import Note
     from code_assistant.agent.state import RunResult
     from code_assistant.edit.editor import FileEditor
     from code_assistant.model.trajectory import ReplayModel, Trajectory
@@ -122,7 +122,7 @@ def remember(ws: Workspace, task: str, result: RunResult) -> None:
 
 
 def note(task: str, result: RunResult) -> Note:
-    from code_assistant.agent.memory import Note, files_with_stat
+    from code_assistant.memory import Note, files_with_stat
 
     if result.success:
         outcome = f"done ({result.stop_reason}, iteration {result.iterations}); the change is in the files"
