@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from code_assistant.agent.requests import Requests
+from code_assistant.agent.requests import PlanRequest, Requests
 from code_assistant.answers.plan import PlanParseError, parse_plan
 from code_assistant.edit.operations import PLAN_ACTIONS, Action
 from code_assistant.index import embeddings, indexer, store
@@ -62,7 +62,7 @@ def _plan_request(repo: Path, work: Path, window: ContextWindow) -> tuple[list[M
     chunks = store.ChunkStore(chroma, store.collection_for(chroma, repo, embedder.name))
     index, _ = indexer.Indexer(repo, settings.index_path, embedder, chunks).update()
     baseline = TestRunner(settings.test_command, cwd=repo, timeout=120).run()
-    messages, context = Requests(settings, window).plan(index, TASK, baseline)
+    messages, context = Requests(settings, window).plan(PlanRequest(index=index, task=TASK, baseline=baseline))
     return messages, context.tokens
 
 

@@ -54,12 +54,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-sandbox-") as tmp:
         rows = []
         for name, (repo, command, env) in repositories(Path(tmp)).items():
-            TestRunner(command, repo, env=env).run()  # warm: Go's build cache, the OS's file cache
+            TestRunner(command, cwd=repo, env=env).run()  # warm: Go's build cache, the OS's file cache
             times: dict[str, list[float]] = {mode: [] for mode in MODES}
             outcome: dict[str, str] = {}
             for _ in range(args.runs):
                 for mode in MODES:
-                    result = TestRunner(command, repo, env=env, sandbox=sandboxes[mode]).run()
+                    result = TestRunner(command, cwd=repo, env=env, sandbox=sandboxes[mode]).run()
                     times[mode].append(result.duration_s)
                     outcome[mode] = result.summary()
             rows.append((name, times, outcome))

@@ -37,7 +37,7 @@ HANG_PATTERN = r"(\w+\s?)+$"  # nested quantifiers: exponential on a long word f
 # ----- the schema's price ---------------------------------------------------------------------------------------
 def schema(repo: Path, windows: list[int], test_command: str, task: str) -> list[str]:
     from code_assistant import tokens
-    from code_assistant.agent.requests import PLAN_ANSWER, Requests
+    from code_assistant.agent.requests import PLAN_ANSWER, PlanRequest, Requests
     from code_assistant.index import embeddings, indexer, store
     from code_assistant.model.fitting import message_tokens
     from code_assistant.model.window import ContextWindow, ContextWindowError
@@ -66,7 +66,7 @@ def schema(repo: Path, windows: list[int], test_command: str, task: str) -> list
                     requests = Requests(settings, ContextWindow(window, "--context-window"), tools=box)
                     label = {"off": "--no-tools", Form.NATIVE: "--tools native", Form.JSON: "--tools json"}[mode]
                     try:
-                        messages, context = requests.plan(index, task, baseline)
+                        messages, context = requests.plan(PlanRequest(index=index, task=task, baseline=baseline))
                     except ContextWindowError as exc:
                         rows.append(f"| {window} | {label} | | | | | **refused**: {str(exc).split(':')[1].strip()} "
                                     f"| | |")

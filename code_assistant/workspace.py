@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from code_assistant import env_files
+from code_assistant.errors import ConfigError
 from code_assistant.memory import Memory
 from code_assistant.review import Verdict
-from code_assistant.waiting import SILENT, Status, counting_files, waiting
-from code_assistant.errors import ConfigError
 from code_assistant.settings import Settings, approved_base_url, base_url_refusal
+from code_assistant.waiting import SILENT, Status, counting_files, waiting
 
 if TYPE_CHECKING:
     from code_assistant.edit.takeback import FileOutcome
@@ -222,8 +222,7 @@ class Workspace:
         from code_assistant.model.names import shown
         from code_assistant.model.prices import estimate_cost
 
-        wire = getattr(getattr(model, "accepts", None), "wire", "chat")
-        through = ", asked through the Responses API" if wire == "responses" else ""
+        through = ", asked through the Responses API" if model.wire == "responses" else ""
         self.say(f"[Model: {shown(model.name)}, context window {model.window.describe()}{through}]")
         if line := self.instructions_line():
             self.say(line)
@@ -314,7 +313,7 @@ class Workspace:
         if mode == ToolsMode.OFF or self.settings.max_tool_calls == 0 or (
                 mode == ToolsMode.AUTO and model.window.tokens < TOOLS_MIN_WINDOW):
             return None
-        words = mode == ToolsMode.JSON or not getattr(model, "native_tools", True)  # refused once: words from then on
+        words = mode == ToolsMode.JSON or not model.native_tools  # refused once: words from then on
         form = Form.JSON if words else Form.NATIVE
         least = TOOLS_MIN_WINDOW if mode == ToolsMode.AUTO else 0
         return lambda repo, index: self.toolbox(repo, index, read_only=read_only, form=form, recorded=recorded,

@@ -201,8 +201,8 @@ def test_with_neither_bubblewrap_nor_landlock_only_sandbox_off_runs_the_tests(tm
 # ----- the runner inside the sandbox ------------------------------------------------------------------------------
 def test_the_parsers_see_the_same_output_inside(tmp_path: Path, bwrap: str) -> None:
     write_tree(tmp_path, {"tests/test_a.py": "def test_ok():\n    pass\n\n\ndef test_bad():\n    assert 1 + 1 == 3\n"})
-    outside = TestRunner(PYTEST, tmp_path).run()
-    inside = TestRunner(PYTEST, tmp_path, sandbox=resolve("write")).run()
+    outside = TestRunner(PYTEST, cwd=tmp_path).run()
+    inside = TestRunner(PYTEST, cwd=tmp_path, sandbox=resolve("write")).run()
     assert inside.failed_ids == outside.failed_ids == ["tests/test_a.py::test_bad"]
     assert [(f.file, f.line, f.message) for f in inside.failures] == [(f.file, f.line, f.message)
                                                                       for f in outside.failures]
@@ -222,7 +222,7 @@ def test_a_test_command_whose_python_lives_under_tmp_runs_in_the_sandbox(tmp_pat
         Path(purelib, "outer.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # pytest from this env
         write_tree(tmp_path, {"tests/test_a.py": "def test_ok():\n    pass\n"})
         on_path = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', os.defpath)}"}
-        result = TestRunner(f"{python} -m pytest -q -p no:cacheprovider", tmp_path, env=on_path,
+        result = TestRunner(f"{python} -m pytest -q -p no:cacheprovider", cwd=tmp_path, env=on_path,
                             sandbox=resolve("write")).run()
         assert result.passed and result.passed_count == 1, result.output
     finally:
@@ -233,7 +233,7 @@ def test_a_timeout_kills_everything_the_sandboxed_command_started(tmp_path: Path
               "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
               "open('STARTED', 'w').close()\ntime.sleep(300)\n")
     write_tree(tmp_path, {"hang.py": script})
-    result = TestRunner([sys.executable, "hang.py"], tmp_path, timeout=3, sandbox=resolve("write")).run()
+    result = TestRunner([sys.executable, "hang.py"], cwd=tmp_path, timeout=3, sandbox=resolve("write")).run()
     assert result.timed_out and (tmp_path / "STARTED").exists()
     _until(lambda: not _in(tmp_path), "a process of the timed-out run is still alive", seconds=10)
 
@@ -245,7 +245,7 @@ def test_the_session_runtime_directory_is_hidden_and_tmp_is_private(tmp_path: Pa
     tree.mkdir()
     script = ("import os, tempfile\nprint(sorted(os.listdir(os.environ['XDG_RUNTIME_DIR'])), tempfile.gettempdir())\n"
               "open('/tmp/left-behind', 'w').close()\n")
-    result = TestRunner([sys.executable, "-c", script], tree, env={"XDG_RUNTIME_DIR": str(runtime)},
+    result = TestRunner([sys.executable, "-c", script], cwd=tree, env={"XDG_RUNTIME_DIR": str(runtime)},
                         sandbox=resolve("write")).run()
     assert result.passed and result.output == "[] /tmp\n", result.output
     assert not Path("/tmp/left-behind").exists()
@@ -487,7 +487,7 @@ def test_a_test_in_a_tree_with_no_git_cannot_make_one(tmp_path: Path, backend: B
         sandbox = resolve("write", executable=str(tmp_path / "no-bwrap"))
         if sandbox.backend != Backend.LANDLOCK:
             pytest.skip("no Landlock in this kernel")
-    result = TestRunner(PYTEST + " -s", tmp_path, sandbox=sandbox).run()
+    result = TestRunner(PYTEST + " -s", cwd=tmp_path, sandbox=sandbox).run()
     assert result.passed and "refused" in result.output
     assert not os.path.lexists(tmp_path / ".git"), "no .git was made, and no empty mount point is left behind"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tests"]

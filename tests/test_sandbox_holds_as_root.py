@@ -196,7 +196,7 @@ from code_assistant.verify.runner import TestRunner
 from code_assistant.verify.sandbox import resolve
 
 sandbox = resolve("write", sys.argv[2])
-print(TestRunner([sys.executable, "attack_sandbox.py", sys.argv[3]], Path.cwd(), sandbox=sandbox).run().output)
+print(TestRunner([sys.executable, "attack_sandbox.py", sys.argv[3]], cwd=Path.cwd(), sandbox=sandbox).run().output)
 print(sandbox.backend)
 """
 

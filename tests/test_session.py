@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from code_assistant.memory import Memory, Note, diff_stat, notes_text
-from code_assistant.agent.requests import Requests
+from code_assistant.agent.requests import PlanRequest, Requests
 from code_assistant.errors import UsageError
 from code_assistant.model.fitting import message_tokens
 from code_assistant.model.window import ContextWindow
@@ -269,8 +269,10 @@ def test_many_notes_in_a_small_window_stay_inside_it_newest_first(tmp_path: Path
                                 files=(f"f{i}.py (+1 -1)",)) for i in range(200)])
     index, _ = build_indexer(settings).update()
     window = ContextWindow(2048, "test")
-    baseline = TestResult(["pytest"], 1, False, False, "", 0.1, [], 1, 1, "pytest", 60)
-    messages, _ = Requests(settings, window, memory=memory).plan(index, "fix add", baseline)
+    baseline = TestResult(command=["pytest"], exit_code=1, passed=False, timed_out=False, output="", duration_s=0.1,
+                          passed_count=1, failed_count=1, runner="pytest", timeout_s=60)
+    messages, _ = Requests(settings, window, memory=memory).plan(
+        PlanRequest(index=index, task="fix add", baseline=baseline))
     assert message_tokens(messages) <= window.prompt_room()
     system = messages[0]["content"]
     assert "task number 199" in system and "task number 0 " not in system

@@ -79,7 +79,7 @@ def run_guarded(runner: TestRunner) -> TestResult:
 def test_failing_pytest_run_is_parsed(tmp_path: Path) -> None:
     write(tmp_path / "tests" / "test_a.py", "def test_ok():\n    pass\n\n\ndef test_bad():\n    assert 1 + 1 == 3\n")
 
-    result = TestRunner(f"{sys.executable} -m pytest -p no:cacheprovider", tmp_path, env=FAST_PYTEST).run()
+    result = TestRunner(f"{sys.executable} -m pytest -p no:cacheprovider", cwd=tmp_path, env=FAST_PYTEST).run()
 
     assert (result.exit_code, result.passed, result.timed_out) == (1, False, False)
     assert result.runner == "pytest"
@@ -95,7 +95,7 @@ def test_passing_run_and_environment(tmp_path: Path) -> None:
              "    print(k, os.environ.get(k))\n"
     write(tmp_path / "show_env.py", script)
 
-    result = TestRunner([sys.executable, "show_env.py"], tmp_path, env={"EXTRA": "yes"}).run()
+    result = TestRunner([sys.executable, "show_env.py"], cwd=tmp_path, env={"EXTRA": "yes"}).run()
 
     assert (result.exit_code, result.passed, result.runner, result.failures) == (0, True, "unknown", [])
     for line in ("CI 1", "NO_COLOR 1", "FORCE_COLOR 0", "PYTHONDONTWRITEBYTECODE 1", "EXTRA yes"):
@@ -104,7 +104,7 @@ def test_passing_run_and_environment(tmp_path: Path) -> None:
 
 
 def test_nonzero_exit_without_a_known_runner(tmp_path: Path) -> None:
-    result = TestRunner([sys.executable, "-c", "import sys; print('boom'); sys.exit(3)"], tmp_path).run()
+    result = TestRunner([sys.executable, "-c", "import sys; print('boom'); sys.exit(3)"], cwd=tmp_path).run()
     assert (result.exit_code, result.passed, result.summary()) == (3, False, "exit 3")
     assert result.output == "boom\n"
 
@@ -112,7 +112,7 @@ def test_nonzero_exit_without_a_known_runner(tmp_path: Path) -> None:
 def test_shlex_splits_quoted_arguments(tmp_path: Path) -> None:
     write(tmp_path / "test_k.py", "def test_a_and_b():\n    pass\n\n\ndef test_a_only():\n    assert False\n")
 
-    runner = TestRunner(f'{sys.executable} -m pytest -p no:cacheprovider -k "a and b"', tmp_path, env=FAST_PYTEST)
+    runner = TestRunner(f'{sys.executable} -m pytest -p no:cacheprovider -k "a and b"', cwd=tmp_path, env=FAST_PYTEST)
     assert runner.command[-2:] == ["-k", "a and b"]
     result = runner.run()
 
@@ -124,16 +124,16 @@ def test_shlex_splits_quoted_arguments(tmp_path: Path) -> None:
 def test_shell_operators_and_leading_assignments(tmp_path: Path) -> None:
     write(tmp_path / "sub" / "marker.txt", "inside sub\n")
 
-    shell = TestRunner("cd sub && cat marker.txt", tmp_path)
+    shell = TestRunner("cd sub && cat marker.txt", cwd=tmp_path)
     shell.check()
     assert shell.run().output == "inside sub\n"
-    assigned = TestRunner(f"GREETING=hello {sys.executable} -c 'import os; print(os.environ[\"GREETING\"])'", tmp_path)
+    assigned = TestRunner(f"GREETING=hello {sys.executable} -c 'import os; print(os.environ[\"GREETING\"])'", cwd=tmp_path)
     assert assigned.run().output == "hello\n"
 
 
 def test_a_flood_of_output_keeps_its_start_and_end_and_drops_the_middle(tmp_path: Path) -> None:
     flood = "import sys\nfor n in range(400_000):\n    sys.stdout.write(f'{n:06d}\\n')\n"  # 2.8 MB
-    runner = TestRunner([sys.executable, "-c", flood], tmp_path, timeout=60, capture_bytes=100_000,
+    runner = TestRunner([sys.executable, "-c", flood], cwd=tmp_path, timeout=60, capture_bytes=100_000,
                         head_lines=10**6, tail_lines=10**6)
     text = runner.run().output
     assert text.startswith("000000\n000001\n") and text.rstrip().endswith("399998\n399999")
@@ -149,7 +149,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
         "print('started child', flush=True)\n"
         "threading.Event().wait()\n"))  # never ends by itself
 
-    result = run_guarded(TestRunner([sys.executable, "spawner.py"], tmp_path, timeout=1.5))
+    result = run_guarded(TestRunner([sys.executable, "spawner.py"], cwd=tmp_path, timeout=1.5))
 
     assert (result.timed_out, result.exit_code, result.passed) == (True, None, False)
     assert "started child" in result.output
@@ -166,7 +166,7 @@ def test_timeout_escalates_to_sigkill_when_sigterm_is_ignored(tmp_path: Path) ->
         f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
         "print('ignoring TERM', flush=True)\nthreading.Event().wait()\n"))
 
-    result = run_guarded(TestRunner([sys.executable, "stubborn.py"], tmp_path, timeout=1, kill_grace=0.5))
+    result = run_guarded(TestRunner([sys.executable, "stubborn.py"], cwd=tmp_path, timeout=1, kill_grace=0.5))
 
     assert result.timed_out and "ignoring TERM" in result.output
     assert wait_gone(int(wait_for_file(pid_file)))  # SIGKILL is the only way it ends
@@ -181,7 +181,7 @@ def test_grandchild_holding_the_pipe_does_not_hang_the_run(tmp_path: Path) -> No
         "print('tests done', flush=True)\n"))
 
     # a timeout far beyond the guard: the run returns because the command exited, not because time ran out
-    result = run_guarded(TestRunner([sys.executable, "leaves_daemon.py"], tmp_path, timeout=600))
+    result = run_guarded(TestRunner([sys.executable, "leaves_daemon.py"], cwd=tmp_path, timeout=600))
 
     assert (result.exit_code, result.timed_out, result.passed) == (0, False, True)
     assert "tests done" in result.output
@@ -191,7 +191,7 @@ def test_grandchild_holding_the_pipe_does_not_hang_the_run(tmp_path: Path) -> No
 def test_long_output_keeps_head_and_tail(tmp_path: Path) -> None:
     command = [sys.executable, "-c", "for i in range(1000): print(f'line {i}')"]
 
-    result = TestRunner(command, tmp_path, head_lines=5, tail_lines=10).run()
+    result = TestRunner(command, cwd=tmp_path, head_lines=5, tail_lines=10).run()
 
     lines = result.output.splitlines()
     assert lines[:5] == [f"line {i}" for i in range(5)]
@@ -207,20 +207,20 @@ def test_truncate_output_leaves_short_text_alone() -> None:
 
 def test_missing_executable_raises_before_running(tmp_path: Path) -> None:
     with pytest.raises(TestCommandError, match="not-a-real-test-tool"):
-        TestRunner("not-a-real-test-tool --all", tmp_path).check()
+        TestRunner("not-a-real-test-tool --all", cwd=tmp_path).check()
     with pytest.raises(TestCommandError, match="not found"):
-        TestRunner("./scripts/missing.sh", tmp_path).run()
+        TestRunner("./scripts/missing.sh", cwd=tmp_path).run()
     write(tmp_path / "plain.sh", "#!/bin/sh\nexit 0\n", mode=0o644)
     with pytest.raises(TestCommandError, match="not executable"):
-        TestRunner(["./plain.sh"], tmp_path).check()
+        TestRunner(["./plain.sh"], cwd=tmp_path).check()
     with pytest.raises(TestCommandError, match="empty"):
-        TestRunner("", tmp_path).check()
+        TestRunner("", cwd=tmp_path).check()
 
 
 def test_cwd_relative_script_runs(tmp_path: Path) -> None:
     write(tmp_path / "scripts" / "check.sh", "#!/bin/sh\necho from script\n", mode=0o755)
 
-    runner = TestRunner("scripts/check.sh", tmp_path)
+    runner = TestRunner("scripts/check.sh", cwd=tmp_path)
     runner.check()
     result = runner.run()
 
@@ -236,7 +236,7 @@ def test_go_run_through_the_runner(tmp_path: Path, tmp_path_factory: pytest.Temp
     env = {"GOFLAGS": "-mod=mod", "GOCACHE": str(cache / "build"), "GOPATH": str(cache / "path"),
            "GOTOOLCHAIN": "local", "GOPROXY": "off"}
 
-    result = TestRunner("go test ./...", tmp_path, env=env).run()
+    result = TestRunner("go test ./...", cwd=tmp_path, env=env).run()
 
     assert (result.runner, result.failed_ids, result.exit_code) == ("go", ["example.com/m.TestX"], 1)
     assert (result.failures[0].file, result.failures[0].line) == ("m_test.go", 5)

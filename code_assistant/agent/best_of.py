@@ -18,15 +18,16 @@ from pathlib import Path
 
 from code_assistant.agent.candidates import CandidateOutcome, ScratchCopy, changed_lines, choose
 from code_assistant.agent.loop import Agent
+from code_assistant.agent.requests import PlanRequest
 from code_assistant.agent.state import Ending, Prepared, RunResult, StopRun
 from code_assistant.agent.stop import Stop
-from code_assistant.waiting import Prefixed
 from code_assistant.edit.editor import FileEditor
 from code_assistant.edit.operations import Action, EditOperation
 from code_assistant.edit.preview import Limits
-from code_assistant.model.chat import ChatModel, Usage
+from code_assistant.model.chat import ChatModel
 from code_assistant.model.trajectory import Step, StepKind
 from code_assistant.verify.runner import TestRunner
+from code_assistant.waiting import Prefixed
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ class BestOf:
         parent = self.parent.parts
         prepared = self.parent.prepare(task)
         with self._index_lock:  # the task's vectors are made once, here; the attempts read them (embed budget 0)
-            parent.requests.warm_up(prepared.index, task, prepared.baseline)
+            parent.requests.warm_up(PlanRequest(index=prepared.index, task=task, baseline=prepared.baseline))
         parent.say(f"[Candidates: {self.count} attempts in scratch copies, {self.workers} at a time]")
         self.outcomes = self.attempts(task, prepared)
         for outcome in self.outcomes:
@@ -212,5 +213,4 @@ def _read(path: Path) -> bytes | None:
 
 def candidate_model(model: ChatModel, number: int) -> ChatModel:
     """The model an attempt asks: the same server and window, temperature above 0, its own seed and usage."""
-    return dataclasses.replace(model, temperature=CANDIDATE_TEMPERATURE, seed=number,  # type: ignore[type-var]
-                               usage=Usage(), window=dataclasses.replace(model.window))
+    return model.with_(temperature=CANDIDATE_TEMPERATURE, seed=number, window=dataclasses.replace(model.window))

@@ -25,9 +25,9 @@ from code_assistant import tokens
 from code_assistant.agent import instructions
 from code_assistant.agent.feedback import failure_text
 from code_assistant.agent.instructions import Instructions
-from code_assistant.memory import Memory, notes_text
 from code_assistant.gate import Gate
 from code_assistant.index.indexer import RepoIndex
+from code_assistant.memory import Memory, notes_text
 from code_assistant.model import prompts
 from code_assistant.model.chat import Message
 from code_assistant.model.fitting import clip_text, fit_history, fit_tool_results, message_tokens
@@ -208,27 +208,25 @@ class Requests:
         context: Context | None = None
         match request:
             case PlanRequest():
-                messages, context = self.plan(request.index, request.task, request.baseline, request.reproduced,
-                                              list(request.reproduction), list(asked))
+                messages, context = self.plan(request, asked)
             case ReproduceRequest():
-                messages, context = self.reproduce(request.index, request.task, request.baseline, list(asked))
+                messages, context = self.reproduce(request, asked)
             case FixRequest():
-                messages, context = self.fix(request.index, request.task, request.result, request.feedback,
-                                             list(history), request.modified, request.iteration, list(asked))
+                messages, context = self.fix(request, history, asked)
             case FollowUp():
-                messages = self.follow_up(list(history), request.text)
+                messages = self.follow_up(history, request.text)
             case QuestionRequest():
-                messages, context = self.question(request.index, request.question)
+                messages, context = self.question(request)
         if note:
             last = messages[-1]
             messages = self.fitted([*messages[:-1], {**last, "content": f"{last['content']}\n\n{note}"}])
         return Built(messages=messages, context=context)
 
-    def plan(self, index: RepoIndex, task: str, baseline: TestResult,
-             reproduced: TestResult | None = None, reproduction: list[str] | None = None,
-             asked: list[str] | None = None) -> tuple[list[Message], Context]:
+    def plan(self, request: PlanRequest, asked: Sequence[str] = ()) -> tuple[list[Message], Context]:
         """The first request; with a reproduction test, its failing run is shown where the failing tests go. `asked`:
         files the model asked to read, shown first."""
+        index, task, baseline = request.index, request.task, request.baseline
+        reproduced, reproduction = request.reproduced, list(request.reproduction)
         room = self.room()
         failures = failure_text(baseline)
         shown = clip_text(failures, room // FAILURES_SHARE, "test output") if failures else ""
@@ -248,20 +246,20 @@ class Requests:
         budget, owner = self._split(room, render(""), index)
         pinned = self.memory.shown() if self.memory else []
         context = self._context(index, task, budget, extra_text=extra,
-                                must_include=[*(asked or []), *(reproduction or []), *pinned])
+                                must_include=[*asked, *reproduction, *pinned])
         logger.info("prompts %s + %s; context budget %d of a %d-token room", prompts.SYSTEM.version,
                     prompts.PLAN.version, budget, room)
         return self.fitted(render(context.render() or "(no files indexed)", owner, context.paths)), context
 
-    def warm_up(self, index: RepoIndex, task: str, baseline: TestResult) -> None:
+    def warm_up(self, request: PlanRequest) -> None:
         """The plan request built once and set aside, for what building it does: the task's chunks embedded (up to
         the embed budget) and a window too small for it found now. Best of N calls this before its attempts, which
         embed nothing themselves (embed budget 0) and find the same vectors."""
-        self.plan(index, task, baseline)
+        self.plan(request)
 
-    def reproduce(self, index: RepoIndex, task: str, baseline: TestResult,
-                  asked: list[str] | None = None) -> tuple[list[Message], Context]:
+    def reproduce(self, request: ReproduceRequest, asked: Sequence[str] = ()) -> tuple[list[Message], Context]:
         """The request for a test that captures the task and fails before any fix."""
+        index, task, baseline = request.index, request.task, request.baseline
         room = self.room()
 
         def render(context: str, owner: int = 0, shown: Sequence[str] = ()) -> list[Message]:
@@ -270,12 +268,13 @@ class Requests:
             return [{"role": "system", "content": self.system(owner, shown)}, {"role": "user", "content": user}]
 
         budget, owner = self._split(room, render(""), index)
-        context = self._context(index, task, budget, must_include=asked, with_tests=True)
+        context = self._context(index, task, budget, must_include=list(asked), with_tests=True)
         logger.info("prompts %s + %s", prompts.SYSTEM.version, prompts.REPRODUCE.version)
         return self.fitted(render(context.render() or "(no files indexed)", owner, context.paths)), context
 
-    def fix(self, index: RepoIndex, task: str, result: TestResult, feedback: str, history: list[Message],
-            modified: list[str], iteration: int, asked: list[str] | None = None) -> tuple[list[Message], Context]:
+    def fix(self, request: FixRequest, history: Sequence[Message] = (),
+            asked: Sequence[str] = ()) -> tuple[list[Message], Context]:
+        index, task, result, feedback = request.index, request.task, request.result, request.feedback
         room = self.room()
         failures = failure_text(result)
         shown = clip_text(failures, room // FAILURES_SHARE, "test output") if failures else ""
@@ -283,23 +282,24 @@ class Requests:
 
         def render(files: str) -> str:
             return prompts.FIX.render(
-                iteration=iteration, max_iterations=self.settings.max_iterations, summary=result.summary(),
+                iteration=request.iteration, max_iterations=self.settings.max_iterations, summary=result.summary(),
                 failures=shown or "(no structured failures; see the output)", edit_feedback=feedback, files=files)
 
         shell = message_tokens([{"role": "user", "content": render("")}])
         wanted = min(self.settings.context_tokens // 2, max(MIN_CONTEXT_TOKENS, room // 3))
-        kept = fit_history(history, room - shell - wanted)
+        kept = fit_history(list(history), room - shell - wanted)
         budget = min(self.settings.context_tokens // 2, room - message_tokens(kept) - shell - SLACK)
         context = self._context(index, task, max(budget, 1), extra_text=failures,
-                                must_include=[*(asked or []), *self._involved(index, result, modified)])
+                                must_include=[*asked, *self._involved(index, result, request.modified)])
         logger.info("prompt %s; context budget %d of a %d-token room", prompts.FIX.version, budget, room)
         return self.fitted([*kept, {"role": "user", "content": render(context.render())}]), context
 
-    def follow_up(self, history: list[Message], text: str) -> list[Message]:
+    def follow_up(self, history: Sequence[Message], text: str) -> list[Message]:
         """The conversation and one more user message (a re-ask, a syntax repair)."""
         return self.fitted([*history, {"role": "user", "content": text}])
 
-    def question(self, index: RepoIndex, question: str) -> tuple[list[Message], Context]:
+    def question(self, request: QuestionRequest) -> tuple[list[Message], Context]:
+        index, question = request.index, request.question
         room = self.room()
         shell: list[Message] = [{"role": "user", "content": prompts.ASK.render(question=question, context="")}]
         budget, owner = self._split(room, shell, index)

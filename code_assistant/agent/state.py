@@ -3,7 +3,7 @@ stop reasons are in stop.py)."""
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from code_assistant.agent.candidates import CandidateOutcome
@@ -97,22 +97,23 @@ class RunState:
 
 class UsageMeter:
     """The model usage a run counts against --max-tokens and --max-cost and reports: the sum over its models (best
-    of N adds each attempt's model to the run's meter). Thread-safe: attempts run in parallel."""
+    of N adds each attempt's model to the run's meter) of what each used since it joined (a session's model has
+    answered earlier tasks). Thread-safe: attempts run in parallel."""
 
     def __init__(self, *models: ChatModel) -> None:
-        self._models = list(models)
+        self._models = [(model, replace(model.usage)) for model in models]
         self._lock = threading.Lock()
 
     def add(self, model: ChatModel) -> None:
         with self._lock:
-            self._models.append(model)
+            self._models.append((model, replace(model.usage)))
 
     def total(self) -> Usage:
         with self._lock:
             models = list(self._models)
         total = Usage()
-        for model in models:
-            total = total + model.usage
+        for model, start in models:
+            total = total + (model.usage - start)
         return total
 
 

@@ -17,6 +17,7 @@ describes its tools in words instead.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import sys
@@ -36,9 +37,11 @@ from code_assistant.model.pace import PromptPace
 from code_assistant.model.prices import is_local
 from code_assistant.model.records import (
     CARRIED,
+    KEEP,
     ChatModel,
     ChatResponse,
     ContextOverflow,
+    Keep,
     Message,
     ModelError,
     ModelStalled,
@@ -123,6 +126,20 @@ class OpenAIChat:
     def native_tools(self) -> bool:
         """False once the server refused `tools`: later requests describe them in words."""
         return self.accepts.tools is not False
+
+    @property
+    def wire(self) -> str:
+        """The API it is asked through now: "chat" or "responses"."""
+        return self.accepts.wire.value
+
+    def with_(self, *, temperature: float | Keep = KEEP, seed: int | None | Keep = KEEP,
+              schema: dict[str, Any] | None | Keep = KEEP, window: ContextWindow | Keep = KEEP) -> OpenAIChat:
+        """A copy asking the same server (what it accepts, its pace, the prompts sent so far are shared) with the
+        values given and a usage of its own; its window is this one's unless one is given."""
+        return dataclasses.replace(
+            self, usage=Usage(), temperature=self.temperature if isinstance(temperature, Keep) else temperature,
+            seed=self.seed if isinstance(seed, Keep) else seed, schema=self.schema if isinstance(schema, Keep) else schema,
+            window=self.window if isinstance(window, Keep) else window)
 
     def complete(self, messages: list[Message], on_token: Callable[[str], None] | None = None, *,
                  tools: list[dict[str, Any]] | None = None, schema: bool = True) -> ChatResponse:

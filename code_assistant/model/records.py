@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Protocol
 
 from code_assistant.errors import EXIT_FAILED, AssistantError, GaveUpWaiting
@@ -84,6 +85,7 @@ class Usage:
     reasoning_tokens: int = 0  # of completion_tokens
     charged: float = 0.0  # dollars the server said it charged (OpenRouter), over the calls that said so
     charged_calls: int = 0
+    estimated_calls: int = 0  # calls whose counts are ours
 
     def add(self, response: ChatResponse) -> None:
         self.calls += 1
@@ -91,6 +93,7 @@ class Usage:
         self.completion_tokens += response.completion_tokens
         self.reasoning_tokens += response.reasoning_tokens
         self.estimated = self.estimated or response.estimated
+        self.estimated_calls += response.estimated
         if response.cost is not None:
             self.charged += response.cost
             self.charged_calls += 1
@@ -104,14 +107,17 @@ class Usage:
                      completion_tokens=self.completion_tokens + other.completion_tokens,
                      estimated=self.estimated or other.estimated,
                      reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
-                     charged=self.charged + other.charged, charged_calls=self.charged_calls + other.charged_calls)
+                     charged=self.charged + other.charged, charged_calls=self.charged_calls + other.charged_calls,
+                     estimated_calls=self.estimated_calls + other.estimated_calls)
 
     def __sub__(self, earlier: Usage) -> Usage:
         """What was used since `earlier` (a copy of this usage taken then)."""
+        estimated = self.estimated_calls > earlier.estimated_calls if earlier.estimated else self.estimated
         return Usage(calls=self.calls - earlier.calls, prompt_tokens=self.prompt_tokens - earlier.prompt_tokens,
-                     completion_tokens=self.completion_tokens - earlier.completion_tokens, estimated=self.estimated,
+                     completion_tokens=self.completion_tokens - earlier.completion_tokens, estimated=estimated,
                      reasoning_tokens=self.reasoning_tokens - earlier.reasoning_tokens,
-                     charged=self.charged - earlier.charged, charged_calls=self.charged_calls - earlier.charged_calls)
+                     charged=self.charged - earlier.charged, charged_calls=self.charged_calls - earlier.charged_calls,
+                     estimated_calls=self.estimated_calls - earlier.estimated_calls)
 
     def cost(self, model: str, base_url: str | None) -> float | None:
         """Dollars: what the server charged, when it said so for every call; else the price table's estimate; None
@@ -125,10 +131,37 @@ class Usage:
         return estimate
 
 
+class Keep(Enum):
+    """with_()'s default: the copy keeps the model's own value."""
+
+    KEEP = "keep"
+
+
+KEEP = Keep.KEEP
+
+
 class ChatModel(Protocol):
+    """The model seam. What it is and what it takes are its fields (`base_url`: where it is served, for its price,
+    None for an API's own; `native_tools`: False once its server refused tool calls; `wire`: the API it is asked
+    through); a caller that wants it asked otherwise (free text, another temperature, a seed) asks for a copy
+    (`with_`), never sets a field of it."""
+
     name: str
-    usage: Usage
+    usage: Usage  # every call of this model (a copy's start from nothing)
     window: ContextWindow
+    base_url: str | None
+
+    @property
+    def native_tools(self) -> bool: ...
+
+    @property
+    def wire(self) -> str: ...
+
+    def with_(self, *, temperature: float | Keep = KEEP, seed: int | None | Keep = KEEP,
+              schema: dict[str, Any] | None | Keep = KEEP, window: ContextWindow | Keep = KEEP) -> ChatModel:
+        """The same model on the same server, asked with the values given (`schema` None: free text; `window`: a
+        window of its own, which a parallel attempt learns alone), with a usage of its own."""
+        ...
 
     def complete(self, messages: list[Message], on_token: Callable[[str], None] | None = None, *,
                  tools: list[dict[str, Any]] | None = None, schema: bool = True) -> ChatResponse:

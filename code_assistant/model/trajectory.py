@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from code_assistant import redact
-from code_assistant.model.records import ChatResponse, Message, ModelError, Usage
+from code_assistant.model.records import KEEP, ChatResponse, Keep, Message, ModelError, Usage
 from code_assistant.model.window import ContextWindow
 
 logger = logging.getLogger(__name__)
@@ -155,6 +155,14 @@ class ReplayModel:
     name: str = "replay"
     usage: Usage = field(default_factory=Usage)
     window: ContextWindow = field(default_factory=ContextWindow.unlimited)
+    base_url: str | None = None
+    native_tools: bool = True  # a recorded call is read back in the written form, whichever form it was made in
+    wire: str = "replay"
+
+    def with_(self, *, temperature: float | Keep = KEEP, seed: int | None | Keep = KEEP,
+              schema: dict[str, Any] | None | Keep = KEEP, window: ContextWindow | Keep = KEEP) -> ReplayModel:
+        """The same recorded answers (one list: a copy answers with the next), a usage of its own."""
+        return ReplayModel(self.answers, name=self.name, window=self.window if isinstance(window, Keep) else window)
 
     def complete(self, messages: list[Message], on_token: Callable[[str], None] | None = None, *,
                  tools: list[dict[str, Any]] | None = None, schema: bool = True) -> ChatResponse:

@@ -2,7 +2,6 @@
 edits. In a session the answer knows the session's pins."""
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING
 
 from code_assistant.operations.options import AskOptions
@@ -15,11 +14,10 @@ if TYPE_CHECKING:
 def execute(ws: Workspace, options: AskOptions) -> AskOutcome:
     from code_assistant.agent.question import answer_question, not_in_repository
     from code_assistant.errors import UsageError
-    from code_assistant.model.chat import Usage
 
     if not options.question.strip():
         raise UsageError("ask needs a question")
-    model = dataclasses.replace(ws.model, schema=None, usage=Usage())  # free text, its own usage
+    model = ws.model.with_(schema=None)  # free text, its own usage
     index, _ = ws.index()
     display = ws.display
     tools_for = ws.tools_for(model, read_only=True)

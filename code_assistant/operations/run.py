@@ -14,9 +14,9 @@ from code_assistant.operations.outcomes import RunOutcome
 from code_assistant.settings import Settings, repo_id
 
 if TYPE_CHECKING:
-    from code_assistant.memory import Note
     from code_assistant.agent.state import RunResult
     from code_assistant.edit.editor import FileEditor
+    from code_assistant.memory import Note
     from code_assistant.model.trajectory import ReplayModel, Trajectory
     from code_assistant.tools.box import ToolsFor
     from code_assistant.vcs import Workflow
@@ -24,16 +24,13 @@ if TYPE_CHECKING:
 
 
 def execute(ws: Workspace, options: RunOptions) -> RunOutcome:
-    from code_assistant.model.chat import Usage
-
     replay = replay_model(ws, options.replay)
     ws.check_before_runs(needs_key=replay is None)
     with ws.holding():  # another run on this repository: refused, nothing asked
         if replay is not None:
             ws.use_model(replay)
-        model = ws.model
+        ws.model  # noqa: B018 - opened now, its header lines before the sandbox's
         ws.announce_sandbox()
-        model.usage = Usage()  # each task reports (and is capped by) its own usage; the workspace sums them
         ws.last_task = options.task
         result = one_task(ws, options)
     ws.count(result.usage, result.cost_usd)

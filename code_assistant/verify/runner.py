@@ -141,7 +141,7 @@ class TestRunner:
     """Runs one test command in cwd, kills its whole process group on timeout and parses the result."""
     __test__ = False
 
-    def __init__(self, command: str | list[str], cwd: Path, timeout: float = 120.0,
+    def __init__(self, command: str | list[str], *, cwd: Path, timeout: float = 120.0,
                  env: dict[str, str] | None = None, head_lines: int = 200, tail_lines: int = 400,
                  kill_grace: float = KILL_GRACE_S, running_file: Path | None = None,
                  capture_bytes: int = MAX_CAPTURE_BYTES, sandbox: Sandbox | None = None,
@@ -182,8 +182,9 @@ class TestRunner:
 
     def with_command(self, command: str) -> TestRunner:
         """The same runner (directory, timeout, environment, bookkeeping) for another command."""
-        runner = TestRunner(command, self.cwd, self.timeout, self.env, self.head_lines, self.tail_lines,
-                            self.kill_grace, self.running_file, self.capture_bytes, self.sandbox, self.read_only)
+        runner = TestRunner(command, cwd=self.cwd, timeout=self.timeout, env=self.env, head_lines=self.head_lines,
+                            tail_lines=self.tail_lines, kill_grace=self.kill_grace, running_file=self.running_file,
+                            capture_bytes=self.capture_bytes, sandbox=self.sandbox, read_only=self.read_only)
         runner._cancelled, runner._live, runner._live_lock = self._cancelled, self._live, self._live_lock  # one cancel
         return runner
 
