@@ -35,6 +35,7 @@ from code_assistant.model.structured import plan_schema
 from code_assistant.model.window import ContextWindow
 from code_assistant.settings import load_settings
 from code_assistant.verify.runner import TestRunner
+from code_assistant.workspace import Workspace
 from tests.llama_server import LlamaServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,7 +63,7 @@ def _plan_request(repo: Path, work: Path, window: ContextWindow) -> tuple[list[M
     chunks = store.ChunkStore(chroma, store.collection_for(chroma, repo, embedder.name))
     index, _ = indexer.Indexer(repo, settings.index_path, embedder, chunks).update()
     baseline = TestRunner(settings.test_command, cwd=repo, timeout=120).run()
-    messages, context = Requests(settings, window).plan(PlanRequest(index=index, task=TASK, baseline=baseline))
+    messages, context = Requests(Workspace(settings).request_config(), window).plan(PlanRequest(index=index, task=TASK, baseline=baseline))
     return messages, context.tokens
 
 

@@ -63,7 +63,7 @@ def schema(repo: Path, windows: list[int], test_command: str, task: str) -> list
                 plain = None
                 for mode in ("off", Form.NATIVE, Form.JSON):
                     box = None if mode == "off" else workspace.toolbox(copy, lambda: index, form=Form(mode))
-                    requests = Requests(settings, ContextWindow(window, "--context-window"), tools=box)
+                    requests = Requests(workspace.request_config(), ContextWindow(window, "--context-window"), tools=box)
                     label = {"off": "--no-tools", Form.NATIVE: "--tools native", Form.JSON: "--tools json"}[mode]
                     try:
                         messages, context = requests.plan(PlanRequest(index=index, task=task, baseline=baseline))

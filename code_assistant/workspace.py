@@ -11,59 +11,39 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, ExitStack
-from dataclasses import dataclass
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from code_assistant import env_files
+from code_assistant.display import Display
 from code_assistant.errors import ConfigError
 from code_assistant.memory import Memory
-from code_assistant.review import Verdict
 from code_assistant.settings import Settings, approved_base_url, base_url_refusal
-from code_assistant.waiting import SILENT, Status, counting_files, waiting
+from code_assistant.waiting import counting_files, waiting
 
 if TYPE_CHECKING:
+    from code_assistant.agent.kit import Kit, LoopConfig
+    from code_assistant.agent.requests import RequestConfig
+    from code_assistant.edit.editor import FileEditor
+    from code_assistant.edit.preview import Limits
     from code_assistant.edit.takeback import FileOutcome
     from code_assistant.index.indexer import Indexer, IndexStats, RepoIndex
     from code_assistant.mcp.config import ServerConfig
     from code_assistant.mcp.connections import Connections
     from code_assistant.model.chat import ChatModel, OpenAIChat, Usage
+    from code_assistant.model.trajectory import Trajectory
     from code_assistant.tools import Tool
     from code_assistant.tools.box import Form, Toolbox, ToolsFor
     from code_assistant.verify.runner import TestRunner
     from code_assistant.verify.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
-
-
-def _silent(line: str) -> None:
-    """Progress nobody watches (--json: stdout holds only the result)."""
-
-
-@contextlib.contextmanager
-def _no_progress(*args: Any) -> Iterator[None]:
-    yield None
-
-
-@dataclass(frozen=True)
-class Display:
-    """How an operation shows its work to the person at the door while it works (console.py builds one for a
-    terminal; the default shows nothing, as --json wants). The operation's result is not shown here: the door
-    renders the outcome it returns."""
-
-    say: Callable[[str], None] = _silent
-    run_tokens: Callable[[str], None] | None = None  # a run's answers as they arrive (None: not streamed)
-    answer_tokens: Callable[[str], None] | None = None  # an answer to a question as it arrives (None: shown at the end)
-    end_stream: Callable[[], None] = lambda: None  # ends a streamed answer's line
-    review: Callable[[str], Verdict] | None = None  # --review: the diff shown, what the person said
-    confirm: Callable[[str], bool] | None = None  # a yes/no question to the person (None: nobody to ask)
-    status: Status = SILENT  # the waits (tests, the model, indexing) as they go
-    embed_progress: Callable[[int], AbstractContextManager[Callable[[Any], None] | None]] = _no_progress
 
 
 class Workspace:
@@ -164,11 +144,13 @@ class Workspace:
             self._indexer = build_indexer(self.settings)
         return self._indexer
 
-    def index(self) -> tuple[RepoIndex, IndexStats]:
-        """The repository's index, brought up to date (what changed since it was last read), said as it goes."""
-        self.say(f"[Indexing repository: {self.settings.repo}]")
+    def index(self, indexer: Indexer | None = None, tree: Path | None = None) -> tuple[RepoIndex, IndexStats]:
+        """The repository's index (or `indexer`'s, of another working tree: a worktree), brought up to date (what
+        changed since it was last read), said as it goes."""
+        self.say(f"[Indexing repository: {tree or self.settings.repo}]")
         with waiting(self.display.status, "Indexing") as wait:
-            repo_index, stats = self.indexer.update(progress=counting_files(wait), exclude=[self.settings.state_path])
+            repo_index, stats = (indexer or self.indexer).update(progress=counting_files(wait),
+                                                                 exclude=[self.settings.state_path])
         self.say(f"[Indexed: {stats.files} files, {stats.symbols} symbols]")
         return repo_index, stats
 
@@ -267,9 +249,7 @@ class Workspace:
 
     def check_tests(self) -> None:
         """The test command can start (a TestCommandError, exit 2, before anything is touched)."""
-        from code_assistant.verify.runner import TestRunner
-
-        TestRunner(self.settings.test_command, cwd=self.settings.repo, timeout=self.settings.test_timeout).check()
+        self.runner(sandbox=False).check()
 
     @property
     def sandbox(self) -> Sandbox:
@@ -293,12 +273,126 @@ class Workspace:
             self.say(f"[Sandbox: {self.sandbox.describe()}]")
             self._sandbox_said = True
 
-    def runner(self, cwd: Path | None = None) -> TestRunner:
-        """The test command in the sandbox, on the repository (or on `cwd`: a worktree of it)."""
+    def runner(self, cwd: Path | None = None, *, candidate: int | None = None, sandbox: bool = True) -> TestRunner:
+        """The test command in the sandbox, on the repository (or on `cwd`: a worktree of it, a best-of-N attempt's
+        scratch copy, which names its running tests apart); `sandbox` False: only to check that it can start."""
         from code_assistant.verify.runner import TestRunner
 
+        running = self.running_tests
         return TestRunner(self.settings.test_command, cwd=cwd or self.settings.repo, timeout=self.settings.test_timeout,
-                          running_file=self.running_tests, sandbox=self.sandbox)
+                          running_file=running if candidate is None else running.with_name(f"{running.name}-{candidate}"),
+                          sandbox=self.sandbox if sandbox else None)
+
+    def shell(self, command: str, *, cwd: Path, timeout: float, head_lines: int, tail_lines: int) -> TestRunner:
+        """The model's `run` tool: a command in the test sandbox with the tree read-only."""
+        from code_assistant.verify.runner import TestRunner
+
+        return TestRunner(["/bin/sh", "-c", command], cwd=cwd, timeout=timeout, head_lines=head_lines,
+                          tail_lines=tail_lines, running_file=self.running_tests.with_name("running-tool"),
+                          sandbox=self.sandbox, read_only=True)
+
+    # ----- what a run uses: built here, and only here ---------------------------------------------------------------
+    def kit(self, tree: Path, candidate: int | None = None, *, task: str = "", trajectory: Trajectory | None = None,
+            guard: Callable[[list[str]], None] | None = None, replay: Path | None = None) -> Kit:
+        """What a run on the working tree `tree` uses (the repository, a branch of it in place, a worktree with an
+        index of its own): the model, an editor whose journal is kept for undo, the test runner, the tools (with
+        --replay's recorded calls, made afresh), the run log, the display and the session's memory. With
+        `candidate`, what best of N's attempt of that number uses on its scratch copy `tree`: a model of its own
+        (temperature above 0, its own seed and window), an editor that keeps no history, a runner whose processes
+        are named apart, its lines prefixed, no memory, the run's `trajectory` and tools. `guard`: told the files
+        about to be written (the git workflow)."""
+        from code_assistant.agent.kit import Kit, Tree
+        from code_assistant.model.trajectory import Trajectory
+
+        s = self.settings
+        if candidate is not None:
+            return self._candidate_kit(tree, candidate, trajectory)
+        trajectory = trajectory or Trajectory(s.runs_dir, task or "task")
+        if tree == s.repo:
+            index, current = (lambda: self.index()[0]), self.quiet_index
+        else:
+            indexer = build_indexer(s, tree)
+            index, current = (lambda: self.index(indexer, tree)[0]), (lambda: _current(indexer, s.state_path))
+        return Kit(tree=Tree(root=tree, index_path=s.index_path, state_path=s.state_path), model=self.model,
+                   editor=self.editor(tree, task=task, originals=trajectory.path.with_suffix(".originals")),
+                   runner=self.runner(tree), index=index, current_index=current,
+                   requests=self.request_config(tree, s.state_path), tools=self._run_tools(replay),
+                   trajectory=trajectory, memory=self.memory, guard=guard,
+                   display=dataclasses.replace(self.display, review=self.display.review if s.review else None))
+
+    def _candidate_kit(self, scratch: Path, number: int, trajectory: Trajectory | None) -> Kit:
+        from code_assistant.agent.best_of import CANDIDATE_TEMPERATURE
+        from code_assistant.agent.kit import Kit, Tree
+        from code_assistant.edit.editor import FileEditor
+        from code_assistant.settings import repo_id
+        from code_assistant.waiting import Prefixed
+
+        s = self.settings
+        state_path = scratch.parent / "state"  # beside the copy, in the scratch directory (agent/candidates.py)
+        model = self.model.with_(temperature=CANDIDATE_TEMPERATURE, seed=number,
+                                 window=dataclasses.replace(self.model.window))
+        display = Display(say=lambda line: self.say(f"[Candidate {number}] {line}"),
+                          status=Prefixed(self.display.status, f"Candidate {number}: "))
+        return Kit(tree=Tree(root=scratch, index_path=s.index_path, state_path=state_path), model=model,
+                   editor=FileEditor(scratch, state_dir=state_path / repo_id(scratch), forbidden=[s.index_path],
+                                     history=False),
+                   runner=self.runner(scratch, candidate=number), index=lambda: self.index()[0],
+                   current_index=self.quiet_index,  # (an attempt starts from the run's index and looks at that)
+                   requests=self.request_config(scratch, state_path, embed_budget=0), tools=self.tools_for(self.model),
+                   trajectory=trajectory, display=display, candidate=number)
+
+    def _run_tools(self, replay: Path | None) -> ToolsFor | None:
+        """The model's tools; a replay has them when the recorded run called any (each call made afresh, compared
+        with its recorded result, which is what the replayed run is shown)."""
+        if replay is None:
+            return self.tools_for(self.model)
+        from code_assistant.model.trajectory import read_tool_calls
+
+        recorded = read_tool_calls(replay)
+        return self.tools_for(self.model, recorded=recorded) if recorded else None
+
+    def loop_config(self, *, around: bool = True) -> LoopConfig:
+        """What the loop reads of the settings; `around`: an answer may go around a change the user made meanwhile
+        (not when the run's change is to be committed)."""
+        from code_assistant.agent.kit import Budget, LoopConfig
+
+        s = self.settings
+        return LoopConfig(limits=self.limits(), max_iterations=s.max_iterations, reproduce=s.reproduce,
+                          dry_run=s.dry_run, budget=Budget(max_tokens=s.max_tokens, max_cost=s.max_cost, base_url=s.base_url),
+                          around=around)
+
+    def limits(self) -> Limits:
+        """The guardrails an answer's edits are held to (a run's, and `apply`'s)."""
+        from code_assistant.edit.preview import Limits
+
+        s = self.settings
+        return Limits(max_changed_lines=s.max_changed_lines, max_plan_lines=s.max_plan_lines, max_files=s.max_files,
+                      allow_test_edits=s.allow_test_edits, test_command=s.test_command,
+                      allow_env_edits=s.allow_env_edits)
+
+    def request_config(self, tree: Path | None = None, state_path: Path | None = None, *,
+                       embed_budget: int | None = None) -> RequestConfig:
+        """What building a request reads: the read gate of `tree` (the repository unless another) with the
+        assistant's directories kept out, the test command, the budgets."""
+        from code_assistant.agent.requests import RequestConfig
+        from code_assistant.gate import Gate
+
+        s = self.settings
+        gate = Gate(tree or s.repo, (s.index_path, state_path or s.state_path, s.runs_dir))
+        return RequestConfig(gate=gate, test_command=s.test_command, max_iterations=s.max_iterations,
+                             context_tokens=s.context_tokens, instructions=s.instructions,
+                             embed_budget=s.query_embed_budget if embed_budget is None else embed_budget)
+
+    def editor(self, tree: Path | None = None, *, task: str | None = None, originals: Path | None = None) -> FileEditor:
+        """The editor of `tree` (the repository unless another), its journal kept for undo, labelled with `task` and
+        the session; `originals`: where a file's original is saved when the user's and the run's edits overlap."""
+        from code_assistant.edit.editor import FileEditor
+        from code_assistant.settings import repo_id
+
+        s = self.settings
+        tree = tree or s.repo
+        return FileEditor(tree, state_dir=s.state_path / repo_id(tree), forbidden=[s.index_path], originals=originals,
+                          task=task, session=self.session)
 
     # ----- the model's tools --------------------------------------------------------------------------------------
     def tools_for(self, model: ChatModel, *, read_only: bool = False,
@@ -335,7 +429,7 @@ class Workspace:
         view = RepoView(repo, exclude=[settings.index_path, settings.state_path])
         found = Looking(view, index or self.quiet_index).tools()
         if not read_only and self.sandbox.active:
-            found += Running(repo, self.sandbox, running_file=self.running_tests.with_name("running-tool")).tools()
+            found += Running(repo, functools.partial(self.shell, cwd=repo)).tools()
         if mcp:
             found += self.mcp_tools(read_only=read_only)
         return Toolbox(found, max_calls=settings.max_tool_calls, form=form or Form.NATIVE, recorded=recorded,
@@ -375,14 +469,19 @@ class Workspace:
         self.save_memory()
 
 
-def build_indexer(settings: Settings) -> Indexer:
-    """The indexer of `settings.repo`, with the embedding model its settings name."""
+def build_indexer(settings: Settings, tree: Path | None = None) -> Indexer:
+    """The indexer of `settings.repo` (or of `tree`: a worktree of it), with the embedding model its settings name."""
     from code_assistant.index import embeddings, indexer, store
 
+    tree = tree or settings.repo
     client = chat_client(settings) if settings.embedding_backend == "openai" else None
     embedder = embeddings.make_embedder(settings.embedding_backend, model=settings.embedding_model, client=client)
-    chunk_store = store.LazyChunkStore(settings.index_path, settings.repo, embedder.name)
-    return indexer.Indexer(settings.repo, settings.index_path, embedder, chunk_store)
+    chunk_store = store.LazyChunkStore(settings.index_path, tree, embedder.name)
+    return indexer.Indexer(tree, settings.index_path, embedder, chunk_store)
+
+
+def _current(indexer: Indexer, state_path: Path) -> RepoIndex:
+    return indexer.update(exclude=[state_path])[0]
 
 
 def api_key(settings: Settings) -> str:

@@ -12,19 +12,23 @@ from pathlib import Path
 
 import pytest
 
-from code_assistant.agent.loop import Agent, verification
-from code_assistant.review import Decision, Verdict
+from code_assistant.agent.decide import verification
+from code_assistant.agent.kit import Kit, Tree
+from code_assistant.agent.loop import Run
 from code_assistant.agent.state import Reproduction, RunResult
 from code_assistant.console.render import result_line
+from code_assistant.display import Display
 from code_assistant.edit.editor import FileEditor
 from code_assistant.edit.leftovers import Leftover, changed_since, describe
 from code_assistant.index import embeddings, store
 from code_assistant.index.indexer import Indexer
 from code_assistant.model.chat import OpenAIChat
 from code_assistant.model.trajectory import ReplayModel, Trajectory, read_answers
+from code_assistant.review import Decision, Verdict
 from code_assistant.settings import load_settings
 from code_assistant.verify.outputs import TestFailure
 from code_assistant.verify.runner import TestResult, TestRunner, fewer_tests, lost_note
+from code_assistant.workspace import Workspace
 from tests.repos import CALC_PY, TEST_CALC_PY, answer, create, modify, python_repo, snapshot
 from tests.scripted_server import ScriptedServer
 
@@ -40,17 +44,23 @@ def embedder() -> embeddings.Embedder:
 def run_agent(repo: Path, script: list, embedder: embeddings.Embedder, *, task: str = "fix add",
               model: object | None = None, review: object = None, test_command: str = PYTEST,
               **overrides: object) -> tuple[RunResult, ScriptedServer, list[str]]:
+    """A run in process on a kit of real parts, the way the workspace builds one, with this module's embedder and a
+    test runner without the sandbox (and without pytest's plugins: faster)."""
     settings = load_settings(repo, test_command=test_command, **overrides)
     lines: list[str] = []
-    with ScriptedServer(script) as server:
+    display = Display(say=lines.append, review=review)  # type: ignore[arg-type]
+    with ScriptedServer(script) as server, Workspace(settings, display) as workspace:
         chat = model or OpenAIChat("gpt-4o", api_key="k", base_url=server.url, sleep=lambda s: None)
         chunk_store = store.ChunkStore(store.open_client(settings.index_path),
                                        store.collection_name(str(repo), embedder.name))
-        agent = Agent(settings, chat, Indexer(repo, settings.index_path, embedder, chunk_store),  # type: ignore[arg-type]
-                      TestRunner(test_command, cwd=repo, timeout=60, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}),
-                      FileEditor(repo, state_dir=settings.repo_state_dir, forbidden=[settings.index_path]),
-                      say=lines.append, trajectory=Trajectory(settings.runs_dir, task), review=review)  # type: ignore[arg-type]
-        result = agent.run(task)
+        indexer = Indexer(repo, settings.index_path, embedder, chunk_store)
+        kit = Kit(tree=Tree(root=repo, index_path=settings.index_path, state_path=settings.state_path),
+                  model=chat,  # type: ignore[arg-type]
+                  editor=FileEditor(repo, state_dir=settings.repo_state_dir, forbidden=[settings.index_path]),
+                  runner=TestRunner(test_command, cwd=repo, timeout=60, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}),
+                  index=lambda: workspace.index(indexer)[0], current_index=lambda: indexer.update(exclude=[settings.state_path])[0],
+                  requests=workspace.request_config(), trajectory=Trajectory(settings.runs_dir, task), display=display)
+        result = Run(kit, workspace.loop_config()).run(task)
     return result, server, lines
 
 

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from code_assistant.agent.applier import limits_of
 from code_assistant.approvals import Approvals
 from code_assistant.cli import parse
 from code_assistant.edit.operations import EditOperation
@@ -24,6 +23,7 @@ from code_assistant.edit.preview import preview_edits, refusals
 from code_assistant.mcp import trust
 from code_assistant.mcp.config import Origin, ServerConfig, Transport, configured
 from code_assistant.settings import load_settings
+from code_assistant.workspace import Workspace
 from tests.repos import PYTEST, Terminal, answer, create, modify, python_repo, run_cli, snapshot
 from tests.scripted_server import ScriptedServer
 
@@ -174,7 +174,7 @@ def test_a_change_to_an_env_file_is_refused_unless_allowed(tmp_path: Path, path:
     ops = [EditOperation(file_path=path, action="create", content="OPENAI_BASE_URL=http://127.0.0.1:9/v1\n",
                          overwrite=True), EditOperation(file_path="env.py", search="DEBUG = 1", replace="DEBUG = 0")]
     run = ["--repo", str(tmp_path), "--task", "t"]
-    limits, allowed = (limits_of(parse(run + more).settings) for more in ([], ["--allow-env-edits"]))
+    limits, allowed = (Workspace(parse(run + more).settings).limits() for more in ([], ["--allow-env-edits"]))
     preview = preview_edits(tmp_path, ops)
     assert list(refusals(preview, limits, is_plan=True)[1]) == [path]
     assert refusals(preview, allowed, is_plan=True) == ([], {})

@@ -236,49 +236,43 @@ def test_bad_candidate_counts_and_combinations_are_one_line_errors(tmp_path: Pat
     assert snapshot(repo) == before
 
 
-# ----- an attempt is built from the same parts and writes nothing of the run it belongs to ------------------------
-def test_a_candidate_built_from_the_parts_leaves_the_parents_state_untouched(tmp_path: Path) -> None:
-    import copy
+# ----- an attempt is built from the same kit and writes nothing of the run it belongs to ---------------------------
+def test_a_candidate_built_by_the_workspace_leaves_the_parents_values_untouched(tmp_path: Path) -> None:
     import dataclasses
 
-    from code_assistant.agent.best_of import BestOf, candidate_model
+    from code_assistant.agent.best_of import BestOf
     from code_assistant.agent.candidates import ScratchCopy
-    from code_assistant.agent.loop import Agent
+    from code_assistant.agent.loop import Run
     from code_assistant.agent.state import Prepared
     from code_assistant.agent.stop import Stop
-    from code_assistant.edit.editor import FileEditor
-    from code_assistant.index import embeddings, store
-    from code_assistant.index.indexer import Indexer
     from code_assistant.model.chat import OpenAIChat
     from code_assistant.settings import load_settings
-    from code_assistant.verify.runner import TestRunner
+    from code_assistant.workspace import Workspace
 
     repo = python_repo(tmp_path, RED)
     before = snapshot(repo)
-    settings = load_settings(repo, test_command=PYTEST, reproduce=False)
-    embedder = embeddings.make_embedder("local")
-    chunks = store.ChunkStore(store.open_client(settings.index_path), store.collection_name(str(repo), embedder.name))
-    with ScriptedServer(by_seed={1: [_fix(0)]}) as server:
+    settings = load_settings(repo, test_command=PYTEST, reproduce=False, tools="off")
+    with ScriptedServer(by_seed={1: [_fix(0)]}) as server, Workspace(settings) as workspace:
         model = OpenAIChat("gpt-4o", api_key="k", base_url=server.url, sleep=lambda s: None)
-        parent = Agent(settings, model, Indexer(repo, settings.index_path, embedder, chunks),
-                       TestRunner(PYTEST, cwd=repo, timeout=60, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}),
-                       FileEditor(repo, state_dir=settings.repo_state_dir, forbidden=[settings.index_path]))
+        workspace.use_model(model)
+        parent = Run(workspace.kit(repo, task="fix add"), workspace.loop_config())
         prepared = parent.prepare("fix add")
-        state_before = copy.deepcopy(dataclasses.replace(parent.parts.state, repo_index=None))
-        usage_before = dataclasses.replace(parent.parts.model.usage)
-        best_of = BestOf(parent, lambda number: candidate_model(model, number), 1)
+        values_before = (parent.iteration, list(parent.answers), parent.failures, parent.refused_in_a_row)
+        usage_before = dataclasses.replace(model.usage)
+        best_of = BestOf(parent, lambda scratch, number: workspace.kit(scratch, number), 1)
         scratch_copy = ScratchCopy(repo, exclude=[settings.index_path, settings.state_path])
         with scratch_copy as scratch:
-            assert scratch_copy.root is not None
-            candidate, candidate_chat = best_of.candidate(1, scratch, scratch_copy.root / "state")
+            candidate = best_of.candidate(1, scratch)
             index = dataclasses.replace(prepared.index, repo=scratch)
-            result = candidate.guarded(lambda: candidate.attempt("fix add", Prepared(index, prepared.baseline)))
+            result = candidate.finish(lambda: candidate.attempt("fix add", Prepared(index=index,
+                                                                                    baseline=prepared.baseline)))
             assert (result.success, result.stop_reason) == (True, Stop.PASSED)
             assert "return a + b" in (scratch / "calc.py").read_text()
-    assert candidate.parts.state.candidate == 1 and candidate.parts.state.iteration == 1
-    assert candidate.parts.state.answers == [_fix(0)]
-    assert dataclasses.replace(parent.parts.state, repo_index=None) == state_before, "the parent's state is as it was"
-    assert parent.parts.model.usage == usage_before and parent.parts.editor.modified_files == []
+    assert candidate.kit.candidate == 1 and candidate.iteration == 1 and candidate.answers == [_fix(0)]
+    assert candidate.kit.model is not model and candidate.kit.model.seed == 1  # type: ignore[attr-defined]
+    assert (parent.iteration, parent.answers, parent.failures, parent.refused_in_a_row) == values_before, \
+        "the parent's values are as they were"
+    assert model.usage == usage_before and parent.kit.editor.modified_files == []
     assert snapshot(repo) == before, "the attempt worked in its copy only"
-    assert parent.parts.meter.total() == usage_before + candidate_chat.usage, "its usage joins the run's meter"
+    assert parent.parts.meter.total() == usage_before + candidate.kit.model.usage, "its usage joins the run's meter"
     assert [r["seed"] for r in server.chat_requests] == [1]

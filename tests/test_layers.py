@@ -1,6 +1,7 @@
 """The package's layering, checked by import-linter against the contracts in pyproject.toml."""
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -17,12 +18,35 @@ def test_imports_point_down_the_pipeline_and_siblings_have_no_cycles() -> None:
 
 def test_the_package_root_holds_only_the_doors_the_workspace_and_the_base() -> None:
     """Every stage of the pipeline has its own folder, and so has the MCP server's door; loose at the root are only the
-    session's door, the workspace every operation is given, and the base (a session's memory, the waits and the review
-    that a person sees are among it: the workspace, the console and the agent all use them)."""
+    session's door, the workspace every operation is given, and the base (a session's memory and what a person is
+    shown while an operation works are in it: the workspace, the console and the agent all use them)."""
     root = ROOT / "code_assistant"
     modules = {p.stem for p in root.glob("*.py")} - {"__init__"}
     stages = {p.name for p in root.iterdir() if (p / "__init__.py").is_file()}
     assert modules == {"session", "workspace", "settings", "languages", "errors", "tokens", "redact", "vcs",
-                       "interrupts", "gate", "approvals", "env_files", "memory", "waiting", "review"}
+                       "interrupts", "gate", "approvals", "env_files", "memory", "waiting", "review",
+                       "display"}
     assert stages == {"cli", "serve", "console", "operations", "agent", "tools", "mcp", "retrieve", "answers", "edit",
                       "verify", "model", "index", "parse"}
+
+
+BUILT_IN_ONE_PLACE = {"FileEditor": "edit", "TestRunner": "verify", "Limits": "edit"}
+
+
+def test_what_a_run_uses_is_built_by_the_workspace_or_in_its_own_room() -> None:
+    """Every FileEditor, TestRunner and Limits of the package is made in workspace.py (Workspace.kit and the
+    helpers it uses) or inside the stage it belongs to (the editor's scratch copy in edit/, a runner's copy for
+    another command in verify/): a reader finds where anything a run uses comes from in one place."""
+    package = ROOT / "code_assistant"
+    found: list[str] = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if not isinstance(node, ast.Call):
+                continue
+            name = node.func.id if isinstance(node.func, ast.Name) else \
+                node.func.attr if isinstance(node.func, ast.Attribute) else None
+            room = BUILT_IN_ONE_PLACE.get(name or "")
+            if room is not None and rel.parts[0] != room and str(rel) != "workspace.py":
+                found.append(f"{rel}:{node.lineno}: {name}(...)")
+    assert found == []

@@ -22,7 +22,7 @@ from code_assistant.operations.options import RunOptions
 from code_assistant.session import Word, parse_line
 from code_assistant.settings import load_settings
 from code_assistant.verify.runner import TestResult
-from code_assistant.workspace import build_indexer
+from code_assistant.workspace import Workspace, build_indexer
 from tests.repos import (
     CALC_PY,
     create,
@@ -271,7 +271,7 @@ def test_many_notes_in_a_small_window_stay_inside_it_newest_first(tmp_path: Path
     window = ContextWindow(2048, "test")
     baseline = TestResult(command=["pytest"], exit_code=1, passed=False, timed_out=False, output="", duration_s=0.1,
                           passed_count=1, failed_count=1, runner="pytest", timeout_s=60)
-    messages, _ = Requests(settings, window, memory=memory).plan(
+    messages, _ = Requests(Workspace(settings).request_config(), window, memory=memory).plan(
         PlanRequest(index=index, task="fix add", baseline=baseline))
     assert message_tokens(messages) <= window.prompt_room()
     system = messages[0]["content"]

@@ -5,6 +5,7 @@ with --no-tools, whose requests are today's; and a run with tool calls replayed 
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import socket
 import sys
@@ -25,8 +26,7 @@ from code_assistant.tools.box import Toolbox
 from code_assistant.tools.files import RepoView
 from code_assistant.tools.looking import Looking
 from code_assistant.tools.running import Running
-from code_assistant.verify.sandbox import resolve
-from code_assistant.workspace import build_indexer
+from code_assistant.workspace import Workspace, build_indexer
 from tests.provider_emulator import ProviderEmulator
 from tests.repos import CALC_PY, PYTEST, answer, modify, python_repo, run_cli, snapshot
 from tests.scripted_server import ScriptedServer
@@ -250,7 +250,8 @@ def test_a_call_that_would_run_for_minutes_or_flood_the_window_stops_and_says_wh
 def test_run_leaves_the_tree_as_it_was_reaches_no_one_and_is_killed_at_its_timeout(tmp_path: Path) -> None:
     repo = python_repo(tmp_path)
     before = snapshot(repo)
-    running = Running(repo, resolve("write"))
+    workspace = Workspace(load_settings(repo, sandbox="write"))
+    running = Running(repo, functools.partial(workspace.shell, cwd=repo))
     done = running.run({"command": "echo new > made.txt; rm calc.py; rm -rf tests; echo still here"})
     assert "Read-only file system" in done.text and "still here" in done.text and snapshot(repo) == before
     arrived: list[bytes] = []
@@ -265,6 +266,7 @@ def test_run_leaves_the_tree_as_it_was_reaches_no_one_and_is_killed_at_its_timeo
     listener.close()
     slept = running.run({"command": "sleep 30", "timeout": 1})
     assert slept.summary == "run: sleep 30 → killed after 1 s" and "killed after 1 s" in slept.text
+    workspace.close()
 
 
 # ----- pure parts -----------------------------------------------------------------------------------------------------

@@ -9,45 +9,38 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from code_assistant.agent.asker import Asker
 from code_assistant.agent.feedback import edit_feedback
-from code_assistant.agent.requests import FollowUp
-from code_assistant.review import Decision, Review
-from code_assistant.agent.state import Applied, RunState, StopRun
-from code_assistant.agent.stop import Stop
+from code_assistant.agent.kit import Tree
+from code_assistant.agent.requests import FollowUp, Request
+from code_assistant.agent.state import Answer, Applied
 from code_assistant.edit.beside import Outside, file_text
 from code_assistant.edit.editor import ChangedOutsideError, FileEditor
 from code_assistant.edit.operations import Action, EditOperation
 from code_assistant.edit.preview import Limits, Preview, preview_edits, refusals, sparing
 from code_assistant.model import prompts
 from code_assistant.model.fitting import clip_text
-from code_assistant.settings import Settings
-
-
-def limits_of(settings: Settings) -> Limits:
-    return Limits(max_changed_lines=settings.max_changed_lines, max_plan_lines=settings.max_plan_lines,
-                  max_files=settings.max_files, allow_test_edits=settings.allow_test_edits,
-                  test_command=settings.test_command, allow_env_edits=settings.allow_env_edits)
+from code_assistant.review import Decision, Review
 
 
 class Applier:
-    """`pre_write`: told the files about to be written, before anything is (the git workflow refuses some);
-    `around`: an answer may be applied around a change the user made meanwhile (not when the run's change is to be
-    committed: a commit holds the assistant's lines alone)."""
+    """`ask`: the run's way to ask the model (an answer asked again, a syntax repair); `room`: the tokens a request
+    may hold now; `review`: --review's (None: no review); `guard`: told the files about to be written, before
+    anything is (the git workflow refuses some); `around`: an answer may be applied around a change the user made
+    meanwhile (not when the run's change is to be committed: a commit holds the assistant's lines alone)."""
 
-    def __init__(self, settings: Settings, editor: FileEditor, asker: Asker, state: RunState, *,
-                 say: Callable[[str], None], review: Review | None = None,
-                 pre_write: Callable[[list[str]], None] | None = None, around: bool = True) -> None:
-        self.settings, self.editor, self.asker, self.state = settings, editor, asker, state
-        self.say, self.review, self.pre_write, self.around = say, review, pre_write, around
+    def __init__(self, tree: Tree, editor: FileEditor, limits: Limits, *, ask: Callable[[Request], Answer],
+                 room: Callable[[], int], say: Callable[[str], None], review: Review | None = None,
+                 guard: Callable[[list[str]], None] | None = None, around: bool = True) -> None:
+        self.tree, self.editor, self.limits, self.ask, self.room = tree, editor, limits, ask, room
+        self.say, self.review, self.guard, self.around = say, review, guard, around
 
     def preview(self, ops: list[EditOperation]) -> Preview:
         """The edits applied to a scratch copy: nothing in the repository changes."""
-        return preview_edits(self.settings.repo, ops, [self.settings.index_path, self.settings.state_path])
+        return preview_edits(self.tree.root, ops, self.tree.kept_out)
 
     def apply(self, ops: list[EditOperation], *, is_plan: bool, limits: Limits | None = None,
               asked_again: bool = False) -> Applied:
-        """Preview, check the guardrails (`limits`: the settings' unless given), let the user review, then write
+        """Preview, check the guardrails (`limits`: the run's unless given), let the user review, then write
         ("read" changes are not edits). `asked_again`: this answer was asked for because the last one did not fit a
         file the user changed meanwhile (if this one does not either, the run ends)."""
         ops = [op for op in ops if op.action != Action.READ]
@@ -59,32 +52,34 @@ class Applier:
         if outside.overlaps:
             if asked_again:
                 raise ChangedOutsideError(list(outside.overlaps))
-            return self.apply(self.ask_again(outside), is_plan=is_plan, limits=limits, asked_again=True)
+            answer = self.ask_again(outside)
+            if answer.stop is not None:
+                return Applied(stopped=answer)
+            return self.apply(answer.ops, is_plan=is_plan, limits=limits, asked_again=True)
         if outside.around and not self.around:
             raise ChangedOutsideError(list(outside.around))
         if outside.around:
             self.say(f"[Changed meanwhile by someone else: {', '.join(outside.around)}; kept, the answer's edits "
                      f"go around that change]")
         preview = self.preview(ops)
-        batch_reasons, weakened = refusals(preview, limits or limits_of(self.settings), is_plan=is_plan)
-        self.state.refused_in_a_row = self.state.refused_in_a_row + 1 if batch_reasons else 0
+        batch_reasons, weakened = refusals(preview, limits or self.limits, is_plan=is_plan)
         if batch_reasons:
             for reason in batch_reasons:
                 self.say(f"[Refused: {reason}]")
-            return Applied(refused=batch_reasons, whole_batch_refused=True)
+            return Applied(refused=batch_reasons, whole_batch_refused=True, guardrails=(True,))
         refused = [f"{path}: {why}" for path, why in weakened.items()]
-        ops = sparing(self.settings.repo, ops, weakened)
+        ops = sparing(self.tree.root, ops, weakened)
         for reason in refused:
             self.say(f"[Refused: {reason}]")
-        if self.pre_write:
-            self.pre_write(preview.files)
+        if self.guard:
+            self.guard(preview.files)
         if self.review and preview.changes:
             verdict = self.review(preview.diff())
             if verdict.decision == Decision.QUIT:
-                raise StopRun(Stop.REFUSED, "the user stopped the run at review")
+                return Applied(guardrails=(False,), quit=True)
             if verdict.decision != Decision.APPLY:
                 reason = f"the user rejected this change at review{': ' + verdict.why if verdict.why else ''}"
-                return Applied(refused=[reason], whole_batch_refused=True)
+                return Applied(refused=[reason], whole_batch_refused=True, guardrails=(False,))
         if ops:
             self.say(f"[Editing: {', '.join(dict.fromkeys(op.file_path for op in ops))}]")
         results = self.editor.apply_edits(ops)
@@ -93,17 +88,17 @@ class Applier:
                 self.say(f"[Edit failed: {result.message.splitlines()[0]}]")
             elif result.syntax_error:
                 self.say(f"[Syntax error after edit: {result.file_path}: {result.syntax_error}]")
-        return Applied(results=results, refused=refused, patch_lines=preview.changed_lines)
+        return Applied(results=results, refused=refused, patch_lines=preview.changed_lines, guardrails=(False,))
 
-    def ask_again(self, outside: Outside) -> list[EditOperation]:
+    def ask_again(self, outside: Outside) -> Answer:
         """The answer does not fit a file the user changed meanwhile: the model is asked once more, shown the file
         as it is now; nothing of the answer was written."""
         self.say(f"[Changed meanwhile by someone else: {', '.join(outside.overlaps)}; the answer's edits touch that "
                  f"change: asking again with the file as it is now]")
-        budget = self.asker.conversation.requests.room() // (2 * len(outside.overlaps))
+        budget = self.room() // (2 * len(outside.overlaps))
         feedback = "".join(_changed_meanwhile(rel, why, outside.now[rel], budget)
                            for rel, why in outside.overlaps.items())
-        return self.asker.ask(FollowUp(prompts.UNAPPLIED.render(feedback=feedback), prompts.UNAPPLIED))
+        return self.ask(FollowUp(text=prompts.UNAPPLIED.render(feedback=feedback), prompt=prompts.UNAPPLIED))
 
     def repair_syntax(self, applied: Applied) -> Applied:
         """An edit that broke a file's syntax goes straight back to the model, before the tests run (once)."""
@@ -111,12 +106,15 @@ class Applier:
         if not broken:
             return applied
         self.say(f"[Syntax error in {', '.join(r.file_path for r in broken)}: asking for a fix before testing]")
-        request = FollowUp(prompts.SYNTAX.render(feedback=edit_feedback(applied.results, applied.refused)),
-                           prompts.SYNTAX)
-        repaired = self.apply(self.asker.ask(request), is_plan=False)
+        request = FollowUp(text=prompts.SYNTAX.render(feedback=edit_feedback(applied.results, applied.refused)),
+                           prompt=prompts.SYNTAX)
+        answer = self.ask(request)
+        repaired = Applied(stopped=answer) if answer.stop is not None else self.apply(answer.ops, is_plan=False)
         return Applied(results=[*applied.results, *repaired.results], refused=[*applied.refused, *repaired.refused],
                        patch_lines=applied.patch_lines + repaired.patch_lines,
-                       whole_batch_refused=repaired.whole_batch_refused)
+                       whole_batch_refused=repaired.whole_batch_refused,
+                       guardrails=applied.guardrails + repaired.guardrails,
+                       quit=repaired.quit, stopped=repaired.stopped)
 
 
 def _changed_meanwhile(rel: str, why: str, now: bytes | None, budget: int) -> str:

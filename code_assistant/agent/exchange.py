@@ -12,7 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from code_assistant.agent.conversation import Conversation
-from code_assistant.waiting import SILENT, Status, waiting
 from code_assistant.answers.reasoning import ReasoningFilter, split_reasoning
 from code_assistant.answers.tool_calls import ToolCallError, WrittenCall, arguments, written_calls
 from code_assistant.model import prompts
@@ -20,6 +19,7 @@ from code_assistant.model.chat import ChatModel, ChatResponse, ContextOverflow, 
 from code_assistant.model.names import shown as shown_name
 from code_assistant.retrieve.context import Context
 from code_assistant.tools.box import Form, Made, Toolbox, call_words
+from code_assistant.waiting import SILENT, Status, waiting
 
 logger = logging.getLogger(__name__)
 
@@ -35,11 +35,12 @@ class Round:
 
 def exchange(model: ChatModel, conversation: Conversation, *, tools: Toolbox | None = None,
              on_token: Callable[[str], None] | None = None, say: Callable[[str], None] = lambda line: None,
-             on_round: Callable[[Round], None] = lambda round_: None, answer: str = "your answer",
+             on_round: Callable[[Round], bool] = lambda round_: False, answer: str = "your answer",
              status: Status = SILENT) -> ChatResponse:
     """The model's answer to the conversation. `on_round`: told of each answer that asked for calls, once they are
-    made (the run log, the budget); `answer`: what the model is told to reply with once its calls are spent. The
-    calls are counted from where the caller last started them (Toolbox.new_answer: once per request)."""
+    made (the run log, the budget), and True when the exchange must stop there (that answer is returned: the caller
+    knows why); `answer`: what the model is told to reply with once its calls are spent. The calls are counted from
+    where the caller last started them (Toolbox.new_answer: once per request)."""
     while True:
         response = _complete(model, conversation, tools, on_token, say, status)
         calls = _calls(response, tools)
@@ -51,7 +52,8 @@ def exchange(model: ChatModel, conversation: Conversation, *, tools: Toolbox | N
             conversation.native_round(_visible(response.text), response.tool_calls, made, carried=response.carried)
         else:
             conversation.written_round(_visible(response.text), made)
-        on_round(Round(response=response, calls=calls, made=made))
+        if on_round(Round(response=response, calls=calls, made=made)):
+            return response
         if tools is not None and tools.exhausted:
             conversation.tell(prompts.TOOLS_DONE.render(max_calls=tools.max_calls, answer=answer))
 

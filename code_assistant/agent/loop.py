@@ -1,6 +1,8 @@
 """The loop: index → baseline → (reproduction test) → plan → apply → test → (fix → apply → test)* → an Ending, made
-into the run's outcome in one place (Agent.end: the change kept, or rolled back). Each step is done by one of the
-run's parts (parts.py); best_of.py runs several attempts of the same loop."""
+into the run's outcome in one place (Run.end: the change kept, or rolled back). The run keeps its own values — the
+iteration, the last failures, every answer — and asks decide.py at each point whether to stop; each step is done by
+one of its parts (parts.py), built from the kit the workspace gave it. best_of.py runs several attempts of the same
+loop."""
 from __future__ import annotations
 
 import contextlib
@@ -9,69 +11,25 @@ import threading
 import time
 from collections.abc import Callable
 
+from code_assistant.agent.decide import Ending, Facts, Point, decide
 from code_assistant.agent.exchange import context_line
 from code_assistant.agent.feedback import edit_feedback, failure_signature
-from code_assistant.memory import Memory
+from code_assistant.agent.kit import Kit, LoopConfig
 from code_assistant.agent.parts import build_parts
 from code_assistant.agent.reproduction import reproduce
-from code_assistant.agent.requests import FixRequest, FollowUp, PlanRequest
-from code_assistant.review import Review
-from code_assistant.agent.state import Applied, Ending, Prepared, Reproduction, RunResult, StopRun
+from code_assistant.agent.requests import FixRequest, FollowUp, PlanRequest, Request
+from code_assistant.agent.state import Answer, Applied, Prepared, Reproduction, RunResult
 from code_assistant.agent.stop import Stop
-from code_assistant.waiting import SILENT, Status, counting_files, waiting
-from code_assistant.answers.plan import PlanParseError
-from code_assistant.edit.editor import ChangedOutsideError, FileEditor
+from code_assistant.edit.editor import ChangedOutsideError
 from code_assistant.edit.leftovers import changed_since
 from code_assistant.edit.operations import EditOperation
-from code_assistant.index.indexer import Indexer, RepoIndex
+from code_assistant.edit.preview import Preview
+from code_assistant.index.indexer import RepoIndex
 from code_assistant.model import prompts
-from code_assistant.model.chat import ChatModel, ModelError, Usage
-from code_assistant.model.trajectory import Trajectory
-from code_assistant.settings import Settings
-from code_assistant.tools.box import ToolsFor
-from code_assistant.verify.passes import seen_passing
-from code_assistant.verify.runner import TestResult, TestRunner, TestsNotRunError
+from code_assistant.model.chat import ModelError, Usage
+from code_assistant.verify.runner import TestResult, TestsNotRunError
 
 logger = logging.getLogger(__name__)
-
-
-NO_CHANGE = "no change: the model proposed none"
-
-
-def verification(baseline: TestResult, result: TestResult, reproduction: Reproduction | None,
-                 asked: bool | None) -> tuple[bool, str]:
-    """Whether a test shows the task done — one that failed before the change is seen passing now, by its id in the
-    output (the reproduction test's, or the baseline's failing tests) — and, in words, which one, or why there is
-    none. A green exit alone proves nothing: the command may no longer run the test (a rewritten Makefile recipe)."""
-    unseen: list[str] = []
-    if reproduction is not None and reproduction.reproduced and reproduction.passes_after:
-        assert reproduction.failed is not None
-        ids = [i for i in reproduction.failed.failed_ids if i.startswith(tuple(reproduction.paths))] \
-            or reproduction.failed.failed_ids
-        after = reproduction.after.passes if reproduction.after is not None else frozenset()
-        unseen = [i for i in ids if not seen_passing(i, after)]
-        if ids and not unseen:
-            return True, f"{', '.join(reproduction.paths)} failed before, passes now"
-        unseen = unseen or [f"the tests of {', '.join(reproduction.paths)}"]
-    if baseline.failed_ids:
-        names = baseline.failed_ids
-        unseen += [i for i in names if not seen_passing(i, result.passes)]
-        if not unseen:
-            return True, f"{_some(names)} failed before, pass{'es' if len(names) == 1 else ''} now"
-    if unseen:
-        why = "" if result.passes else " (it names no passing test at all)"
-        return False, f"the output does not show {_some(unseen)} passing now{why}"
-    if not baseline.passed and result.passed:
-        return False, "the test command failed before and passes now, but its output names no test that failed"
-    if reproduction is not None and not reproduction.reproduced:
-        return False, f"the reproduction test was not kept ({reproduction.note or 'none was written'})"
-    if asked is False:
-        return False, "--no-reproduce, and the tests passed before the change too"
-    return False, "the tests passed before the change too"
-
-
-def _some(names: list[str]) -> str:
-    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 def plan_line(ops: list[EditOperation]) -> str:
@@ -84,106 +42,88 @@ def plan_line(ops: list[EditOperation]) -> str:
     return f"[Plan: {edits} in {in_files}: {', '.join(files)}]"
 
 
-class Agent:
-    """One run on one working tree. The keyword arguments after `pre_write` are what a best-of-N attempt gets from
-    the run it belongs to (parts.build_parts)."""
+class Run:
+    """One run on one working tree, from its kit. `budget` (the whole run's usage, which caps it), `cancelled` and
+    `index_lock` (the index the attempts share): what a best-of-N attempt gets from the run it belongs to."""
 
-    def __init__(self, settings: Settings, model: ChatModel, indexer: Indexer, runner: TestRunner,
-                 editor: FileEditor, *, say: Callable[[str], None] = lambda line: None,
-                 trajectory: Trajectory | None = None, review: Review | None = None,
-                 on_token: Callable[[str], None] | None = None, status: Status = SILENT,
-                 pre_write: Callable[[list[str]], None] | None = None, candidate: int | None = None,
-                 budget: Callable[[], Usage] | None = None, cancelled: threading.Event | None = None,
-                 index_lock: contextlib.AbstractContextManager[object] | None = None,
-                 memory: Memory | None = None, tools: ToolsFor | None = None, around: bool = True) -> None:
-        """`tools`: the model's tools over a working tree (None: it answers from the context alone); an attempt's look
-        at the index the run started from, the run's at the index brought up to date."""
-        self.settings, self.indexer, self.runner = settings, indexer, runner
-        self.tools_for = tools
-        toolbox = tools(settings.repo, self._current_index if candidate is None else self._started_index) \
-            if tools else None
-        self.parts = build_parts(settings, model, runner, editor, say=say, trajectory=trajectory, review=review,
-                                 on_token=on_token, status=status, pre_write=pre_write, candidate=candidate,
-                                 budget=budget, cancelled=cancelled, index_lock=index_lock, memory=memory,
-                                 tools=toolbox, around=around)
-
-    def _current_index(self) -> RepoIndex:
-        return self.indexer.update(exclude=[self.settings.state_path])[0]
+    def __init__(self, kit: Kit, config: LoopConfig, *, budget: Callable[[], Usage] | None = None,
+                 cancelled: threading.Event | None = None,
+                 index_lock: contextlib.AbstractContextManager[object] | None = None) -> None:
+        self.kit, self.config = kit, config
+        self.iteration = 0
+        self.failures: frozenset[tuple[str, str]] | None = None  # how the tests failed at the last test run
+        self.answers: list[str] = []  # every answer of the run (a repeated one is no progress)
+        self.refused_in_a_row = 0  # answers the guardrails refused whole, one after the other
+        self.started: float | None = None  # time.time() before its first test run: what changed in the tree since
+        self.index: RepoIndex | None = None  # the repository's index: what the model may ask to read
+        self.reproduction: Reproduction | None = None
+        attempt = kit.candidate is not None  # an attempt's tools look at the index the run started from
+        self.parts = build_parts(kit, config, ask=self.ask, iteration=lambda: self.iteration, index=lambda: self.index,
+                                 tools_index=self._started_index if attempt else kit.current_index, budget=budget,
+                                 cancelled=cancelled, index_lock=index_lock)
 
     def _started_index(self) -> RepoIndex:
-        assert self.parts.state.repo_index is not None, "the index is read before the model is asked"
-        return self.parts.state.repo_index
+        assert self.index is not None, "the index is read before the model is asked"
+        return self.index
+
+    @property
+    def say(self) -> Callable[[str], None]:
+        return self.kit.display.say
 
     # ----- the loop, top to bottom ------------------------------------------------------------------------
     def run(self, task: str) -> RunResult:
-        return self.guarded(lambda: self.attempt(task, self.prepare(task)))
+        return self.finish(lambda: self.attempt(task, self.prepare(task)))
 
     def prepare(self, task: str) -> Prepared:
+        """The index, the baseline, and the reproduction test when one is wanted: what every attempt starts from."""
         p = self.parts
-        p.state.started = time.time()
-        index = self.index()
+        self.started = time.time()
+        self.index = index = self.kit.index()
         baseline = p.verifier.baseline()
-        p.say(f"[Baseline: {baseline.summary()}]")
+        self.say(f"[Baseline: {baseline.summary()}]")
         if baseline.not_run is not None:  # no model can help: exit 2, the output kept in the run log
             p.recorder.baseline(baseline)
             raise TestsNotRunError(baseline.not_run)
-        wanted = self.settings.reproduce if self.settings.reproduce is not None else baseline.passed
-        p.state.reproduction = reproduce(p, index, task, baseline) if wanted and not self.settings.dry_run else None
-        return Prepared(index, baseline, p.state.reproduction)
+        wanted = self.config.reproduce if self.config.reproduce is not None else baseline.passed
+        if not wanted or self.config.dry_run:
+            return Prepared(index=index, baseline=baseline)
+        got = reproduce(p, self.kit.editor, ask=self.ask, say=self.say, index=index, task=task, baseline=baseline)
+        if isinstance(got, Answer):
+            return Prepared(index=index, baseline=baseline, stopped=got)
+        self.reproduction = got
+        return Prepared(index=index, baseline=baseline, reproduction=got)
 
     def attempt(self, task: str, prepared: Prepared) -> Ending:
-        """Plan and apply, then test and fix until the run ends: green, or a reason to stop."""
-        ops = self.plan(task, prepared)
-        if self.settings.dry_run:
-            return self.dry_run(ops)
-        if not ops and prepared.baseline.passed:
-            return Ending(Stop.NO_CHANGES, NO_CHANGE)
-        applied = self.apply(ops, is_plan=True)
-        ending: Ending | None = None
-        while ending is None:
-            ending, applied = self.iteration(task, prepared, applied)
+        """Plan and apply, then test and fix until decide() says the run is over: green, or a reason to stop."""
+        self.index, self.reproduction = prepared.index, prepared.reproduction
+        editor, config = self.kit.editor, self.config
+        answer = prepared.stopped or self.plan(task, prepared)
+        preview = self.preview(answer.ops) if config.dry_run and answer.stop is None else None
+        if ending := decide(Facts(point=Point.PLANNED, answer=answer, baseline=prepared.baseline, preview=preview)):
+            return ending
+        applied = self.apply(answer.ops, is_plan=True)
+        while not (ending := decide(Facts(point=Point.APPLIED, applied=applied))):
+            self.iteration += 1
+            result, untested = self.test(applied, prepared)
+            failures = failure_signature(result) if result is not None and not result.passed else None
+            if ending := decide(Facts(
+                    point=Point.TESTED, applied=applied, baseline=prepared.baseline, result=result, untested=untested,
+                    iteration=self.iteration, max_iterations=config.max_iterations,
+                    changed=bool(editor.modified_files), same_failures=failures is not None and failures == self.failures,
+                    refused_in_a_row=self.refused_in_a_row, reproduction=prepared.reproduction,
+                    reproduce=config.reproduce)):
+                return ending
+            self.failures = failures if failures is not None else self.failures
+            answer = self.ask(self.next_request(task, prepared, applied, result))
+            if ending := decide(Facts(point=Point.ANSWERED, answer=answer, changed=bool(editor.modified_files),
+                                      repeated=bool(self.answers) and self.answers[-1] in self.answers[:-1])):
+                return ending
+            applied = self.apply(answer.ops, is_plan=False)
         return ending
 
-    def iteration(self, task: str, prepared: Prepared, applied: Applied) -> tuple[Ending | None, Applied]:
-        """Test what the last answer changed (or say why it is not worth a test), then ask for the next change and
-        apply it; an Ending when the run is over."""
-        p, state = self.parts, self.parts.state
-        state.iteration += 1
-        last = state.iteration >= self.settings.max_iterations
-        request: FixRequest | FollowUp
-        if untested := self.untested(applied):  # nothing to test, or nothing that should be: back at once
-            p.say(f"[Not tested (iteration {state.iteration}): {untested}]")
-            p.recorder.record(applied, None)
-            if last:
-                return Ending(Stop.MAX_ITERATIONS, untested), applied
-            request = self.retry_request(applied)
-        else:
-            p.say(f"[Testing (iteration {state.iteration})...]")
-            result = p.verifier.test(prepared.reproduction, prepared.baseline)
-            p.recorder.record(applied, result)
-            if result.passed:
-                p.say(f"[Tests passed on iteration {state.iteration}]")
-                return self.green(prepared.baseline, result), applied
-            p.say("[Tests failed. Analyzing errors...]")
-            if last:
-                return Ending(Stop.MAX_ITERATIONS, result.summary()), applied
-            previous, state.failures = state.failures, failure_signature(result)
-            if previous == state.failures and applied.wrote:
-                return Ending(Stop.NO_PROGRESS, "the same tests failed the same way after the last fix"), applied
-            request = self.fix_request(prepared.index, task, result, applied)
-        if state.refused_in_a_row >= 2:
-            return Ending(Stop.REFUSED, "two answers in a row were refused: " + "; ".join(applied.refused)), applied
-        ops = p.asker.ask_reading(request) if isinstance(request, FixRequest) else p.asker.ask(request)
-        if not ops:
-            return Ending(Stop.NO_CHANGES, "the model proposed no further changes" if p.editor.modified_files
-                          else NO_CHANGE), applied
-        if state.answers[-1] in state.answers[:-1]:
-            return Ending(Stop.NO_PROGRESS, "the model repeated an earlier answer"), applied
-        return None, self.apply(ops, is_plan=False)
-
-    def guarded(self, body: Callable[[], Ending]) -> RunResult:
-        """Run body; whatever way it ends becomes an Ending, and the Ending the run's outcome (end). A model, git or
-        internal error is raised again once the run is rolled back, for the door to report."""
+    def finish(self, body: Callable[[], Ending]) -> RunResult:
+        """Run body; its Ending, or the failure from outside that stopped it, becomes the run's outcome (end). A
+        model, git or internal error is raised again once the run is rolled back, for the door to report."""
         result: RunResult | None = None
         error: BaseException | None = None
         try:
@@ -193,7 +133,7 @@ class Agent:
                 ending, error = ending_of(exc)
             result = self.end(ending)
         finally:
-            self.parts.recorder.close(result, self.parts.editor.modified_files)
+            self.parts.recorder.close(result, self.kit.editor.modified_files, self.iteration, self.reproduction)
         if error is not None:
             raise error
         return result
@@ -201,115 +141,111 @@ class Agent:
     def end(self, ending: Ending) -> RunResult:
         """The one place a run's outcome is made: a kept change is finished (its journal kept for undo); any other
         ending takes the run's change back out first; a dry run wrote nothing."""
-        editor, recorder = self.parts.editor, self.parts.recorder
+        editor, recorder, tree = self.kit.editor, self.parts.recorder, self.kit.tree
         files = editor.modified_files
+        said = {"reason": ending.reason, "message": ending.message, "reproduction": self.reproduction}
         if ending.preview is not None:
-            return recorder.result(success=ending.kept, reason=ending.reason, files=ending.preview.files,
-                                   rolled_back=False, diff=ending.preview.diff(), message=ending.message, iterations=0)
+            return recorder.result(success=ending.kept, files=ending.preview.files, rolled_back=False,
+                                   diff=ending.preview.diff(), iterations=0, **said)
         if ending.kept:
             diff = editor.diff()
             editor.finish()
-            return recorder.result(success=True, reason=ending.reason, files=files, rolled_back=False, diff=diff,
-                                   message=ending.message, verified=ending.verified,
-                                   verification=ending.verification)
+            return recorder.result(success=True, files=files, rolled_back=False, diff=diff, iterations=self.iteration,
+                                   verified=ending.verified, verification=ending.verification, **said)
         taken_back = editor.rollback()
         logger.info("rolled back %d file(s) after %s", len(taken_back), ending.reason)
-        started, s = self.parts.state.started, self.settings
-        left = changed_since(s.repo, started, [s.index_path, s.state_path], files) if started is not None else []
-        return recorder.result(success=False, reason=ending.reason, files=files, rolled_back=bool(taken_back),
-                               message=ending.message, taken_back=taken_back, left_behind=left)
+        left = changed_since(tree.root, self.started, tree.kept_out, files) if self.started is not None else []
+        return recorder.result(success=False, files=files, rolled_back=bool(taken_back), iterations=self.iteration,
+                               taken_back=taken_back, left_behind=left, **said)
 
     # ----- the steps the loop names -----------------------------------------------------------------------
-    def index(self) -> RepoIndex:
-        p = self.parts
-        p.say(f"[Indexing repository: {self.settings.repo}]")
-        with waiting(p.status, "Indexing") as wait:
-            index, stats = self.indexer.update(progress=counting_files(wait), exclude=[self.settings.state_path])
-        p.say(f"[Indexed: {stats.files} files, {stats.symbols} symbols]")
-        p.state.repo_index = index
-        return index
+    def ask(self, request: Request) -> Answer:
+        """The model's answer to a request, its every answer counted (a plan, a fix and a reproduction test may ask
+        to read files first; a follow-up may not)."""
+        asker = self.parts.asker
+        answer = asker.ask(request) if isinstance(request, FollowUp) else asker.ask_reading(request)
+        self.answers.extend(answer.said)
+        return answer
 
-    def plan(self, task: str, prepared: Prepared) -> list[EditOperation]:
+    def plan(self, task: str, prepared: Prepared) -> Answer:
         """The first request (with the reproduction test's failing run, when there is one) and the model's plan."""
-        p, reproduction = self.parts, prepared.reproduction
-        p.state.reproduction, p.state.repo_index = reproduction, prepared.index
-        reproduced = reproduction if reproduction and reproduction.reproduced else None
+        reproduced = prepared.reproduction if prepared.reproduction and prepared.reproduction.reproduced else None
         request = PlanRequest(index=prepared.index, task=task, baseline=prepared.baseline,
                               reproduced=reproduced.failed if reproduced else None,
                               reproduction=reproduced.paths if reproduced else ())
-        context = p.conversation.open(request)
-        p.say(context_line(context))
-        p.say("[Planning changes...]")
-        ops = p.asker.ask_reading(request)
-        p.say(plan_line(ops))
-        return ops
+        self.say(context_line(self.parts.conversation.open(request)))
+        self.say("[Planning changes...]")
+        answer = self.ask(request)
+        if answer.stop is None:
+            self.say(plan_line(answer.ops))
+        return answer
+
+    def preview(self, ops: list[EditOperation]) -> Preview:
+        """A dry run: the plan applied to a scratch copy, what would fail said."""
+        preview = self.parts.applier.preview(ops)
+        for result in preview.results:
+            if not result.ok:
+                self.say(f"[Edit would fail: {result.message.splitlines()[0]}]")
+        return preview
 
     def apply(self, ops: list[EditOperation], *, is_plan: bool) -> Applied:
         """The answer's edits written, and an edit that broke a file's syntax sent back for repair at once."""
-        return self.parts.applier.repair_syntax(self.parts.applier.apply(ops, is_plan=is_plan))
+        applier = self.parts.applier
+        applied = applier.repair_syntax(applier.apply(ops, is_plan=is_plan))
+        for refused in applied.guardrails:
+            self.refused_in_a_row = self.refused_in_a_row + 1 if refused else 0
+        return applied
+
+    def test(self, applied: Applied, prepared: Prepared) -> tuple[TestResult | None, str | None]:
+        """This iteration's change tested — or, when it is not worth a test run, why not (nothing to test, or
+        nothing that should be: back to the model at once)."""
+        p, n = self.parts, self.iteration
+        if untested := self.untested(applied):
+            self.say(f"[Not tested (iteration {n}): {untested}]")
+            p.recorder.record(applied, None, n)
+            return None, untested
+        self.say(f"[Testing (iteration {n})...]")
+        result = p.verifier.test(prepared.reproduction, prepared.baseline)
+        p.recorder.record(applied, result, n)
+        self.say(f"[Tests passed on iteration {n}]" if result.passed else "[Tests failed. Analyzing errors...]")
+        return result, None
 
     def untested(self, applied: Applied) -> str | None:
         """Why this answer's edits are not worth a test run (None: run the tests). Not when nothing was asked:
         a failing baseline with no change is tested once (it may pass: flaky tests)."""
         if (applied.results or applied.refused) and not applied.wrote:
             return "none of the answer's edits could be applied"
-        broken = self.parts.editor.broken()
+        broken = self.kit.editor.broken()
         if broken:
             return "; ".join(f"{path} does not parse ({problem})" for path, problem in broken.items())
         return None
 
-    def retry_request(self, applied: Applied) -> FollowUp:
-        """The answer's failures straight back to the model, the tests not run: edits that did not apply, or files
-        left unparsable."""
+    def next_request(self, task: str, prepared: Prepared, applied: Applied,
+                     result: TestResult | None) -> FixRequest | FollowUp:
+        """After the conversation so far: the failures, what became of the last edits, the files involved; or,
+        the tests not run, the answer's failures straight back (edits that did not apply, files left unparsable)."""
         feedback = edit_feedback(applied.results, applied.refused)
-        broken = self.parts.editor.broken()
+        if result is not None:
+            return FixRequest(index=prepared.index, task=task, result=result, feedback=feedback,
+                              modified=self.kit.editor.modified_files, iteration=self.iteration)
+        broken = self.kit.editor.broken()
         if broken:
             feedback += "".join(f"{path} does not parse: {problem}\n" for path, problem in broken.items())
-            return FollowUp(prompts.SYNTAX.render(feedback=feedback), prompts.SYNTAX)
-        return FollowUp(prompts.UNAPPLIED.render(feedback=feedback), prompts.UNAPPLIED)
-
-    def green(self, baseline: TestResult, result: TestResult) -> Ending:
-        """The tests pass: a success when the run changed something (verified or not), or when a failing baseline
-        passes now without a change (said so: the tests may be flaky); no change on a green baseline is no success."""
-        if not self.parts.editor.modified_files:
-            if baseline.passed:
-                return Ending(Stop.NO_CHANGES, NO_CHANGE)
-            return Ending(Stop.NO_CHANGES, "the tests pass now without any change: they may be flaky", kept=True,
-                          verification="no change was made")
-        verified, why = verification(baseline, result, self.parts.state.reproduction, self.settings.reproduce)
-        return Ending(Stop.PASSED, kept=True, verified=verified, verification=why)
-
-    def fix_request(self, index: RepoIndex, task: str, result: TestResult, applied: Applied) -> FixRequest:
-        """After the conversation so far: the failures, what became of the last edits, the files involved."""
-        p = self.parts
-        return FixRequest(index=index, task=task, result=result,
-                          feedback=edit_feedback(applied.results, applied.refused),
-                          modified=p.editor.modified_files, iteration=p.state.iteration)
-
-    def dry_run(self, ops: list[EditOperation]) -> Ending:
-        p = self.parts
-        preview = p.applier.preview(ops)
-        failed = [r.message for r in preview.results if not r.ok]
-        for message in failed:
-            p.say(f"[Edit would fail: {message.splitlines()[0]}]")
-        return Ending(Stop.DRY_RUN, "dry run: nothing was written", kept=not failed, preview=preview)
+            return FollowUp(text=prompts.SYNTAX.render(feedback=feedback), prompt=prompts.SYNTAX)
+        return FollowUp(text=prompts.UNAPPLIED.render(feedback=feedback), prompt=prompts.UNAPPLIED)
 
 
 def ending_of(exc: BaseException) -> tuple[Ending, BaseException | None]:
-    """How an exception ends a run, and the error to raise again once it is rolled back (None: none, the Ending
-    says it all)."""
+    """How a failure from outside ends a run, and the error to raise again once it is rolled back (None: none, the
+    Ending says it all)."""
     match exc:
-        case StopRun():
-            return Ending(exc.reason, exc.message), None
         case KeyboardInterrupt():
-            return Ending(Stop.INTERRUPTED, "interrupted"), None
-        case PlanParseError():
-            return Ending(Stop.MODEL_ERROR, str(exc)), None
+            return Ending(reason=Stop.INTERRUPTED, message="interrupted"), None
         case ChangedOutsideError():
-            return Ending(Stop.CHANGED_OUTSIDE, str(exc)), None
+            return Ending(reason=Stop.CHANGED_OUTSIDE, message=str(exc)), None
         case ModelError():
-            return Ending(Stop.MODEL_ERROR, str(exc)), exc
+            return Ending(reason=Stop.MODEL_ERROR, message=str(exc)), exc
         case TestsNotRunError():
-            return Ending(Stop.TESTS_NOT_RUN, str(exc)), exc
+            return Ending(reason=Stop.TESTS_NOT_RUN, message=str(exc)), exc
         case _:
-            return Ending(Stop.ERROR, str(exc)), exc
+            return Ending(reason=Stop.ERROR, message=str(exc)), exc

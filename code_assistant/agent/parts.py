@@ -1,7 +1,7 @@
-"""The parts a run is built from, each with one job, sharing one RunState: the asker (model calls), the applier
-(edits), the verifier (tests), the recorder (run log and result). The run in the repository and each best-of-N
-attempt are built the same way; an attempt gets its own state, editor, runner and model, the run's budget and a cancel
-flag, and writes nothing of the run that started it."""
+"""The parts a run is built from its kit, each with one job: the asker (model calls), the applier (edits), the verifier
+(tests), the recorder (the run log and the result), with the requests and the conversation they share. The run in
+the repository and each best-of-N attempt are built the same way; an attempt gets its own kit, the run's budget and
+a cancel flag, and writes nothing of the run that started it."""
 from __future__ import annotations
 
 import contextlib
@@ -12,26 +12,18 @@ from dataclasses import dataclass
 from code_assistant.agent.applier import Applier
 from code_assistant.agent.asker import Asker
 from code_assistant.agent.conversation import Conversation
-from code_assistant.memory import Memory
+from code_assistant.agent.kit import Kit, LoopConfig
 from code_assistant.agent.recorder import Recorder
-from code_assistant.agent.requests import Requests
-from code_assistant.review import Review
-from code_assistant.agent.state import RunState, UsageMeter
+from code_assistant.agent.requests import Request, Requests
+from code_assistant.agent.state import Answer, UsageMeter
 from code_assistant.agent.verifier import Verifier
-from code_assistant.waiting import SILENT, Status
-from code_assistant.edit.editor import FileEditor
-from code_assistant.model.chat import ChatModel, Usage
-from code_assistant.model.trajectory import Step, StepKind, Trajectory
-from code_assistant.settings import Settings
+from code_assistant.index.indexer import RepoIndex
+from code_assistant.model.chat import Usage
 from code_assistant.tools.box import Toolbox
-from code_assistant.verify.runner import TestRunner
 
 
-@dataclass
+@dataclass(frozen=True)
 class Parts:
-    settings: Settings
-    model: ChatModel
-    state: RunState
     meter: UsageMeter  # this run's usage: its model's, and (best of N) its attempts'
     requests: Requests
     conversation: Conversation
@@ -39,31 +31,30 @@ class Parts:
     applier: Applier
     verifier: Verifier
     recorder: Recorder
-    editor: FileEditor
-    say: Callable[[str], None]
-    status: Status  # the waits (the tests, the model) as they go
+    tools: Toolbox | None
 
 
-def build_parts(settings: Settings, model: ChatModel, runner: TestRunner, editor: FileEditor, *,
-                say: Callable[[str], None] = lambda line: None, trajectory: Trajectory | None = None,
-                review: Review | None = None, on_token: Callable[[str], None] | None = None, status: Status = SILENT,
-                pre_write: Callable[[list[str]], None] | None = None, candidate: int | None = None,
+def build_parts(kit: Kit, config: LoopConfig, *, ask: Callable[[Request], Answer], iteration: Callable[[], int],
+                index: Callable[[], RepoIndex | None], tools_index: Callable[[], RepoIndex],
                 budget: Callable[[], Usage] | None = None, cancelled: threading.Event | None = None,
-                index_lock: contextlib.AbstractContextManager[object] | None = None,
-                memory: Memory | None = None, tools: Toolbox | None = None, around: bool = True) -> Parts:
-    """`candidate`, `budget` (the whole run's usage, which caps it), `cancelled` and `index_lock` (the shared index):
-    what a best-of-N attempt gets from the run it belongs to; `memory`: a session's notes and pins; `tools`: what
-    the model may call before it answers; `around`: an answer may go around a change the user made meanwhile."""
-    state = RunState(step=Step(kind=StepKind.PLAN, step=0, model=model.name), candidate=candidate)
+                index_lock: contextlib.AbstractContextManager[object] | None = None) -> Parts:
+    """`ask`, `iteration`, `index`: the run's own (its way to ask, which counts the answers; its iteration; the index
+    whose files the model may ask to read); `tools_index`: the index the model's tools look at (the run's brought up
+    to date; an attempt's, the one the run started from); `budget` (the whole run's usage, which caps it),
+    `cancelled` and `index_lock` (the shared index): what a best-of-N attempt gets from the run it belongs to."""
+    model, display = kit.model, kit.display
+    toolbox = kit.tools(kit.tree.root, tools_index) if kit.tools else None
     meter = UsageMeter(model)
-    requests = Requests(settings, model.window, index_lock, memory, tools)
+    requests = Requests(kit.requests, model.window, index_lock, kit.memory, toolbox)
     conversation = Conversation(requests)
-    recorder = Recorder(settings, model.name, state, usage=meter.total, trajectory=trajectory,
-                        sandbox=runner.sandbox.record() if runner.sandbox else None, tools=tools)
-    asker = Asker(settings, model, conversation, state, say=say, budget=budget or meter.total, on_token=on_token,
-                  status=status, cancelled=cancelled, flush=recorder.flush, tools=tools)
-    applier = Applier(settings, editor, asker, state, say=say, review=review, pre_write=pre_write, around=around)
-    return Parts(settings=settings, model=model, state=state, meter=meter, requests=requests,
-                 conversation=conversation, asker=asker,
-                 applier=applier, verifier=Verifier(settings, runner, say=say, status=status), recorder=recorder,
-                 editor=editor, say=say, status=status)
+    recorder = Recorder(model, usage=meter.total, budget=config.budget, trajectory=kit.trajectory,
+                        sandbox=kit.runner.sandbox.record() if kit.runner.sandbox else None, tools=toolbox,
+                        candidate=kit.candidate)
+    asker = Asker(model, conversation, recorder, tree=kit.tree, budget=config.budget, spent=budget or meter.total,
+                  iteration=iteration, index=index, say=display.say, on_token=display.run_tokens,
+                  status=display.status, cancelled=cancelled, tools=toolbox)
+    applier = Applier(kit.tree, kit.editor, config.limits, ask=ask, room=requests.room, say=display.say,
+                      review=display.review, guard=kit.guard, around=config.around)
+    verifier = Verifier(kit.runner, config.limits, say=display.say, status=display.status)
+    return Parts(meter=meter, requests=requests, conversation=conversation, asker=asker, applier=applier,
+                 verifier=verifier, recorder=recorder, tools=toolbox)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection
 
 from code_assistant.agent.conversation import Conversation
 from code_assistant.agent.exchange import context_line, exchange
-from code_assistant.agent.requests import ASK_ANSWER, QuestionRequest, Requests
+from code_assistant.agent.requests import ASK_ANSWER, QuestionRequest, RequestConfig, Requests
 from code_assistant.answers.citations import citations
 from code_assistant.answers.reasoning import split_reasoning
 from code_assistant.gate import Gate, Refused
@@ -16,12 +16,11 @@ from code_assistant.memory import Memory
 from code_assistant.model.chat import ChatModel, ChatResponse
 from code_assistant.model.names import shown as shown_name
 from code_assistant.retrieve.context import Context
-from code_assistant.settings import Settings
 from code_assistant.tools.box import Toolbox
 from code_assistant.waiting import SILENT, Status
 
 
-def answer_question(index: RepoIndex, model: ChatModel, question: str, settings: Settings,
+def answer_question(index: RepoIndex, model: ChatModel, question: str, config: RequestConfig,
                     on_token: Callable[[str], None] | None = None,
                     say: Callable[[str], None] = lambda line: None,
                     memory: Memory | None = None, tools: Toolbox | None = None,
@@ -29,7 +28,7 @@ def answer_question(index: RepoIndex, model: ChatModel, question: str, settings:
     """The answer and the context it was given; a server that names a smaller window is asked once more, with the
     context built again to fit it. `memory`: a session's pins, shown too; `tools`: what the model may call to look
     around first (the read-only ones)."""
-    conversation = Conversation(Requests(settings, model.window, memory=memory, tools=tools))
+    conversation = Conversation(Requests(config, model.window, memory=memory, tools=tools))
     context = conversation.open(QuestionRequest(index=index, question=question))
     assert context is not None
     say(context_line(context))

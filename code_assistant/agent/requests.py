@@ -33,7 +33,6 @@ from code_assistant.model.chat import Message
 from code_assistant.model.fitting import clip_text, fit_history, fit_tool_results, message_tokens
 from code_assistant.model.window import ContextWindow, ContextWindowError
 from code_assistant.retrieve.context import Context, build_context
-from code_assistant.settings import Settings
 from code_assistant.tools.box import Form, Toolbox
 from code_assistant.verify.runner import TestResult
 
@@ -65,6 +64,20 @@ def too_small(window: ContextWindow, needed: int, *, tools: bool = False) -> Con
         f"the model's context window ({window.describe()}) is too small: the system prompt, the task and a little "
         f"code{offered} need about {round(needed * window.ratio)} tokens plus {window.reserve} for the answer; give "
         f"the model a larger window on its server and set it with --context-window or OPENAI_CONTEXT_WINDOW{instead}")
+
+
+@dataclass(frozen=True)
+class RequestConfig:
+    """What building a request reads of the settings: the read gate of the working tree (the owner's instructions
+    are read through it), the test command the model is told of, the iterations a fix request counts against,
+    --context-tokens, the chunks a query may embed, and whether the owner's instructions are sent."""
+
+    gate: Gate
+    test_command: str
+    max_iterations: int = 3
+    context_tokens: int = 12000
+    embed_budget: int = 200
+    instructions: bool = True
 
 
 @dataclass(frozen=True)
@@ -136,12 +149,12 @@ class Requests:
     smaller window comes out smaller. `index_lock`: held while the context is built from the index (best of N's
     attempts share one index)."""
 
-    def __init__(self, settings: Settings, window: ContextWindow,
+    def __init__(self, config: RequestConfig, window: ContextWindow,
                  index_lock: contextlib.AbstractContextManager[object] | None = None,
                  memory: Memory | None = None, tools: Toolbox | None = None) -> None:
         """`memory`: a session's notes of earlier tasks and the files it pins into every context; `tools`: what the
         model may call before it answers (their schema takes room; the system message says how to call them)."""
-        self.settings, self.window = settings, window
+        self.config, self.window = config, window
         self.index_lock = index_lock or contextlib.nullcontext()
         self.memory = memory
         self.tools = tools
@@ -173,9 +186,9 @@ class Requests:
     def instructions(self, budget: int, shown: Sequence[str] = ()) -> Instructions | None:
         """The repository owner's instructions for a request showing `shown`, within `budget` tokens (None: none,
         or --no-instructions)."""
-        if not self.settings.instructions or budget <= 0:
+        if not self.config.instructions or budget <= 0:
             return None
-        return instructions.find(Gate.of(self.settings), budget, shown)
+        return instructions.find(self.config.gate, budget, shown)
 
     def system(self, budget: int = 0, shown: Sequence[str] = ()) -> str:
         """The system message: the tool's rules, then the owner's instructions (within `budget` tokens), a session's
@@ -189,12 +202,12 @@ class Requests:
         """The context's budget and the instructions' (at most a tenth of it), out of what the room leaves after
         the request's other parts."""
         whole = self._context_budget(room, shell)
-        share = whole // instructions.SHARE if self.settings.instructions and self._owner_has_any(index) else 0
+        share = whole // instructions.SHARE if self.config.instructions and self._owner_has_any(index) else 0
         return whole - share, share
 
     def _owner_has_any(self, index: RepoIndex) -> bool:
         """Whether the repository has instructions for agents at all (else the context keeps their share)."""
-        return instructions.exist(Gate.of(self.settings), index.files)
+        return instructions.exist(self.config.gate, index.files)
 
     def session_notes(self) -> str:
         """A session's notes of earlier tasks, newest first, within an eighth of the room ("" for none)."""
@@ -239,7 +252,7 @@ class Requests:
             extra = f"{failures}\n{output}"
 
         def render(context: str, owner: int = 0, shown: Sequence[str] = ()) -> list[Message]:
-            user = prompts.PLAN.render(task=task, test_command=self.settings.test_command,
+            user = prompts.PLAN.render(task=task, test_command=self.config.test_command,
                                                baseline=baseline.summary(), baseline_failures=before, context=context)
             return [{"role": "system", "content": self.system(owner, shown)}, {"role": "user", "content": user}]
 
@@ -263,7 +276,7 @@ class Requests:
         room = self.room()
 
         def render(context: str, owner: int = 0, shown: Sequence[str] = ()) -> list[Message]:
-            user = prompts.REPRODUCE.render(task=task, test_command=self.settings.test_command,
+            user = prompts.REPRODUCE.render(task=task, test_command=self.config.test_command,
                                             baseline=baseline.summary(), context=context)
             return [{"role": "system", "content": self.system(owner, shown)}, {"role": "user", "content": user}]
 
@@ -282,13 +295,13 @@ class Requests:
 
         def render(files: str) -> str:
             return prompts.FIX.render(
-                iteration=request.iteration, max_iterations=self.settings.max_iterations, summary=result.summary(),
+                iteration=request.iteration, max_iterations=self.config.max_iterations, summary=result.summary(),
                 failures=shown or "(no structured failures; see the output)", edit_feedback=feedback, files=files)
 
         shell = message_tokens([{"role": "user", "content": render("")}])
-        wanted = min(self.settings.context_tokens // 2, max(MIN_CONTEXT_TOKENS, room // 3))
+        wanted = min(self.config.context_tokens // 2, max(MIN_CONTEXT_TOKENS, room // 3))
         kept = fit_history(list(history), room - shell - wanted)
-        budget = min(self.settings.context_tokens // 2, room - message_tokens(kept) - shell - SLACK)
+        budget = min(self.config.context_tokens // 2, room - message_tokens(kept) - shell - SLACK)
         context = self._context(index, task, max(budget, 1), extra_text=failures,
                                 must_include=[*asked, *self._involved(index, result, request.modified)])
         logger.info("prompt %s; context budget %d of a %d-token room", prompts.FIX.version, budget, room)
@@ -316,7 +329,7 @@ class Requests:
         """The context's budget: what the room leaves after the request without its context (`shell`), at most
         --context-tokens; a room too small for a little code is a ContextWindowError."""
         fixed = message_tokens(shell)
-        budget = min(self.settings.context_tokens, room - fixed - SLACK)
+        budget = min(self.config.context_tokens, room - fixed - SLACK)
         if budget < MIN_CONTEXT_TOKENS:
             raise self._too_small(fixed + MIN_CONTEXT_TOKENS)
         return budget
@@ -326,7 +339,7 @@ class Requests:
         with self.index_lock:
             return build_context(index, task, budget, extra_text=extra_text, must_include=must_include,
                                  numbered=numbered, with_tests=with_tests,
-                                 embed_budget=self.settings.query_embed_budget)
+                                 embed_budget=self.config.embed_budget)
 
     def fitted(self, messages: list[Message]) -> list[Message]:
         """The messages within the window's room (tool results shortened first, then older turns dropped and long

@@ -1,5 +1,6 @@
-"""What a run knows as it goes — one typed state shared by the parts it is built from — and what it ends with (the
-stop reasons are in stop.py)."""
+"""The values a run's parts hand each other — an answer, what became of its edits, the reproduction test, what
+every attempt starts from — the usage it counts, and the result it ends with (the stop rules are in decide.py, the
+reasons in stop.py)."""
 from __future__ import annotations
 
 import threading
@@ -12,35 +13,22 @@ from code_assistant.model.chat import Usage
 
 if TYPE_CHECKING:
     from code_assistant.edit.leftovers import Leftover
-    from code_assistant.edit.operations import EditResult
-    from code_assistant.edit.preview import Preview
+    from code_assistant.edit.operations import EditOperation, EditResult
     from code_assistant.edit.takeback import FileOutcome
     from code_assistant.index.indexer import RepoIndex
     from code_assistant.model.chat import ChatModel
-    from code_assistant.model.trajectory import Step
     from code_assistant.verify.runner import TestResult
 
 
 @dataclass(frozen=True)
-class Ending:
-    """How a run ended, before its outcome is made of it (Agent.end, the one place): the change kept, or taken back
-    out; `preview`: a dry run's, nothing having been written."""
+class Answer:
+    """What one ask of the model came to: its edits, every answer it took (a re-ask's too, for the no-progress rule),
+    or why the run must stop instead (`stop`: the budget spent, the run cancelled, an answer unparsable twice)."""
 
-    reason: Stop
-    message: str = ""
-    kept: bool = False
-    verified: bool = False  # a test that failed before the change passes now
-    verification: str = ""  # which test shows it, or why none does
-    preview: Preview | None = None
-
-
-class StopRun(Exception):
-    """Raised where a part must stop the run (the budget spent, the user quitting at review): the run ends with its
-    change taken back out."""
-
-    def __init__(self, reason: Stop, message: str = "") -> None:
-        super().__init__(message or reason)
-        self.reason, self.message = reason, message
+    ops: list[EditOperation] = field(default_factory=list)
+    said: tuple[str, ...] = ()
+    stop: Stop | None = None
+    why: str = ""
 
 
 @dataclass
@@ -66,33 +54,22 @@ class Reproduction:
 
 @dataclass
 class Applied:
-    """What became of one answer's edits."""
+    """What became of one answer's edits. `guardrails`: each check of the guardrails on the way, in order, True where
+    they refused the whole answer (none: it held no edit; two: a syntax repair's too); `quit`: the person stopped the
+    run at review; `stopped`: an answer asked for on the way (a syntax repair, an answer asked again) that ends the
+    run instead."""
 
     results: list[EditResult] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     patch_lines: int = 0
     whole_batch_refused: bool = False
+    guardrails: tuple[bool, ...] = ()
+    quit: bool = False
+    stopped: Answer | None = None
 
     @property
     def wrote(self) -> bool:
         return any(r.ok for r in self.results)
-
-
-@dataclass
-class RunState:
-    """One run's (or one best-of-N attempt's) state, shared by its parts; no other run reads or writes it."""
-
-    step: Step  # the step being built: the answers of the last request, then its edits and test run
-    step_written: bool = False  # the step is in the run log already
-    candidate: int | None = None  # best of N: which attempt this is (None: the run in the repository)
-    iteration: int = 0
-    answers: list[str] = field(default_factory=list)  # every answer of the run (a repeated one is no progress)
-    refused_in_a_row: int = 0
-    failures: frozenset[tuple[str, str]] | None = None  # how the tests failed at the last test run (no progress: again)
-    reproduction: Reproduction | None = None
-    repo_index: RepoIndex | None = None  # the index of the repository: what the model may ask to read
-    tests_failed: list[str] = field(default_factory=list)  # at the last test run
-    started: float | None = None  # time.time() before its first test run: what changed in the tree since
 
 
 class UsageMeter:
@@ -124,6 +101,7 @@ class Prepared:
     index: RepoIndex
     baseline: TestResult
     reproduction: Reproduction | None = None
+    stopped: Answer | None = None  # an answer of the reproduction step that ends the run instead
 
 
 @dataclass

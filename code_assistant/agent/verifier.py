@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from code_assistant.agent.state import Reproduction
-from code_assistant.waiting import SILENT, Status, waiting
-from code_assistant.settings import Settings
+from code_assistant.edit.preview import Limits
 from code_assistant.verify.counting import ticking
 from code_assistant.verify.runner import TestResult, TestRunner, fewer_tests
 from code_assistant.verify.select import narrow
+from code_assistant.waiting import SILENT, Status, waiting
 
 
 def run_tests(runner: TestRunner, status: Status, what: str) -> TestResult:
@@ -19,9 +19,12 @@ def run_tests(runner: TestRunner, status: Status, what: str) -> TestResult:
 
 
 class Verifier:
-    def __init__(self, settings: Settings, runner: TestRunner, *, say: Callable[[str], None],
+    """`limits`: the test command (narrowed to a reproduction test's files) and whether the tests may be edited (then
+    fewer tests run is no refusal)."""
+
+    def __init__(self, runner: TestRunner, limits: Limits, *, say: Callable[[str], None],
                  status: Status = SILENT) -> None:
-        self.settings, self.runner, self.say, self.status = settings, runner, say, status
+        self.runner, self.limits, self.say, self.status = runner, limits, say, status
 
     def baseline(self) -> TestResult:
         return run_tests(self.runner, self.status, "Baseline tests")
@@ -30,7 +33,7 @@ class Verifier:
         """The whole suite; once it is green, the reproduction test (if there is one) must pass too. Green with
         fewer tests run than the baseline is not green (unless test edits are allowed)."""
         suite = run_tests(self.runner, self.status, "Testing")
-        if baseline is not None and not self.settings.allow_test_edits:
+        if baseline is not None and not self.limits.allow_test_edits:
             suite = fewer_tests(baseline, suite)
             if suite.lost:
                 self.say(f"[The tests pass, but {suite.lost} that ran before the change did not run now "
@@ -41,7 +44,7 @@ class Verifier:
 
     def run_alone(self, paths: list[str]) -> TestResult:
         """These test files alone when the test command can be narrowed to them, else the suite."""
-        command = narrow(self.settings.test_command, paths)
+        command = narrow(self.limits.test_command, paths)
         return run_tests(self.runner.with_command(command) if command else self.runner, self.status,
                          "Reproduction test")
 

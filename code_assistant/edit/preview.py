@@ -109,6 +109,12 @@ class Limits:
     test_command: str  # what the files it reads (a Makefile, package.json's scripts) may not be changed to
     allow_env_edits: bool = False
 
+    def over(self, steps: int) -> Limits:
+        """The limits of a change made over `steps` answers after the plan, each of which passed these (best of N:
+        the winner's whole change, applied at once)."""
+        return replace(self, max_plan_lines=self.max_plan_lines + steps * self.max_changed_lines,
+                       max_files=self.max_files * (steps + 1))
+
 
 def refusals(preview: Preview, limits: Limits, *, is_plan: bool) -> tuple[list[str], dict[str, str]]:
     """Why not to write: (reasons that refuse the whole batch, {test or .env file: why its edits are refused})."""

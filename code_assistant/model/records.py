@@ -141,15 +141,13 @@ KEEP = Keep.KEEP
 
 
 class ChatModel(Protocol):
-    """The model seam. What it is and what it takes are its fields (`base_url`: where it is served, for its price,
-    None for an API's own; `native_tools`: False once its server refused tool calls; `wire`: the API it is asked
-    through); a caller that wants it asked otherwise (free text, another temperature, a seed) asks for a copy
+    """The model seam. What it is and what it takes are its fields (`native_tools`: False once its server refused
+    tool calls; `wire`: the API it is asked through); a caller that wants it asked otherwise (free text, another temperature, a seed) asks for a copy
     (`with_`), never sets a field of it."""
 
     name: str
     usage: Usage  # every call of this model (a copy's start from nothing)
     window: ContextWindow
-    base_url: str | None
 
     @property
     def native_tools(self) -> bool: ...

@@ -155,7 +155,6 @@ class ReplayModel:
     name: str = "replay"
     usage: Usage = field(default_factory=Usage)
     window: ContextWindow = field(default_factory=ContextWindow.unlimited)
-    base_url: str | None = None
     native_tools: bool = True  # a recorded call is read back in the written form, whichever form it was made in
     wire: str = "replay"
 

@@ -14,10 +14,8 @@ if TYPE_CHECKING:
 
 
 def execute(ws: Workspace, options: ApplyOptions) -> ApplyOutcome:
-    from code_assistant.agent.applier import limits_of
     from code_assistant.agent.feedback import edit_feedback
     from code_assistant.answers.plan import PlanParseError, parse_answer
-    from code_assistant.edit.editor import FileEditor
     from code_assistant.edit.operations import Action
     from code_assistant.edit.preview import preview_edits, refusals, sparing
 
@@ -30,11 +28,10 @@ def execute(ws: Workspace, options: ApplyOptions) -> ApplyOutcome:
         return ApplyOutcome(feedback="The plan holds no change.", applied=False)
     with ws.holding():
         preview = preview_edits(settings.repo, ops, [settings.index_path, settings.state_path])
-        batch, weakened = refusals(preview, limits_of(settings), is_plan=True)
+        batch, weakened = refusals(preview, ws.limits(), is_plan=True)
         if batch:
             return ApplyOutcome(feedback="Refused, nothing was written: " + "; ".join(batch), applied=False)
-        editor = FileEditor(settings.repo, state_dir=settings.repo_state_dir, forbidden=[settings.index_path],
-                            task=options.label, session=ws.session)
+        editor = ws.editor(task=options.label)
         results = editor.apply_edits(sparing(settings.repo, ops, weakened))
         refused = [f"{path}: {why}" for path, why in weakened.items()]
         diff, files = editor.diff(), editor.modified_files

@@ -22,7 +22,7 @@ def execute(ws: Workspace, options: AskOptions) -> AskOutcome:
     display = ws.display
     tools_for = ws.tools_for(model, read_only=True)
     tools = tools_for(ws.settings.repo, ws.quiet_index) if tools_for else None
-    response, context = answer_question(index, model, options.question, ws.settings, memory=ws.memory,
+    response, context = answer_question(index, model, options.question, ws.request_config(), memory=ws.memory,
                                         on_token=display.answer_tokens, say=display.say, tools=tools,
                                         status=display.status)
     display.end_stream()

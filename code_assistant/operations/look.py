@@ -15,9 +15,9 @@ MODEL_NAMES = {"exec": "run"}  # an operation's name where the model's tool has 
 
 
 def execute(ws: Workspace, options: ToolOptions) -> ToolOutcome:
-    from code_assistant.waiting import waiting
     from code_assistant.errors import ConfigError
     from code_assistant.tools.box import call_words
+    from code_assistant.waiting import waiting
 
     box = ws.toolbox()
     name = MODEL_NAMES.get(options.tool, options.tool)

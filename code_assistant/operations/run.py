@@ -4,22 +4,18 @@ workflow, with its run log and its journal kept for undo. A session's task is th
 the model, the indexer and the memory warm between tasks, and remembers a note of each."""
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from code_assistant.errors import ConfigError, attach_log
 from code_assistant.operations.options import RunOptions
 from code_assistant.operations.outcomes import RunOutcome
-from code_assistant.settings import Settings, repo_id
+from code_assistant.settings import repo_id
 
 if TYPE_CHECKING:
     from code_assistant.agent.state import RunResult
-    from code_assistant.edit.editor import FileEditor
     from code_assistant.memory import Note
-    from code_assistant.model.trajectory import ReplayModel, Trajectory
-    from code_assistant.tools.box import ToolsFor
-    from code_assistant.vcs import Workflow
+    from code_assistant.model.trajectory import ReplayModel
     from code_assistant.workspace import Workspace
 
 
@@ -52,64 +48,39 @@ def replay_model(ws: Workspace, replay: Path | None) -> ReplayModel | None:
 
 
 def one_task(ws: Workspace, options: RunOptions) -> RunResult:
-    """One task, the repository held: the git workflow around the agent (or best of N)."""
+    """One task, the repository held: the git workflow around the run (or best of N), on the kit the workspace
+    builds for the working tree (the repository, a branch of it, or a worktree: an index of its own)."""
     from code_assistant import vcs
-    from code_assistant.edit.editor import FileEditor
+    from code_assistant.agent.loop import Run
+    from code_assistant.agent.stop import Stop
     from code_assistant.model.trajectory import Trajectory
 
     settings = ws.settings
     workflow = vcs.Workflow(settings.repo, options.task, branch=options.branch, worktree=options.worktree,
                             commit=options.commit, allow_dirty=options.allow_dirty, keep_branch=options.keep_branch,
                             worktrees_dir=settings.state_path / "worktrees" / repo_id(settings.repo))
-    work = dataclasses.replace(settings, repo=workflow.start())
-    trajectory = Trajectory(work.runs_dir, options.task or "task")
-    editor = FileEditor(work.repo, state_dir=work.repo_state_dir, forbidden=[work.index_path],
-                        originals=trajectory.path.with_suffix(".originals"), task=options.task, session=ws.session)
+    tree = workflow.start()
+    trajectory = Trajectory(settings.runs_dir, options.task or "task")
     try:
-        result = _agent_run(ws, options.task, work=work, workflow=workflow, trajectory=trajectory, editor=editor,
-                            tools=_tools(ws, options.replay))
+        kit = ws.kit(tree, task=options.task, trajectory=trajectory, guard=workflow.guard, replay=options.replay)
+        run = Run(kit, ws.loop_config(around=not workflow.commit))
+        if settings.candidates <= 1:
+            result = run.run(options.task)
+        else:
+            from code_assistant.agent.best_of import BestOf
+
+            result = BestOf(run, lambda scratch, number: ws.kit(scratch, number, trajectory=trajectory),
+                            settings.candidates).run(options.task)
     except BaseException as exc:
         attach_log(exc, str(trajectory.path))
         workflow.finish(success=False, files=[], iterations=0)
         raise
-    from code_assistant.agent.stop import Stop
-
     for line in workflow.finish(success=result.success and result.stop_reason != Stop.DRY_RUN,
                                 files=result.files_modified, iterations=result.iterations):
         ws.say(line)
     if workflow.committed:
-        editor.record_commit(workflow.committed)
+        kit.editor.record_commit(workflow.committed)
     return result
-
-
-def _agent_run(ws: Workspace, task: str, *, work: Settings, workflow: Workflow, trajectory: Trajectory,
-               editor: FileEditor, tools: ToolsFor | None) -> RunResult:
-    """The agent (or best of N) on the working tree `work` (the repository, a branch of it, or a worktree: an index
-    of its own)."""
-    from code_assistant.agent.loop import Agent
-    from code_assistant.workspace import build_indexer
-
-    indexer = ws.indexer if work.repo == ws.settings.repo else build_indexer(work)
-    display, model = ws.display, ws.model
-    agent = Agent(work, model, indexer, ws.runner(cwd=work.repo), editor, say=display.say, trajectory=trajectory,
-                  review=display.review if work.review else None, on_token=display.run_tokens, status=display.status,
-                  pre_write=workflow.guard, memory=ws.memory, tools=tools, around=not workflow.commit)
-    if work.candidates <= 1:
-        return agent.run(task)
-    from code_assistant.agent.best_of import BestOf, candidate_model
-
-    return BestOf(agent, lambda number: candidate_model(model, number), work.candidates).run(task)
-
-
-def _tools(ws: Workspace, replay: Path | None) -> ToolsFor | None:
-    """The model's tools; a replay has them when the recorded run called any (each call made afresh, compared with
-    its recorded result, which is what the replayed run is shown)."""
-    if replay is None:
-        return ws.tools_for(ws.model)
-    from code_assistant.model.trajectory import read_tool_calls
-
-    recorded = read_tool_calls(replay)
-    return ws.tools_for(ws.model, recorded=recorded) if recorded else None
 
 
 def remember(ws: Workspace, task: str, result: RunResult) -> None:

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from code_assistant.tools import Result, Spec, Tool, integer, string
 from code_assistant.verify.runner import TestRunner
-from code_assistant.verify.sandbox import Sandbox
 
 RUN_TIMEOUT_S = 60  # the longest a command may run (the model may ask for less)
 HEAD_LINES, TAIL_LINES = 40, 80  # of its output
@@ -25,22 +24,25 @@ RUN = Spec("run", "Run a shell command in the repository, in the test sandbox: n
             "required": ["command"]}, read_only=False)
 
 
+class Shell(Protocol):
+    def __call__(self, command: str, *, timeout: float, head_lines: int, tail_lines: int) -> TestRunner:
+        """A command in the test sandbox, the tree read-only (Workspace.shell: its running processes named, so that
+        a later run stops them if this one is killed)."""
+        ...
+
+
 @dataclass
 class Running:
     repo: Path
-    sandbox: Sandbox
-    running_file: Path | None = None  # named while a command runs: a later run stops it if this one is killed
+    shell: Shell  # offered only with the sandbox on
 
     def tools(self) -> list[Tool]:
-        return [Tool(RUN, self.run)] if self.sandbox.active else []
+        return [Tool(RUN, self.run)]
 
     def run(self, arguments: dict[str, Any]) -> Result:
         command = string(arguments, "command")
         timeout = integer(arguments, "timeout", RUN_TIMEOUT_S, high=RUN_TIMEOUT_S) or RUN_TIMEOUT_S
-        runner = TestRunner(["/bin/sh", "-c", command], cwd=self.repo, timeout=timeout, head_lines=HEAD_LINES,
-                            tail_lines=TAIL_LINES, running_file=self.running_file, sandbox=self.sandbox,
-                            read_only=True)
-        done = runner.run()
+        done = self.shell(command, timeout=timeout, head_lines=HEAD_LINES, tail_lines=TAIL_LINES).run()
         short = command if len(command) <= 60 else command[:57] + "..."
         if done.timed_out:
             status, line = f"killed after {timeout} s (its timeout)", f"run: {short} → killed after {timeout} s"

@@ -1,0 +1,191 @@
+"""When a run ends, and why: one pure function over what the run knows at each point of the loop (Facts), which
+returns the Ending or None to go on. Every stop rule of the loop and of best of N is here; the loop gathers the
+facts, and makes the Ending into the run's outcome in one place (Run.end). Only failures from outside — the model
+server gone, the tests unable to run, a file changed by someone else, Ctrl-C — are raised instead, and end the run
+the same way."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from code_assistant.agent.state import Answer, Applied, Reproduction
+from code_assistant.agent.stop import Stop
+from code_assistant.verify.passes import seen_passing
+
+if TYPE_CHECKING:
+    from code_assistant.edit.preview import Preview
+    from code_assistant.verify.runner import TestResult
+
+NO_CHANGE = "no change: the model proposed none"
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How a run ended, before its outcome is made of it (Run.end, the one place): the change kept, or taken back
+    out; `preview`: a dry run's, nothing having been written."""
+
+    reason: Stop
+    message: str = ""
+    kept: bool = False
+    verified: bool = False  # a test that failed before the change passes now
+    verification: str = ""  # which test shows it, or why none does
+    preview: Preview | None = None
+
+
+class Point(StrEnum):
+    """Where in the loop the facts were gathered."""
+
+    PLANNED = "planned"  # the plan's answer is in (a dry run's preview made)
+    APPLIED = "applied"  # an answer's edits were applied (or refused, or stopped at review)
+    TESTED = "tested"  # an iteration's change was tested, or found not worth a test
+    ANSWERED = "answered"  # the next answer is in
+    CHOSEN = "chosen"  # best of N: every attempt is done, and the winner chosen if one passed
+    CANDIDATE = "candidate"  # best of N: the winner applied in the repository and tested there
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the run knows at a point. `changed`: the run's change is in the files; `untested`: why this iteration's
+    change was not tested (None: it was, `result`); `same_failures`: the tests failed as at the last test run;
+    `repeated`: the answer is one the model gave before; `reproduce`: --reproduce/--no-reproduce (None: neither)."""
+
+    point: Point
+    answer: Answer | None = None
+    applied: Applied | None = None
+    baseline: TestResult | None = None
+    result: TestResult | None = None
+    untested: str | None = None
+    iteration: int = 0
+    max_iterations: int = 1
+    changed: bool = False
+    same_failures: bool = False
+    refused_in_a_row: int = 0
+    repeated: bool = False
+    reproduction: Reproduction | None = None
+    reproduce: bool | None = None
+    preview: Preview | None = None
+    candidates: int = 0
+    winner: int | None = None
+
+
+def decide(f: Facts) -> Ending | None:
+    """The Ending the facts call for, or None: the run goes on."""
+    stopped = f.answer if f.answer is not None and f.answer.stop is not None else \
+        f.applied.stopped if f.applied is not None else None
+    if stopped is not None and stopped.stop is not None:
+        return Ending(reason=stopped.stop, message=stopped.why)
+    match f.point:
+        case Point.PLANNED:
+            return _planned(f)
+        case Point.APPLIED:
+            quit_ = f.applied is not None and f.applied.quit
+            return Ending(reason=Stop.REFUSED, message="the user stopped the run at review") if quit_ else None
+        case Point.TESTED:
+            return _tested(f)
+        case Point.ANSWERED:
+            assert f.answer is not None
+            if not f.answer.ops:
+                return Ending(reason=Stop.NO_CHANGES,
+                              message="the model proposed no further changes" if f.changed else NO_CHANGE)
+            if f.repeated:
+                return Ending(reason=Stop.NO_PROGRESS, message="the model repeated an earlier answer")
+            return None
+        case Point.CHOSEN:
+            return Ending(reason=Stop.NO_CANDIDATE, message=f"none of the {f.candidates} candidates passed") \
+                if f.winner is None else None
+        case Point.CANDIDATE:
+            return _candidate(f)
+
+
+def _planned(f: Facts) -> Ending | None:
+    if f.preview is not None:
+        failed = any(not r.ok for r in f.preview.results)
+        return Ending(reason=Stop.DRY_RUN, message="dry run: nothing was written", kept=not failed, preview=f.preview)
+    assert f.answer is not None and f.baseline is not None
+    if not f.answer.ops and f.baseline.passed:
+        return Ending(reason=Stop.NO_CHANGES, message=NO_CHANGE)
+    return None
+
+
+def _tested(f: Facts) -> Ending | None:
+    last = f.iteration >= f.max_iterations
+    if f.untested is not None:
+        if last:
+            return Ending(reason=Stop.MAX_ITERATIONS, message=f.untested)
+    else:
+        assert f.result is not None and f.baseline is not None
+        if f.result.passed:
+            return green(f)
+        if last:
+            return Ending(reason=Stop.MAX_ITERATIONS, message=f.result.summary())
+        if f.same_failures and f.applied is not None and f.applied.wrote:
+            return Ending(reason=Stop.NO_PROGRESS, message="the same tests failed the same way after the last fix")
+    if f.refused_in_a_row >= 2:
+        refused = f.applied.refused if f.applied is not None else []
+        return Ending(reason=Stop.REFUSED, message="two answers in a row were refused: " + "; ".join(refused))
+    return None
+
+
+def green(f: Facts) -> Ending:
+    """The tests pass: a success when the run changed something (verified or not), or when a failing baseline passes
+    now without a change (said so: the tests may be flaky); no change on a green baseline is no success."""
+    assert f.baseline is not None and f.result is not None
+    if not f.changed:
+        if f.baseline.passed:
+            return Ending(reason=Stop.NO_CHANGES, message=NO_CHANGE)
+        return Ending(reason=Stop.NO_CHANGES, message="the tests pass now without any change: they may be flaky",
+                      kept=True, verification="no change was made")
+    verified, why = verification(f.baseline, f.result, f.reproduction, f.reproduce)
+    return Ending(reason=Stop.PASSED, kept=True, verified=verified, verification=why)
+
+
+def _candidate(f: Facts) -> Ending | None:
+    """The winner applied in the repository (then `result`: tested there, None: not yet)."""
+    assert f.applied is not None
+    applied, number = f.applied, f.winner
+    if applied.refused or not applied.wrote or any(not r.ok for r in applied.results):
+        problems = applied.refused + [r.message.splitlines()[0] for r in applied.results if not r.ok]
+        return Ending(reason=Stop.REFUSED, message=f"candidate {number} could not be applied: " + "; ".join(problems))
+    if f.result is None:
+        return None
+    if not f.result.passed:
+        return Ending(reason=Stop.MAX_ITERATIONS,
+                      message=f"candidate {number} passed in its copy but not in the repository: {f.result.summary()}")
+    return Ending(reason=Stop.PASSED, kept=True)
+
+
+def verification(baseline: TestResult, result: TestResult, reproduction: Reproduction | None,
+                 asked: bool | None) -> tuple[bool, str]:
+    """Whether a test shows the task done — one that failed before the change is seen passing now, by its id in the
+    output (the reproduction test's, or the baseline's failing tests) — and, in words, which one, or why there is
+    none. A green exit alone proves nothing: the command may no longer run the test (a rewritten Makefile recipe)."""
+    unseen: list[str] = []
+    if reproduction is not None and reproduction.reproduced and reproduction.passes_after:
+        assert reproduction.failed is not None
+        ids = [i for i in reproduction.failed.failed_ids if i.startswith(tuple(reproduction.paths))] \
+            or reproduction.failed.failed_ids
+        after = reproduction.after.passes if reproduction.after is not None else frozenset()
+        unseen = [i for i in ids if not seen_passing(i, after)]
+        if ids and not unseen:
+            return True, f"{', '.join(reproduction.paths)} failed before, passes now"
+        unseen = unseen or [f"the tests of {', '.join(reproduction.paths)}"]
+    if baseline.failed_ids:
+        names = baseline.failed_ids
+        unseen += [i for i in names if not seen_passing(i, result.passes)]
+        if not unseen:
+            return True, f"{_some(names)} failed before, pass{'es' if len(names) == 1 else ''} now"
+    if unseen:
+        why = "" if result.passes else " (it names no passing test at all)"
+        return False, f"the output does not show {_some(unseen)} passing now{why}"
+    if not baseline.passed and result.passed:
+        return False, "the test command failed before and passes now, but its output names no test that failed"
+    if reproduction is not None and not reproduction.reproduced:
+        return False, f"the reproduction test was not kept ({reproduction.note or 'none was written'})"
+    if asked is False:
+        return False, "--no-reproduce, and the tests passed before the change too"
+    return False, "the tests passed before the change too"
+
+
+def _some(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
