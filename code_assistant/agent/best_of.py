@@ -54,8 +54,8 @@ class BestOf:
     def _run(self, task: str) -> Ending:
         parent = self.parent
         prepared = parent.prepare(task)
-        if prepared.stopped is not None:
-            return decide(Facts(point=Point.PLANNED, answer=prepared.stopped)) or Ending(reason=Stop.ERROR)
+        if prepared.stopped is not None and (ending := decide(Facts(point=Point.PLANNED, answer=prepared.stopped))):
+            return ending
         with self._index_lock:  # the task's vectors are made once, here; the attempts read them (embed budget 0)
             parent.parts.requests.warm_up(PlanRequest(index=prepared.index, task=task, baseline=prepared.baseline))
         parent.say(f"[Candidates: {self.count} attempts in scratch copies, {self.workers} at a time]")
