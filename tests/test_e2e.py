@@ -52,11 +52,42 @@ def test_second_iteration_request_names_the_failing_test(tmp_path: Path) -> None
     with ScriptedServer([answer(wrong), answer(right)]) as server:
         proc = _run(repo, server)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "[Tests failed. Analyzing errors...]" in proc.stdout
+    assert "[Iteration 1: 1 failed (test_add), 1 passed]" in proc.stdout
     assert "[Tests passed on iteration 2]" in proc.stdout
     fix_request = server.chat_requests[1]["messages"][-1]["content"]
     assert "test_add" in fix_request
     assert "return a * b" in fix_request, "the fix request shows the current content of the file"
+
+
+THREE = {"calc.py": ("def add(a, b):\n    return a - b\n\n\ndef multiply(a, b):\n    return a * b\n\n\n"
+                     "def subtract(a, b):\n    return a - b\n"),
+         "tests/test_calc.py": ("from calc import add, multiply, subtract\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+                                "\n\ndef test_multiply():\n    assert multiply(3, 4) == 12\n\n\n"
+                                "def test_subtract():\n    assert subtract(5, 3) == 2\n"),
+         "pytest.ini": "[pytest]\npythonpath = .\n"}
+
+
+def test_three_wrong_fixes_say_how_each_iteration_went_and_which_came_closest(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path, THREE)
+    before = snapshot(repo)
+    answers = [answer(modify("calc.py", "def add(a, b):\n    return a - b", "def add(a, b):\n    return a * b"),
+                      modify("calc.py", "def subtract(a, b):\n    return a - b", "def subtract(a, b):\n    return a + b")),
+               answer(modify("calc.py", "def add(a, b):\n    return a * b", "def add(a, b):\n    return a + b")),
+               answer(modify("calc.py", "def add(a, b):\n    return a + b", "def add(a, b):\n    return a - b"),
+                      modify("calc.py", "    return a * b", "    return a ** b"),
+                      modify("calc.py", "def subtract(a, b):\n    return a + b", "def subtract(a, b):\n    return a - b"))]
+    with ScriptedServer(answers) as server:
+        proc = _run(repo, server, "--no-reproduce")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert [line for line in proc.stdout.splitlines() if line.startswith("[Iteration")] == [
+        "[Iteration 1: 2 failed (test_add, test_subtract), 1 passed — broke test_subtract]",
+        "[Iteration 2: 1 failed (test_subtract), 2 passed — fixed test_add]",
+        ("[Iteration 3: 2 failed (test_add, test_multiply), 1 passed — fixed test_subtract; broke test_add, "
+         "test_multiply]")]
+    assert "[Tests failed. Analyzing errors...]" not in proc.stdout
+    assert ("Result: FAILED (max_iterations: 1 passed, 2 failed) — best: iteration 2, 1 failed (test_subtract), 2 "
+            "passed; rolled back to the start") in proc.stdout
+    assert snapshot(repo) == before
 
 
 def test_exhaustion_rolls_back_byte_for_byte_including_created_files(tmp_path: Path) -> None:

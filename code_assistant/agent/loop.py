@@ -16,6 +16,7 @@ from code_assistant.agent.exchange import context_line
 from code_assistant.agent.feedback import edit_feedback, failure_signature
 from code_assistant.agent.kit import Kit, LoopConfig
 from code_assistant.agent.parts import build_parts
+from code_assistant.agent.progress import best, counts, iteration_line
 from code_assistant.agent.reproduction import reproduce
 from code_assistant.agent.requests import FixRequest, FollowUp, PlanRequest, Request
 from code_assistant.agent.state import Answer, Applied, Prepared, Reproduction, RunResult
@@ -57,6 +58,7 @@ class Run:
         self.started: float | None = None  # time.time() before its first test run: what changed in the tree since
         self.index: RepoIndex | None = None  # the repository's index: what the model may ask to read
         self.reproduction: Reproduction | None = None
+        self.tested: list[tuple[int, TestResult]] = []  # every test run of an iteration, with its iteration
         attempt = kit.candidate is not None  # an attempt's tools look at the index the run started from
         self.parts = build_parts(kit, config, ask=self.ask, iteration=lambda: self.iteration, index=lambda: self.index,
                                  tools_index=self._started_index if attempt else kit.current_index, budget=budget,
@@ -155,8 +157,10 @@ class Run:
         taken_back = editor.rollback()
         logger.info("rolled back %d file(s) after %s", len(taken_back), ending.reason)
         left = changed_since(tree.root, self.started, tree.kept_out, files) if self.started is not None else []
+        closest = best(self.tested)
         return recorder.result(success=False, files=files, rolled_back=bool(taken_back), iterations=self.iteration,
-                               taken_back=taken_back, left_behind=left, **said)
+                               taken_back=taken_back, left_behind=left, best_iteration=closest[0] if closest else None,
+                               best_tests=counts(closest[1]) if closest else "", **said)
 
     # ----- the steps the loop names -----------------------------------------------------------------------
     def ask(self, request: Request) -> Answer:
@@ -207,7 +211,9 @@ class Run:
         self.say(f"[Testing (iteration {n})...]")
         result = p.verifier.test(prepared.reproduction, prepared.baseline)
         p.recorder.record(applied, result, n)
-        self.say(f"[Tests passed on iteration {n}]" if result.passed else "[Tests failed. Analyzing errors...]")
+        before = self.tested[-1][1] if self.tested else prepared.baseline
+        self.tested.append((n, result))
+        self.say(f"[Tests passed on iteration {n}]" if result.passed else iteration_line(n, result, before))
         return result, None
 
     def untested(self, applied: Applied) -> str | None:

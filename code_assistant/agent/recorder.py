@@ -108,14 +108,16 @@ class Recorder:
     def result(self, *, success: bool, reason: Stop, files: list[str], rolled_back: bool, iterations: int,
                reproduction: Reproduction | None, diff: str = "", message: str = "",
                taken_back: list[FileOutcome] | None = None, verified: bool = False,
-               verification: str = "", left_behind: list[Leftover] | None = None) -> RunResult:
+               verification: str = "", left_behind: list[Leftover] | None = None, best_iteration: int | None = None,
+               best_tests: str = "") -> RunResult:
         return RunResult(success=success, stop_reason=reason, iterations=iterations, files_modified=files,
                          rolled_back=rolled_back, diff=diff, message=message, usage=self.usage(), cost_usd=self.cost(),
                          log_path=str(self.trajectory.path) if self.trajectory else None,
                          reproduction=reproduction.summary() if reproduction is not None else None,
                          taken_back=taken_back or [], left_behind=left_behind or [],
                          tests_failed=list(self.tests_failed), verified=verified, verification=verification,
-                         tool_calls=self.tools.count if self.tools else 0)
+                         tool_calls=self.tools.count if self.tools else 0, best_iteration=best_iteration,
+                         best_tests=best_tests)
 
     def close(self, outcome: RunResult | None, files: list[str], iteration: int,
               reproduction: Reproduction | None) -> None:

@@ -124,3 +124,5 @@ class RunResult:
     verified: bool = False  # a test that failed before the change passes now
     verification: str = ""  # which test shows it, or why none does
     tool_calls: int = 0  # the calls the model made to look around
+    best_iteration: int | None = None  # a run rolled back: its tested iteration closest to green (None: none tested)
+    best_tests: str = ""  # how that iteration's tests went ("1 failed (test_total), 5 passed")

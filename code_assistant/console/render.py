@@ -182,6 +182,15 @@ def result_line(result: RunResult) -> str:
             f"iteration {result.iterations})")
 
 
+def closest(result: RunResult) -> str:
+    """A rolled-back run's tested iteration closest to green, and where the rollback went ("" when none was
+    tested)."""
+    if result.best_iteration is None:
+        return ""
+    back = "rolled back to the start" if result.rolled_back else "nothing was written"
+    return f" — best: iteration {result.best_iteration}, {result.best_tests}; {back}"
+
+
 def summary(result: RunResult) -> None:
     bar = "=" * 60
     if result.diff:
@@ -197,7 +206,7 @@ def summary(result: RunResult) -> None:
             say(f"  - {path}")
     else:
         detail = result.message if result.message and result.message != result.stop_reason else ""
-        say(f"Result: FAILED ({result.stop_reason}{': ' + detail if detail else ''})")
+        say(f"Result: FAILED ({result.stop_reason}{': ' + detail if detail else ''}){closest(result)}")
         taken_back(result.taken_back)
         for line in describe_leftovers(result.left_behind) if result.left_behind else []:
             say(line)
