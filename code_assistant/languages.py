@@ -1,9 +1,12 @@
 """Language tables: file extension to language, which files are indexed, which are tests (which hold secrets: the
-read gate, gate.py)."""
+read gate, gate.py), and the test framework a repository uses (its test command when none is given, and where its
+first test goes when it has none)."""
 from __future__ import annotations
 
+import json
 import posixpath
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 # extension -> language name used by code_parser
@@ -87,3 +90,57 @@ def is_test_file(path: str) -> bool:
     """A test, a test helper or a test fixture: ranked below code, guarded against weakening."""
     parts = path.replace("\\", "/").split("/")
     return bool(_TEST_NAME.match(parts[-1])) or any(p in TEST_DIRS for p in parts[:-1])
+
+
+@dataclass(frozen=True)
+class Framework:
+    """A repository's test framework: the command that runs its tests, what in the repository says so, and how the
+    first test is written when it has none (for the model)."""
+
+    command: str
+    found: str  # "from go.mod", "from package.json's test script", ... or "the default: no manifest names another"
+    first_test: str
+
+
+PYTEST = "a pytest file named test_<module>.py in the directory of the module it tests (pytest puts that directory " \
+         "on the import path), importing the module by its name and asserting with plain assert"
+PYTHON_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini", "conftest.py", "requirements.txt")
+NPM_PLACEHOLDER = "no test specified"  # `npm init`'s test script, which only fails
+
+
+def framework(repo: Path) -> Framework:
+    """The framework the repository's files name: Python's markers first, then go.mod, Cargo.toml, package.json
+    (its test script, or Jest among its dependencies, else node's own runner); pytest when nothing says."""
+    if found := next((m for m in PYTHON_MARKERS if (repo / m).is_file()), None):
+        return Framework(command="pytest", found=f"from {found}", first_test=PYTEST)
+    if (repo / "go.mod").is_file():
+        return Framework(command="go test ./...", found="from go.mod", first_test=(
+            "a file named <file>_test.go beside the file it tests, in the same package, with func TestXxx(t "
+            "*testing.T) from the standard testing package"))
+    if (repo / "Cargo.toml").is_file():
+        return Framework(command="cargo test", found="from Cargo.toml", first_test=(
+            "a #[test] function in an integration test file tests/<name>.rs, which uses the crate's library by its "
+            "name (or, for a binary crate, a test file the binary's main module declares)"))
+    if (repo / "package.json").is_file():
+        return _node(repo / "package.json")
+    return Framework(command="pytest", found="the default: no manifest names another", first_test=PYTEST)
+
+
+def _node(manifest: Path) -> Framework:
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    data = data if isinstance(data, dict) else {}
+    script = (data.get("scripts") or {}).get("test") if isinstance(data.get("scripts"), dict) else None
+    deps = {name for key in ("dependencies", "devDependencies") if isinstance(data.get(key), dict)
+            for name in data[key]}
+    jest = "jest" in deps or (isinstance(script, str) and "jest" in script)
+    first = ("a file named <module>.test.js beside the module it tests, with Jest's test() and expect()" if jest else
+             "a file named <module>.test.js beside the module it tests (node --test finds it by that name), with "
+             "test from node:test and assert from node:assert (require() in a CommonJS package, import in an ES "
+             "module one)")
+    if isinstance(script, str) and script.strip() and NPM_PLACEHOLDER not in script:
+        return Framework(command="npm test", found="from package.json's test script", first_test=first)
+    return Framework(command="npx jest" if jest else "node --test",
+                     found="from package.json's dependencies" if jest else "from package.json", first_test=first)

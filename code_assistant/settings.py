@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from code_assistant import env_files
 from code_assistant.approvals import Approvals, Verdict
 from code_assistant.errors import ConfigError
+from code_assistant.languages import framework
 
 DEFAULT_MODEL = "gpt-4o"
 DEFAULT_TEST_COMMAND = "pytest"
@@ -103,6 +104,7 @@ class Settings:
 
     repo: Path
     test_command: str = DEFAULT_TEST_COMMAND
+    test_command_from: str = ""  # what named the test command ("from go.mod"; "": --test-command gave it)
     index_path: Path = field(default_factory=lambda: cache_home() / "index")
     state_path: Path = field(default_factory=lambda: cache_home() / "state")
     max_iterations: int = 3
@@ -222,6 +224,9 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
             value = [*settings.pass_env, *value]  # type: ignore[misc]
         setattr(settings, key, value)
     settings.model_named = bool(env.get("OPENAI_MODEL")) or cli.get("model") is not None
+    if cli.get("test_command") is None:  # none given: the repository's framework says it (and the run says so)
+        named = framework(repo_path)
+        settings.test_command, settings.test_command_from = named.command, named.found
     if settings.base_url:
         settings.env_base_url = None  # the command line named the server
     if settings.embedding_backend not in tuple(EmbeddingBackend):

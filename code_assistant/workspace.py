@@ -268,8 +268,12 @@ class Workspace:
         return self._sandbox
 
     def announce_sandbox(self) -> None:
-        """The header's line on what the test command may do (once a workspace)."""
+        """The header's lines on the test command, when the repository named it (no --test-command), and on what it
+        may do (once a workspace)."""
         if not self._sandbox_said:
+            if self.settings.test_command_from:
+                self.say(f"[Test command: {self.settings.test_command} ({self.settings.test_command_from}; "
+                         f"--test-command to give another)]")
             self.say(f"[Sandbox: {self.sandbox.describe()}]")
             self._sandbox_said = True
 
@@ -376,12 +380,14 @@ class Workspace:
         assistant's directories kept out, the test command, the budgets."""
         from code_assistant.agent.requests import RequestConfig
         from code_assistant.gate import Gate
+        from code_assistant.languages import framework
 
         s = self.settings
         gate = Gate(tree or s.repo, (s.index_path, state_path or s.state_path, s.runs_dir))
         return RequestConfig(gate=gate, test_command=s.test_command, max_iterations=s.max_iterations,
                              context_tokens=s.context_tokens, instructions=s.instructions,
-                             embed_budget=s.query_embed_budget if embed_budget is None else embed_budget)
+                             embed_budget=s.query_embed_budget if embed_budget is None else embed_budget,
+                             first_test=framework(tree or s.repo).first_test)
 
     def editor(self, tree: Path | None = None, *, task: str | None = None, originals: Path | None = None) -> FileEditor:
         """The editor of `tree` (the repository unless another), its journal kept for undo, labelled with `task` and

@@ -274,3 +274,26 @@ def test_a_server_silent_past_what_it_was_allowed_is_given_up_on_in_one_line_and
     assert "--request-timeout" in last
     assert "Traceback" not in proc.stderr and len(server.chat_requests) == 2
     assert snapshot(repo) == before
+
+GREET = 'def greet(name):\n    return "Hello " + name\n'
+
+
+def test_a_repository_without_tests_ends_green_with_its_first_test_which_failed_before(tmp_path: Path) -> None:
+    """No test and no --test-command: the command is inferred and said, the reproduction step writes the first test
+    (pytest's, beside the module), which fails, the fix makes it pass, and it stays."""
+    repo = write_tree(tmp_path / "proj", {"greet.py": GREET})
+    first_test = 'from greet import greet\n\n\ndef test_greet():\n    assert greet("Ada") == "Hello, Ada!"\n'
+    script = [answer(create("test_greet.py", first_test)),
+              answer(modify("greet.py", 'return "Hello " + name', 'return f"Hello, {name}!"'))]
+    with ScriptedServer(script) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "greet should say Hello, <name>!"], server_url=server.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[Test command: pytest (the default: no manifest names another; --test-command to give another)]" \
+        in proc.stdout
+    assert "[Baseline: no tests yet" in proc.stdout and "the first one is written before the fix]" in proc.stdout
+    assert "[Reproduced: test_greet.py fails before any fix" in proc.stdout
+    assert "Result: SUCCESS (verified: test_greet.py failed before, passes now; iteration 1)" in proc.stdout
+    assert (repo / "test_greet.py").read_text() == first_test and 'f"Hello, {name}!"' in (repo / "greet.py").read_text()
+    first_request = server.chat_requests[0]["messages"][-1]["content"]
+    assert "The repository has no tests yet: this test is its first" in first_request
+    assert "test_<module>.py in the directory of the module it tests" in first_request

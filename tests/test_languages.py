@@ -1,7 +1,12 @@
-"""The language tables: one rule for test files, and each test's counterpart by the conventions of its language."""
+"""The language tables: one rule for test files, each test's counterpart by the conventions of its language, and the
+test command a repository's manifests name."""
 from __future__ import annotations
 
-from code_assistant.languages import is_test_file, language_for
+from pathlib import Path
+
+import pytest
+
+from code_assistant.languages import framework, is_test_file, language_for
 from code_assistant.retrieve.counterparts import counterparts
 
 
@@ -47,3 +52,21 @@ def test_counterparts_every_language() -> None:
         "src/test/java/com/acme/CalcTest.java", "src/test/java/com/acme/CalcTests.java"]
     assert counterparts("src/parser.rs", files) == ["tests/parser.rs"]
     assert counterparts("README.md", files) == []
+
+
+@pytest.mark.parametrize("files, command, found", [
+    ({"greet.py": ""}, "pytest", "the default: no manifest names another"),
+    ({"pyproject.toml": "", "package.json": "{}"}, "pytest", "from pyproject.toml"),
+    ({"go.mod": "module example.com/g\n"}, "go test ./...", "from go.mod"),
+    ({"Cargo.toml": "[package]\nname = \"g\"\n"}, "cargo test", "from Cargo.toml"),
+    ({"package.json": '{"scripts": {"test": "echo \\"Error: no test specified\\" && exit 1"}}'}, "node --test",
+     "from package.json"),
+    ({"package.json": '{"devDependencies": {"jest": "^29"}}'}, "npx jest", "from package.json's dependencies"),
+    ({"package.json": '{"scripts": {"test": "vitest run"}}'}, "npm test", "from package.json's test script"),
+    ({"package.json": "not json"}, "node --test", "from package.json"),
+])
+def test_the_test_command_a_repository_names(tmp_path: Path, files: dict[str, str], command: str, found: str) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    named = framework(tmp_path)
+    assert (named.command, named.found) == (command, found) and named.first_test

@@ -23,6 +23,7 @@ KNOWN = {
     "tools-native/v1.0.0": "3f152bf25fb4d511f544776acbb929d013f421c49be80d8c202ecc1d02e45d7c",
     "tools-json/v1.0.0": "7ecb2216cdd5486fecd932e8d0bff5fad0bd55a08e2ff2f05646f588d705f3db",
     "tools-done/v1.0.0": "0f18b4052de1964b92c6598be43f0d0a1f93708380bd87d12caa6aca14d1f0df",
+    "first-test/v1.0.0": "1c94d1700560019d98033fad1d09a33bb0d49ae1c389efdb0b673d61994cdaa9",
 }
 
 

@@ -26,8 +26,10 @@ from code_assistant.edit.leftovers import changed_since
 from code_assistant.edit.operations import EditOperation
 from code_assistant.edit.preview import Preview
 from code_assistant.index.indexer import RepoIndex
+from code_assistant.languages import is_test_file
 from code_assistant.model import prompts
 from code_assistant.model.chat import ModelError, Usage
+from code_assistant.verify.outputs import NotRunCause
 from code_assistant.verify.runner import TestResult, TestsNotRunError
 
 logger = logging.getLogger(__name__)
@@ -82,14 +84,20 @@ class Run:
         self.started = time.time()
         self.index = index = self.kit.index()
         baseline = p.verifier.baseline()
-        self.say(f"[Baseline: {baseline.summary()}]")
-        if baseline.not_run is not None:  # no model can help: exit 2, the output kept in the run log
-            p.recorder.baseline(baseline)
-            raise TestsNotRunError(baseline.not_run)
-        wanted = self.config.reproduce if self.config.reproduce is not None else baseline.passed
-        if not wanted or self.config.dry_run:
+        first = no_tests_found(baseline) and not any(is_test_file(path) for path in index.files)  # none yet
+        if first and self.config.reproduce is not False:  # the reproduction step writes the first
+            self.say(f"[Baseline: no tests yet ({baseline.not_run.line if baseline.not_run else baseline.summary()}): "
+                     f"the first one is written before the fix]")
+        else:
+            self.say(f"[Baseline: {baseline.summary()}]")
+            if baseline.not_run is not None:  # no model can help: exit 2, the output kept in the run log
+                p.recorder.baseline(baseline)
+                raise TestsNotRunError(baseline.not_run)
+        wanted = first or (self.config.reproduce if self.config.reproduce is not None else baseline.passed)
+        if self.config.reproduce is False or not wanted or self.config.dry_run:
             return Prepared(index=index, baseline=baseline)
-        got = reproduce(p, self.kit.editor, ask=self.ask, say=self.say, index=index, task=task, baseline=baseline)
+        got = reproduce(p, self.kit.editor, ask=self.ask, say=self.say, index=index, task=task, baseline=baseline,
+                        first=first)
         if isinstance(got, Answer):
             return Prepared(index=index, baseline=baseline, stopped=got)
         self.reproduction = got
@@ -239,6 +247,14 @@ class Run:
             feedback += "".join(f"{path} does not parse: {problem}\n" for path, problem in broken.items())
             return FollowUp(text=prompts.SYNTAX.render(feedback=feedback), prompt=prompts.SYNTAX)
         return FollowUp(text=prompts.UNAPPLIED.render(feedback=feedback), prompt=prompts.UNAPPLIED)
+
+
+def no_tests_found(baseline: TestResult) -> bool:
+    """The baseline ran no test because there is none (pytest's exit 5), or ran green with none (go test, cargo test,
+    node --test on a tree without tests)."""
+    if baseline.not_run is not None:
+        return baseline.not_run.cause == NotRunCause.NO_TESTS
+    return baseline.passed and not baseline.ran
 
 
 def ending_of(exc: BaseException) -> tuple[Ending, BaseException | None]:

@@ -16,13 +16,14 @@ from code_assistant.verify.runner import TestResult
 
 
 def reproduce(parts: Parts, editor: FileEditor, *, ask: Callable[[Request], Answer], say: Callable[[str], None],
-              index: RepoIndex, task: str, baseline: TestResult) -> Reproduction | Answer:
+              index: RepoIndex, task: str, baseline: TestResult, first: bool = False) -> Reproduction | Answer:
     """Ask for a test that captures the task and run it alone: it must fail now. One that passes at once goes back
-    to the model once; if it passes again it is removed and the run goes on without it. `ask`: the run's. An answer
-    that ends the run instead (the budget spent, ...) is returned in its place."""
+    to the model once; if it passes again it is removed and the run goes on without it. `ask`: the run's; `first`:
+    the repository has no test yet (the model is told how its framework has the first written). An answer that ends
+    the run instead (the budget spent, ...) is returned in its place."""
     say("[Reproducing: asking for a test that fails before any fix]")
     paths: list[str] = []
-    answer = ask(ReproduceRequest(index=index, task=task, baseline=baseline))
+    answer = ask(ReproduceRequest(index=index, task=task, baseline=baseline, first=first))
     for attempt in range(2):
         if answer.stop is not None:
             return answer

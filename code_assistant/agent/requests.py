@@ -78,6 +78,7 @@ class RequestConfig:
     context_tokens: int = 12000
     embed_budget: int = 200
     instructions: bool = True
+    first_test: str = ""  # how the repository's framework has its first test written (languages.Framework)
 
 
 @dataclass(frozen=True)
@@ -94,11 +95,12 @@ class PlanRequest:
 
 @dataclass(frozen=True)
 class ReproduceRequest:
-    """A test that captures the task and fails before any fix."""
+    """A test that captures the task and fails before any fix; `first`: the repository has no test yet."""
 
     index: RepoIndex
     task: str
     baseline: TestResult
+    first: bool = False
     prompt: ClassVar[prompts.Prompt] = prompts.REPRODUCE
 
 
@@ -278,6 +280,9 @@ class Requests:
         def render(context: str, owner: int = 0, shown: Sequence[str] = ()) -> list[Message]:
             user = prompts.REPRODUCE.render(task=task, test_command=self.config.test_command,
                                             baseline=baseline.summary(), context=context)
+            if request.first:
+                user += "\n" + prompts.FIRST_TEST.render(how=self.config.first_test or "a test of the project's own framework",
+                                                         test_command=self.config.test_command)
             return [{"role": "system", "content": self.system(owner, shown)}, {"role": "user", "content": user}]
 
         budget, owner = self._split(room, render(""), index)

@@ -126,7 +126,8 @@ def task(p: argparse.ArgumentParser) -> None:
 def tests(p: argparse.ArgumentParser) -> None:
     """How the test command is run: the command, its timeout, the sandbox around it."""
     _setting(p, "--test-command", field="test_command",
-             help=f"test command, split like a shell (default: {DEFAULT_TEST_COMMAND})")
+             help=f"test command, split like a shell (default: the one the repository names: go test ./..., cargo "
+                  f"test, npm test, npx jest, node --test, else {DEFAULT_TEST_COMMAND})")
     _setting(p, "--test-timeout", field="test_timeout", type=float,
              help=f"seconds before a test run is killed (default {default('test_timeout')})")
     g = p.add_argument_group("the sandbox the test command runs in")

@@ -104,6 +104,10 @@ reason the task describes, and pass once the task is done. Put it in a test file
 new test function added to an existing test file) following the project's test conventions; change nothing else.
 It will be run alone now and must fail. Reply with the JSON object only.""")
 
+FIRST_TEST = Prompt("first-test/v1.0.0", """
+The repository has no tests yet: this test is its first. Write it as {how}, so that `{test_command}` runs it. It
+stays in the repository with the fix. Reply with the JSON object only.""")
+
 REPRODUCE_AGAIN = Prompt("reproduce-again/v1.0.0", """\
 Your test PASSES on the current code, so it does not capture the task:
 {output}
@@ -162,6 +166,6 @@ TOOLS_DONE = Prompt("tools-done/v1.0.0", "You have made the {max_calls} tool cal
                                           "tools. Reply now with {answer}.")
 
 ALL: dict[str, Prompt] = {p.version.split("/")[0]: p for p in (SYSTEM, PLAN, FIX, SYNTAX, REASK, ASK, REPRODUCE,
-                                                                 REPRODUCE_AGAIN, REPRODUCED, READ, INSTRUCTIONS,
+                                                                 REPRODUCE_AGAIN, REPRODUCED, READ, INSTRUCTIONS, FIRST_TEST,
                                                                  SESSION, UNAPPLIED, TOOLS_NATIVE, TOOLS_JSON,
                                                                  TOOLS_DONE)}
