@@ -424,7 +424,7 @@ def chat_model(settings: Settings, key: str, schema: dict | None) -> OpenAIChat:
 
 def run_model(settings: Settings, key: str) -> OpenAIChat:
     """The chat model a run asks for plans: with the plan's JSON schema unless structured output is off."""
-    from code_assistant.edit.operations import PLAN_ACTIONS
+    from code_assistant.edit.edits import PLAN_ACTIONS
     from code_assistant.model.structured import plan_schema
 
     return chat_model(settings, key, plan_schema(PLAN_ACTIONS) if settings.structured_output else None)

@@ -19,7 +19,7 @@ import pytest
 from code_assistant.agent.applier import limits_of
 from code_assistant.approvals import Approvals
 from code_assistant.cli import parse
-from code_assistant.edit.operations import EditOperation
+from code_assistant.edit.edits import EditOperation
 from code_assistant.edit.preview import preview_edits, refusals
 from code_assistant.mcp import trust
 from code_assistant.mcp.config import Origin, ServerConfig, Transport, configured

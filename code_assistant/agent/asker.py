@@ -19,7 +19,7 @@ from code_assistant.agent.waiting import SILENT, Status
 from code_assistant.answers.plan import PlanParseError, parse_answer
 from code_assistant.answers.reasoning import split_reasoning
 from code_assistant.answers.tool_calls import as_text
-from code_assistant.edit.operations import Action, EditOperation, repo_relative
+from code_assistant.edit.edits import Action, EditOperation, repo_relative
 from code_assistant.model import prompts
 from code_assistant.model.chat import ChatModel, ChatResponse, Usage
 from code_assistant.model.trajectory import Step, StepKind

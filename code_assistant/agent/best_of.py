@@ -22,7 +22,7 @@ from code_assistant.agent.state import Ending, Prepared, RunResult, StopRun
 from code_assistant.agent.stop import Stop
 from code_assistant.agent.waiting import Prefixed
 from code_assistant.edit.editor import FileEditor
-from code_assistant.edit.operations import Action, EditOperation
+from code_assistant.edit.edits import Action, EditOperation
 from code_assistant.edit.preview import Limits
 from code_assistant.model.chat import ChatModel, Usage
 from code_assistant.model.trajectory import Step, StepKind

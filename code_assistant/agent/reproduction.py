@@ -4,7 +4,7 @@ from __future__ import annotations
 from code_assistant.agent.parts import Parts
 from code_assistant.agent.requests import FollowUp, ReproduceRequest
 from code_assistant.agent.state import Reproduction
-from code_assistant.edit.operations import Action
+from code_assistant.edit.edits import Action
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.languages import is_test_file
 from code_assistant.model import prompts

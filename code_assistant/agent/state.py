@@ -12,7 +12,7 @@ from code_assistant.model.chat import Usage
 
 if TYPE_CHECKING:
     from code_assistant.edit.leftovers import Leftover
-    from code_assistant.edit.operations import EditResult
+    from code_assistant.edit.edits import EditResult
     from code_assistant.edit.preview import Preview
     from code_assistant.edit.takeback import FileOutcome
     from code_assistant.index.indexer import RepoIndex
