@@ -30,8 +30,8 @@ from code_assistant.settings import Settings, approved_base_url, base_url_refusa
 if TYPE_CHECKING:
     from code_assistant.edit.takeback import FileOutcome
     from code_assistant.index.indexer import Indexer, IndexStats, RepoIndex
-    from code_assistant.mcp.config import ServerConfig
-    from code_assistant.mcp.connections import Connections
+    from code_assistant.mcp.client.config import ServerConfig
+    from code_assistant.mcp.client.connections import Connections
     from code_assistant.model.chat import ChatModel, OpenAIChat, Usage
     from code_assistant.tools import Tool
     from code_assistant.tools.box import Form, Toolbox, ToolsFor
@@ -345,9 +345,9 @@ class Workspace:
     def mcp_tools(self, *, read_only: bool = False) -> list[Tool]:
         """The user's MCP servers' tools: started once a workspace, on first need, and stopped when it closes. The
         user's own servers start; a repository's `.mcp.json` servers only once approved for what they run — asked
-        on a terminal (mcp/trust.py), or with --trust-mcp — else named as not started."""
+        on a terminal (mcp/client/trust.py), or with --trust-mcp — else named as not started."""
         if self._mcp is None:
-            from code_assistant.mcp.connections import Connections
+            from code_assistant.mcp.client.connections import Connections
 
             self._mcp = Connections(self._mcp_servers(), cwd=self.settings.repo, logs=self.settings.repo_state_dir,
                                     say=self.say)
@@ -356,8 +356,8 @@ class Workspace:
         return self._mcp.tools(read_only=read_only)
 
     def _mcp_servers(self) -> list[ServerConfig]:
-        from code_assistant.mcp import trust
-        from code_assistant.mcp.config import configured
+        from code_assistant.mcp.client import trust
+        from code_assistant.mcp.client.config import configured
 
         servers, unusable = configured(self.settings.repo)
         for bad in unusable:

@@ -21,8 +21,8 @@ from code_assistant.approvals import Approvals
 from code_assistant.cli import parse
 from code_assistant.edit.edits import EditOperation
 from code_assistant.edit.preview import preview_edits, refusals
-from code_assistant.mcp import trust
-from code_assistant.mcp.config import Origin, ServerConfig, Transport, configured
+from code_assistant.mcp.client import trust
+from code_assistant.mcp.client.config import Origin, ServerConfig, Transport, configured
 from code_assistant.settings import load_settings
 from tests.repos import PYTEST, Terminal, answer, create, modify, python_repo, run_cli, snapshot
 from tests.scripted_server import ScriptedServer

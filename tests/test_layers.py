@@ -16,12 +16,14 @@ def test_imports_point_down_the_pipeline_and_siblings_have_no_cycles() -> None:
 
 
 def test_the_package_root_holds_only_the_doors_the_workspace_and_the_base() -> None:
-    """Every stage of the pipeline has its own folder, and so has the MCP server's door; loose at the root are only the
-    session's door, the workspace every operation is given, and the base."""
+    """Every stage of the pipeline has its own folder; MCP has one with a room each way (the server, a door; the client,
+    the user's servers as the model's tools); loose at the root are only the session's door, the workspace every
+    operation is given, and the base."""
     root = ROOT / "code_assistant"
     modules = {p.stem for p in root.glob("*.py")} - {"__init__"}
     stages = {p.name for p in root.iterdir() if (p / "__init__.py").is_file()}
     assert modules == {"session", "workspace", "settings", "languages", "errors", "tokens", "redact", "vcs",
                        "interrupts", "gate", "approvals", "env_files"}
-    assert stages == {"cli", "serve", "console", "operations", "agent", "tools", "mcp", "retrieve", "answers", "edit",
+    assert stages == {"cli", "console", "operations", "agent", "tools", "mcp", "retrieve", "answers", "edit",
                       "verify", "model", "index", "parse"}
+    assert {p.name for p in (root / "mcp").iterdir() if (p / "__init__.py").is_file()} == {"client", "server"}

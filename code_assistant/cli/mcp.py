@@ -2,7 +2,7 @@
 config (a name already there is replaced only with --replace, or when the person says so on a terminal), `remove
 NAME`, `list` (the user's and the repository's: each server that would start is started, bounded by the start timeout
 of a run, and said with its tools or why it did not start) — and `serve`, this assistant's own operations offered to
-other agents over MCP (serve/)."""
+other agents over MCP (mcp/server/)."""
 from __future__ import annotations
 
 import argparse
@@ -15,7 +15,7 @@ from code_assistant.errors import EXIT_OK, UsageError
 from code_assistant.settings import Settings
 
 if TYPE_CHECKING:
-    from code_assistant.mcp.config import ServerConfig
+    from code_assistant.mcp.client.config import ServerConfig
 
 ACTIONS = ("add", "list", "remove", "serve")
 
@@ -52,10 +52,10 @@ def options(args: argparse.Namespace) -> McpOptions:
 
 
 def execute(settings: Settings, options: McpOptions, *, as_json: bool) -> int:
-    from code_assistant.mcp import config
+    from code_assistant.mcp.client import config
 
     if options.action == "serve":
-        from code_assistant import serve
+        from code_assistant.mcp import server as serve
 
         return serve.serve(settings)
     if options.action == "add":
@@ -68,7 +68,7 @@ def execute(settings: Settings, options: McpOptions, *, as_json: bool) -> int:
         path = config.remove(options.name)
         print(f"[MCP: {options.name} removed from {path}]")
         return EXIT_OK
-    from code_assistant.mcp import trust
+    from code_assistant.mcp.client import trust
 
     servers, unusable = config.configured(settings.repo)
     environ = dict(os.environ)
@@ -104,7 +104,7 @@ def _replacing(options: McpOptions) -> bool:
     import sys
 
     from code_assistant import console
-    from code_assistant.mcp import config
+    from code_assistant.mcp.client import config
 
     servers, unusable = config.read_file(config.user_file(), config.Origin.USER)
     old = next((s.command_line() for s in servers if s.name == options.name), None)
@@ -120,7 +120,7 @@ def _replacing(options: McpOptions) -> bool:
 def _try(settings: Settings, servers: list[ServerConfig], rows: list[dict[str, Any]]) -> None:
     """Start the servers that would start in a run, side by side (each within the start timeout), and write into
     their rows whether they started and their tools."""
-    from code_assistant.mcp.connections import Connections
+    from code_assistant.mcp.client.connections import Connections
 
     connections = Connections(servers, cwd=settings.repo, logs=settings.repo_state_dir)
     try:

@@ -18,7 +18,7 @@ from code_assistant.errors import AssistantError
 from code_assistant.model import prompts
 from code_assistant.operations import OPERATIONS
 from code_assistant.operations import options as o
-from code_assistant.serve.reports import Call, Progress
+from code_assistant.mcp.server.reports import Call, Progress
 from code_assistant.settings import Settings
 
 if TYPE_CHECKING:

@@ -29,8 +29,8 @@ from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from code_assistant.serve import reports
-from code_assistant.serve.door import Door
+from code_assistant.mcp.server import reports
+from code_assistant.mcp.server.door import Door
 from code_assistant.settings import Settings
 
 INSTRUCTIONS = ("Tools over one repository, from a code assistant that indexed it: search ranks its files for a text, "

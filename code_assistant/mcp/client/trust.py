@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from code_assistant.approvals import Approvals, Verdict, digest
-from code_assistant.mcp.config import Origin, ServerConfig, Transport
+from code_assistant.mcp.client.config import Origin, ServerConfig, Transport
 
 APPROVALS = "mcp-approved.json"  # in the repository's state
 
