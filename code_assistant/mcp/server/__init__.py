@@ -30,7 +30,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from code_assistant.mcp.server import reports
-from code_assistant.mcp.server.door import Door
+from code_assistant.mcp.server.door import McpDoor
 from code_assistant.settings import Settings
 
 INSTRUCTIONS = ("Tools over one repository, from a code assistant that indexed it: search ranks its files for a text, "
@@ -49,7 +49,7 @@ CHANGES = types.ToolAnnotations(read_only_hint=False, destructive_hint=True, ide
 class Server(MCPServer):
     """The SDK's server, with the repository's files and the diff as resources, listed and read through the door."""
 
-    def __init__(self, door: Door, **kwargs: Any) -> None:
+    def __init__(self, door: McpDoor, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.door = door
 
@@ -76,7 +76,7 @@ def _mime(name: str) -> str:
     return mimetypes.guess_type(name)[0] or "text/plain"
 
 
-async def _serving(door: Door, ctx: Context, work: Any, *args: Any) -> Any:
+async def _serving(door: McpDoor, ctx: Context, work: Any, *args: Any) -> Any:
     """A tool's work in a worker thread, its progress and log records sent to the client of this call."""
     call = reports.Call(ctx, anyio.lowlevel.current_token())
     return await anyio.to_thread.run_sync(door.serving, call, work, *args)
@@ -85,7 +85,7 @@ async def _serving(door: Door, ctx: Context, work: Any, *args: Any) -> Any:
 def serve(settings: Settings) -> int:
     # the 2026 protocol drops logging/setLevel, but the clients of today and the conformance suite use it
     warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
-    door = Door(settings)
+    door = McpDoor(settings)
     server = Server(door, name="code-assistant", instructions=INSTRUCTIONS)
     to_client = reports.ToClient(lambda: door.call)
     reports.listen(to_client, reports.DEFAULT_LEVEL)

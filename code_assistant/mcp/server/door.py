@@ -30,7 +30,7 @@ FIX_NEXT = ("Send that JSON object to this server's `apply` tool, then run its `
 NOT_RUN = "not run here (the `test` tool runs them)"
 
 
-class Door:
+class McpDoor:
     """The operations behind the server, one at a time on one workspace; `call` is the tool call under way."""
 
     def __init__(self, settings: Settings) -> None:
