@@ -15,15 +15,15 @@ import pytest
 from code_assistant.cli import COMMANDS, build_parser, parse
 from code_assistant.cli.flags import default as _default
 from code_assistant.errors import UsageError
-from code_assistant.operations.options import ContextOptions, RunOptions
+from code_assistant.operations.options import ContextOptions, RunOptions, ToolOptions
 from code_assistant.settings import Settings
 from tests.repos import ROOT, _cli_env, python_repo, run_cli, snapshot
 
 
 def test_every_command_has_its_own_help() -> None:
     for name in COMMANDS:
-        usage = build_parser(name).format_usage()
-        assert usage.split()[2:4] == ([name, "[-h]"] if name != "run" else ["[-h]", "--repo"]), usage
+        usage, words = build_parser(name).format_usage(), name.split()  # `mcp add` is two words
+        assert usage.split()[2:3 + len(words)] == ([*words, "[-h]"] if name != "run" else ["[-h]", "--repo"]), usage
     proc = run_cli(["undo", "--help"], api_key=None)
     assert proc.returncode == 0 and proc.stdout.startswith("usage: main.py undo [-h] --repo REPO"), proc.stderr
 
@@ -201,3 +201,32 @@ def test_apply_refuses_weakening_a_test_however_its_path_is_written(tmp_path: Pa
     proc = run_cli(["apply", "--repo", str(repo), str(tmp_path / "plan.json")], api_key=None)
     assert "weakens the tests" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     assert snapshot(repo) == before
+
+
+def test_each_argument_is_declared_once_and_every_door_makes_its_form_of_it(tmp_path: Path) -> None:
+    """An operation's arguments (grep's path_glob, read's start and end, search's k, ...) are declared once, in the
+    table (tools/specs.py for the model's tools): the model's tool schema, the command line's parser, the session's
+    words and the MCP server's input schema are each made from that declaration, so no door takes one the others
+    do not know, or spells it otherwise."""
+    from mcp.server.mcpserver.tools.base import Tool
+
+    from code_assistant.mcp.server import _tool
+    from code_assistant.operations import OPERATIONS, Door
+    from code_assistant.session import parse_line
+
+    for op in OPERATIONS.values():
+        names = [a.name for a in op.arguments]
+        if op.tool is not None:
+            assert list(op.tool.parameters["properties"]) == names, op.name
+        if op.doors & Door.CLI:
+            assert set(names) <= {action.dest for action in build_parser(op.name)._actions}, op.name
+        if op.doors & Door.MCP:
+            schema = Tool.from_function(_tool(None, op)).parameters  # type: ignore[arg-type]
+            assert list(schema.get("properties", {})) == names, op.name
+    repo = python_repo(tmp_path)
+    read = ToolOptions(tool="read", arguments={"path": "calc.py", "start": 4, "end": 5})
+    assert parse(["read", "--repo", str(repo), "calc.py", "4", "5"]).options == read
+    assert parse_line("/read calc.py 4 5") == (OPERATIONS["read"], read)
+    grep = ToolOptions(tool="grep", arguments={"pattern": "def (add|sub)", "path_glob": "*.py"})
+    assert parse(["grep", "--repo", str(repo), "def (add|sub)", "--glob", "*.py"]).options == grep
+    assert parse_line("/grep def (add|sub)")[1] == ToolOptions(tool="grep", arguments={"pattern": "def (add|sub)"})
