@@ -250,7 +250,7 @@ class ListedServer:
 
 
 @dataclass(frozen=True)
-class Unusable:
+class UnusableServer:
     name: str
     origin: str
     why: str
@@ -259,7 +259,7 @@ class Unusable:
 @dataclass(frozen=True)
 class McpListOutcome:
     servers: list[ListedServer]
-    unusable: list[Unusable]
+    unusable: list[UnusableServer]
     config: str  # the user's config file
     exit_code: int = EXIT_OK
 

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from code_assistant.errors import UsageError
 from code_assistant.operations.options import McpAddOptions, McpListOptions, McpRemoveOptions
-from code_assistant.operations.outcomes import Change, ListedServer, McpConfigOutcome, McpListOutcome, Unusable
+from code_assistant.operations.outcomes import (Change, ListedServer, McpConfigOutcome, McpListOutcome,
+                                                UnusableServer)
 
 if TYPE_CHECKING:
     from code_assistant.workspace import Workspace
@@ -53,8 +54,8 @@ def _listed(ws: Workspace) -> McpListOutcome:
                                  command=server.command_line(), starts=starts[server.name],
                                  started=None if tried is None else not tried.error,
                                  tools=None if tried is None else list(tried.tools), error=tried and tried.error or None))
-    return McpListOutcome(servers=rows, unusable=[Unusable(name=u.name, origin=u.origin, why=u.why) for u in unusable],
-                          config=str(config.user_file()))
+    return McpListOutcome(servers=rows, config=str(config.user_file()),
+                          unusable=[UnusableServer(name=u.name, origin=u.origin, why=u.why) for u in unusable])
 
 
 def _pair(word: str) -> tuple[str, str]:
