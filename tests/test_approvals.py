@@ -291,4 +291,9 @@ def test_an_mcp_approval_is_kept_as_hashes_of_the_script_the_module_and_every_va
     (repo / "pkg" / "srv.py").write_text("print('else')\n")
     assert not approvals.approved(trust.identity(stdio, env, repo)), "the script it runs"
     assert not approvals.approved(trust.identity(module, env, repo)), "the module it runs"
+    # the one rule a run's start and `mcp list` follow
+    starts = [trust.start_rule(server, repo=repo, state_dir=tmp_path, environ=env, trust_all=trust_all)
+              for server, trust_all in ((http, False), (stdio, False), (stdio, True),
+                                        (dataclasses.replace(stdio, origin=Origin.USER), False))]
+    assert starts == [trust.Start.APPROVED, trust.Start.ASKED, trust.Start.TRUSTED, trust.Start.YOURS]
 

@@ -230,3 +230,14 @@ def test_each_argument_is_declared_once_and_every_door_makes_its_form_of_it(tmp_
     grep = ToolOptions(tool="grep", arguments={"pattern": "def (add|sub)", "path_glob": "*.py"})
     assert parse(["grep", "--repo", str(repo), "def (add|sub)", "--glob", "*.py"]).options == grep
     assert parse_line("/grep def (add|sub)")[1] == ToolOptions(tool="grep", arguments={"pattern": "def (add|sub)"})
+
+
+def test_every_command_that_opens_a_repository_takes_the_same_repository_options(tmp_path: Path) -> None:
+    """`mcp serve` and `mcp list` too (their --repo is the current directory by default); `mcp list` takes
+    --trust-mcp, and then lists the repository's servers as starting, as a run would start them."""
+    repo_options = {"--repo", "--index-path", "--verbose", "--wait"}
+    for name, command in COMMANDS.items():
+        taken = {option for action in build_parser(name)._actions for option in action.option_strings}
+        assert repo_options <= taken if command.repository else not taken & repo_options, name
+    parsed = parse(["mcp", "list", "--repo", str(tmp_path), "--trust-mcp", "--index-path", str(tmp_path / "index")])
+    assert parsed.settings.trust_mcp and parsed.settings.index_path == tmp_path / "index"
