@@ -21,8 +21,8 @@ from code_assistant.agent.stop import Stop
 from code_assistant.agent.waiting import SILENT, Status, counting_files, waiting
 from code_assistant.answers.plan import PlanParseError
 from code_assistant.edit.editor import ChangedOutsideError, FileEditor
-from code_assistant.edit.leftovers import changed_since
 from code_assistant.edit.edits import EditOperation
+from code_assistant.edit.leftovers import changed_since
 from code_assistant.index.indexer import Indexer, RepoIndex
 from code_assistant.model import prompts
 from code_assistant.model.chat import ChatModel, ModelError, Usage

@@ -11,8 +11,8 @@ from code_assistant.agent.stop import Stop
 from code_assistant.model.chat import Usage
 
 if TYPE_CHECKING:
-    from code_assistant.edit.leftovers import Leftover
     from code_assistant.edit.edits import EditResult
+    from code_assistant.edit.leftovers import Leftover
     from code_assistant.edit.preview import Preview
     from code_assistant.edit.takeback import FileOutcome
     from code_assistant.index.indexer import RepoIndex

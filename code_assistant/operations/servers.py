@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING
 
 from code_assistant.errors import UsageError
 from code_assistant.operations.options import McpAddOptions, McpListOptions, McpRemoveOptions
-from code_assistant.operations.outcomes import (Change, ListedServer, McpConfigOutcome, McpListOutcome,
-                                                UnusableServer)
+from code_assistant.operations.outcomes import Change, ListedServer, McpConfigOutcome, McpListOutcome, UnusableServer
 
 if TYPE_CHECKING:
     from code_assistant.workspace import Workspace
