@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
 import subprocess
 import sys
 import threading
@@ -238,3 +239,15 @@ def test_a_bad_cases_file_is_one_line_and_runs_nothing(tmp_path: Path) -> None:
     refused = eval_cli([str(bad), "--test-command", "pytest"], None, tmp_path)
     assert refused.returncode == 2
     assert "eval: --test-command is not for an eval: each case names its test command" in refused.stderr
+
+
+def test_the_shipped_set_is_written_from_its_source_and_reads_as_cases() -> None:
+    from code_assistant.evaluate.cases import read_cases
+
+    source = runpy.run_path(str(ROOT / "evals" / "smoke_cases.py"))
+    shipped = ROOT / "evals" / "smoke.jsonl"
+    assert shipped.read_text() == "".join(json.dumps(case) + "\n" for case in source["cases"]())
+    cases = read_cases(shipped)
+    assert 10 <= len(cases) <= 20
+    assert {case.language for case in cases} == {"python", "javascript", "go", "rust"}
+    assert all(case.fail_to_pass and case.test_patch and "network" in case.requires for case in cases)
