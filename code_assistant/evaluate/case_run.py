@@ -51,7 +51,6 @@ class CaseRun:
     result: CaseResult
     run_log: str = ""  # the trajectory's lines ("" when the agent wrote none)
     agent_log: str | None = None  # the agent's stderr (None: no agent ran)
-    scratch: str = ""  # where it ran (kept with keep_scratch)
 
 
 def sandbox_for(config: EvalConfig, protected: tuple[Path, ...] = ()) -> Sandbox:
@@ -66,7 +65,8 @@ def run_case(case: Case, config: EvalConfig, scratch_root: str | None = None,
     start = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix=f"eval-{case.id[:40]}-", dir=scratch_root or config.scratch))
     try:
-        return _run(case, config, root, start, stop)
+        run = _run(case, config, root, start, stop)
+        return replace(run, result=replace(run.result, scratch=str(root))) if config.keep_scratch else run
     finally:
         if not config.keep_scratch:
             shutil.rmtree(root, ignore_errors=True)
@@ -85,7 +85,7 @@ def _run(case: Case, config: EvalConfig, root: Path, start: float, stop: threadi
         materialize(case.source, repo, sandbox)
     except AssistantError as exc:
         return CaseRun(replace(base, message=f"the repository could not be had: {exc}",
-                               seconds=time.monotonic() - start), scratch=str(root))
+                               seconds=time.monotonic() - start))
     done = attempt(repo=repo, task=case.task, test_command=case.test_command, run_args=config.run_args,
                    log_dir=root / "runs", scratch=root, stderr_file=root / "agent.log", timeout=config.case_timeout,
                    stop=stop)
@@ -96,7 +96,7 @@ def _run(case: Case, config: EvalConfig, root: Path, start: float, stop: threadi
         log_path).is_file() else ""
     judged = judge(case, repo, sandbox, timeout=config.test_timeout)
     result = _result(base, done, summarize(run_log.splitlines()), judged, seconds=time.monotonic() - start)
-    return CaseRun(result, run_log=run_log, scratch=str(root),
+    return CaseRun(result, run_log=run_log,
                    agent_log=(root / "agent.log").read_text(encoding="utf-8", errors="replace"))
 
 

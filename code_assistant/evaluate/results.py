@@ -47,6 +47,7 @@ class CaseResult:
     message: str = ""  # the agent's message or error, or why the case could not be judged
     host: str = ""  # the machine that ran it
     worker: str = ""  # the thread here, or the Dask worker's address
+    scratch: str | None = None  # the case's scratch directory, when kept (--keep-scratch): its repo/ as judged
     format: int = FORMAT
 
     def as_json(self) -> dict[str, Any]:
