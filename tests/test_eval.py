@@ -194,6 +194,9 @@ def test_a_second_run_resumes_and_runs_only_what_is_not_done(first: dict[str, An
         partly = eval_cli([str(user["cases"]), "--out", "eval-first"], server, user["work"])
     assert "[eval: 1 of 4 cases to run; 3 already done (resumed)]" in partly.stderr, partly.stderr
     assert set(_results(out)) == set(TASKS) and model.asked == []
+    with model.server() as server:
+        errors = eval_cli([str(user["cases"]), "--out", "eval-first", "--rerun-errors"], server, user["work"])
+    assert "[eval: 1 of 4 cases to run; 3 already done (resumed)]" in errors.stderr  # cannot-run: an error
 
     with model.server() as server:
         other = eval_cli([str(user["cases"]), "--out", "eval-first", "--base-url", server.url, "--max-iterations", "2",
@@ -226,6 +229,17 @@ def test_the_same_cases_on_a_local_dask_cluster_get_the_same_results(first: dict
     assert _verdicts(_results(user["work"] / "eval-cluster")) == _verdicts(_results(first["out"]))
     workers = {r["worker"] for r in _results(user["work"] / "eval-cluster").values()}
     assert workers and all(w.startswith("tcp://127.0.0.1:") for w in workers), workers  # Dask's, on loopback only
+
+
+def test_a_case_whose_agent_could_not_start_is_an_error_not_a_miss(user: dict[str, Any]) -> None:
+    """No model server: the agent refuses before it starts; the judge would find the tests failing, but the agent
+    never ran, so the case is not counted as one it failed."""
+    proc = eval_cli([str(user["cases"]), "--out", "eval-no-server", "--only", "resolved", "--base-url",
+                     "http://127.0.0.1:9/v1", "--request-timeout", "5"], None, user["work"])
+    assert proc.returncode == 0, proc.stderr
+    result = _results(user["work"] / "eval-no-server")["resolved"]
+    assert (result["verdict"], result["exit_code"], result["iterations"]) == ("error", 2, 0)
+    assert result["message"].startswith("the agent did not run: ") and "127.0.0.1:9" in result["message"]
 
 
 def test_a_bad_cases_file_is_one_line_and_runs_nothing(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ class EvalWords:
     cluster: str | None = None
     only: tuple[str, ...] = ()
     keep_scratch: bool = False
+    rerun_errors: bool = False
     case_timeout: float = 3600.0
     run_args: tuple[str, ...] = field(default_factory=tuple)
 
@@ -49,6 +50,8 @@ def words(p: argparse.ArgumentParser) -> None:
                         "address (tcp://HOST:8786) joins a running scheduler")
     g.add_argument("--only", action="append", default=[], metavar="ID", help="run only this case (repeatable)")
     g.add_argument("--keep-scratch", action="store_true", help="keep each case's scratch copy (to look at it)")
+    g.add_argument("--rerun-errors", action="store_true",
+                   help="resuming: run again the cases that ended in an error (say, the model server was down)")
     g.add_argument("--case-timeout", type=float, default=3600.0, metavar="S",
                    help="seconds one case's agent may run before it is stopped (rolled back) (default 3600)")
     g.add_argument("--json", action="store_true", help="print the summary as one JSON object on stdout")
@@ -74,7 +77,8 @@ def options(args: argparse.Namespace) -> EvalWords:
     cases = Path(given[0])
     return EvalWords(action="run", paths=(cases,), out=args.out or Path("eval-runs") / cases.stem,
                      workers=args.workers, cluster=args.cluster, only=tuple(args.only),
-                     keep_scratch=args.keep_scratch, case_timeout=args.case_timeout, run_args=run_args(args))
+                     keep_scratch=args.keep_scratch, rerun_errors=args.rerun_errors, case_timeout=args.case_timeout,
+                     run_args=run_args(args))
 
 
 def run_args(args: argparse.Namespace) -> tuple[str, ...]:
@@ -134,7 +138,8 @@ def execute(settings: Settings, words: EvalWords, *, as_json: bool) -> int:
                         case_timeout=words.case_timeout, keep_scratch=words.keep_scratch)
     assert words.out is not None
     eval_options = EvalOptions(cases=words.paths[0], out=words.out.resolve(), config=config, workers=words.workers,
-                               cluster=words.cluster, only=words.only, verbose=settings.verbose,
+                               cluster=words.cluster, only=words.only, rerun_errors=words.rerun_errors,
+                               verbose=settings.verbose,
                                measured=measured(words.run_args))
     with evaluation.progress(settings.verbose) as shown:
         outcome = run_eval(eval_options, shown)

@@ -11,6 +11,7 @@ from pathlib import Path
 from code_assistant.errors import ConfigError
 from code_assistant.evaluate.case_run import CaseRun, EvalConfig, sandbox_for
 from code_assistant.evaluate.cases import Case, read_cases
+from code_assistant.evaluate.judge import Verdict
 from code_assistant.evaluate.pool import Pool, Workers
 from code_assistant.evaluate.results import CaseResult, ResultsFile
 
@@ -25,6 +26,7 @@ class EvalOptions:
     workers: int = 1
     cluster: str | None = None  # "local", or a Dask scheduler's address
     only: tuple[str, ...] = ()  # run only these case ids
+    rerun_errors: bool = False  # run again the cases that ended in an error (a model server that was down)
     verbose: bool = False
     measured: tuple[str, ...] = ()  # the run options that decide what is measured (not where the model is): a
     # folder holding results run with others is refused
@@ -32,7 +34,8 @@ class EvalOptions:
 
 @dataclass(frozen=True)
 class Planned:
-    """The eval is about to run `to_run` cases; `done` were finished by an earlier run of it."""
+    """The eval is about to run `to_run` cases; `done` were finished by an earlier run of it (the last line of a
+    case in the results file is its result)."""
 
     total: int
     done: int
@@ -61,6 +64,8 @@ def run_eval(options: EvalOptions, on_event: Callable[[Event], None] = lambda ev
     results = ResultsFile(options.out)
     results.check_manifest({"cases": str(options.cases.resolve()), "options": list(options.measured)})
     done = results.done()
+    if options.rerun_errors:
+        done = {case: result for case, result in done.items() if result.verdict != Verdict.ERROR}
     todo = [case for case in cases if case.id not in done]
     on_event(Planned(total=len(cases), done=len(cases) - len(todo), to_run=[case.id for case in todo]))
     if todo:

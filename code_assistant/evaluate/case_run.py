@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from code_assistant.errors import AssistantError
+from code_assistant.errors import EXIT_USAGE, AssistantError
 from code_assistant.evaluate.attempt import Attempt, attempt
 from code_assistant.evaluate.cases import Case
 from code_assistant.evaluate.judge import Judgement, Verdict, judge
@@ -106,9 +106,12 @@ def _result(base: CaseResult, done: Attempt, log: RunLog, judged: Judgement, *, 
     message = outcome.get("message") or ""
     if done.exit_code is None:
         message = "stopped at the case's time limit" + (f"; {message}" if message else "")
+    verdict = judged.verdict
     if judged.verdict == Verdict.ERROR:
         message = judged.summary + (f" (the agent: {message})" if message else "")
-    return replace(base, verdict=judged.verdict, resolved=judged.verdict == Verdict.RESOLVED,
+    elif done.exit_code == EXIT_USAGE:  # refused before it started (no model server, tests that cannot run here)
+        verdict, message = Verdict.ERROR, f"the agent did not run: {message}"
+    return replace(base, verdict=verdict, resolved=verdict == Verdict.RESOLVED,
                    agent_success=outcome.get("success"),
                    stop_reason=outcome.get("stop_reason") or outcome.get("error") or ("timeout" if done.exit_code
                                                                                       is None else None),

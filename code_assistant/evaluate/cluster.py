@@ -56,6 +56,7 @@ class DaskCluster:
             raise ConfigError(f"eval --cluster needs Dask's distributed: {INSTALL}") from None
         self.cluster: Any = None
         level = logging.ERROR if quiet else logging.INFO
+        logging.getLogger("distributed").setLevel(level)  # its nanny and scheduler say their closing as warnings
         if address == LOCAL:
             self.cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
                                         host="127.0.0.1", dashboard_address=None, silence_logs=level)
