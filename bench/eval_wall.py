@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -101,6 +102,7 @@ def main() -> None:
     finally:
         if server is not None:
             server.__exit__(None, None, None)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

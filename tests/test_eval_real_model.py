@@ -21,7 +21,7 @@ WINDOW = 2048
 
 def test_smollm2_on_a_shipped_pypi_case_ends_with_a_true_verdict(tmp_path: Path) -> None:
     env = {**os.environ, "OPENAI_API_KEY": "k", "OPENAI_CONTEXT_WINDOW": str(WINDOW),
-           "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+           "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "TMPDIR": str(tmp_path)}  # the kept scratch copy: in tmp_path
     with LlamaServer(n_ctx=WINDOW, log=tmp_path / "llama.log") as llama:
         proc = subprocess.run([sys.executable, str(ROOT / "main.py"), "eval", str(ROOT / "evals" / "smoke.jsonl"),
                                "--only", CASE, "--out", str(tmp_path / "eval"), "--keep-scratch", "--json",

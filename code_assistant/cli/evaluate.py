@@ -59,6 +59,9 @@ def words(p: argparse.ArgumentParser) -> None:
                    help="debug logging and tracebacks")
     for group in RUN_GROUPS:
         group(p)
+    for action in p._actions:
+        if action.dest in OWNED:  # refused when given (options): not offered
+            action.help = argparse.SUPPRESS
 
 
 def options(args: argparse.Namespace) -> EvalWords:
