@@ -265,3 +265,72 @@ def test_the_shipped_set_is_written_from_its_source_and_reads_as_cases() -> None
     assert 10 <= len(cases) <= 20
     assert {case.language for case in cases} == {"python", "javascript", "go", "rust"}
     assert all(case.fail_to_pass and case.test_patch and "network" in case.requires for case in cases)
+
+
+# ----- the pure parts, directly -------------------------------------------------------------------------------------
+def test_a_case_line_is_read_with_swe_bench_lists_and_sources_of_every_kind(tmp_path: Path) -> None:
+    from code_assistant.evaluate.cases import CaseError, SourceKind, parse_case
+
+    line = {"id": "c-1", "task": "t", "test_command": "pytest", "FAIL_TO_PASS": '["a::b"]', "PASS_TO_PASS": ["c"]}
+    case = parse_case({**line, "repo": "repos/x"}, where="f:1", base=tmp_path)
+    assert (case.source.kind, case.source.where) == (SourceKind.PATH, str(tmp_path / "repos" / "x"))
+    assert (case.fail_to_pass, case.pass_to_pass, case.judged_by) == (("a::b",), ("c",), "pytest")
+    local = parse_case({**line, "repo": {"git": "../mirror", "commit": "abc1234"}}, where="f:1", base=tmp_path)
+    assert local.source.where == str(tmp_path.parent / "mirror") and not local.source.needs_network
+    remote = parse_case({**line, "repo": {"git": "https://example.invalid/r", "commit": "abc1234"}}, where="f:1",
+                        base=tmp_path)
+    assert remote.source.needs_network and remote.source.describe() == "https://example.invalid/r@abc1234"
+    assert parse_case({**line, "repo": {"npm": "@scope/pkg@1.2.3"}}, where="f:1", base=tmp_path).source.needs_network
+    for bad, said in (({"git": "https://x.invalid/r"}, "needs the commit"), ({"npm": "left-pad"}, "names one version"),
+                      ({"pypi": "a==1", "npm": "b@1.0.0"}, "repo is a path"), ({"path": "x", "commit": "abc1234"},
+                                                                              "unknown key 'commit'")):
+        with pytest.raises(CaseError, match=said):
+            parse_case({**line, "repo": bad}, where="f:1", base=tmp_path)
+    with pytest.raises(CaseError, match="unknown field 'instance'"):
+        parse_case({**line, "repo": "x", "instance": 1}, where="f:1", base=tmp_path)
+
+
+def test_the_judge_names_a_test_the_runner_never_showed_missing_not_passed() -> None:
+    from code_assistant.evaluate.cases import Case, Source, SourceKind
+    from code_assistant.evaluate.judge import decide, statuses
+    from code_assistant.verify.outputs import TestFailure
+    from code_assistant.verify.runner import TestResult
+
+    result = TestResult(command=["pytest"], exit_code=1, passed=False, timed_out=False, output="", duration_s=1.0,
+                        failures=[TestFailure(test_id="t.py::test_b")], passes=frozenset({"t.py::test_a"}))
+    found = statuses(["t.py::test_a", "t.py::test_b", "t.py::test_gone"], result)
+    assert found == {"t.py::test_a": "passed", "t.py::test_b": "failed", "t.py::test_gone": "missing"}
+    case = Case(id="x", source=Source(SourceKind.PATH, "/"), task="t", test_command="pytest",
+                fail_to_pass=("t.py::test_a",))
+    assert decide(case, {"t.py::test_a": "passed"}, result) == "resolved"  # the red elsewhere is not this case's
+    assert decide(case, {"t.py::test_a": "missing"}, result) == "unresolved"
+    unnamed = Case(id="x", source=Source(SourceKind.PATH, "/"), task="t", test_command="pytest")
+    assert decide(unnamed, {}, result) == "unresolved"
+
+
+def test_a_run_log_gives_the_failing_tests_per_iteration_of_the_run_itself() -> None:
+    from code_assistant.evaluate.steps import summarize
+
+    def step(**fields: Any) -> str:
+        return json.dumps({"format": 3, "model": "m", "candidate": None, "timed_out": False, **fields})
+    log = summarize([step(kind="reproduce", prompt_version="reproduce/v1", test_exit_code=1, tests_failed=["r"]),
+                     step(kind="plan", prompt_version="plan/v1", test_exit_code=1, tests_failed=["a", "b"]),
+                     step(kind="fix", prompt_version="fix/v1", test_exit_code=1, tests_failed=["a"], candidate=2),
+                     step(kind="fix", prompt_version="fix/v1", test_exit_code=2, tests_failed=[]),
+                     step(kind="fix", prompt_version="fix/v1", test_exit_code=None, tests_failed=[]),
+                     '{"format": 3, "kind": "fix", "cut sh', step(kind="fix", test_exit_code=0, tests_failed=[])])
+    assert log.failing == (2, None, 0) and log.model == "m"
+    assert log.prompt_versions == ("reproduce/v1", "plan/v1", "fix/v1")
+
+
+def test_the_run_options_given_to_eval_are_passed_on_as_a_run_spells_them() -> None:
+    from code_assistant.cli import evaluate, parse_arguments
+
+    _, args = parse_arguments(["eval", "cases.jsonl", "--no-tools", "--no-reproduce", "--pass-env", "A", "--pass-env",
+                               "B", "--max-iterations", "2", "--base-url", "http://h/v1", "--workers", "3"])
+    words = evaluate.options(args)
+    assert words.run_args == ("--base-url", "http://h/v1", "--no-tools", "--pass-env", "A", "--pass-env", "B",
+                              "--max-iterations", "2", "--no-reproduce")
+    assert evaluate.measured(words.run_args) == ("--no-tools", "--pass-env", "A", "--pass-env", "B",
+                                                  "--max-iterations", "2", "--no-reproduce")
+    assert (words.workers, words.out) == (3, Path("eval-runs") / "cases")
