@@ -66,6 +66,8 @@ class ToolsMode(StrEnum):
 
 TOOLS_MODES = tuple(mode.value for mode in ToolsMode)
 TOOLS_MIN_WINDOW = 4096
+WIRES = ("chat", "responses")  # the APIs a model is asked through (model/accepts.py)
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")  # OpenAI's values; servers take some
 
 
 def cache_home() -> Path:
@@ -116,6 +118,8 @@ class Settings:
     context_tokens: int = 12000
     context_window: int | None = None  # the model's window in tokens; None: asked of the server, else known or default
     structured_output: bool = True     # send the plan's JSON schema as response_format
+    wire: str | None = None            # "chat" or "responses"; None: chat, unless the server says otherwise
+    reasoning_effort: str | None = None  # sent to models that take it (REASONING_EFFORTS)
     request_timeout: float = 120.0     # seconds without a byte from the model server (between two streamed tokens)
     max_retries: int = 3
     max_changed_lines: int = 80     # a fix over this many changed lines is refused before anything is written
@@ -192,6 +196,8 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
     settings.model = env.get("OPENAI_MODEL") or DEFAULT_MODEL
     if env.get("OPENAI_CONTEXT_WINDOW"):
         settings.context_window = _env_int(env, "OPENAI_CONTEXT_WINDOW", "a number of tokens")
+    settings.wire = env.get("OPENAI_WIRE") or None
+    settings.reasoning_effort = env.get("OPENAI_REASONING_EFFORT") or None
     settings.embedding_backend = env.get("EMBEDDING_BACKEND", settings.embedding_backend)
     settings.embedding_model = env.get("EMBEDDING_MODEL", settings.embedding_model)
     if env.get("CODE_ASSISTANT_EMBED_BUDGET"):
@@ -236,6 +242,11 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
     for path in settings.sandbox_show:
         if not path.exists():
             raise ConfigError(f"--sandbox-show {path}: no such file or directory")
+    if settings.wire is not None and settings.wire not in WIRES:
+        raise ConfigError(f"--wire (OPENAI_WIRE) must be chat or responses, not {settings.wire!r}")
+    if settings.reasoning_effort is not None and settings.reasoning_effort not in REASONING_EFFORTS:
+        raise ConfigError(f"--reasoning-effort (OPENAI_REASONING_EFFORT) must be one of "
+                          f"{', '.join(REASONING_EFFORTS)}, not {settings.reasoning_effort!r}")
     if settings.tools not in TOOLS_MODES:
         raise ConfigError(f"--tools must be one of {', '.join(TOOLS_MODES)}, not {settings.tools!r}")
     settings.tools = ToolsMode(settings.tools)

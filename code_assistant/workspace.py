@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from code_assistant import env_files
 from code_assistant.agent.memory import Memory
@@ -30,9 +30,9 @@ from code_assistant.settings import Settings, approved_base_url, base_url_refusa
 if TYPE_CHECKING:
     from code_assistant.edit.takeback import FileOutcome
     from code_assistant.index.indexer import Indexer, IndexStats, RepoIndex
-    from code_assistant.model.chat import ChatModel, OpenAIChat, Usage
     from code_assistant.mcp.config import ServerConfig
     from code_assistant.mcp.connections import Connections
+    from code_assistant.model.chat import ChatModel, OpenAIChat, Usage
     from code_assistant.tools import Tool
     from code_assistant.tools.box import Form, Toolbox, ToolsFor
     from code_assistant.verify.runner import TestRunner
@@ -91,7 +91,7 @@ class Workspace:
         self._mcp: Connections | None = None
         self._env_file = env_files.work_begins(settings.repo, settings.repo_state_dir)
 
-    def __enter__(self) -> Workspace:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -222,7 +222,9 @@ class Workspace:
         from code_assistant.model.names import shown
         from code_assistant.model.prices import estimate_cost
 
-        self.say(f"[Model: {shown(model.name)}, context window {model.window.describe()}]")
+        wire = getattr(getattr(model, "accepts", None), "wire", "chat")
+        through = ", asked through the Responses API" if wire == "responses" else ""
+        self.say(f"[Model: {shown(model.name)}, context window {model.window.describe()}{through}]")
         if line := self.instructions_line():
             self.say(line)
         if self.settings.max_cost is not None and estimate_cost(model.name, 1, 1, self.settings.base_url) is None:
@@ -397,7 +399,7 @@ def api_key(settings: Settings) -> str:
                       "for Ollama/vLLM/LM Studio set OPENAI_BASE_URL)")
 
 
-def chat_client(settings: Settings):  # noqa: ANN201 - openai.OpenAI, imported only when needed
+def chat_client(settings: Settings):  # -> openai.OpenAI, imported only when needed
     """The embeddings backend's client: the same server and key as the chat model's."""
     import openai
 
@@ -406,15 +408,18 @@ def chat_client(settings: Settings):  # noqa: ANN201 - openai.OpenAI, imported o
 
 def chat_model(settings: Settings, key: str, schema: dict | None) -> OpenAIChat:
     """The chat seam with the model's context window: the setting, else the server's report, else known, else 8192."""
+    from code_assistant.model.accepts import Accepts
     from code_assistant.model.chat import OpenAIChat
-    from code_assistant.model.server_reports import model_name, resolve_window
+    from code_assistant.model.server_reports import catalogued, model_name, resolve_window
 
     own_key = key if settings.api_key else None
     name = model_name(settings.model, settings.model_named, settings.base_url, own_key)
     window = resolve_window(settings.context_window, settings.base_url, name, own_key,
                             load_timeout=settings.request_timeout)
+    accepts = Accepts.known(catalogued(settings.base_url, name), settings.wire)  # the rest: learned from refusals
     return OpenAIChat(name, api_key=key, base_url=settings.base_url, timeout=settings.request_timeout,
-                      max_retries=settings.max_retries, window=window, schema=schema)
+                      max_retries=settings.max_retries, window=window, schema=schema, accepts=accepts,
+                      reasoning_effort=settings.reasoning_effort)
 
 
 def run_model(settings: Settings, key: str) -> OpenAIChat:

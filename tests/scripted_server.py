@@ -45,9 +45,8 @@ What real local servers do, on request:
   a stream's last chunk.
 - always: an answer longer than the request's max_tokens stops there, with finish_reason "length".
 - `info`: JSON answers for other paths (GET /props, GET /v1/models, POST /api/show, ...); any other path is a 404.
-- `refuse_tools=True`: a request that declares `tools` is refused with 400 and vLLM's words for a server started
-  without tool calls ("auto" tool choice requires --enable-auto-tool-choice ...).
-None of these consume a step of the script.
+None of these consume a step of the script. Providers as their documents describe them (hosted APIs, gateways, the
+Responses API, the refusals they publish) are tests/provider_emulator.py's.
 """
 from __future__ import annotations
 
@@ -59,7 +58,7 @@ import time
 import uuid
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 from code_assistant import tokens
 
@@ -130,7 +129,7 @@ class ScriptedServer:
                  stream_usage: bool = True, info: dict[str, Any] | None = None,
                  by_seed: dict[int, list[Step]] | None = None, fixed_prompt_tokens: int | None = None,
                  cache: str | None = None, silent_cut: int | None = None, prompt_speed: float | None = None,
-                 timings: bool = False, refuse_tools: bool = False) -> None:
+                 timings: bool = False) -> None:
         assert cache in (None, "uncounted", "cached_tokens"), cache
         assert overflow in ("vllm", "llama-cpp-python"), overflow
         self.script: list[Step] = list(script or [])
@@ -143,7 +142,6 @@ class ScriptedServer:
         self.info = info or {}
         self.fixed_prompt_tokens, self.cache, self.silent_cut = fixed_prompt_tokens, cache, silent_cut
         self.prompt_speed, self.timings = prompt_speed, timings
-        self.refuse_tools = refuse_tools
         self.prompts: list[list[int]] = []  # every chat prompt read, as the cache would hold it
         server = self
 
@@ -151,14 +149,14 @@ class ScriptedServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            def do_GET(self) -> None:
                 with server.lock:
                     server.requests.append({"path": self.path, "method": "GET"})
                 if self.path in server.info:
                     return self._json(200, server.info[self.path])
                 return self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server.lock:
@@ -179,10 +177,6 @@ class ScriptedServer:
                     return self._json(server.refuse_status, {"error": {
                         "message": f"1 validation error: ('body', 'response_format', 'type') Input should be one of "
                                    f"{list(server.accepts)}", "type": "internal_server_error"}})
-                if server.refuse_tools and body.get("tools"):
-                    return self._json(400, {"object": "error", "type": "BadRequestError", "code": 400,
-                                            "message": '"auto" tool choice requires --enable-auto-tool-choice and '
-                                                       '--tool-call-parser to be set'})
                 prompt = prompt_tokens(body)
                 if server.refuses(prompt, body.get("max_tokens")):
                     if body.get("stream") and server.overflow == "llama-cpp-python":
@@ -347,7 +341,7 @@ class ScriptedServer:
     def all_text_sent(self) -> str:
         return json.dumps(self.requests)
 
-    def __enter__(self) -> ScriptedServer:
+    def __enter__(self) -> Self:
         self.thread.start()
         return self
 

@@ -381,7 +381,7 @@ def test_dry_run_prints_the_diff_and_writes_nothing(tmp_path: Path, embedder: em
 # ----- trajectory and replay -------------------------------------------------------------------------------------
 STEP_SCHEMA = {"format": int, "kind": str, "step": int, "model": str, "prompt_version": (str, type(None)),
                "answer": (str, type(None)), "answers": list, "answer_format": (str, type(None)), "reasoning": list,
-               "prompt_tokens": int, "completion_tokens": int,
+               "prompt_tokens": int, "completion_tokens": int, "reasoning_tokens": int, "wires": list,
                "cost_usd": (float, int, type(None)), "files": list, "patch_lines": int, "edits_failed": int,
                "test_exit_code": (int, type(None)), "tests_failed": list, "tests_passed": (int, type(None)),
                "timed_out": bool, "duration_s": (float, int), "stop_reason": (str, type(None)),
@@ -404,7 +404,7 @@ def test_two_iteration_trajectory_matches_the_schema(tmp_path: Path, embedder: e
     plan, fix, final = records
     assert plan["prompt_version"].startswith("plan/") and fix["prompt_version"].startswith("fix/")
     assert (plan["answer_format"], fix["answer_format"], final["answer_format"]) == ("json", "json", None)
-    assert plan["reasoning"] == [""] and plan["format"] == 3
+    assert plan["reasoning"] == [""] and plan["format"] == 4 and plan["wires"] == ["chat"]
     assert plan["tests_failed"] == ["tests/test_calc.py::test_add"] and plan["tests_passed"] == 1
     assert fix["tests_failed"] == [] and fix["test_exit_code"] == 0
     assert plan["files"] == ["calc.py"] and plan["patch_lines"] == 2

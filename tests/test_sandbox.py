@@ -468,3 +468,26 @@ def test_a_bad_sandbox_mode_in_the_environment_is_a_one_line_error(tmp_path: Pat
     proc = run_cli(["--repo", str(repo), "--task", "x"], extra_env={"CODE_ASSISTANT_SANDBOX": "tight"})
     assert proc.returncode == 2
     assert proc.stderr.strip() == "error: --sandbox (CODE_ASSISTANT_SANDBOX) must be off, write or strict, not 'tight'"
+
+
+@pytest.mark.parametrize("backend", [Backend.BUBBLEWRAP, Backend.LANDLOCK])
+def test_a_test_in_a_tree_with_no_git_cannot_make_one(tmp_path: Path, backend: Backend) -> None:
+    """A repository that is no git repository (or a folder of one): its tests may not create `.git` — a .git/config
+    with core.fsmonitor would run at the user's next `git status`, or at a shell prompt that shows the branch. The
+    tree is as it was after the run: no .git, not even the empty directory bubblewrap mounts over it."""
+    write_tree(tmp_path, {"tests/test_a.py": (
+        "import os, subprocess\n\n\ndef test_plant():\n"
+        "    for make in (lambda: os.makedirs('.git/hooks'), lambda: open('.git', 'w').write('gitdir: /tmp/x\\n')):\n"
+        "        try:\n            make()\n        except OSError as exc:\n            print('refused', exc)\n"
+        "    subprocess.run(['git', 'init', '-q'], check=False)\n"
+        "    subprocess.run(['git', 'config', 'core.fsmonitor', 'touch /tmp/pwned-by-fsmonitor'], check=False)\n")})
+    if backend == Backend.BUBBLEWRAP:
+        sandbox = resolve("write")
+    else:
+        sandbox = resolve("write", executable=str(tmp_path / "no-bwrap"))
+        if sandbox.backend != Backend.LANDLOCK:
+            pytest.skip("no Landlock in this kernel")
+    result = TestRunner(PYTEST + " -s", tmp_path, sandbox=sandbox).run()
+    assert result.passed and "refused" in result.output
+    assert not os.path.lexists(tmp_path / ".git"), "no .git was made, and no empty mount point is left behind"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tests"]

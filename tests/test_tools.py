@@ -27,6 +27,7 @@ from code_assistant.tools.looking import Looking
 from code_assistant.tools.running import Running
 from code_assistant.verify.sandbox import resolve
 from code_assistant.workspace import build_indexer
+from tests.provider_emulator import ProviderEmulator
 from tests.repos import CALC_PY, PYTEST, answer, modify, python_repo, run_cli, snapshot
 from tests.scripted_server import ScriptedServer
 
@@ -89,13 +90,17 @@ def test_a_model_that_never_stops_calling_tools_stops_at_the_cap_and_no_request_
 
 
 def test_a_server_without_tool_calls_gets_the_tools_in_words(tmp_path: Path) -> None:
+    """vLLM started without --enable-auto-tool-choice refuses `tools` (tests/provider_emulator.py quotes it)."""
     repo = python_repo(tmp_path)
     written = json.dumps({"tool_calls": [call("grep", pattern="def add")]})
-    proc, server = _run(repo, [written, FIX_ADD], refuse_tools=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr  # type: ignore[attr-defined]
-    assert "[Tools: the model server serves no native tool calls" in proc.stdout  # type: ignore[attr-defined]
-    refused, first, second = server.requests[-3]["body"], server.chat_requests[-2], server.chat_requests[-1]
-    assert "tools" in refused and "tools" not in first and "tools" not in second
+    with ProviderEmulator("vllm-qwen2.5-coder", [written, FIX_ADD]) as vllm:
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--no-reproduce"],
+                       server_url=vllm.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[Tools: the model server serves no native tool calls" in proc.stdout
+    assert "[Window: " not in proc.stdout and "[Model: Qwen/Qwen2.5-Coder-7B-Instruct, context window 32768" in proc.stdout
+    refused, first, second = vllm.bodies("chat")
+    assert "tools" in refused and "tools" not in first and "tools" not in second and vllm.refused == [refused]
     assert '{"tool_calls": [{"name": "grep"' in first["messages"][0]["content"]
     results = second["messages"][-1]["content"]
     assert results.startswith(TOOL_RESULTS_HEAD) and "calc.py:4: def add(a, b):" in results

@@ -3,6 +3,7 @@ sent back once with the reason, a smaller request when the server names a smalle
 read shown, and the run's token and cost budget checked after every answer."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -21,7 +22,6 @@ from code_assistant.answers.tool_calls import as_text
 from code_assistant.edit.operations import Action, EditOperation, repo_relative
 from code_assistant.model import prompts
 from code_assistant.model.chat import ChatModel, ChatResponse, Usage
-from code_assistant.model.prices import estimate_cost
 from code_assistant.model.trajectory import Step, StepKind
 from code_assistant.settings import Settings
 from code_assistant.tools.box import Made, Toolbox
@@ -115,7 +115,7 @@ class Asker:
         if self.settings.max_tokens and usage.total_tokens > self.settings.max_tokens:
             raise StopRun(Stop.COST_CAP, f"{usage.total_tokens} tokens used, over --max-tokens "
                                          f"{self.settings.max_tokens}")
-        cost = estimate_cost(self.model.name, usage.prompt_tokens, usage.completion_tokens, self.settings.base_url)
+        cost = usage.cost(self.model.name, self.settings.base_url)
         if self.settings.max_cost is not None and cost is not None and cost > self.settings.max_cost:
             raise StopRun(Stop.COST_CAP, f"${cost:.4f} spent, over --max-cost ${self.settings.max_cost}")
 
@@ -133,16 +133,15 @@ class Asker:
         started = time.perf_counter()
         if self.tools is not None:
             self.tools.new_answer()  # a re-ask of this request shares its calls
+        before = dataclasses.replace(self.model.usage)
         try:
             for attempt in range(2):
-                before = (self.model.usage.prompt_tokens, self.model.usage.completion_tokens)
                 response = exchange(self.model, self.conversation, tools=self.tools, on_token=self.on_token,
                                     say=self.say, on_round=self._round, answer=PLAN_ANSWER, status=self.status)
-                state.step.prompt_tokens += self.model.usage.prompt_tokens - before[0]
-                state.step.completion_tokens += self.model.usage.completion_tokens - before[1]
                 state.step.answers.append(response.text)
                 state.step.answer = response.text
                 state.step.reasoning.append(response.reasoning)
+                state.step.wires.append(response.wire)
                 visible = _visible(response.text)
                 self.conversation.answer(visible or REASONING_ONLY)
                 state.answers.append(visible)
@@ -161,9 +160,12 @@ class Asker:
                     self.conversation.tell(prompts.REASK.render(error=error))
             raise AssertionError("unreachable")
         finally:
-            state.step.duration_s = round(time.perf_counter() - started, 3)
-            state.step.cost_usd = estimate_cost(self.model.name, state.step.prompt_tokens,
-                                                state.step.completion_tokens, self.settings.base_url)
+            used = self.model.usage - before
+            step = state.step
+            step.prompt_tokens, step.completion_tokens = used.prompt_tokens, used.completion_tokens
+            step.reasoning_tokens = used.reasoning_tokens
+            step.duration_s = round(time.perf_counter() - started, 3)
+            step.cost_usd = used.cost(self.model.name, self.settings.base_url)
 
     def _round(self, round_: Round) -> None:
         """An answer that asked for tool calls, into the step being built (in the written form, which --replay reads
@@ -172,6 +174,7 @@ class Asker:
         text = round_.response.text if not round_.response.tool_calls else as_text(round_.calls)
         step.answers.append(text)
         step.reasoning.append(round_.response.reasoning)
+        step.wires.append(round_.response.wire)
         step.tool_calls += [_record(made) for made in round_.made]
         self.check_budget()
 

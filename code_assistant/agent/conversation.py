@@ -5,9 +5,10 @@ smaller window. The asker, the applier and the reproduction step all go through 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from code_assistant.agent.requests import Request, Requests
-from code_assistant.model.chat import Message, ToolCall
+from code_assistant.model.chat import CARRIED, Message, ToolCall
 from code_assistant.model.fitting import TOOL_RESULTS_HEAD, clip_text
 from code_assistant.retrieve.context import Context
 from code_assistant.tools.box import Made
@@ -48,12 +49,16 @@ class Conversation:
         self._turns.append({"role": "assistant", "content": text})
         self._messages.append(self._turns[-1])
 
-    def native_round(self, text: str, calls: list[ToolCall], made: list[Made]) -> None:
-        """An answer that asked for native tool calls, and each call's result as a `tool` message."""
+    def native_round(self, text: str, calls: list[ToolCall], made: list[Made], *,
+                     carried: list[dict[str, Any]] | None = None) -> None:
+        """An answer that asked for native tool calls, and each call's result as a `tool` message; `carried`: what
+        its wire needs back with the calls (the Responses API's encrypted reasoning), kept with the answer."""
         ids = [call.id or f"call_{len(self._turns)}_{n}" for n, call in enumerate(calls)]
         asked: Message = {"role": "assistant", "content": text or None, "tool_calls": [
             {"id": id_, "type": "function", "function": {"name": call.name, "arguments": call.arguments or "{}"}}
             for id_, call in zip(ids, calls)]}
+        if carried:
+            asked[CARRIED] = carried
         answers: list[Message] = [{"role": "tool", "tool_call_id": id_, "content": self._sized(m.result.text)}
                                   for id_, m in zip(ids, made)]
         self._add(asked, *answers)

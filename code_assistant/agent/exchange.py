@@ -1,9 +1,10 @@
 """One exchange with the model, the same for a run (asker.py) and for --ask (question.py): the conversation's
 messages sent, the answer streamed with the reasoning blocks left out; when the server names a smaller window, the
 window said in one line, the conversation's step built again to fit it (without tools, if the window is now too small
-for them), what it shows said again, and sent once more. With tools, an answer that asks for calls — native
-`tool_calls`, or calls written as a JSON object — has them made and answered, and the model is asked again, until it
-answers without a call (that answer is returned) or its calls are spent (then it is told so and offered none)."""
+for them), what it shows said again, and sent once more; what a refusal taught the model (a parameter it does not
+take, the other wire) is said in one line too. With tools, an answer that asks for calls — native `tool_calls`, or
+calls written as a JSON object — has them made and answered, and the model is asked again, until it answers without a
+call (that answer is returned) or its calls are spent (then it is told so and offered none)."""
 from __future__ import annotations
 
 import logging
@@ -47,7 +48,7 @@ def exchange(model: ChatModel, conversation: Conversation, *, tools: Toolbox | N
         assert tools is not None  # calls come only from a box
         made = [_made(tools, call, status) for call in calls]
         if response.tool_calls:
-            conversation.native_round(_visible(response.text), response.tool_calls, made)
+            conversation.native_round(_visible(response.text), response.tool_calls, made, carried=response.carried)
         else:
             conversation.written_round(_visible(response.text), made)
         on_round(Round(response=response, calls=calls, made=made))
@@ -63,7 +64,10 @@ def _complete(model: ChatModel, conversation: Conversation, tools: Toolbox | Non
         declared = tools.declared() if tools is not None else None
         may_call = tools is not None and not tools.exhausted  # the answer may be calls, not the plan's schema
         try:
-            return _streamed(model, conversation.messages, on_token, declared, schema=not may_call, status=status)
+            response = _streamed(model, conversation.messages, on_token, declared, schema=not may_call, status=status)
+            for line in response.notes:  # what the server's refusals taught, once each
+                say(line)
+            return response
         except ContextOverflow as exc:
             if attempt == 2:
                 raise

@@ -9,7 +9,6 @@ from code_assistant.agent.stop import Stop
 from code_assistant.edit.leftovers import Leftover
 from code_assistant.edit.takeback import FileOutcome
 from code_assistant.model.chat import Usage
-from code_assistant.model.prices import estimate_cost
 from code_assistant.model.trajectory import Step, StepKind, Trajectory
 from code_assistant.settings import Settings
 from code_assistant.tools.box import Toolbox
@@ -84,7 +83,8 @@ class Recorder:
             return
         usage, state, reproduction = self.usage(), self.state, self.state.reproduction
         final = Step(kind=StepKind.FINAL, step=state.iteration, model=self.model_name,
-                     prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, cost_usd=self.cost(),
+                     prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+                     reasoning_tokens=usage.reasoning_tokens, cost_usd=self.cost(),
                      files=outcome.files_modified if outcome else files,
                      stop_reason=outcome.stop_reason if outcome else Stop.CRASHED, candidate=state.candidate,
                      reproduction=reproduction.summary() if reproduction is not None else None,
@@ -92,5 +92,4 @@ class Recorder:
         self.trajectory.append(final)
 
     def cost(self) -> float | None:
-        usage = self.usage()
-        return estimate_cost(self.model_name, usage.prompt_tokens, usage.completion_tokens, self.settings.base_url)
+        return self.usage().cost(self.model_name, self.settings.base_url)

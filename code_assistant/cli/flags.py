@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from code_assistant.errors import UsageError
-from code_assistant.settings import DEFAULT_MODEL, DEFAULT_TEST_COMMAND, SANDBOX_MODES, TOOLS_MODES, Settings
+from code_assistant.settings import (
+    DEFAULT_MODEL,
+    DEFAULT_TEST_COMMAND,
+    REASONING_EFFORTS,
+    SANDBOX_MODES,
+    TOOLS_MODES,
+    WIRES,
+    Settings,
+)
 
 SETTING_FIELDS = frozenset(f.name for f in fields(Settings))
 _INVALID_CHOICE = re.compile(r"invalid choice: '?(?P<word>[^' ]*)'? \(choose from (?P<choices>.*)\)")
@@ -77,6 +85,12 @@ def model(p: argparse.ArgumentParser) -> None:
     _setting(p, "--request-timeout", field="request_timeout", type=float, metavar="S",
              help="seconds without a byte from the model server between two tokens (before the first: plus the time "
                   f"to read the prompt) before it is given up on (default {default('request_timeout')})")
+    _setting(p, "--wire", field="wire", choices=WIRES,
+             help="the API the model is asked through: chat (/chat/completions) or responses (/responses) (default: "
+                  "$OPENAI_WIRE, else chat, switching to responses for a model the server serves only there)")
+    _setting(p, "--reasoning-effort", field="reasoning_effort", choices=REASONING_EFFORTS,
+             help="how hard a reasoning model thinks, sent where the model takes it (default: "
+                  "$OPENAI_REASONING_EFFORT, else the model's own)")
     p.add_argument("--no-stream", action="store_true", help="do not stream the model's answer to the terminal")
     _setting(p, "--no-instructions", field="instructions", action="store_false", default=None,
              help="leave the repository's AGENTS.md (or CLAUDE.md, CONVENTIONS.md, .github/copilot-instructions.md) "

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from code_assistant.agent.candidates import CandidateOutcome
     from code_assistant.agent.state import RunResult
     from code_assistant.edit.takeback import FileOutcome
+    from code_assistant.model.records import Usage
 
 
 def show(outcome: o.Outcome, *, as_json: bool, command: str | None = None) -> None:
@@ -83,7 +84,7 @@ def show(outcome: o.Outcome, *, as_json: bool, command: str | None = None) -> No
             usage = outcome.usage
             cost = f", about ${outcome.cost_usd:.4f}" if outcome.cost_usd else ""
             say(f"[Model usage so far: {usage.calls} call(s), {usage.prompt_tokens} prompt + "
-                f"{usage.completion_tokens} completion tokens{cost}]")
+                f"{usage.completion_tokens} completion tokens{reasoned(usage)}{cost}]")
 
 
 def leaving(outcome: o.DiffOutcome, repo: Path) -> None:
@@ -166,6 +167,11 @@ def taken_back(outcomes: list[FileOutcome], what: str = "rolled back", whose: st
             say(f"  - {outcome.describe()}")
 
 
+def reasoned(usage: Usage) -> str:
+    """The part of a usage line that says how many completion tokens were reasoning ("" for none)."""
+    return f" ({usage.reasoning_tokens} of them reasoning)" if usage.reasoning_tokens else ""
+
+
 def result_line(result: RunResult) -> str:
     """A success says whether a test shows the task done (verified) or only that the tests pass."""
     if result.stop_reason == Stop.NO_CHANGES:
@@ -204,7 +210,7 @@ def summary(result: RunResult) -> None:
         cost = f", about ${result.cost_usd:.4f}" if result.cost_usd is not None else ""
         counted = " (partly counted here: the server sent no usage)" if usage.estimated else ""
         say(f"Model usage: {usage.calls} call(s), {usage.prompt_tokens} prompt + "
-            f"{usage.completion_tokens} completion tokens{cost}{counted}")
+            f"{usage.completion_tokens} completion tokens{reasoned(usage)}{cost}{counted}")
     if result.log_path:
         say(f"Run log: {result.log_path}")
     say(bar)

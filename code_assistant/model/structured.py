@@ -1,6 +1,7 @@
 """Structured output: the plan's JSON schema and the forms of `response_format` servers accept.
 
-Forms, tried in order; a server that refuses one (400/422/500 naming response_format) is asked with the next:
+Forms, tried in order; a server that refuses one (400/422/500 naming response_format) is asked with the next (the
+Responses API takes the same forms as its `text.format`):
 - "json_schema": {"type": "json_schema", "json_schema": {"name", "schema", "strict"}} — OpenAI, vLLM, llama.cpp's
   own server, LM Studio, Ollama's /v1;
 - "json_object": {"type": "json_object", "schema": ...} — llama-cpp-python's server (it refuses the first form with a
@@ -46,6 +47,16 @@ def response_format(form: str | None, schema: dict[str, Any]) -> dict[str, Any] 
     return None
 
 
+def text_format(form: str | None, schema: dict[str, Any]) -> dict[str, Any] | None:
+    """The same form as the Responses API's `text` parameter takes it."""
+    if form == "json_schema":
+        return {"format": {"type": "json_schema", "name": SCHEMA_NAME, "schema": schema, "strict": True}}
+    if form == "json_object":
+        return {"format": {"type": "json_object"}}
+    return None
+
+
 def refuses_response_format(status: int, message: str) -> bool:
     """A server's refusal of the response_format it was sent (not of the request as a whole)."""
-    return status in _REFUSAL_STATUSES and "response_format" in (message or "").lower()
+    text = (message or "").lower()
+    return status in _REFUSAL_STATUSES and ("response_format" in text or "text.format" in text)

@@ -1,6 +1,6 @@
 """The run log: one JSON object per step in runs/<timestamp>-<slug>.jsonl, plus replaying a recorded run.
 
-Schema (format 2), one object per line:
+Schema (format 4), one object per line:
   format: 2                      kind: "baseline" | "reproduce" | "plan" | "fix" | "syntax" | "candidate" | "final"
                                  (StepKind); every answer of the run is in one step's "answers", in order
   step: int (0 = plan)           prompt_version: str | null      model: str
@@ -9,6 +9,9 @@ Schema (format 2), one object per line:
                                  "unified_diff" (null: no answer of the step could be read)
   reasoning: [str]               per answer, what the server sent apart as reasoning_content (redacted; "" for none)
   prompt_tokens, completion_tokens: int      cost_usd: float | null
+  reasoning_tokens: int          of completion_tokens, those the model reasoned with (format 4)
+  wires: [str]                   per answer, the API that answered it: "chat" (/chat/completions), "responses"
+                                 (/responses), "replay" (format 4)
   files: [str]                   patch_lines: int                edits_failed: int
   test_exit_code: int | null     tests_failed: [str]             tests_passed: int | null
   timed_out: bool                duration_s: float               stop_reason: str | null (on "final": agent/stop.py)
@@ -19,8 +22,8 @@ Schema (format 2), one object per line:
   tool_calls: [{name, arguments, summary, result}] (format 3) the step's tool calls in order, with what each showed
            the model (redacted); an answer that asked for calls is in "answers" in the JSON form
            ({"tool_calls": [{"name", "arguments"}]}), so that --replay reads it as the model's text
-Format 1 is format 2 without answer_format and reasoning, format 2 is format 3 without tool_calls; all are read
-(--replay).
+Format 1 is format 2 without answer_format and reasoning, format 2 is format 3 without tool_calls, format 3 is format
+4 without reasoning_tokens and wires; all are read (--replay).
 """
 from __future__ import annotations
 
@@ -36,13 +39,13 @@ from pathlib import Path
 from typing import Any
 
 from code_assistant import redact
-from code_assistant.model.chat import ChatResponse, Message, ModelError, Usage
+from code_assistant.model.records import ChatResponse, Message, ModelError, Usage
 from code_assistant.model.window import ContextWindow
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 3
-READABLE_FORMATS = (1, 2, 3)  # format 1 lacks answer_format and reasoning, format 2 tool_calls
+FORMAT = 4
+READABLE_FORMATS = (1, 2, 3, 4)  # format 1 lacks answer_format and reasoning, format 2 tool_calls, 3 wires
 
 
 class StepKind(StrEnum):
@@ -69,6 +72,7 @@ class Step:
     reasoning: list[str] = field(default_factory=list)  # per answer: the server's separate reasoning, "" for none
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reasoning_tokens: int = 0  # of completion_tokens
     cost_usd: float | None = None
     files: list[str] = field(default_factory=list)
     patch_lines: int = 0
@@ -84,6 +88,7 @@ class Step:
     sandbox: dict[str, object] | None = None  # on the final step: what the test command ran in
     test_output: str | None = None  # on a "baseline" step: the test command's output (the run stopped there)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # the step's tool calls and what they showed
+    wires: list[str] = field(default_factory=list)  # per answer: the API that answered it
     format: int = FORMAT
 
 
@@ -159,6 +164,6 @@ class ReplayModel:
         text = self.answers.pop(0)
         if on_token:
             on_token(text)
-        response = ChatResponse(text=text)
+        response = ChatResponse(text=text, wire="replay")
         self.usage.add(response)
         return response

@@ -1,7 +1,8 @@
 """What a server's usage numbers say about a prompt we sent, and how much of that prompt a cache may have held.
 
 Servers count a cache's part of the prompt in different ways (checked against each one's documentation or code):
-- OpenAI, vLLM, llama.cpp's server, LiteLLM: `usage.prompt_tokens_details.cached_tokens`, a part of `prompt_tokens`;
+- OpenAI, vLLM, llama.cpp's server, LiteLLM: `usage.prompt_tokens_details.cached_tokens`, a part of `prompt_tokens`
+  (the Responses API: `input_tokens_details.cached_tokens`, a part of `input_tokens`);
 - DeepSeek: `usage.prompt_cache_hit_tokens`, a part of `prompt_tokens` (which is hits plus misses);
 - Anthropic's names (`cache_read_input_tokens`, `cache_creation_input_tokens`), which Anthropic leaves out of its
   `input_tokens` and gateways such as LiteLLM count into their `prompt_tokens`;
@@ -22,7 +23,8 @@ from typing import Any
 from code_assistant import tokens
 from code_assistant.model.fitting import MESSAGE_OVERHEAD, Message
 
-_INCLUDED = (("prompt_tokens_details", "cached_tokens"), ("prompt_cache_hit_tokens",))  # parts of prompt_tokens
+_INCLUDED = (("prompt_tokens_details", "cached_tokens"), ("input_tokens_details", "cached_tokens"),
+             ("prompt_cache_hit_tokens",))  # parts of prompt_tokens (input_tokens)
 _ANTHROPIC = (("cache_read_input_tokens",), ("cache_creation_input_tokens",))  # left out of Anthropic's input_tokens
 
 

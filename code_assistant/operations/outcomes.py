@@ -222,9 +222,12 @@ Outcome = (RunOutcome | AskOutcome | ContextOutcome | IndexOutcome | RecoverOutc
 
 # ----- the records' parts, as JSON ------------------------------------------------------------------------------
 def usage_json(usage: Usage) -> dict[str, Any]:
-    """A run's `tokens`: the server's counts, and `"estimated": true` when some were counted here."""
+    """A run's `tokens`: the server's counts (with `reasoning_tokens`, of the completion's, when the model reasoned),
+    and `"estimated": true` when some were counted here."""
     counts: dict[str, Any] = {"calls": usage.calls, "prompt_tokens": usage.prompt_tokens,
                               "completion_tokens": usage.completion_tokens}
+    if usage.reasoning_tokens:
+        counts["reasoning_tokens"] = usage.reasoning_tokens  # of completion_tokens
     return {**counts, "estimated": True} if usage.estimated else counts
 
 

@@ -117,6 +117,10 @@ class Policy:
     # virtual environment under /tmp is as much the test command's as one in HOME), toolchains, git's configuration
     # and what the user shows
     kept: tuple[Path, ...] = ()
+    # protected paths inside a writable one that do not exist yet (a tree with no .git): made read-only and empty for
+    # the run, so that a test cannot create them (a .git/config with core.fsmonitor runs at the user's next git
+    # status, or at a shell prompt that shows the branch); the empty directory left is removed after the run
+    absent: tuple[Path, ...] = ()
 
 
 def _inside(path: Path, parent: Path) -> bool:
@@ -159,7 +163,10 @@ def bwrap_argv(executable: str, policy: Policy, argv: list[str], cwd: Path) -> l
         args += ["--bind", str(path), str(path)]
     for path in policy.protected:
         if any(_inside(path, w) for w in policy.writable):
-            args += ["--ro-bind-try", str(path), str(path)]
+            if path in policy.absent:
+                args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+            else:
+                args += ["--ro-bind-try", str(path), str(path)]
     return [*args, "--setenv", "TMPDIR", str(TMP), "--chdir", str(cwd), "--", *argv]
 
 
@@ -240,8 +247,9 @@ class Sandbox:
         kept += [tree] if read_only else []  # readable, over a private /tmp or a hidden HOME it may lie in
         kept = [p for p in dict.fromkeys(kept) if _exists(p)]
         protected = [tree / ".git", *(p.resolve() for p in self.protected)]
+        absent = [p for p in protected if not os.path.lexists(p) and any(_inside(p, w) for w in writable)]
         return Policy(writable=tuple(writable), protected=tuple(protected), network=self.network,
-                      hidden=tuple(h for h in hidden if h.is_dir()), kept=tuple(kept))
+                      hidden=tuple(h for h in hidden if h.is_dir()), kept=tuple(kept), absent=tuple(absent))
 
     @contextlib.contextmanager
     def confined(self, argv: list[str], cwd: Path, env: Mapping[str, str], *,
@@ -257,7 +265,12 @@ class Sandbox:
         logger.debug("sandbox %s (%s): writable %s, read-only %s, hidden %s, kept %s", self.mode, self.backend,
                      policy.writable, policy.protected, policy.hidden, policy.kept)
         if self.backend == Backend.BUBBLEWRAP:
-            yield bwrap_argv(self.executable, policy, argv, cwd.resolve()), dict(env)
+            try:
+                yield bwrap_argv(self.executable, policy, argv, cwd.resolve()), dict(env)
+            finally:
+                for path in policy.absent:  # the mount point bubblewrap made, empty: gone, as it was
+                    with contextlib.suppress(OSError):
+                        path.rmdir()
             return
         private = Path(tempfile.mkdtemp(prefix="ca-sandbox-tmp-"))
         try:

@@ -1,0 +1,387 @@
+"""Model providers as their documents and their users' public issues describe them, served on 127.0.0.1 for the real
+`openai` client: which endpoints serve the model, which requests they refuse and with what body (quoted, with where
+it was found), what their usage carries, what else they answer (GET /props, /api/show, /models).
+
+A profile is one provider serving one model. Each chat request and each Responses request takes the next step of the
+script: a string (the answer), {"tool_calls": [{"name", "arguments"}]} (native calls), or a callable(request) that
+returns one of those (best of N's attempts take steps in any order: a step may answer by what the request shows).
+Chat answers stream as chunks; Responses answers stream as the events the `openai` SDK's own types describe
+(openai.types.responses.*, serialized with model_dump), so their shape is the SDK's. A reasoning model's Responses
+output starts with a reasoning item carrying encrypted content; its next request must send that item back before the
+calls it led to, and every call's output must name a call of the input and every call have its output, as OpenAI's
+API checks (https://github.com/continuedev/continue/issues/10092: "No tool call found for function call output with
+call_id ..."; https://github.com/router-for-me/CLIProxyAPI/issues/2368: "No tool output found for function call ...").
+Every request is recorded in `requests` (path and body).
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+
+from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
+    ResponseCreatedEvent,
+    ResponseFunctionCallArgumentsDeltaEvent,
+    ResponseFunctionCallArgumentsDoneEvent,
+    ResponseFunctionToolCall,
+    ResponseOutputItemAddedEvent,
+    ResponseOutputItemDoneEvent,
+    ResponseOutputMessage,
+    ResponseOutputText,
+    ResponseReasoningItem,
+    ResponseTextDeltaEvent,
+    ResponseUsage,
+)
+from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
+
+from code_assistant import tokens
+from tests.scripted_server import prompt_tokens
+
+Step = str | dict[str, Any] | Callable[[dict[str, Any]], "str | dict[str, Any]"]
+CHAT, RESPONSES = "chat", "responses"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A documented refusal: a request to `endpoint` that `when` holds for is answered `status`, `body`."""
+
+    endpoint: str
+    when: Callable[[dict[str, Any]], bool]
+    status: int
+    body: dict[str, Any]
+
+
+def openai_error(message: str, param: str | None = None, code: str | None = None,
+                 kind: str = "invalid_request_error") -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def always(body: dict[str, Any]) -> bool:
+    return True
+
+
+# ----- the documented refusals ------------------------------------------------------------------------------------
+# https://github.com/QwenLM/qwen-code/issues/921 (gpt-5-mini), https://github.com/gabrii/Cursor-Azure-GPT-5/issues/33
+TEMPERATURE_NOT_DEFAULT = Rule(CHAT, lambda b: b.get("temperature") not in (None, 1), 400, openai_error(
+    "Unsupported value: 'temperature' does not support 0 with this model. Only the default (1) value is supported.",
+    "temperature", "unsupported_value"))
+# https://github.com/griptape-ai/ComfyUI-Griptape/issues/312 (gpt-5), https://github.com/OpenHands/software-agent-sdk/
+# issues/1083 (gpt-5 on Azure)
+MAX_TOKENS = Rule(CHAT, lambda b: "max_tokens" in b, 400, openai_error(
+    "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+    "max_tokens", "unsupported_parameter"))
+# https://github.com/OpenHands/software-agent-sdk/issues/1837 (gpt-5.2-codex)
+RESPONSES_TEMPERATURE = Rule(RESPONSES, lambda b: "temperature" in b, 400, openai_error(
+    "Unsupported parameter: 'temperature' is not supported with this model.", "temperature"))
+# https://github.com/tingly-dev/tingly-box/issues/233 (gpt-5.2-codex at /v1/chat/completions: 404)
+NOT_A_CHAT_MODEL = Rule(CHAT, always, 404, openai_error(
+    "This is not a chat model and thus not supported in the v1/chat/completions endpoint. Did you mean to use "
+    "v1/completions?", "model"))
+# https://github.com/pydantic/pydantic-ai/issues/2865 (gpt-4o at /v1/responses)
+NO_ENCRYPTED_CONTENT = Rule(RESPONSES, lambda b: bool(b.get("include")), 400, openai_error(
+    "Encrypted content is not supported with this model.", "include"))
+# https://github.com/HKUDS/nanobot/issues/370 (LiteLLM, gpt-5), in the proxy's error body
+# (https://github.com/BerriAI/litellm/pull/33738)
+LITELLM_TEMPERATURE = Rule(CHAT, lambda b: b.get("temperature") not in (None, 1), 400, openai_error(
+    "litellm.UnsupportedParamsError: gpt-5 models (including gpt-5-codex) don't support temperature=0. Only "
+    "temperature=1 is supported. To drop unsupported params set `litellm.drop_params = True`\nReceived Model "
+    "Group=gpt-5\nAvailable Model Group Fallbacks=None", code="400"))
+# https://github.com/vllm-project/vllm/issues/9986 (vLLM started without --enable-auto-tool-choice)
+VLLM_TOOLS = Rule(CHAT, lambda b: bool(b.get("tools")), 400, {
+    "object": "error", "message": '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to '
+    'be set', "type": "BadRequestError", "param": None, "code": 400})
+# https://github.com/ollama/ollama/issues/6027 (Ollama's /v1, a model whose template has no tools)
+OLLAMA_TOOLS = Rule(CHAT, lambda b: bool(b.get("tools")), 400, openai_error(
+    "registry.ollama.ai/library/gemma3:4b does not support tools", kind="api_error"))
+# https://github.com/containers/ramalama/issues/988 (llama.cpp's llama-server without --jinja)
+LLAMA_CPP_TOOLS = Rule(CHAT, lambda b: bool(b.get("tools")), 500, {"error": {
+    "code": 500, "message": "tools param requires --jinja flag", "type": "server_error"}})
+# https://github.com/lmstudio-ai/lmstudio-bug-tracker/issues/189
+LM_STUDIO_JSON_OBJECT = Rule(CHAT, lambda b: (b.get("response_format") or {}).get("type") == "json_object", 400,
+                             {"error": "'response_format.type' must be 'json_schema' or 'text'"})
+
+
+def usage_openai(prompt: int, completion: int, reasoning: int) -> dict[str, Any]:
+    """OpenAI's chat usage: reasoning inside completion_tokens, its part in completion_tokens_details."""
+    return {"prompt_tokens": prompt, "completion_tokens": completion + reasoning,
+            "total_tokens": prompt + completion + reasoning, "prompt_tokens_details": {"cached_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": reasoning}}
+
+
+def usage_plain(prompt: int, completion: int, reasoning: int) -> dict[str, Any]:
+    """prompt_tokens and completion_tokens only (Anthropic's compatible endpoint, Ollama, LM Studio, vLLM)."""
+    return {"prompt_tokens": prompt, "completion_tokens": completion + reasoning,
+            "total_tokens": prompt + completion + reasoning}
+
+
+def usage_openrouter(prompt: int, completion: int, reasoning: int) -> dict[str, Any]:
+    """OpenRouter's: OpenAI's, with its charge in credits (https://openrouter.ai/docs/use-cases/usage-accounting)."""
+    return {**usage_openai(prompt, completion, reasoning),
+            "cost": round((prompt * 1.75 + (completion + reasoning) * 14.0) / 1e6, 8), "is_byok": False,
+            "cost_details": {"upstream_inference_cost": None}}
+
+
+def usage_thoughts_apart(prompt: int, completion: int, reasoning: int) -> dict[str, Any]:
+    """Gemini's thoughts outside completion_tokens, inside total_tokens, named in completion_tokens_details
+    (https://github.com/router-for-me/CLIProxyAPI/issues/5733, https://github.com/mozilla-ai/any-llm/issues/1290)."""
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion + reasoning,
+            "completion_tokens_details": {"reasoning_tokens": reasoning}}
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One provider serving one model. `api`: where its OpenAI-compatible API lives; `routes`: what it answers beside
+    it (path -> JSON); `reasoning`: tokens the model reasons with per answer."""
+
+    name: str
+    model: str
+    api: str = "/v1"
+    chat: bool = True
+    responses: bool = False
+    rules: tuple[Rule, ...] = ()
+    usage: Callable[[int, int, int], dict[str, Any]] = usage_plain
+    reasoning: int = 0
+    routes: dict[str, Any] = field(default_factory=dict)
+    reasoning_field: str = ""  # the delta field a reasoning parser's text comes in ("": none sent)
+    local: bool = False  # a server people run on their own machine (its model is its own, whatever its name)
+
+
+def _models(*entries: dict[str, Any]) -> dict[str, Any]:
+    return {"object": "list", "data": [{"object": "model", "owned_by": "emulator", **e} for e in entries]}
+
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (
+    Profile("openai-gpt-5-mini", "gpt-5-mini", responses=True, rules=(TEMPERATURE_NOT_DEFAULT, MAX_TOKENS,
+            RESPONSES_TEMPERATURE), usage=usage_openai, reasoning=192),
+    Profile("openai-gpt-5.1-codex", "gpt-5.1-codex", responses=True, rules=(NOT_A_CHAT_MODEL, RESPONSES_TEMPERATURE),
+            usage=usage_openai, reasoning=256),
+    # Azure OpenAI's v1 endpoint: https://RESOURCE.openai.azure.com/openai/v1/, the deployment's name as the model
+    Profile("azure-gpt-5-mini", "gpt-5-mini", api="/openai/v1", responses=True,
+            rules=(TEMPERATURE_NOT_DEFAULT, MAX_TOKENS, RESPONSES_TEMPERATURE), usage=usage_openai, reasoning=192),
+    # OpenRouter: https://openrouter.ai/api/v1; its model list names each model's context_length
+    Profile("openrouter-gpt-5.2", "openai/gpt-5.2", api="/api/v1", usage=usage_openrouter, reasoning=128,
+            reasoning_field="reasoning",
+            routes={"/api/v1/models": _models({"id": "openai/gpt-5.2", "context_length": 400_000})}),
+    Profile("litellm-gpt-5", "gpt-5", rules=(LITELLM_TEMPERATURE,), usage=usage_openai, reasoning=160),
+    # Anthropic's compatible endpoint ignores response_format, seed and reasoning_effort
+    # (https://platform.claude.com/docs/en/api/openai-sdk): nothing of ours is refused
+    Profile("anthropic-claude-sonnet-4-5", "claude-sonnet-4-5"),
+    Profile("google-gemini-2.5-flash", "gemini-2.5-flash", api="/v1beta/openai", usage=usage_thoughts_apart,
+            reasoning=300),
+    Profile("ollama-gemma3", "gemma3:4b", rules=(OLLAMA_TOOLS,), local=True, routes={
+        "/api/show": {"parameters": "num_ctx                        8192",
+                      "model_info": {"gemma3.context_length": 131072}}}),
+    Profile("vllm-qwen2.5-coder", "Qwen/Qwen2.5-Coder-7B-Instruct", rules=(VLLM_TOOLS,), local=True,
+            routes={"/v1/models": _models({"id": "Qwen/Qwen2.5-Coder-7B-Instruct", "max_model_len": 32768})}),
+    Profile("lmstudio-qwen2.5-coder", "qwen2.5-coder-7b-instruct", rules=(LM_STUDIO_JSON_OBJECT,), local=True, routes={
+        "/api/v0/models": _models({"id": "qwen2.5-coder-7b-instruct", "state": "loaded",
+                                   "loaded_context_length": 16384, "max_context_length": 32768})}),
+    Profile("llama.cpp-no-jinja", "qwen2.5-coder-7b-q4_k_m.gguf", rules=(LLAMA_CPP_TOOLS,), local=True, routes={
+        "/props": {"default_generation_settings": {"n_ctx": 8192}}}),
+)}
+
+
+class ProviderEmulator:
+    def __init__(self, profile: Profile | str, script: list[Step] | None = None) -> None:
+        self.profile = PROFILES[profile] if isinstance(profile, str) else profile
+        self.script: list[Step] = list(script or [])
+        self.requests: list[dict[str, Any]] = []
+        self.refused: list[dict[str, Any]] = []  # the requests answered with a documented refusal
+        self.encrypted: dict[str, str] = {}  # reasoning item id -> the encrypted content sent with it
+        self.lock = threading.Lock()
+        emulator = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                emulator.requests.append({"path": self.path, "method": "GET"})
+                self._route(None)
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                with emulator.lock:
+                    emulator.requests.append({"path": self.path, "body": body})
+                api = emulator.profile.api
+                if self.path == f"{api}/chat/completions":
+                    return emulator.chat(self, body)
+                if self.path == f"{api}/responses":
+                    return emulator.respond(self, body)
+                self._route(body)
+
+            def _route(self, body: Any) -> None:
+                profile = emulator.profile
+                if self.path in profile.routes:
+                    return send_json(self, 200, profile.routes[self.path])
+                if self.path == f"{profile.api}/models":
+                    return send_json(self, 200, _models({"id": profile.model}))
+                send_json(self, 404, openai_error(f"no route {self.path}", code="not_found"))
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    # ----- the endpoints --------------------------------------------------------------------------------------------
+    def refusal(self, endpoint: str, body: dict[str, Any]) -> Rule | None:
+        served = self.profile.chat if endpoint == CHAT else self.profile.responses
+        if not served:
+            return Rule(endpoint, always, 404, openai_error(f"no route /{endpoint}", code="not_found"))
+        return next((r for r in self.profile.rules if r.endpoint == endpoint and r.when(body)), None)
+
+    def next_step(self, body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        with self.lock:
+            step = self.script.pop(0) if self.script else "scripted emulator: no more answers"
+        step = step(body) if callable(step) else step
+        if isinstance(step, dict):
+            calls = [{"name": c["name"], "arguments": c["arguments"] if isinstance(c["arguments"], str)
+                      else json.dumps(c["arguments"])} for c in step.get("tool_calls", [])]
+            return str(step.get("answer", "")), calls
+        return step, []
+
+    def chat(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        if rule := self.refusal(CHAT, body):
+            self.refused.append(body)
+            return send_json(handler, rule.status, rule.body)
+        answer, calls = self.next_step(body)
+        reasoning = self.profile.reasoning
+        usage = self.profile.usage(prompt_tokens(body), tokens.count_tokens(answer), reasoning)
+        deltas: list[dict[str, Any]] = []
+        if self.profile.reasoning_field and reasoning:
+            deltas.append({self.profile.reasoning_field: "Thinking about the failing test first."})
+        deltas += [{"content": answer[i:i + 16]} for i in range(0, len(answer), 16)]
+        for index, call in enumerate(calls):
+            deltas.append({"tool_calls": [{"index": index, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
+                                           "function": {"name": call["name"], "arguments": call["arguments"]}}]})
+        chunk = {"id": "chatcmpl-emulated", "object": "chat.completion.chunk", "created": int(time.time()),
+                 "model": self.profile.model}
+        events = [{**chunk, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+        events.append({**chunk, "choices": [{"index": 0, "delta": {},
+                                             "finish_reason": "tool_calls" if calls else "stop"}]})
+        events.append({**chunk, "choices": [], "usage": usage})
+        send_events(handler, [json.dumps(e) for e in events])
+
+    def respond(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        rule = self.refusal(RESPONSES, body) or self.unmatched(body)
+        if rule:
+            self.refused.append(body)
+            return send_json(handler, rule.status, rule.body)
+        answer, calls = self.next_step(body)
+        events = self.events(body, answer, calls)
+        send_events(handler, [json.dumps(e) for e in events], names=[e["type"] for e in events])
+
+    def unmatched(self, body: dict[str, Any]) -> Rule | None:
+        """A call's output without its call, a call without its output, or a reasoning item not sent back whole."""
+        items = [i for i in body.get("input") or [] if isinstance(i, dict)]
+        called = {i.get("call_id") for i in items if i.get("type") == "function_call"}
+        answered = {i.get("call_id") for i in items if i.get("type") == "function_call_output"}
+        if stray := sorted(answered - called):
+            return Rule(RESPONSES, always, 400, openai_error(
+                f"No tool call found for function call output with call_id {stray[0]}.", "input"))
+        if missing := sorted(called - answered):
+            return Rule(RESPONSES, always, 400, openai_error(
+                f"No tool output found for function call {missing[0]}.", "input"))
+        for item in items:
+            if item.get("type") == "reasoning" and self.encrypted.get(item.get("id")) != item.get("encrypted_content"):
+                return Rule(RESPONSES, always, 404, openai_error(
+                    f"Item with id '{item.get('id')}' not found. Items are not persisted when `store` is set to "
+                    f"false. Try again with `store` set to true, or remove this item from your input.", "input"))
+        return None
+
+    def events(self, body: dict[str, Any], answer: str, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The Responses API's stream, event by event, built from the SDK's types."""
+        output: list[Any] = []
+        if self.profile.reasoning and ["reasoning.encrypted_content"] == body.get("include"):
+            rs_id = f"rs_{uuid.uuid4().hex[:16]}"
+            self.encrypted[rs_id] = f"gAAAAB{uuid.uuid4().hex}"
+            output.append(ResponseReasoningItem(id=rs_id, type="reasoning", summary=[],
+                                                encrypted_content=self.encrypted[rs_id]))
+        if answer:
+            output.append(ResponseOutputMessage(id=f"msg_{uuid.uuid4().hex[:16]}", type="message", role="assistant",
+                                                status="completed", content=[ResponseOutputText(
+                                                    type="output_text", text=answer, annotations=[])]))
+        output += [ResponseFunctionToolCall(type="function_call", id=f"fc_{uuid.uuid4().hex[:16]}",
+                                            call_id=f"call_{uuid.uuid4().hex[:12]}", name=call["name"],
+                                            arguments=call["arguments"], status="completed") for call in calls]
+        prompt = sum(tokens.count_tokens(json.dumps(i)) for i in body.get("input") or []) + \
+            tokens.count_tokens(body.get("instructions") or "")
+        reasoning = self.profile.reasoning if output and output[0].type == "reasoning" else 0
+        completion = tokens.count_tokens(answer) + sum(tokens.count_tokens(c["arguments"]) for c in calls)
+        usage = ResponseUsage(input_tokens=prompt, input_tokens_details=InputTokensDetails(cached_tokens=0, cache_write_tokens=0),
+                              output_tokens=completion + reasoning,
+                              output_tokens_details=OutputTokensDetails(reasoning_tokens=reasoning),
+                              total_tokens=prompt + completion + reasoning)
+        response = Response(id=f"resp_{uuid.uuid4().hex[:16]}", object="response", created_at=time.time(),
+                            model=self.profile.model, output=[], parallel_tool_calls=True, tool_choice="auto",
+                            tools=[], status="in_progress")
+        events: list[Any] = [ResponseCreatedEvent(type="response.created", sequence_number=0, response=response)]
+        for index, item in enumerate(output):
+            added = item.model_copy(update={"arguments": ""}) if item.type == "function_call" else item
+            events.append(ResponseOutputItemAddedEvent(type="response.output_item.added", output_index=index,
+                                                       item=added, sequence_number=0))
+            if item.type == "message":
+                events += [ResponseTextDeltaEvent(type="response.output_text.delta", item_id=item.id,
+                                                  output_index=index, content_index=0, delta=answer[i:i + 16],
+                                                  logprobs=[], sequence_number=0)
+                           for i in range(0, len(answer), 16)]
+            if item.type == "function_call":
+                events += [ResponseFunctionCallArgumentsDeltaEvent(
+                    type="response.function_call_arguments.delta", item_id=item.id, output_index=index,
+                    delta=item.arguments[i:i + 7], sequence_number=0) for i in range(0, len(item.arguments), 7)]
+                events.append(ResponseFunctionCallArgumentsDoneEvent(
+                    type="response.function_call_arguments.done", item_id=item.id, output_index=index,
+                    arguments=item.arguments, name=item.name, sequence_number=0))
+            events.append(ResponseOutputItemDoneEvent(type="response.output_item.done", output_index=index,
+                                                      item=item, sequence_number=0))
+        done = response.model_copy(update={"status": "completed", "output": output, "usage": usage})
+        events.append(ResponseCompletedEvent(type="response.completed", response=done, sequence_number=0))
+        return [e.model_copy(update={"sequence_number": n}).model_dump(mode="json", exclude_none=True)
+                for n, e in enumerate(events)]
+
+    # ----- the server -----------------------------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}{self.profile.api}"
+
+    def bodies(self, endpoint: str) -> list[dict[str, Any]]:
+        """The bodies of the requests sent to an endpoint ("chat", "responses"), refused ones too, in order."""
+        path = f"{self.profile.api}/{'chat/completions' if endpoint == CHAT else 'responses'}"
+        return [r["body"] for r in self.requests if r["path"] == path]
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def send_json(handler: BaseHTTPRequestHandler, status: int, payload: Any) -> None:
+    data = json.dumps(payload).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
+def send_events(handler: BaseHTTPRequestHandler, events: list[str], names: list[str] | None = None) -> None:
+    """Server-sent events: `data: <json>` each (after `event: <name>`, as the Responses API names them), then the
+    chat stream's `data: [DONE]`."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream")
+    handler.end_headers()
+    for n, event in enumerate(events):
+        named = f"event: {names[n]}\n" if names else ""
+        handler.wfile.write(f"{named}data: {event}\n\n".encode())
+    if not names:
+        handler.wfile.write(b"data: [DONE]\n\n")
+    handler.wfile.flush()
