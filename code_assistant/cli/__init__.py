@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from code_assistant import console, interrupts
-from code_assistant.cli import flags, mcp
+from code_assistant.cli import evaluate, flags, mcp
 from code_assistant.cli.flags import SETTING_FIELDS, Parser
 from code_assistant.console import render
 from code_assistant.errors import EXIT_OK, UsageError
@@ -27,6 +27,7 @@ from code_assistant.settings import DEFAULT_MODEL, Settings, load_settings
 
 CHAT = "chat"
 MCP = "mcp"
+EVAL = "eval"
 
 
 # ----- the table -------------------------------------------------------------------------------------------------
@@ -112,6 +113,8 @@ COMMANDS: dict[str, Command] = {
     **{op.name: Command(op.name, op.summary, *_PARSERS[op.name]) for op in reached_from(Door.CLI) if op.name != "run"},
     MCP: Command(MCP, "the user's MCP servers (add, list, remove), and serve: our tools to other agents over MCP",
                  (mcp.words, flags.tests), mcp.options),
+    EVAL: Command(EVAL, "run the agent over a set of cases (CASES.jsonl) in scratch copies, judge each with its own "
+                        "tests, and sum up; `eval compare RUN_A RUN_B`", (evaluate.words,), evaluate.options),
 }
 
 
@@ -151,7 +154,8 @@ def parse_arguments(argv: list[str]) -> tuple[str, argparse.Namespace]:
     parser = build_parser(name)
     words = argv[1:] if argv[:1] == [name] else argv
     # `mcp add NAME --replace -- COMMAND...`: options may come between the words
-    args, extra = parser.parse_known_intermixed_args(words) if name == MCP else parser.parse_known_args(words)
+    intermixed = name in (MCP, EVAL)
+    args, extra = parser.parse_known_intermixed_args(words) if intermixed else parser.parse_known_args(words)
     if extra and name == "run" and (command := next((word for word in extra if word in COMMANDS), None)):
         rest = list(argv)
         del rest[len(rest) - 1 - rest[::-1].index(command)]  # the last: an earlier one may be an option's value
@@ -243,6 +247,8 @@ def execute(parsed: Parsed) -> int:
 
     if parsed.command.name == MCP:
         return mcp.execute(parsed.settings, parsed.options, as_json=parsed.as_json)  # type: ignore[arg-type]
+    if parsed.command.name == EVAL:
+        return evaluate.execute(parsed.settings, parsed.options, as_json=parsed.as_json)  # type: ignore[arg-type]
     if parsed.command.name == CHAT:
         from code_assistant import session
 
