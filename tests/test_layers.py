@@ -12,7 +12,7 @@ def test_imports_point_down_the_pipeline_and_siblings_have_no_cycles() -> None:
     lint = Path(sys.executable).parent / "lint-imports"
     done = subprocess.run([str(lint), "--no-cache"], check=False, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "6 kept, 0 broken" in done.stdout
+    assert "7 kept, 0 broken" in done.stdout
 
 
 def test_the_package_root_holds_only_the_doors_the_workspace_and_the_base() -> None:
@@ -24,6 +24,6 @@ def test_the_package_root_holds_only_the_doors_the_workspace_and_the_base() -> N
     stages = {p.name for p in root.iterdir() if (p / "__init__.py").is_file()}
     assert modules == {"session", "workspace", "settings", "languages", "errors", "tokens", "redact", "vcs",
                        "interrupts", "gate", "approvals", "env_files"}
-    assert stages == {"cli", "console", "operations", "agent", "tools", "mcp", "retrieve", "answers", "edit",
-                      "verify", "model", "index", "parse"}
+    assert stages == {"cli", "console", "operations", "evaluate", "agent", "tools", "mcp", "retrieve", "answers",
+                      "edit", "verify", "model", "index", "parse"}
     assert {p.name for p in (root / "mcp").iterdir() if (p / "__init__.py").is_file()} == {"client", "server"}

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from code_assistant import console, interrupts
-from code_assistant.cli import flags
+from code_assistant.cli import evaluate, flags
 from code_assistant.cli.flags import SETTING_FIELDS, Parser
 from code_assistant.console import render
 from code_assistant.errors import EXIT_OK, UsageError
@@ -28,6 +28,7 @@ from code_assistant.settings import DEFAULT_MODEL, Settings, load_settings
 CHAT = "chat"
 MCP = "mcp"
 MCP_SERVE = "mcp serve"
+EVAL = "eval"
 Group = Callable[[argparse.ArgumentParser], None]
 
 
@@ -127,6 +128,9 @@ COMMANDS: dict[str, Command] = {
     **{op.name: _command(op) for op in reached_from(Door.CLI) if op.name != "run"},
     MCP_SERVE: Command(MCP_SERVE, "our tools to other agents over MCP, on stdio", (flags.current_repository,
                                                                                     flags.tests), lambda a: None),
+    EVAL: Command(EVAL, "run the agent over a set of cases (CASES.jsonl) in scratch copies, judge each with its own "
+                        "tests, and sum up; `eval compare RUN_A RUN_B`", (evaluate.words,), evaluate.options,
+                  repository=False),
 }
 MCP_ACTIONS = tuple(name.split()[1] for name in COMMANDS if name.startswith(MCP + " "))
 COMMANDS[MCP] = Command(MCP, "the user's MCP servers (add, list, remove), and serve: our tools to other agents over "
@@ -175,7 +179,8 @@ def parse_arguments(argv: list[str]) -> tuple[str, argparse.Namespace]:
         words = argv[1:] if argv[:1] == [name] else argv
     parser = build_parser(name)
     # `mcp add NAME --replace -- COMMAND...`: options may come between the words
-    args, extra = parser.parse_known_intermixed_args(words) if name == "mcp add" else parser.parse_known_args(words)
+    intermixed = name in ("mcp add", EVAL)
+    args, extra = parser.parse_known_intermixed_args(words) if intermixed else parser.parse_known_args(words)
     if extra and name == "run" and (command := next((word for word in extra if word in COMMANDS), None)):
         rest = list(argv)
         del rest[len(rest) - 1 - rest[::-1].index(command)]  # the last: an earlier one may be an option's value
@@ -271,6 +276,8 @@ def execute(parsed: Parsed) -> int:
         from code_assistant.mcp import server
 
         return server.serve(parsed.settings)
+    if parsed.command.name == EVAL:
+        return evaluate.execute(parsed.settings, parsed.options, as_json=parsed.as_json)  # type: ignore[arg-type]
     if parsed.command.name == CHAT:
         from code_assistant import session
 
