@@ -10,6 +10,8 @@ One folder per stage, imports pointing down only (checked by import-linter, see 
                               (render.py)
     operations/               the one table: each operation's arguments declared once, execute(workspace, options)
                               -> a typed outcome
+    evaluate/                 eval: the agent, as its own command line, over a set of cases in scratch copies; the
+                              judge, results and their summary
     workspace.py              what every operation is given: the repository held, the index, the model, the sandbox,
                               the tools
     agent/                    the loop and its parts (asker, applier, verifier, recorder), the requests and the one
