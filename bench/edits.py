@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from code_assistant.edit.editor import FileEditor
-from code_assistant.edit.operations import EditOperation
+from code_assistant.edit.edits import EditOperation
 
 logger = logging.getLogger(__name__)
 EXTENSIONS = (".py", ".js", ".go")

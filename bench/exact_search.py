@@ -53,7 +53,7 @@ print(json.dumps({"seconds": time.perf_counter() - started, "ids": [(h.path, h.s
 def build(work: Path, n: int, seed: int = 0) -> None:
     """N unit vectors in a fresh index database (as Vectors._flush writes them) and a fresh Chroma collection."""
     from code_assistant.index import store
-    from code_assistant.index.file_table import FileRecord
+    from code_assistant.index.file_table import IndexedFile
     from code_assistant.index.index_db import Entry, IndexDB
     from code_assistant.index.vector_table import VectorRow
 
@@ -66,7 +66,7 @@ def build(work: Path, n: int, seed: int = 0) -> None:
     files = max(1, n // 20)
     db = IndexDB(work / "index.sqlite", "bench")
     for f in range(files):
-        db.put(Entry(FileRecord(f"pkg/m{f}.py", f"h{f}", 1, 1, "python", "bench", 1), {}, 1))
+        db.put(Entry(IndexedFile(f"pkg/m{f}.py", f"h{f}", 1, 1, "python", "bench", 1), {}, 1))
     rows = [VectorRow(f"c{i:07d}", f"pkg/m{i % files}.py", i, i + 1, f"s{i}", "function", vectors[i].tobytes())
             for i in range(n)]
     for start in range(0, n, 5000):

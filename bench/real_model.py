@@ -27,7 +27,7 @@ from typing import Any
 
 from code_assistant.agent.requests import PlanRequest, Requests
 from code_assistant.answers.plan import PlanParseError, parse_plan
-from code_assistant.edit.operations import PLAN_ACTIONS, Action
+from code_assistant.edit.edits import PLAN_ACTIONS, Action
 from code_assistant.index import embeddings, indexer, store
 from code_assistant.model.chat import Message, ModelError, OpenAIChat
 from code_assistant.model.fitting import message_tokens

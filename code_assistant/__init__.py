@@ -3,18 +3,31 @@ chat model, apply them with backups, run the real tests, fix or roll back byte f
 
 One folder per stage, imports pointing down only (checked by import-linter, see pyproject.toml):
 
-    cli, commands, console    the command line: arguments, the commands, exit codes, printing
+    cli/  session.py  mcp/server/
+                              the doors: the command line, the session, the MCP server for other agents; each makes
+                              its form of an operation from the table and says its outcome in the console's words
+    console/                  what a person sees: progress, status lines, the prompt, review; every outcome's words
+                              (render.py)
+    operations/               the one table: each operation's arguments declared once, execute(workspace, options)
+                              -> a typed outcome
+    evaluate/                 eval: the agent, as its own command line, over a set of cases in scratch copies; the
+                              judge, results and their summary
+    workspace.py              what every operation is given: the repository held, the index, the model, the sandbox,
+                              the tools
     agent/                    the loop and its parts (asker, applier, verifier, recorder), the requests and the one
-                              exchange with the model, stop reasons, review, best of N, --ask (question)
+                              exchange with the model, stop reasons, best of N, --ask (question)
+    mcp/client/               the user's MCP servers as tools for the model: config, approvals, connections
+    tools/                    the model's tools, each declared once (specs.py), and the box a run holds them in
     answers/                  a model's text read into a plan: reasoning set aside, JSON and its repair,
                               SEARCH/REPLACE, unified diffs
     retrieve/  edit/  verify/  model/
-                              ranking + context; edit operations, matching, the editor, journal, ownership, merge3,
-                              takeback, history (undo), preview, guardrails; the test command and its output; the chat
-                              seam, prompts, trajectory, the model catalogue, prices, context windows, structured output
+                              ranking + context; edits (what a plan asks for), matching, the editor, journal,
+                              ownership, merge3, takeback, history (undo), preview, guardrails, unified diffs; the test
+                              command and its output; the chat seam, prompts, trajectory, the model catalogue, prices,
+                              context windows, structured output
     index/                    repository files, the SQLite index, lexical, import graph, embeddings, vector store
     parse/                    tree-sitter and regex parsers, the code model, chunking
-    vcs, settings, languages, tokens, redact, interrupts, approvals, env_files, errors
+    vcs, gate, settings, languages, tokens, redact, interrupts, approvals, env_files, errors
                               the base every stage may use
 """
 

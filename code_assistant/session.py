@@ -1,20 +1,20 @@
 """The session door (`chat`, and `python main.py --repo PATH` with no --task on a terminal): a conversation with the
 repository. It opens one workspace and keeps it — the chat model, the index and its embedding model warm, a note of
 every finished task for the next requests, the files the session changed pinned into the next context — and holds
-the repository for its whole length. Each line is parsed into an operation of the table and its options record, the
-same records the command line builds: a line is a task (`run`); a line starting with `/` names another operation
-(`/ask`, `/undo`, ...; `/help` lists them from the table) and says what the command line says for it. A line that is
-only a command's name is never a task: `help`, `exit`, `quit`, `clear` and the names of commands that change nothing
-(`diff`, `test`, ...) are taken as the command; any other (`undo`, `ask`) is asked about. What is typed while a task
-runs comes after it (console/typeahead.py). Leaving, it says which of its tasks are still in effect and how to take
-them back."""
+the repository for its whole length. Each line is parsed into an operation of the table and its options record, made
+from the arguments the table declares, as the command line's are: a line is a task (`run`); a line starting with `/`
+names another operation (`/ask`, `/undo`, ...; `/help` lists them from the table) and says what the command line says
+for it. A line that is only a command's name is never a task: `help`, `exit`, `quit`, `clear` and the names of
+commands that change nothing (`diff`, `test`, ...) are taken as the command; any other (`undo`, `ask`) is asked
+about. What is typed while a task runs comes after it (console/typeahead.py). Leaving, it says which of its tasks are
+still in effect and how to take them back."""
 from __future__ import annotations
 
 import contextlib
 import difflib
 import json
 import sys
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from code_assistant import interrupts
 from code_assistant.errors import EXIT_OK, AssistantError, UsageError
-from code_assistant.operations import OPERATIONS, Door, Operation, reached_from
+from code_assistant.operations import OPERATIONS, Door, Operation, positional, reached_from
 from code_assistant.operations import options as o
 from code_assistant.settings import Settings
 
@@ -50,50 +50,43 @@ class SessionOptions:
     resume: bool = False  # reopen the repository's last session: its notes of earlier tasks and its pins
 
 
-def _nothing(name: str) -> Callable[[str], object]:
-    def parse(rest: str) -> object:
-        if rest:
-            raise UsageError(f"usage: /{name} (it takes nothing after it)")
-        return OPERATIONS[name].options()
-    return parse
-
-
-def _needs(name: str, build: Callable[[str], object]) -> Callable[[str], object]:
-    def parse(rest: str) -> object:
+def session_words(operation: Operation, rest: str) -> object:
+    """The words after `/name` as the operation's options, made from the arguments the table declares: the words in
+    order, one an argument (a number must be one); the last, when it is text, runs to the end of the line (a task, a
+    pattern with spaces). Options (`-k`, `--glob`) are the command line's and the other agent's: a line is free text."""
+    arguments = positional(operation.arguments)
+    usage = f"usage: /{operation.name} {operation.words}"
+    if not arguments and rest:
+        raise UsageError(f"usage: /{operation.name} (it takes nothing after it)")
+    values: dict[str, object] = {}
+    for number, argument in enumerate(arguments):
         if not rest:
-            raise UsageError(f"usage: /{name} {OPERATIONS[name].words}")
-        return build(rest)
-    return parse
+            if argument.required:
+                raise UsageError(usage)
+            break
+        if argument.type is list:
+            values[argument.name], rest = rest.split(), ""
+        elif argument.type is str and number == len(arguments) - 1:
+            values[argument.name], rest = rest, ""
+        else:
+            word, _, rest = rest.partition(" ")
+            rest = rest.strip()
+            if argument.type is int and not word.isdigit():
+                raise UsageError(usage)
+            values[argument.name] = int(word) if argument.type is int else word
+    if rest:
+        raise UsageError(usage)
+    return operation.make(values)
 
 
-# How a slash command's words become its operation's options record (the command line's parser is in cli/).
-SLASH: dict[str, Callable[[str], object]] = {
-    "run": _needs("run", lambda rest: o.RunOptions(task=rest)),
-    "ask": _needs("ask", lambda rest: o.AskOptions(question=rest)),
-    "context": lambda rest: o.ContextOptions(task=rest),
-    "add": _needs("add", lambda rest: o.PinOptions(add=tuple(rest.split()))),
-    "drop": _needs("drop", lambda rest: o.PinOptions(drop=tuple(rest.split()))),
-    "model": lambda rest: o.ModelOptions(name=rest),
-    "search": _needs("search", lambda rest: o.ToolOptions(tool="search", arguments={"query": rest})),
-    "grep": _needs("grep", lambda rest: o.ToolOptions(tool="grep", arguments={"pattern": rest})),
-    "read": _needs("read", lambda rest: o.ToolOptions(tool="read", arguments=_read_words(rest))),
-    "symbol": _needs("symbol", lambda rest: o.ToolOptions(tool="symbol", arguments={"name": rest})),
-    "exec": _needs("exec", lambda rest: o.ToolOptions(tool="exec", arguments={"command": rest})),
-    **{name: _nothing(name) for name in ("test", "diff", "undo", "tokens")},
-}
-
-
-def _read_words(rest: str) -> dict[str, object]:
-    path, *lines = rest.split()
-    if len(lines) > 2 or not all(word.isdigit() for word in lines):
-        raise UsageError(f"usage: /read {OPERATIONS['read'].words}")
-    return {"path": path, **dict(zip(("start", "end"), map(int, lines)))}
+SLASH = {op.name: op for op in reached_from(Door.SESSION)}  # the operations a slash command names
 
 
 def help_lines() -> list[str]:
-    lines = [f"/{op.name:<8}{op.words:<11}{op.summary}" for op in reached_from(Door.SESSION)]
-    return [*lines, f"{'/clear':<19}clear the screen", f"{'/help':<19}this list",
-            f"{'/quit':<19}leave, saying what is still in effect (Ctrl-D does too)", KEYS]
+    width = max(len(op.words) for op in SLASH.values()) + 2
+    lines = [f"/{op.name:<8}{op.words:<{width}}{op.summary}" for op in SLASH.values()]
+    return [*lines, f"{'/clear':<{width + 9}}clear the screen", f"{'/help':<{width + 9}}this list",
+            f"{'/quit':<{width + 9}}leave, saying what is still in effect (Ctrl-D does too)", KEYS]
 
 
 def parse_line(text: str) -> tuple[Operation, object] | Word:
@@ -104,12 +97,12 @@ def parse_line(text: str) -> tuple[Operation, object] | Word:
         if bare in WORDS:
             return WORDS[bare]
         if bare in TAKEN:
-            return OPERATIONS[bare], SLASH[bare]("")
+            return SLASH[bare], session_words(SLASH[bare], "")
         if bare in SLASH:
-            words = f" {OPERATIONS[bare].words}" if OPERATIONS[bare].words else ""
+            words = f" {SLASH[bare].words}" if SLASH[bare].words else ""
             raise UsageError(f"{bare!r} is a command's name: did you mean /{bare}{words}? (nothing was sent to the "
                              f"model; /run {bare} sends it as a task)")
-        return OPERATIONS["run"], o.RunOptions(task=text)
+        return SLASH["run"], session_words(SLASH["run"], text)
     word, _, rest = text.partition(" ")
     name = word[1:]
     if name in WORDS:
@@ -118,7 +111,7 @@ def parse_line(text: str) -> tuple[Operation, object] | Word:
         close = difflib.get_close_matches(word, [f"/{n}" for n in [*SLASH, *WORDS]], n=3, cutoff=0.5)
         hint = f"; did you mean {' or '.join(close)}?" if close else "; /help lists them"
         raise UsageError(f"unknown command {word}{hint}")
-    return OPERATIONS[name], SLASH[name](rest.strip())
+    return SLASH[name], session_words(SLASH[name], rest.strip())
 
 
 def sessions_dir(settings: Settings) -> Path:

@@ -5,6 +5,7 @@ import codecs
 import json
 import os
 import pty
+import socket
 import stat
 import subprocess
 import sys
@@ -330,3 +331,37 @@ class Terminal:
             except (ProcessLookupError, ChildProcessError):
                 pass
         os.close(self.fd)
+
+
+class Listener:
+    """A server on 127.0.0.1, outside every sandbox, that keeps whatever reaches it: where an attack would send what
+    it stole (a hostile repository's key address, a test's loot). `url` as an OpenAI-compatible base URL."""
+
+    def __init__(self) -> None:
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.port = self.socket.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.received: list[bytes] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:
+                return
+            with connection:
+                connection.settimeout(5)
+                try:
+                    self.received.append(connection.recv(65536))
+                except OSError:
+                    self.received.append(b"")
+
+    def close(self) -> None:
+        self.socket.close()
+
+    def __enter__(self) -> Listener:  # noqa: PYI034 - as the other context managers of the tests say it
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -8,58 +8,26 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import socket
 import sys
 import textwrap
-import threading
 from pathlib import Path
 
 import pytest
 
 from code_assistant.approvals import Approvals
 from code_assistant.cli import parse
-from code_assistant.edit.operations import EditOperation
+from code_assistant.edit.edits import EditOperation
 from code_assistant.edit.preview import preview_edits, refusals
-from code_assistant.mcp import trust
-from code_assistant.mcp.config import Origin, ServerConfig, Transport, configured
+from code_assistant.mcp.client import trust
+from code_assistant.mcp.client.config import Origin, ServerConfig, Transport, configured
 from code_assistant.settings import load_settings
 from code_assistant.workspace import Workspace
-from tests.repos import PYTEST, Terminal, answer, create, modify, python_repo, run_cli, snapshot
+from tests.repos import PYTEST, Listener, Terminal, answer, create, modify, python_repo, run_cli, snapshot
 from tests.scripted_server import ScriptedServer
 
 FIX_ADD = modify("calc.py", "    return a - b", "    return a + b")
 KEY = "sk-proj-PLANTED0key0of0the0user0123456789"
 ASKED = r"Use it for this repository\? \[y/N\]"
-
-
-class Listener:
-    """Where a hostile repository sends the key: a port on 127.0.0.1 that keeps whatever reaches it."""
-
-    def __init__(self) -> None:
-        self.socket = socket.create_server(("127.0.0.1", 0))
-        self.port = self.socket.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}/v1"
-        self.received: list[bytes] = []
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                connection, _ = self.socket.accept()
-            except OSError:
-                return
-            with connection:
-                connection.settimeout(5)
-                try:
-                    self.received.append(connection.recv(65536))
-                except OSError:
-                    self.received.append(b"")
-
-    def __enter__(self) -> Listener:  # noqa: PYI034 - as the other context managers of the tests say it
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.socket.close()
 
 
 def _ask(repo: Path, *more: str) -> list[str]:
@@ -291,4 +259,9 @@ def test_an_mcp_approval_is_kept_as_hashes_of_the_script_the_module_and_every_va
     (repo / "pkg" / "srv.py").write_text("print('else')\n")
     assert not approvals.approved(trust.identity(stdio, env, repo)), "the script it runs"
     assert not approvals.approved(trust.identity(module, env, repo)), "the module it runs"
+    # the one rule a run's start and `mcp list` follow
+    starts = [trust.start_rule(server, repo=repo, state_dir=tmp_path, environ=env, trust_all=trust_all)
+              for server, trust_all in ((http, False), (stdio, False), (stdio, True),
+                                        (dataclasses.replace(stdio, origin=Origin.USER), False))]
+    assert starts == [trust.Start.APPROVED, trust.Start.ASKED, trust.Start.TRUSTED, trust.Start.YOURS]
 

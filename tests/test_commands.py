@@ -2,6 +2,7 @@
 options, a suggestion for a mistyped one, and help texts that say the same defaults as the README."""
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import shlex
@@ -15,15 +16,15 @@ import pytest
 from code_assistant.cli import COMMANDS, build_parser, parse
 from code_assistant.cli.flags import default as _default
 from code_assistant.errors import UsageError
-from code_assistant.operations.options import ContextOptions, RunOptions
+from code_assistant.operations.options import ContextOptions, RunOptions, ToolOptions
 from code_assistant.settings import Settings
 from tests.repos import ROOT, _cli_env, python_repo, run_cli, snapshot
 
 
 def test_every_command_has_its_own_help() -> None:
     for name in COMMANDS:
-        usage = build_parser(name).format_usage()
-        assert usage.split()[2:4] == ([name, "[-h]"] if name != "run" else ["[-h]", "--repo"]), usage
+        usage, words = build_parser(name).format_usage(), name.split()  # `mcp add` is two words
+        assert usage.split()[2:3 + len(words)] == ([*words, "[-h]"] if name != "run" else ["[-h]", "--repo"]), usage
     proc = run_cli(["undo", "--help"], api_key=None)
     assert proc.returncode == 0 and proc.stdout.startswith("usage: main.py undo [-h] --repo REPO"), proc.stderr
 
@@ -124,7 +125,8 @@ def test_help_and_readme_say_the_same_defaults() -> None:
     for name in COMMANDS:
         for action in build_parser(name)._actions:
             field = Settings.__dataclass_fields__.get(action.dest)
-            if field is None or field.default in (MISSING, None, False, True) or not action.option_strings:
+            if field is None or field.default in (MISSING, None, False, True) or not action.option_strings or \
+                    action.help == argparse.SUPPRESS:  # eval refuses it (each case names its own)
                 continue
             default = _default(action.dest)
             if not default:
@@ -201,3 +203,43 @@ def test_apply_refuses_weakening_a_test_however_its_path_is_written(tmp_path: Pa
     proc = run_cli(["apply", "--repo", str(repo), str(tmp_path / "plan.json")], api_key=None)
     assert "weakens the tests" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     assert snapshot(repo) == before
+
+
+def test_each_argument_is_declared_once_and_every_door_makes_its_form_of_it(tmp_path: Path) -> None:
+    """An operation's arguments (grep's path_glob, read's start and end, search's k, ...) are declared once, in the
+    table (tools/specs.py for the model's tools): the model's tool schema, the command line's parser, the session's
+    words and the MCP server's input schema are each made from that declaration, so no door takes one the others
+    do not know, or spells it otherwise."""
+    from mcp.server.mcpserver.tools.base import Tool
+
+    from code_assistant.mcp.server import _tool
+    from code_assistant.operations import OPERATIONS, Door
+    from code_assistant.session import parse_line
+
+    for op in OPERATIONS.values():
+        names = [a.name for a in op.arguments]
+        if op.tool is not None:
+            assert list(op.tool.parameters["properties"]) == names, op.name
+        if op.doors & Door.CLI:
+            assert set(names) <= {action.dest for action in build_parser(op.name)._actions}, op.name
+        if op.doors & Door.MCP:
+            schema = Tool.from_function(_tool(None, op)).parameters  # type: ignore[arg-type]
+            assert list(schema.get("properties", {})) == names, op.name
+    repo = python_repo(tmp_path)
+    read = ToolOptions(tool="read", arguments={"path": "calc.py", "start": 4, "end": 5})
+    assert parse(["read", "--repo", str(repo), "calc.py", "4", "5"]).options == read
+    assert parse_line("/read calc.py 4 5") == (OPERATIONS["read"], read)
+    grep = ToolOptions(tool="grep", arguments={"pattern": "def (add|sub)", "path_glob": "*.py"})
+    assert parse(["grep", "--repo", str(repo), "def (add|sub)", "--glob", "*.py"]).options == grep
+    assert parse_line("/grep def (add|sub)")[1] == ToolOptions(tool="grep", arguments={"pattern": "def (add|sub)"})
+
+
+def test_every_command_that_opens_a_repository_takes_the_same_repository_options(tmp_path: Path) -> None:
+    """`mcp serve` and `mcp list` too (their --repo is the current directory by default); `mcp list` takes
+    --trust-mcp, and then lists the repository's servers as starting, as a run would start them."""
+    repo_options = {"--repo", "--index-path", "--verbose", "--wait"}
+    for name, command in COMMANDS.items():
+        taken = {option for action in build_parser(name)._actions for option in action.option_strings}
+        assert repo_options <= taken if command.repository else "--repo" not in taken, name
+    parsed = parse(["mcp", "list", "--repo", str(tmp_path), "--trust-mcp", "--index-path", str(tmp_path / "index")])
+    assert parsed.settings.trust_mcp and parsed.settings.index_path == tmp_path / "index"

@@ -7,7 +7,7 @@ import pytest
 from code_assistant.agent.decide import NO_CHANGE, Ending, Facts, Point, decide
 from code_assistant.agent.state import Answer, Applied, Reproduction
 from code_assistant.agent.stop import Stop
-from code_assistant.edit.operations import EditOperation, EditResult
+from code_assistant.edit.edits import EditOperation, EditResult
 from code_assistant.edit.preview import Preview
 from code_assistant.verify.outputs import TestFailure
 from code_assistant.verify.runner import TestResult

@@ -13,8 +13,8 @@ import pytest
 
 from code_assistant.edit import history
 from code_assistant.edit.editor import ChangedOutsideError, FileEditor
+from code_assistant.edit.edits import EditOperation, PathError, resolve_repo_path
 from code_assistant.edit.journal import RepoLock, RepoLockedError
-from code_assistant.edit.operations import EditOperation, PathError, resolve_repo_path
 from code_assistant.edit.ownership import Fate
 
 ROOT = Path(__file__).resolve().parent.parent

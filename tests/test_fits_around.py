@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from code_assistant.edit.beside import gone, misfit, outside
-from code_assistant.edit.operations import Action, EditOperation
+from code_assistant.edit.edits import Action, EditOperation
 
 LEFT = b'def add(a, b):\n    return a * b\n\n\ndef multiply(a, b):\n    return a * b\n'
 APPENDED = LEFT + b"# the user's note\n"

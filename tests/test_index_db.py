@@ -9,7 +9,7 @@ import bm25s
 import pytest
 
 from code_assistant.index import index_db, lexical
-from code_assistant.index.file_table import FileRecord, ImportRow, SymbolRow
+from code_assistant.index.file_table import ImportRow, IndexedFile, SymbolRow
 from code_assistant.index.index_db import Entry, IndexDB
 from code_assistant.index.vector_table import VectorRow
 
@@ -25,7 +25,7 @@ DOCS = {
 def _entry(path: str, text: str, symbols: list[list] | None = None, imports: list[list] | None = None) -> Entry:
     tokens = lexical.path_tokens(path) + lexical.tokenize(text)
     terms, length = lexical.term_counts(tokens)
-    record = FileRecord(path=path, hash=f"hash-{path}", size=len(text), mtime_ns=1, language="python",
+    record = IndexedFile(path=path, hash=f"hash-{path}", size=len(text), mtime_ns=1, language="python",
                         parser="tree-sitter", tokens=10, symbols=symbols or [], imports=imports or [])
     return Entry(record, terms, length)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from code_assistant.mcp.config import Origin, Transport, expand, parse
+from code_assistant.mcp.client.config import Origin, Transport, expand, parse
 from tests.repos import CALC_PY, PYTEST, ROOT, Terminal, answer, modify, python_repo, run_cli
 from tests.scripted_server import ScriptedServer
 
@@ -132,7 +132,8 @@ def test_our_operations_as_an_mcp_server_search_apply_test_and_undo_from_another
     """Another agent (the SDK's own client, over stdio, speaking the protocol of today's clients) sees which tools only
     look, reads the repository's files as resources (not one outside it), gets a prompt, hears the test run's progress
     and the assistant's log records, applies a plan and leaves; the user writes a line into the same file; a second
-    server process (the 2026 protocol) takes the plan's change back alone, and then has nothing to undo."""
+    server process (the 2026 protocol) takes the plan's change back alone, and then has nothing to undo. Each answer
+    is in the words the console says; the server takes the repository options every command takes (--index-path)."""
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
@@ -144,7 +145,8 @@ def test_our_operations_as_an_mcp_server_search_apply_test_and_undo_from_another
     plan = {"changes": [{"file_path": "calc.py", "action": "modify", "search": "    return a - b",
                          "replace": "    return a + b"}]}
     params = StdioServerParameters(command=sys.executable, args=[str(ROOT / "main.py"), "mcp", "serve", "--repo",
-                                                                 str(repo), "--test-command", PYTEST],
+                                                                 str(repo), "--test-command", PYTEST, "--index-path",
+                                                                 str(tmp_path / "index")],
                                    env={"HOME": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"})
     seen: dict[str, Any] = {"progress": [], "logs": []}
 
@@ -198,22 +200,22 @@ def test_our_operations_as_an_mcp_server_search_apply_test_and_undo_from_another
     assert "secret" in seen["dotenv"]
     assert seen["fix"].role == "user" and "# Task\nadd returns the wrong sum" in seen["fix"].content.text
     assert '"changes"' in seen["fix"].content.text and "def add(a, b):" in seen["fix"].content.text
-    assert seen["search"].splitlines()[0].startswith("calc.py")
+    assert seen["search"].splitlines()[0].startswith("calc.py") and (tmp_path / "index").is_dir()
     assert "outside the repository" in seen["read"] and "netrc-marker" not in seen["read"]
     steps, words = zip(*seen["progress"])
     assert list(steps) == sorted(set(steps)), "progress only goes up"
     assert words[0] == f"Testing: {PYTEST}" and words[-1] == "Tests: 1 passed, 1 failed"
-    assert seen["test"].startswith("1 passed, 1 failed")
+    assert seen["test"].startswith("[Tests: 1 passed, 1 failed]\n- tests/test_calc.py::test_add [failed]")
     assert any(r.level == "info" and r.logger == "code_assistant.verify.runner" for r in seen["logs"])
     assert all(r.level != "debug" for r in seen["logs"])
-    assert seen["apply"].startswith("Applied to calc.py") and "+    return a + b" in seen["apply"]
+    assert seen["apply"].endswith("[Applied: calc.py]") and "+    return a + b" in seen["apply"]
     assert [words for _, words in seen["applying"]] == ["Applying the plan", "Applied to calc.py"]
     assert "+    return a + b" in seen["diff"]
 
     with (repo / "calc.py").open("a") as user:
         user.write("# the user's own line\n")
     asyncio.run(asyncio.wait_for(second(), 240))
-    assert seen["undo"].startswith("Took back 'apply (MCP)' (calc.py)") and "merged" in seen["undo"]
+    assert seen["undo"].startswith('[Undo: took back "apply (MCP)" (calc.py)]') and "merged" in seen["undo"]
     assert (repo / "calc.py").read_text() == CALC_PY + "# the user's own line\n"
     assert "nothing to undo" in seen["again"]
 

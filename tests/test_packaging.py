@@ -14,10 +14,13 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import tomllib
 import venv
 import zipfile
 from pathlib import Path
+
+import pytest
 
 from repos import ROOT, python_repo
 
@@ -152,3 +155,32 @@ def test_installed_console_script_runs_outside_the_tree(tmp_path: Path) -> None:
                               env=env, cwd=work, timeout=60)
     same = lambda text: " ".join(text.replace("main.py", "code-assistant").split())  # noqa: E731 - wrapping differs
     assert same(checkout.stdout) == same(helped.stdout), "one CLI behind both doors"
+
+
+def test_setup_without_root_or_sudo_names_the_missing_system_packages_and_does_nothing() -> None:
+    """./setup.sh run by a user who can install nothing (not root, no sudo) on a machine without Go or bubblewrap:
+    the `apt-get install` line to run, exit 2, and no .venv made."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root to run the script as another user (setpriv)")
+    with tempfile.TemporaryDirectory(prefix="setup-") as where:  # pytest's tmp_path is root's alone (mode 700)
+        _setup_as_nobody(Path(where))
+
+
+def _setup_as_nobody(tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    shutil.copy(ROOT / "setup.sh", checkout / "setup.sh")
+    tools = tmp_path / "bin"  # what the machine has: a shell, Python and coreutils; no go, bwrap, sudo or apt-get
+    tools.mkdir()
+    for name in ("bash", "env", "id", "sort", "dirname", "git", "node", "npm", "cc", "c++", "cmake"):
+        if found := shutil.which(name):
+            (tools / name).symlink_to(found)
+    (tools / "python3").symlink_to(sys.executable)
+    os.chmod(tmp_path, 0o755)
+    os.chmod(checkout, 0o777)
+    done = subprocess.run([shutil.which("setpriv") or "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(tools / "bash"),
+                           "setup.sh"], cwd=checkout, env={"PATH": str(tools), "HOME": str(tmp_path)},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "apt-get install bubblewrap golang-go" in done.stderr
+    assert not (checkout / ".venv").exists()

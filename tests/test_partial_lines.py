@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from code_assistant.edit.editor import FileEditor
-from code_assistant.edit.operations import EditOperation, EditResult
+from code_assistant.edit.edits import EditOperation, EditResult
 
 CALC = "def add(a, b):\n    return a * b\n\n\ndef mul(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a - b\n"

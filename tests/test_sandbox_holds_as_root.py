@@ -23,9 +23,20 @@ from pathlib import Path
 import pytest
 
 from code_assistant.verify import landlock, privileges
-from tests.repos import CALC_PY, ROOT, TEST_CALC_PY, answer, create, git_init, modify, python_repo, run_cli, write_tree
+from tests.repos import (
+    CALC_PY,
+    ROOT,
+    TEST_CALC_PY,
+    Listener,
+    answer,
+    create,
+    git_init,
+    modify,
+    python_repo,
+    run_cli,
+    write_tree,
+)
 from tests.scripted_server import ScriptedServer
-from tests.test_secrets_stay_home import Catcher
 
 PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
 ATTACK = (Path(__file__).parent / "attack_sandbox.py").read_text()
@@ -148,7 +159,7 @@ def test_a_hostile_conftest_cannot_unmount_remount_or_leave_the_sandbox(tmp_path
     repo = python_repo(tmp_path, {"calc.py": CALC_PY, "tests/test_calc.py": TEST_CALC_PY, "attack_sandbox.py": ATTACK,
                                   "pytest.ini": "[pytest]\npythonpath = .\n"})
     git_config = (repo / ".git" / "config").read_bytes()
-    catcher = Catcher()
+    catcher = Listener()
     try:
         hostile = answer(create("conftest.py", CONFTEST.replace("PORT", str(catcher.port))))
         with ScriptedServer([hostile, answer(modify("calc.py", "    return a - b", "    return a + b"))]) as server:
@@ -223,7 +234,7 @@ def test_as_a_user_the_same_attack_gets_nowhere(tmp_path: Path, backend: str) ->
         git_config = (repo / ".git" / "config").read_bytes()
         for path in [base, *base.rglob("*")]:
             os.lchown(path, NOBODY, NOBODY)
-        catcher = Catcher()
+        catcher = Listener()
         try:
             proc = subprocess.run(_as(NOBODY, [*driver, DRIVER, env.get("CODE_ASSISTANT_BWRAP", "bwrap"),
                                                str(catcher.port)]),

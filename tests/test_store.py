@@ -78,10 +78,10 @@ def test_repo_identity_without_origin_is_the_resolved_path(tmp_path: Path) -> No
 
 def test_server_config_forms() -> None:
     assert server_config({}) is None
-    assert server_config({"CHROMA_HOST": "db", "CHROMA_PORT": "9000"}) == store.ServerConfig("db", 9000, False, None)
-    assert server_config({"CHROMA_HOST": "db:9001"}) == store.ServerConfig("db", 9001, False, None)
+    assert server_config({"CHROMA_HOST": "db", "CHROMA_PORT": "9000"}) == store.ChromaServer("db", 9000, False, None)
+    assert server_config({"CHROMA_HOST": "db:9001"}) == store.ChromaServer("db", 9001, False, None)
     cfg = server_config({"CHROMA_HOST": "https://chroma.example.com", "CHROMA_AUTH_TOKEN": "t0k"})
-    assert cfg == store.ServerConfig("chroma.example.com", 8000, True, "t0k")
+    assert cfg == store.ChromaServer("chroma.example.com", 8000, True, "t0k")
     assert server_config({"CHROMA_HOST": "db", "CHROMA_SSL": "true"}).ssl  # type: ignore[union-attr]
     with pytest.raises(StoreError, match="CHROMA_PORT"):
         server_config({"CHROMA_HOST": "db", "CHROMA_PORT": "eighty"})

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from code_assistant.answers.plan import parse_plan
-from code_assistant.edit.operations import ACTIONS
+from code_assistant.edit.edits import ACTIONS
 from code_assistant.model.chat import OpenAIChat
 from code_assistant.model.structured import plan_schema, refuses_response_format, response_format
 from tests.repos import answer, modify, python_repo, run_cli, snapshot

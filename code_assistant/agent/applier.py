@@ -15,7 +15,7 @@ from code_assistant.agent.requests import FollowUp, Request
 from code_assistant.agent.state import Answer, Applied
 from code_assistant.edit.beside import Outside, file_text
 from code_assistant.edit.editor import ChangedOutsideError, FileEditor
-from code_assistant.edit.operations import Action, EditOperation
+from code_assistant.edit.edits import Action, EditOperation
 from code_assistant.edit.preview import Limits, Preview, preview_edits, refusals, sparing
 from code_assistant.model import prompts
 from code_assistant.model.fitting import clip_text

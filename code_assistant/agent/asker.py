@@ -20,7 +20,7 @@ from code_assistant.agent.stop import Stop
 from code_assistant.answers.plan import PlanParseError, parse_answer
 from code_assistant.answers.reasoning import split_reasoning
 from code_assistant.answers.tool_calls import as_text
-from code_assistant.edit.operations import Action, repo_relative
+from code_assistant.edit.edits import Action, repo_relative
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.model import prompts
 from code_assistant.model.chat import ChatModel, ChatResponse, Usage

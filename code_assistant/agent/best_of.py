@@ -22,7 +22,7 @@ from code_assistant.agent.loop import Run
 from code_assistant.agent.requests import PlanRequest
 from code_assistant.agent.state import Prepared, RunResult
 from code_assistant.agent.stop import Stop
-from code_assistant.edit.operations import Action, EditOperation
+from code_assistant.edit.edits import Action, EditOperation
 from code_assistant.model.trajectory import StepKind
 
 logger = logging.getLogger(__name__)

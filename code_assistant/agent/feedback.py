@@ -1,7 +1,7 @@
 """What the model is told about test results and about its own edits. Pure functions; text written for the model."""
 from __future__ import annotations
 
-from code_assistant.edit.operations import EditResult
+from code_assistant.edit.edits import EditResult
 from code_assistant.verify.runner import TestResult, lost_note
 
 OUTPUT_TAIL_CHARS = 6000

@@ -8,7 +8,7 @@ from code_assistant.agent.parts import Parts
 from code_assistant.agent.requests import FollowUp, ReproduceRequest, Request
 from code_assistant.agent.state import Answer, Reproduction
 from code_assistant.edit.editor import FileEditor
-from code_assistant.edit.operations import Action
+from code_assistant.edit.edits import Action
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.languages import is_test_file
 from code_assistant.model import prompts

@@ -12,8 +12,8 @@ from code_assistant.agent.stop import Stop
 from code_assistant.model.chat import Usage
 
 if TYPE_CHECKING:
+    from code_assistant.edit.edits import EditOperation, EditResult
     from code_assistant.edit.leftovers import Leftover
-    from code_assistant.edit.operations import EditOperation, EditResult
     from code_assistant.edit.takeback import FileOutcome
     from code_assistant.index.indexer import RepoIndex
     from code_assistant.model.chat import ChatModel

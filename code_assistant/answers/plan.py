@@ -15,7 +15,7 @@ from code_assistant.answers.plan_json import JsonPlanError, find_plan_json
 from code_assistant.answers.reasoning import split_reasoning
 from code_assistant.answers.search_replace import BlockError, has_blocks, parse_blocks
 from code_assistant.answers.unified_diff import DiffError, has_diff, parse_diff
-from code_assistant.edit.operations import PLAN_ACTIONS, Action, EditOperation
+from code_assistant.edit.edits import PLAN_ACTIONS, Action, EditOperation
 
 
 class PlanParseError(ValueError):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from code_assistant.edit.operations import Action, EditOperation
+from code_assistant.edit.edits import Action, EditOperation
 
 _HEAD_RE = re.compile(r"^[ \t]*<{5,9} ?(?:SEARCH|ORIGINAL)\b.*$")
 _DIVIDER_RE = re.compile(r"^[ \t]*={5,9}[ \t]*$")

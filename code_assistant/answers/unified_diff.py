@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from code_assistant.edit.operations import Action, EditOperation
+from code_assistant.edit.edits import Action, EditOperation
 
 DEV_NULL = "/dev/null"
 _HUNK_RE = re.compile(r"^@@.*@@")

@@ -1,6 +1,7 @@
 """The command line door: it parses its subcommands — the operations of the table (operations/) that the command
-line reaches, and `chat`, the session door — into the Settings every command shares (a flag's destination is the
-Settings field it sets) and the operation's own frozen options record; nothing below this package sees argparse.
+line reaches, their arguments as the table declares them, and two doors of their own: `chat`, the session, and `mcp
+serve`, the MCP server — into the Settings every command shares (a flag's destination is the Settings field it sets)
+and the operation's own frozen options record; nothing below this package sees argparse.
 Then it opens a workspace, executes the operation and renders its outcome, as text or (--json) as one object. Known
 errors are one line on stderr; tracebacks only with -v."""
 from __future__ import annotations
@@ -15,30 +16,41 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from code_assistant import console, interrupts
-from code_assistant.cli import flags, mcp
+from code_assistant.cli import evaluate, flags
 from code_assistant.cli.flags import SETTING_FIELDS, Parser
 from code_assistant.console import render
 from code_assistant.errors import EXIT_OK, UsageError
-from code_assistant.operations import OPERATIONS, Door, reached_from
-from code_assistant.operations.options import (ApplyOptions, AskOptions, ContextOptions, DiffOptions, IndexOptions,
-                                               RecoverOptions, RunOptions, TestOptions, ToolOptions, UndoOptions)
+from code_assistant.operations import OPERATIONS, Door, Operation, reached_from
+from code_assistant.operations.options import AskOptions, ContextOptions, IndexOptions, RecoverOptions, RunOptions
 from code_assistant.session import SessionOptions
 from code_assistant.settings import DEFAULT_MODEL, Settings, load_settings
 
 CHAT = "chat"
 MCP = "mcp"
+MCP_SERVE = "mcp serve"
+EVAL = "eval"
+Group = Callable[[argparse.ArgumentParser], None]
+
+
+def _declared(p: argparse.ArgumentParser) -> None:
+    """A marker among a command's groups, never called: where its operation's own arguments go (build_parser)."""
+
+
+ARGUMENTS: Group = _declared
 
 
 # ----- the table -------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Command:
-    """One subcommand: an operation of the table (or `chat`, the session door), the flag groups it takes, and its
-    options record built from the parsed arguments."""
+    """One subcommand: an operation of the table (or a door of its own: `chat`, the session; `mcp serve`, the MCP
+    server), the flag groups it takes, and its options record built from the parsed arguments."""
 
     name: str
     summary: str
-    groups: tuple[Callable[[argparse.ArgumentParser], None], ...]
+    groups: tuple[Group, ...]
     options: Callable[[argparse.Namespace], object]
+    operation: str | None = None  # the operation of the table it executes
+    repository: bool = True  # it takes --repo
 
 
 @dataclass(frozen=True)
@@ -61,58 +73,68 @@ def _task(args: argparse.Namespace) -> str:
     return task
 
 
-def _plan_text(path: Path) -> str:
-    if str(path) == "-":
-        return sys.stdin.read()
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"apply: cannot read the plan {path}: {exc.strerror or exc}") from None
-
-
 def _run_options(args: argparse.Namespace) -> RunOptions:
     return RunOptions(task=_task(args), branch=args.branch, worktree=args.worktree, commit=args.commit,
                       allow_dirty=args.allow_dirty, keep_branch=args.keep_branch, replay=args.replay)
 
 
-_RUN_GROUPS = (flags.repository, flags.as_json, flags.model, flags.tooling, flags.retrieval, flags.task, flags.run,
-               flags.one_run, flags.session, flags.legacy)
-# How each operation the command line reaches is parsed (its summary is the table's).
-_PARSERS: dict[str, tuple[tuple[Callable[[argparse.ArgumentParser], None], ...],
-                          Callable[[argparse.Namespace], object]]] = {
-    "run": (_RUN_GROUPS, _run_options),
-    "ask": ((flags.repository, flags.as_json, flags.model, flags.tooling, flags.retrieval, flags.question),
-            lambda a: AskOptions(question=" ".join(a.question))),
-    "context": ((flags.repository, flags.as_json, flags.retrieval, flags.context_task),
-                lambda a: ContextOptions(task=_task(a))),
-    "test": ((flags.repository, flags.as_json, flags.tests), lambda a: TestOptions()),
-    "diff": ((flags.repository, flags.as_json), lambda a: DiffOptions()),
-    "undo": ((flags.repository, flags.as_json), lambda a: UndoOptions()),
-    "index": ((flags.repository, flags.as_json), lambda a: IndexOptions()),
-    "recover": ((flags.repository,), lambda a: RecoverOptions()),
-    "search": ((flags.repository, flags.as_json, flags.search_words),
-               lambda a: ToolOptions(tool="search", arguments={"query": " ".join(a.query), "k": a.k})),
-    "grep": ((flags.repository, flags.as_json, flags.grep_words),
-             lambda a: ToolOptions(tool="grep", arguments={"pattern": a.pattern, "path_glob": a.path_glob})),
-    "read": ((flags.repository, flags.as_json, flags.read_words),
-             lambda a: ToolOptions(tool="read", arguments={"path": a.path, "start": a.start, "end": a.end})),
-    "symbol": ((flags.repository, flags.as_json, flags.symbol_words),
-               lambda a: ToolOptions(tool="symbol", arguments={"name": a.name})),
-    "apply": ((flags.repository, flags.as_json, flags.plan_file), lambda a: ApplyOptions(plan=_plan_text(a.plan))),
-    "exec": ((flags.repository, flags.as_json, flags.tests, flags.exec_words),
-             lambda a: ToolOptions(tool="exec", arguments={"command": " ".join(a.command)})),
+# The flag groups each command the command line reaches takes (its operation's summary and arguments are the table's).
+_GROUPS: dict[str, tuple[Group, ...]] = {
+    "run": (flags.repository, flags.as_json, flags.model, flags.tooling, flags.retrieval, ARGUMENTS, flags.run,
+            flags.one_run, flags.session, flags.legacy),
+    "ask": (flags.repository, flags.as_json, flags.model, flags.tooling, flags.retrieval, ARGUMENTS),
+    "context": (flags.repository, flags.as_json, flags.retrieval, ARGUMENTS, flags.task_alias),
+    "test": (flags.repository, flags.as_json, flags.tests),
+    "diff": (flags.repository, flags.as_json),
+    "undo": (flags.repository, flags.as_json),
+    "index": (flags.repository, flags.as_json),
+    "recover": (flags.repository,),
+    "search": (flags.repository, flags.as_json, ARGUMENTS),
+    "grep": (flags.repository, flags.as_json, ARGUMENTS),
+    "read": (flags.repository, flags.as_json, ARGUMENTS),
+    "symbol": (flags.repository, flags.as_json, ARGUMENTS),
+    "exec": (flags.repository, flags.as_json, flags.tests, ARGUMENTS),
+    "apply": (flags.repository, flags.as_json, ARGUMENTS),
+    "mcp add": (flags.as_json, ARGUMENTS),
+    "mcp list": (flags.current_repository, flags.as_json, flags.trust),
+    "mcp remove": (flags.as_json, ARGUMENTS),
 }
+_BUILT: dict[str, Callable[[argparse.Namespace], object]] = {  # options not made from the declared arguments alone
+    "run": _run_options,
+    "context": lambda args: ContextOptions(task=_task(args)),
+}
+
+
+def _command(op: Operation) -> Command:
+    def options(args: argparse.Namespace) -> object:
+        return op.make(flags.values(args, op.arguments, op.name))
+
+    summary = op.summary + (" (the default command)" if op.name == "run" else "")
+    return Command(op.name, summary, _GROUPS[op.name], _BUILT.get(op.name, options), op.name, op.repository)
+
+
+def _mcp_action(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=MCP_ACTIONS, help="add, list, remove, or serve (our tools to other agents, on "
+                                                       "stdio); each with its own --help")
+
+
 COMMANDS: dict[str, Command] = {
-    "run": Command("run", OPERATIONS["run"].summary + " (the default command)", *_PARSERS["run"]),
+    "run": _command(OPERATIONS["run"]),
     CHAT: Command(CHAT, "a session: task after task with the index warm, follow-ups, /undo (each stdin line a task "
                         "when not on a terminal)",
                   (flags.repository, flags.as_json, flags.model, flags.tooling, flags.retrieval, flags.run,
                    flags.session),
                   lambda a: SessionOptions(resume=a.resume)),
-    **{op.name: Command(op.name, op.summary, *_PARSERS[op.name]) for op in reached_from(Door.CLI) if op.name != "run"},
-    MCP: Command(MCP, "the user's MCP servers (add, list, remove), and serve: our tools to other agents over MCP",
-                 (mcp.words, flags.tests), mcp.options),
+    **{op.name: _command(op) for op in reached_from(Door.CLI) if op.name != "run"},
+    MCP_SERVE: Command(MCP_SERVE, "our tools to other agents over MCP, on stdio", (flags.current_repository,
+                                                                                    flags.tests), lambda a: None),
+    EVAL: Command(EVAL, "run the agent over a set of cases (CASES.jsonl) in scratch copies, judge each with its own "
+                        "tests, and sum up; `eval compare RUN_A RUN_B`", (evaluate.words,), evaluate.options,
+                  repository=False),
 }
+MCP_ACTIONS = tuple(name.split()[1] for name in COMMANDS if name.startswith(MCP + " "))
+COMMANDS[MCP] = Command(MCP, "the user's MCP servers (add, list, remove), and serve: our tools to other agents over "
+                             "MCP", (_mcp_action,), lambda a: None, repository=False)
 
 
 def _legacy_switch(args: argparse.Namespace) -> tuple[Command, object]:
@@ -137,21 +159,28 @@ def build_parser(name: str = "run") -> argparse.ArgumentParser:
                    "the tests do not go green." if name == "run" else command.summary[0].upper() + command.summary[1:])
     p = Parser(prog=prog, description=description, epilog=_epilog(Path(sys.argv[0]).name) if name == "run" else None)
     for group in command.groups:
-        group(p)
+        if group is ARGUMENTS:
+            flags.declared(p, OPERATIONS[command.operation or name].arguments)
+        else:
+            group(p)
     return p
 
 
 def parse_arguments(argv: list[str]) -> tuple[str, argparse.Namespace]:
-    """The command's name (the first word when it names one, else the default) and its parsed arguments. A first
-    word that names no command is refused with the closest name; a command named after the options, with where it
-    goes."""
+    """The command's name (the first word when it names one — `mcp` and its action, two — else the default) and its
+    parsed arguments. A first word that names no command is refused with the closest name; a command named after the
+    options, with where it goes."""
     if argv[:1] and not argv[0].startswith("-") and argv[0] not in COMMANDS:
         raise UsageError(_unknown_command(argv[0]))
-    name = argv[0] if argv[:1] and argv[0] in COMMANDS else "run"
+    if argv[:1] == [MCP] and argv[1:2] and argv[1] in MCP_ACTIONS:
+        name, words = f"{MCP} {argv[1]}", argv[2:]
+    else:
+        name = argv[0] if argv[:1] and argv[0] in COMMANDS else "run"
+        words = argv[1:] if argv[:1] == [name] else argv
     parser = build_parser(name)
-    words = argv[1:] if argv[:1] == [name] else argv
     # `mcp add NAME --replace -- COMMAND...`: options may come between the words
-    args, extra = parser.parse_known_intermixed_args(words) if name == MCP else parser.parse_known_args(words)
+    intermixed = name in ("mcp add", EVAL)
+    args, extra = parser.parse_known_intermixed_args(words) if intermixed else parser.parse_known_args(words)
     if extra and name == "run" and (command := next((word for word in extra if word in COMMANDS), None)):
         rest = list(argv)
         del rest[len(rest) - 1 - rest[::-1].index(command)]  # the last: an earlier one may be an option's value
@@ -162,10 +191,11 @@ def parse_arguments(argv: list[str]) -> tuple[str, argparse.Namespace]:
 
 
 def _unknown_command(word: str) -> str:
-    close = difflib.get_close_matches(word, list(COMMANDS), n=2, cutoff=0.6)
+    names = [name for name in COMMANDS if " " not in name]  # `mcp add` is `mcp`'s
+    close = difflib.get_close_matches(word, names, n=2, cutoff=0.6)
     if close:
         return f"unknown command {word!r}; did you mean {' or '.join(close)}?"
-    return (f"unknown command {word!r} (the commands: {', '.join(COMMANDS)}; a task goes after --task, a question "
+    return (f"unknown command {word!r} (the commands: {', '.join(names)}; a task goes after --task, a question "
             f"after ask)")
 
 
@@ -178,13 +208,13 @@ def parse(argv: list[str]) -> Parsed:
                  if key in SETTING_FIELDS and key != "repo" and value is not None}
     as_json = bool(getattr(args, "json", False))
     streams = not getattr(args, "no_stream", True) and not as_json and sys.stdout.isatty()
-    return Parsed(command=command, settings=load_settings(args.repo, **overrides), options=options, as_json=as_json,
-                  streams=streams)
+    return Parsed(command=command, settings=load_settings(getattr(args, "repo", "."), **overrides), options=options,
+                  as_json=as_json, streams=streams)
 
 
 def _epilog(prog: str) -> str:
-    lines = "\n".join(f"  {prog} {c.name} --repo PATH\n      {c.summary}" for c in COMMANDS.values()
-                      if c.name != "run")
+    lines = "\n".join(f"  {prog} {c.name}{' --repo PATH' if c.repository else ''}\n      {c.summary}"
+                      for c in COMMANDS.values() if c.name not in ("run", MCP))
     return f"""\
 commands (each with its own --help; without one, the default command runs):
 {lines}
@@ -238,11 +268,16 @@ def main(argv: list[str] | None = None, *, leaving: bool = False) -> int:
 
 
 def execute(parsed: Parsed) -> int:
-    """The command on a workspace opened for it (the session door keeps its own), its outcome shown."""
+    """The command on a workspace opened for it (the session door keeps its own, the MCP server its own), its outcome
+    shown."""
     from code_assistant.workspace import Workspace
 
-    if parsed.command.name == MCP:
-        return mcp.execute(parsed.settings, parsed.options, as_json=parsed.as_json)  # type: ignore[arg-type]
+    if parsed.command.name == MCP_SERVE:
+        from code_assistant.mcp import server
+
+        return server.serve(parsed.settings)
+    if parsed.command.name == EVAL:
+        return evaluate.execute(parsed.settings, parsed.options, as_json=parsed.as_json)  # type: ignore[arg-type]
     if parsed.command.name == CHAT:
         from code_assistant import session
 
@@ -250,7 +285,7 @@ def execute(parsed: Parsed) -> int:
                             streams=parsed.streams)
     display = console.display(as_json=parsed.as_json, streams=parsed.streams, verbose=parsed.settings.verbose)
     with Workspace(parsed.settings, display) as workspace:
-        outcome = OPERATIONS[parsed.command.name].execute(workspace, parsed.options)
+        outcome = OPERATIONS[parsed.command.operation or parsed.command.name].execute(workspace, parsed.options)
     render.show(outcome, as_json=parsed.as_json)
     return outcome.exit_code
 

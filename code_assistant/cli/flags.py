@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import re
+import sys
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -19,13 +20,15 @@ from code_assistant.settings import (
     WIRES,
     Settings,
 )
+from code_assistant.tools import Argument
 
 SETTING_FIELDS = frozenset(f.name for f in fields(Settings))
 _INVALID_CHOICE = re.compile(r"invalid choice: '?(?P<word>[^' ]*)'? \(choose from (?P<choices>.*)\)")
 
 
 class Parser(argparse.ArgumentParser):
-    """No abbreviations (`--context-onl` is not `--context-only`); an unknown option names the closest real one."""
+    """No abbreviations (`--context-onl` is not `--context-only`); an unknown option names the closest real one, or
+    says where the words of a command's free text that start with - go."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, allow_abbrev=False, formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
@@ -42,6 +45,8 @@ class Parser(argparse.ArgumentParser):
                 close = difflib.get_close_matches(word.split("=")[0], options, n=1, cutoff=0.6)
                 if word.startswith("-") and close:
                     hints.append(f"{word.split('=')[0]}: did you mean {close[0]}?")
+                elif word.startswith("-") and any(a.nargs in ("+", "*") for a in self._actions if not a.option_strings):
+                    hints.append(f"{word}: words that start with - go after --")
         raise UsageError(message + (f" ({'; '.join(hints)})" if hints else ""))
 
 
@@ -61,6 +66,16 @@ def _setting(group: argparse._ActionsContainer, *flags: str, field: str, **kwarg
 # ----- the flags, in groups a command takes whole ----------------------------------------------------------------
 def repository(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repo", required=True, help="the repository to work on")
+    _repository(p)
+
+
+def current_repository(p: argparse.ArgumentParser) -> None:
+    """The repository options, the repository by default the current directory (`mcp list`, `mcp serve`)."""
+    p.add_argument("--repo", default=".", help="the repository to work on (default: the current directory)")
+    _repository(p)
+
+
+def _repository(p: argparse.ArgumentParser) -> None:
     _setting(p, "--index-path", field="index_path",
              help="where the index lives (default: ~/.cache/code-assistant/index)")
     _setting(p, "-v", "--verbose", field="verbose", action="store_true", default=None,
@@ -107,7 +122,11 @@ def tooling(p: argparse.ArgumentParser) -> None:
              help="no tools: the model answers from the context it is given (default: auto, as --tools says)")
     _setting(g, "--max-tool-calls", field="max_tool_calls", type=int, metavar="N",
              help=f"tool calls one answer may make (default {default('max_tool_calls')})")
-    _setting(g, "--trust-mcp", field="trust_mcp", action="store_true", default=None,
+    trust(g)
+
+
+def trust(p: argparse._ActionsContainer) -> None:
+    _setting(p, "--trust-mcp", field="trust_mcp", action="store_true", default=None,
              help="start the MCP servers of the repository's .mcp.json without asking (they run as you)")
 
 
@@ -117,10 +136,6 @@ def retrieval(p: argparse.ArgumentParser) -> None:
     _setting(p, "--embed-budget", field="embed_budget", type=int, metavar="N",
              help="chunks one query may have the model embed (default: 200 local, 2000 openai; "
                   "0: only what is already embedded)")
-
-
-def task(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--task", help="what to do, in plain words (without it, on a terminal: a session)")
 
 
 def tests(p: argparse.ArgumentParser) -> None:
@@ -209,38 +224,55 @@ def legacy(p: argparse.ArgumentParser) -> None:
                         "and exit")
 
 
-def question(p: argparse.ArgumentParser) -> None:
-    p.add_argument("question", nargs="+", help="the question, in plain words")
-
-
-def context_task(p: argparse.ArgumentParser) -> None:
-    p.add_argument("task", nargs="*", help="the task whose context to show")
+def task_alias(p: argparse.ArgumentParser) -> None:
+    """`context --task TASK`: the words of the context command, as the option the default command takes them as."""
     p.add_argument("--task", dest="task_flag", metavar="TASK", help="the same, as an option")
 
 
-def search_words(p: argparse.ArgumentParser) -> None:
-    p.add_argument("query", nargs="+", help="what to look for")
-    p.add_argument("-k", type=int, default=8, help="files to show (default 8)")
+# ----- an operation's own arguments, as the table declares them -----------------------------------------------------
+def declared(p: argparse.ArgumentParser, arguments: tuple[Argument, ...]) -> None:
+    """The arguments as argparse's: an option where the declaration names a flag, else words in order (free text and
+    lists take several); a JSON object is read from a file."""
+    for a in arguments:
+        kwargs: dict[str, Any] = {"help": a.described}
+        if a.metavar:
+            kwargs["metavar"] = a.metavar
+        if a.type is bool:
+            p.add_argument(a.flag, dest=a.name, action="store_true", **kwargs)
+            continue
+        if a.type is int:
+            kwargs["type"] = int
+        if a.default is not None:
+            kwargs["default"] = a.default
+        if a.type is dict:
+            kwargs.update(type=Path, help=f"a file holding {a.help}; - for stdin")
+        if a.flag:
+            p.add_argument(a.flag, dest=a.name, **({"action": "append"} if a.type is list else {}), **kwargs)
+        elif a.words or a.type is list:
+            p.add_argument(a.name, nargs="+" if a.required else "*", **kwargs)
+        else:
+            p.add_argument(a.name, **({} if a.required else {"nargs": "?"}), **kwargs)
 
 
-def grep_words(p: argparse.ArgumentParser) -> None:
-    p.add_argument("pattern", help="a regular expression (Python syntax)")
-    p.add_argument("--glob", dest="path_glob", help="only files matching this glob, e.g. 'src/**/*.py'")
+def values(args: argparse.Namespace, arguments: tuple[Argument, ...], command: str) -> dict[str, object]:
+    """The declared arguments' values from the parsed command line: free text joined, a JSON object's file read."""
+    found: dict[str, object] = {}
+    for a in arguments:
+        value = getattr(args, a.name, None)
+        if isinstance(value, list) and a.type is list and not a.flag and value[:1] == ["--"]:
+            value = value[1:]  # `mcp add NAME -- COMMAND...`: words after the options
+        if a.words and isinstance(value, list):
+            value = " ".join(value)
+        if a.type is dict and value is not None:
+            value = _read_file(value, f"{command}: cannot read the {a.name}")
+        found[a.name] = value
+    return found
 
 
-def read_words(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", help="a file of the repository")
-    p.add_argument("start", nargs="?", type=int, default=1, help="first line (default 1)")
-    p.add_argument("end", nargs="?", type=int, help="last line (default: 400 lines on)")
-
-
-def symbol_words(p: argparse.ArgumentParser) -> None:
-    p.add_argument("name", help="a function, class, method or variable")
-
-
-def exec_words(p: argparse.ArgumentParser) -> None:
-    p.add_argument("command", nargs="+", help="the command (quote it, or put it after --)")
-
-
-def plan_file(p: argparse.ArgumentParser) -> None:
-    p.add_argument("plan", type=Path, help="a file holding the plan ({\"changes\": [...]}); - for stdin")
+def _read_file(path: Path, cannot: str) -> str:
+    if str(path) == "-":
+        return sys.stdin.read()
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{cannot} {path}: {exc.strerror or exc}") from None

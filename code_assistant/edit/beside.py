@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
+from code_assistant.edit.edits import Action, EditOperation
 from code_assistant.edit.lines import MatchOutcome
 from code_assistant.edit.matching import apply_search_replace
 from code_assistant.edit.merge3 import merge3, split_lines
-from code_assistant.edit.operations import Action, EditOperation
 from code_assistant.edit.symbol_edit import apply_symbol_edit
 
 KEPT_SHARE = 0.5  # a file that keeps fewer than this share of the lines the run left in it was replaced wholesale

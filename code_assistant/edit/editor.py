@@ -19,7 +19,7 @@ from pathlib import Path
 
 from code_assistant.edit import history
 from code_assistant.edit.beside import Outside, edit_text, file_bytes, file_text, gone, misfit, outside
-from code_assistant.edit.diff import unified_diff
+from code_assistant.edit.unified import unified_diff
 from code_assistant.edit.journal import (
     Closed,
     FileMoved,
@@ -34,7 +34,7 @@ from code_assistant.edit.journal import (
     read_state,
     remove_if,
 )
-from code_assistant.edit.operations import (ACTIONS, Action, EditOperation, EditResult, PathError, repo_relative,
+from code_assistant.edit.edits import (ACTIONS, Action, EditOperation, EditResult, PathError, repo_relative,
                                            resolve_repo_path)
 from code_assistant.edit.ownership import Fate, run_alone, take_back_stretches
 from code_assistant.edit.takeback import FileOutcome, take_out

@@ -4,8 +4,8 @@ from __future__ import annotations
 import difflib
 import os
 
+from code_assistant.edit.edits import Action
 from code_assistant.edit.lines import MatchOutcome, dominant_newline, leading, splice, split_lines
-from code_assistant.edit.operations import Action
 from code_assistant.parse import code_parser
 
 _PREFIX_MARKS = ("@", "#", "//", "/*", "*", "#[")  # decorators and comments the parser counts into a definition

@@ -38,7 +38,7 @@ class ImportRow(NamedTuple):
 
 
 @dataclass
-class FileRecord:
+class IndexedFile:
     path: str
     hash: str
     size: int
@@ -74,10 +74,10 @@ class FileTable:
         return dict(rows_in(self._db, "SELECT path, hash FROM files WHERE skipped = 0 AND path IN ({})", paths))
 
     # ----- records ---------------------------------------------------------------------------------------------
-    def records(self, paths: Sequence[str]) -> dict[str, FileRecord]:
+    def records(self, paths: Sequence[str]) -> dict[str, IndexedFile]:
         rows = rows_in(self._db, "SELECT path, hash, size, mtime_ns, language, parser, tokens, symbols, imports, "
                                  "chunks FROM files WHERE skipped = 0 AND path IN ({})", paths)
-        return {path: FileRecord(path=path, hash=digest, size=size, mtime_ns=mtime, language=language, parser=parser,
+        return {path: IndexedFile(path=path, hash=digest, size=size, mtime_ns=mtime, language=language, parser=parser,
                                  tokens=tokens, symbols=[SymbolRow(*s) for s in json.loads(symbols)],
                                  imports=[ImportRow(*i) for i in json.loads(imports)], chunks=chunks)
                 for path, digest, size, mtime, language, parser, tokens, symbols, imports, chunks in rows}
@@ -112,7 +112,7 @@ class FileTable:
                              (row_id, digest, json.dumps(layout, separators=(",", ":"))))
 
     # ----- writes --------------------------------------------------------------------------------------------------
-    def put(self, record: FileRecord, length: int) -> int:
+    def put(self, record: IndexedFile, length: int) -> int:
         """Insert or replace a file's record (its vectors not stored yet); its row id."""
         r = record
         self._db.execute(

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from code_assistant.errors import AssistantError
 from code_assistant.index.edge_table import EdgeTable
-from code_assistant.index.file_table import FileRecord, FileTable
+from code_assistant.index.file_table import FileTable, IndexedFile
 from code_assistant.index.postings import PostingTable, SymbolTable
 from code_assistant.index.table_rows import file_id
 from code_assistant.index.vector_table import VectorTable
@@ -57,7 +57,7 @@ class IndexDBError(AssistantError):
 class Entry:
     """One indexed file version as the indexer hands it over: its record and BM25 terms (no vectors yet)."""
 
-    record: FileRecord
+    record: IndexedFile
     terms: dict[str, int]
     length: int
 

@@ -22,7 +22,7 @@ from code_assistant.index import store
 from code_assistant.index.embedding_cache import EmbeddingCache
 from code_assistant.index.embeddings import Embedder
 from code_assistant.index.file_prep import PreparedFile, Preparer
-from code_assistant.index.file_table import FileRecord, FileStamp, ImportRow
+from code_assistant.index.file_table import FileStamp, ImportRow, IndexedFile
 from code_assistant.index.import_graph import ModuleResolver, go_module_path, js_package
 from code_assistant.index.index_db import Entry, IndexDB
 from code_assistant.index.nearest import ChunkSearch
@@ -49,14 +49,14 @@ class IndexStats:
     seconds: float = 0.0
 
 
-class Files(Mapping[str, FileRecord]):
+class Files(Mapping[str, IndexedFile]):
     """The indexed files by path: the paths are in memory, a record is read from the index database when asked."""
 
     def __init__(self, db: IndexDB, paths: list[str]) -> None:
         self._db = db
         self._paths = paths
         self._known = set(paths)
-        self._records: dict[str, FileRecord] = {}
+        self._records: dict[str, IndexedFile] = {}
 
     def __contains__(self, path: object) -> bool:
         return path in self._known
@@ -67,7 +67,7 @@ class Files(Mapping[str, FileRecord]):
     def __len__(self) -> int:
         return len(self._paths)
 
-    def __getitem__(self, path: str) -> FileRecord:
+    def __getitem__(self, path: str) -> IndexedFile:
         if path not in self._known:
             raise KeyError(path)
         if path not in self._records:
@@ -266,7 +266,7 @@ class Indexer:
 
     @staticmethod
     def _entry(prepared: PreparedFile, st: os.stat_result) -> Entry:
-        record = FileRecord(path=prepared.path, hash=prepared.digest, size=st.st_size, mtime_ns=st.st_mtime_ns,
+        record = IndexedFile(path=prepared.path, hash=prepared.digest, size=st.st_size, mtime_ns=st.st_mtime_ns,
                             language=prepared.language, parser=prepared.parser, tokens=prepared.tokens,
                             symbols=prepared.symbols, imports=prepared.imports)
         return Entry(record, prepared.terms, prepared.length)

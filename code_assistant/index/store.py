@@ -113,7 +113,7 @@ def collection_for(client: chromadb.api.ClientAPI, repo: Path, embedder_name: st
 
 # ----- the client ---------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class ServerConfig:
+class ChromaServer:
     host: str
     port: int
     ssl: bool
@@ -124,7 +124,7 @@ class ServerConfig:
         return f"{self.host}:{self.port}"
 
 
-def server_config(env: Mapping[str, str] | None = None) -> ServerConfig | None:
+def server_config(env: Mapping[str, str] | None = None) -> ChromaServer | None:
     """CHROMA_HOST (a name, `host:port` or `http(s)://host[:port]`), CHROMA_PORT, CHROMA_SSL, CHROMA_AUTH_TOKEN;
     None when CHROMA_HOST is unset (the embedded store)."""
     env = os.environ if env is None else env
@@ -147,7 +147,7 @@ def server_config(env: Mapping[str, str] | None = None) -> ServerConfig | None:
         raise StoreError(f"CHROMA_PORT must be a port number, not {port_text!r} (CHROMA_HOST={raw})") from None
     if not host or not 0 < port < 65536:
         raise StoreError(f"CHROMA_HOST/CHROMA_PORT do not name a server: {raw!r} port {port}")
-    return ServerConfig(host=host, port=port, ssl=ssl, token=(env.get("CHROMA_AUTH_TOKEN") or "").strip() or None)
+    return ChromaServer(host=host, port=port, ssl=ssl, token=(env.get("CHROMA_AUTH_TOKEN") or "").strip() or None)
 
 
 def _explain(exc: BaseException, where: str) -> str:

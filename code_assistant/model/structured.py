@@ -21,7 +21,7 @@ _REFUSAL_STATUSES = (400, 422, 500)
 
 def plan_schema(actions: Sequence[str]) -> dict[str, Any]:
     """{"changes": [...]} as a strict JSON schema (every key required, optional ones nullable), so that servers that
-    enforce strict schemas (OpenAI) accept it; `actions` come from the caller (edit.operations.PLAN_ACTIONS)."""
+    enforce strict schemas (OpenAI) accept it; `actions` come from the caller (edit.edits.PLAN_ACTIONS)."""
     text = {"type": ["string", "null"]}
     change = {
         "type": "object",

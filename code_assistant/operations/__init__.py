@@ -1,18 +1,22 @@
 """One table of what the assistant can do on a workspace: each operation is `execute(workspace, options) -> outcome`,
 its options a frozen record (options.py) and its outcome a typed one (outcomes.py). Every door reaches the same code
-through this table: the command line (cli/ parses its subcommands into the options records), the session (session.py
-parses its slash commands into the same records), and their help comes from here.
+through this table — the command line (cli/), the session (session.py), the MCP server (mcp/server/) — and each makes
+its form of an operation from the entry here: its help, its arguments (each declared once, as an Argument: the
+model's tools' own for those that call one, tools/specs.py) and which doors reach it.
 
 An operation's code is imported when it runs, not when the table is read: the command line is read, and an error in
 it reported, before any of the pipeline is loaded."""
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import Flag, auto
+from enum import Flag, StrEnum, auto
 from typing import TYPE_CHECKING
 
 from code_assistant.operations import options as o
+from code_assistant.tools import Argument, Spec
+from code_assistant.tools.specs import GREP, READ, RUN, SEARCH, SYMBOL
 
 if TYPE_CHECKING:
     from code_assistant.operations.outcomes import Outcome
@@ -20,21 +24,57 @@ if TYPE_CHECKING:
 
 
 class Door(Flag):
-    """Where a person can reach an operation from."""
+    """Where an operation is reached from."""
 
     CLI = auto()
     SESSION = auto()
-    BOTH = CLI | SESSION
+    MCP = auto()  # another agent, through our MCP server
+    PERSON = CLI | SESSION
+
+
+class Effect(StrEnum):
+    """What an operation does to the repository (the MCP server's hints say it to another agent)."""
+
+    LOOKS = "looks"  # reads only
+    TESTS = "tests"  # runs the test command in the sandbox; the files stay as they are
+    CHANGES = "changes"  # writes the repository's files (undo takes it back) or the user's own configuration
 
 
 @dataclass(frozen=True)
 class Operation:
-    name: str
-    summary: str  # one line, for both doors' help
+    name: str  # as typed: `undo`, `/undo`, the MCP tool `undo`; `mcp add` on the command line
+    summary: str  # one line, for a person's help (the command line's and the session's)
     options: type  # its options record
     module: str  # the module of code_assistant.operations whose `execute` does it
-    words: str = ""  # what follows the name in a session (`/ask QUESTION`)
-    doors: Door = Door.BOTH
+    arguments: tuple[Argument, ...] = ()  # what its options record is built from, in every door
+    doors: Door = Door.PERSON
+    effect: Effect = Effect.CHANGES
+    tool: Spec | None = None  # the model's tool it calls (its options: a ToolOptions of the tool's arguments)
+    described: str = ""  # for another agent (the MCP server's tool description; `{actions}`: a plan's edit actions);
+    #                      a tool's own words by default
+    repository: bool = True  # it works on a repository (the command line takes the repository's options for it)
+
+    @property
+    def words(self) -> str:
+        """What follows its name in a session, as a usage line says it: `PATH [START [END]]`."""
+        shown = ""
+        for argument in reversed(positional(self.arguments)):
+            word = (argument.metavar or argument.name).upper() + ("..." if argument.type is list else "")
+            shown = f"{word} {shown}".strip()
+            shown = shown if argument.required else f"[{shown}]"
+        return shown
+
+    @property
+    def for_agents(self) -> str:
+        return self.described or (self.tool.description if self.tool is not None else self.summary)
+
+    def make(self, values: Mapping[str, object]) -> object:
+        """Its options record from the values of its arguments, however a door read them (None: not given)."""
+        given = {name: tuple(value) if isinstance(value, list) else value for name, value in values.items()
+                 if value is not None}
+        if self.tool is not None:
+            return o.ToolOptions(tool=self.name, arguments=given)
+        return self.options(**given)
 
     def execute(self, workspace: Workspace, options: object) -> Outcome:
         if not isinstance(options, self.options):
@@ -43,36 +83,77 @@ class Operation:
         return module.execute(workspace, options)  # type: ignore[no-any-return]
 
 
+def positional(arguments: tuple[Argument, ...]) -> list[Argument]:
+    """The arguments given as words in order (a session takes only these): all but the options; free text too."""
+    return [argument for argument in arguments if not argument.flag or argument.words]
+
+
+def _looking(spec: Spec, summary: str, name: str = "", *, effect: Effect = Effect.LOOKS,
+             doors: Door = Door.PERSON | Door.MCP) -> Operation:
+    """An operation that calls one of the model's tools (tools/specs.py declares its arguments)."""
+    return Operation(name or spec.name, summary, o.ToolOptions, "look", spec.arguments, doors=doors, effect=effect,
+                     tool=spec)
+
+
+_TASK = Argument("task", "what to do, in plain words (without it, on a terminal: a session)", required=True,
+                 words=True, flag="--task")
+_NAME = Argument("name", "the server's name", required=True)
+
 OPERATIONS: dict[str, Operation] = {op.name: op for op in (
-    Operation("run", "plan, edit, test and fix until green, or roll back", o.RunOptions, "run", "TASK"),
+    Operation("run", "plan, edit, test and fix until green, or roll back", o.RunOptions, "run", (_TASK,)),
     Operation("ask", "answer a question about the repository with file:line citations; never edits", o.AskOptions,
-              "ask", "QUESTION"),
+              "ask", (Argument("question", "the question, in plain words", required=True, words=True),),
+              effect=Effect.LOOKS),
     Operation("context", "show the context a task would get; no model, no key, nothing changed", o.ContextOptions,
-              "context", "[TASK]"),
-    Operation("test", "run the test command in the sandbox and show its summary", o.TestOptions, "test"),
-    Operation("diff", "what the assistant changed that is still in effect, as a diff", o.DiffOptions, "diff"),
+              "context", (Argument("task", "the task whose context to show", words=True),),
+              doors=Door.PERSON | Door.MCP, effect=Effect.LOOKS,
+              described="The ranked first context a task would get: files ranked, those shown and how, as JSON."),
+    Operation("test", "run the test command in the sandbox and show its summary", o.TestOptions, "test",
+              doors=Door.PERSON | Door.MCP, effect=Effect.TESTS,
+              described="Run the repository's test command in a sandbox: its summary and the failing tests."),
+    Operation("diff", "what the assistant changed that is still in effect, as a diff", o.DiffOptions, "diff",
+              effect=Effect.LOOKS),
     Operation("undo", "take back the last change the assistant made; edits made since by anyone else stay",
-              o.UndoOptions, "undo"),
-    Operation("add", "pin files (paths or globs) into every task's context", o.PinOptions, "pins", "PATH...",
-              Door.SESSION),
-    Operation("drop", "unpin files", o.PinOptions, "pins", "PATH...", Door.SESSION),
-    Operation("model", "ask another model from now on (without a name: say which)", o.ModelOptions, "model", "[NAME]",
-              Door.SESSION),
-    Operation("tokens", "model usage and cost so far", o.TokensOptions, "tokens", doors=Door.SESSION),
-    Operation("search", "the repository's own ranking for a text: the best files and their best lines",
-              o.ToolOptions, "look", "QUERY"),
-    Operation("grep", "a regular expression over the repository's files: path:line: text", o.ToolOptions, "look",
-              "PATTERN"),
-    Operation("read", "lines of a file, numbered", o.ToolOptions, "look", "PATH [START [END]]"),
-    Operation("symbol", "where a name is defined and where it is used", o.ToolOptions, "look", "NAME"),
-    Operation("exec", "a command in the test sandbox, the repository read-only (the model's run tool)",
-              o.ToolOptions, "look", "COMMAND"),
+              o.UndoOptions, "undo", doors=Door.PERSON | Door.MCP,
+              described="Take back the last apply made over MCP (by this server or an earlier one, as the command "
+                        "line's undo does); edits made since by anyone else stay."),
+    Operation("add", "pin files (paths or globs) into every task's context", o.PinOptions, "pins",
+              (Argument("add", "files to pin: paths or globs", type=list, required=True, metavar="path"),),
+              doors=Door.SESSION),
+    Operation("drop", "unpin files", o.PinOptions, "pins",
+              (Argument("drop", "pinned files to unpin: paths or globs", type=list, required=True, metavar="path"),),
+              doors=Door.SESSION),
+    Operation("model", "ask another model from now on (without a name: say which)", o.ModelOptions, "model",
+              (Argument("name", "the model"),), doors=Door.SESSION),
+    Operation("tokens", "model usage and cost so far", o.TokensOptions, "tokens", doors=Door.SESSION,
+              effect=Effect.LOOKS),
+    _looking(SEARCH, "the repository's own ranking for a text: the best files and their best lines"),
+    _looking(GREP, "a regular expression over the repository's files: path:line: text"),
+    _looking(READ, "lines of a file, numbered"),
+    _looking(SYMBOL, "where a name is defined and where it is used"),
+    _looking(RUN, "a command in the test sandbox, the repository read-only (the model's run tool)", "exec",
+             effect=Effect.TESTS, doors=Door.PERSON),
     Operation("apply", "apply a plan of edits (the JSON answer format) through the journal and the guardrails",
-              o.ApplyOptions, "apply", "PLAN", Door.CLI),
+              o.ApplyOptions, "apply", (Argument("plan", 'the plan ({"changes": [...]})', type=dict, required=True),),
+              doors=Door.CLI | Door.MCP,
+              described='Apply a plan of edits, {"changes": [{"file_path", "action": "modify", "search", '
+                        '"replace"}]} (actions: {actions}), through a journal and guardrails; answers the diff, or '
+                        "which edits failed and why."),
     Operation("index", "embed the whole repository now (resumable; Ctrl-C keeps finished batches)", o.IndexOptions,
               "index", doors=Door.CLI),
     Operation("recover", "take an interrupted run's change out of the repository and stop its leftover tests",
               o.RecoverOptions, "recover", doors=Door.CLI),
+    Operation("mcp add", "add an MCP server to your own config: its command and arguments, or a URL", o.McpAddOptions,
+              "servers", (_NAME, Argument("command", "the command and its arguments, or a URL (after --)", type=list,
+                                          required=True),
+                          Argument("env", "a variable for the server (repeatable)", type=list, flag="--env",
+                                   metavar="NAME=VALUE"),
+                          Argument("replace", "replace a server of the same name", type=bool, flag="--replace")),
+              doors=Door.CLI, repository=False),
+    Operation("mcp list", "your MCP servers and the repository's: each that would start in a run is started and said "
+              "with its tools", o.McpListOptions, "servers", doors=Door.CLI, effect=Effect.LOOKS),
+    Operation("mcp remove", "remove an MCP server from your own config", o.McpRemoveOptions, "servers", (_NAME,),
+              doors=Door.CLI, repository=False),
 )}
 
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 def execute(ws: Workspace, options: ApplyOptions) -> ApplyOutcome:
     from code_assistant.agent.feedback import edit_feedback
     from code_assistant.answers.plan import PlanParseError, parse_answer
-    from code_assistant.edit.operations import Action
+    from code_assistant.edit.edits import Action
     from code_assistant.edit.preview import preview_edits, refusals, sparing
 
     settings = ws.settings

@@ -29,8 +29,8 @@ def _asked(run: Journal) -> str:
 
 def changes(runs: list[Journal]) -> str:
     """Each file the runs (oldest first) touched, from before the first of them to what the last of them left."""
-    from code_assistant.edit.diff import unified_diff
     from code_assistant.edit.ownership import run_alone
+    from code_assistant.edit.unified import unified_diff
 
     before: dict[str, bytes | None] = {}
     after: dict[str, bytes | None] = {}

@@ -1,5 +1,6 @@
-"""What each operation is asked to do: one frozen record per operation, built by either door — the command line's
-parser (cli/) or the session's (session.py) — and nothing else. Light on purpose: the command line is read, and an
+"""What each operation is asked to do: one frozen record per operation, built by a door — the command line's parser
+(cli/), the session's (session.py) or the MCP server (mcp/server/) — from the arguments the table declares, and
+nothing else. Light on purpose: the command line is read, and an
 error in it reported, before any of the pipeline is imported."""
 from __future__ import annotations
 
@@ -84,11 +85,33 @@ class ApplyOptions:
 
 @dataclass(frozen=True)
 class ToolOptions:
-    """One of the model's tools, called by a person: its name and its arguments, as the model would give them."""
+    """One of the model's tools, called from a door: the operation's name and the tool's arguments, as the model would
+    give them."""
 
     tool: str
     arguments: dict[str, object] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class McpAddOptions:
+    """An MCP server for the user's own config: `command` is its command and arguments, or one URL."""
+
+    name: str
+    command: tuple[str, ...]
+    env: tuple[str, ...] = field(default_factory=tuple)  # NAME=VALUE
+    replace: bool = False  # over a server of the same name
+
+
+@dataclass(frozen=True)
+class McpListOptions:
+    pass
+
+
+@dataclass(frozen=True)
+class McpRemoveOptions:
+    name: str
+
+
 Options = (RunOptions | AskOptions | ContextOptions | IndexOptions | RecoverOptions | UndoOptions | TestOptions
-           | DiffOptions | PinOptions | ModelOptions | TokensOptions | ToolOptions | ApplyOptions)
+           | DiffOptions | PinOptions | ModelOptions | TokensOptions | ToolOptions | ApplyOptions | McpAddOptions
+           | McpListOptions | McpRemoveOptions)

@@ -5,6 +5,7 @@ loading the pipeline."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from code_assistant.agent.stop import Stop
@@ -209,15 +210,67 @@ class ApplyOutcome:
     def as_json(self) -> dict[str, Any]:
         return {"applied": self.applied, "files": self.files, "diff": self.diff, "feedback": self.feedback}
 
-    def text(self) -> str:
-        """The outcome as another agent is told it."""
-        head = (f"Applied to {', '.join(self.files)}; `undo` takes it back." if self.applied
-                else "Nothing was applied.")
-        return "\n\n".join(part for part in (head, self.diff.rstrip(), self.feedback.rstrip()) if part)
+
+class Change(StrEnum):
+    """What `mcp add` or `mcp remove` did to the user's config (the words say it: `[MCP: docs added to PATH]`)."""
+
+    ADDED = "added to"
+    REPLACED = "replaced in"
+    REMOVED = "removed from"
+
+
+@dataclass(frozen=True)
+class McpConfigOutcome:
+    name: str
+    config: str  # the user's config file
+    change: Change
+    exit_code: int = EXIT_OK
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "config": self.config, "change": self.change.name.lower()}
+
+
+@dataclass(frozen=True)
+class ListedServer:
+    """A configured MCP server: whether it starts in a run, and (when it would) whether it started and its tools."""
+
+    name: str
+    origin: str
+    transport: str
+    command: str
+    starts: str  # mcp/client/trust.py's Start
+    started: bool | None = None  # None: not tried (it would not start in a run)
+    tools: list[str] | None = None
+    error: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        tried = {} if self.started is None else {"started": self.started, "tools": self.tools, "error": self.error}
+        return {"name": self.name, "origin": self.origin, "transport": self.transport, "command": self.command,
+                "starts": self.starts, **tried}
+
+
+@dataclass(frozen=True)
+class UnusableServer:
+    name: str
+    origin: str
+    why: str
+
+
+@dataclass(frozen=True)
+class McpListOutcome:
+    servers: list[ListedServer]
+    unusable: list[UnusableServer]
+    config: str  # the user's config file
+    exit_code: int = EXIT_OK
+
+    def as_json(self) -> dict[str, Any]:
+        return {"servers": [s.as_json() for s in self.servers],
+                "unusable": [{"name": u.name, "origin": u.origin, "why": u.why} for u in self.unusable]}
 
 
 Outcome = (RunOutcome | AskOutcome | ContextOutcome | IndexOutcome | RecoverOutcome | UndoOutcome | TestOutcome
-           | DiffOutcome | PinsOutcome | ModelOutcome | TokensOutcome | ToolOutcome | ApplyOutcome)
+           | DiffOutcome | PinsOutcome | ModelOutcome | TokensOutcome | ToolOutcome | ApplyOutcome | McpConfigOutcome
+           | McpListOutcome)
 
 
 # ----- the records' parts, as JSON ------------------------------------------------------------------------------

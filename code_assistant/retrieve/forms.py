@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from code_assistant import tokens
-from code_assistant.index.indexer import FileRecord, RepoIndex
+from code_assistant.index.indexer import IndexedFile, RepoIndex
 from code_assistant.parse.chunker import skeleton
 from code_assistant.parse.code_parser import parse_source
 
@@ -65,7 +65,7 @@ def pair_form(path: str, text: str, keep: set[str], numbered: bool, index: RepoI
     return form or head_form(path, numbered_text(text) if numbered else text, room)
 
 
-def _outline(path: str, record: FileRecord | None) -> ContextFile | None:
+def _outline(path: str, record: IndexedFile | None) -> ContextFile | None:
     """The file's definitions, a line each with its line number, cut to OUTLINE_MAX_TOKENS; None without any."""
     heads = [f"{start:>5}  {sig or qual}" for qual, _kind, start, _end, sig in (record.symbols if record else [])]
     if not heads:
@@ -110,7 +110,7 @@ def fitting_form(path: str, text: str, keep: set[str], numbered: bool, index: Re
     return form if form.tokens <= room and (full is None or form.tokens < full.tokens) else None
 
 
-def _skeleton_floor(record: FileRecord) -> int:
+def _skeleton_floor(record: IndexedFile) -> int:
     """Fewest tokens a skeleton of the file can have: it shows every definition's header lines."""
     per_line: dict[int, int] = {}
     for _qualname, _kind, start, _end, signature in record.symbols:

@@ -3,15 +3,51 @@ repository as a person may show it (files.py: tracked or not ignored, never a se
 assistant's state), and `run`, a command in the test sandbox on the working tree mounted read-only. None writes the
 working tree: changes still come only as the plan, through the journal, the guardrails and undo.
 
-Each tool is a Spec (its name, words for the model, the JSON schema of its arguments) and a function of its arguments
-to a Result: what the model is shown, and a line for the person. box.py holds them for a run: the cap per step, a
-call made twice, results sized to the window.
+Each tool is a Spec (its name, words for the model, its arguments) and a function of its arguments to a Result: what
+the model is shown, and a line for the person. Our own tools are declared in specs.py, each argument once (an
+Argument: its name, type, words and default): the model's JSON schema is made from it here, and every other door
+(the command line, the session, the MCP server) makes its own form from the same declaration. box.py holds the tools
+for a run: the cap per step, a call made twice, results sized to the window.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+_JSON_TYPES = {str: "string", int: "integer", bool: "boolean", list: "array", dict: "object"}
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One argument of a tool or an operation, declared once. Each door makes its own form of it: the model's and the
+    MCP server's JSON schema, the command line's argparse argument, the session's words."""
+
+    name: str
+    help: str  # written for the model; a person reads the same words in --help
+    type: type = str  # str, int, bool (a switch), list (of words) or dict (a JSON object, or its text)
+    required: bool = False
+    default: Any = None  # what is taken when it is not given (None: nothing, or a rule `help` says)
+    flag: str = ""  # on the command line an option (`-k`, `--glob`), not a word in order; a session has no options
+    words: bool = False  # free text: the command line's words joined by spaces (a session's line: its last word runs
+    #                      to the end of the line anyway)
+    metavar: str = ""  # the word that stands for it in a usage line (default: its name)
+
+    @property
+    def described(self) -> str:
+        """Its help, with its default when it has one."""
+        return self.help if self.default is None or self.type is bool else f"{self.help} (default {self.default})"
+
+    def schema(self) -> dict[str, Any]:
+        """Its JSON schema, as the model's tools declare it."""
+        schema: dict[str, Any] = {"type": _JSON_TYPES[self.type], "description": self.described}
+        return {**schema, "items": {"type": "string"}} if self.type is list else schema
+
+
+def parameters(arguments: tuple[Argument, ...]) -> dict[str, Any]:
+    """The JSON schema of a tool's arguments (an object)."""
+    return {"type": "object", "properties": {a.name: a.schema() for a in arguments},
+            "required": [a.name for a in arguments if a.required]}
 
 
 @dataclass(frozen=True)
@@ -20,6 +56,12 @@ class Spec:
     description: str  # written for the model
     parameters: dict[str, Any]  # JSON schema of the arguments (an object)
     read_only: bool = True  # looks only (`ask` gets only these)
+    arguments: tuple[Argument, ...] = ()  # as declared (our own tools: the parameters are made from them)
+
+    @classmethod
+    def declared(cls, name: str, description: str, *arguments: Argument, read_only: bool = True) -> Spec:
+        """One of our tools, from its arguments' declarations."""
+        return cls(name, description, parameters(arguments), read_only=read_only, arguments=arguments)
 
     def openai(self) -> dict[str, Any]:
         """The tool as OpenAI's `tools` list declares it."""

@@ -18,41 +18,15 @@ from code_assistant import redact
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.index.lexical import tokenize
 from code_assistant.retrieve.ranking import rank
-from code_assistant.tools import Result, Spec, Tool, ToolError, integer, string
+from code_assistant.tools import Result, Tool, ToolError, integer, string
 from code_assistant.tools.files import RepoView
+from code_assistant.tools.specs import GREP, GREP_LINES, READ, READ_LINES, SEARCH, SEARCH_FILES, SEARCH_MAX, SYMBOL
 
-GREP_LINES = 100  # lines a grep shows
-READ_LINES = 400  # lines a read shows
 READ_CHARS = 24_000  # characters a read shows (400 long lines would be ~27,000 tokens): it stops at a line's end
-SEARCH_FILES, SEARCH_MAX = 8, 20  # files a search shows by default, at most
 SEARCH_LINES = 3  # best lines per file
 SYMBOL_DEFINITIONS, SYMBOL_REFERENCES = 40, 40  # definitions and references a symbol lookup shows
 LINE_CHARS = 240  # a shown line longer than this is cut
 GREP_SECONDS = 10.0  # a grep (or a symbol's references) stops after this long, even inside one file, and says so
-
-SEARCH = Spec("search", "Search the repository with its own ranking (words, identifiers, an error message): the best "
-              "files for the text, each with its best-matching lines as path:line: text.",
-              {"type": "object", "properties": {"query": {"type": "string", "description": "what to look for"},
-                                                "k": {"type": "integer", "description": "files to show (default 8)"}},
-               "required": ["query"]})
-GREP = Spec("grep", "Find a regular expression (Python syntax) in the repository's files: path:line: text, at most "
-            f"{GREP_LINES} lines, and how many matches were left out.",
-            {"type": "object", "properties": {
-                "pattern": {"type": "string", "description": "a regular expression, e.g. def max_age|max_age ="},
-                "path_glob": {"type": "string", "description": "only files matching this glob, e.g. src/**/*.py"}},
-             "required": ["pattern"]})
-READ = Spec("read", f"Read lines of a file of the repository, numbered, at most {READ_LINES} a call; says how many "
-            "lines the file has.",
-            {"type": "object", "properties": {
-                "path": {"type": "string", "description": "repository-relative path"},
-                "start": {"type": "integer", "description": "first line (default 1)"},
-                "end": {"type": "integer", "description": "last line (default: start + 399)"}},
-             "required": ["path"]})
-SYMBOL = Spec("symbol", "Look up a name (a function, class, method, variable): where it is defined (path:line and "
-              "signature) and where it is referenced (path:line).",
-              {"type": "object", "properties": {"name": {"type": "string", "description": "e.g. max_age or "
-                                                                                           "Cookie.max_age"}},
-               "required": ["name"]})
 
 
 def _cut(line: str) -> str:

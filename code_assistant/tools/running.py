@@ -8,20 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from code_assistant.tools import Result, Spec, Tool, integer, string
+from code_assistant.tools import Result, Tool, integer, string
+from code_assistant.tools.specs import RUN, RUN_TIMEOUT_S
 from code_assistant.verify.runner import TestRunner
 
-RUN_TIMEOUT_S = 60  # the longest a command may run (the model may ask for less)
 HEAD_LINES, TAIL_LINES = 40, 80  # of its output
-
-RUN = Spec("run", "Run a shell command in the repository, in the test sandbox: no network, the files read-only (a "
-           "write fails; nothing you run changes the repository). Use it to run one test alone or print a value "
-           f"before you answer. Returns the exit code, the time it took and the head and tail of its output; killed "
-           f"after {RUN_TIMEOUT_S} s.",
-           {"type": "object", "properties": {
-               "command": {"type": "string", "description": "e.g. python -m pytest tests/test_cookie.py -q"},
-               "timeout": {"type": "integer", "description": f"seconds, at most {RUN_TIMEOUT_S}"}},
-            "required": ["command"]}, read_only=False)
 
 
 class Shell(Protocol):

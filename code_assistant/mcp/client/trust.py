@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Iterator
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from code_assistant.approvals import Approvals, Verdict, digest
-from code_assistant.mcp.config import Origin, ServerConfig, Transport
+from code_assistant.mcp.client.config import Origin, ServerConfig, Transport
 
 APPROVALS = "mcp-approved.json"  # in the repository's state
 
@@ -65,19 +66,35 @@ def _named(server: ServerConfig, root: Path) -> Iterator[Path]:
             yield root / value
 
 
-def approved(server: ServerConfig, *, repo: Path, state_dir: Path, environ: dict[str, str]) -> bool:
-    return Approvals(state_dir / APPROVALS).approved(identity(server, environ, repo))
+class Start(StrEnum):
+    """Whether a configured server starts in a run, and why: the one rule `startable` and `mcp list` both follow."""
+
+    YOURS = "yes (yours)"  # the user's own config
+    TRUSTED = "yes (--trust-mcp)"  # a repository's, with --trust-mcp
+    APPROVED = "yes (approved)"  # a repository's, approved for what it would run now
+    ASKED = "when approved"  # a repository's otherwise: asked on a terminal, else not started
+
+
+def start_rule(server: ServerConfig, *, repo: Path, state_dir: Path, environ: dict[str, str],
+               trust_all: bool) -> Start:
+    if server.origin == Origin.USER:
+        return Start.YOURS
+    if trust_all:
+        return Start.TRUSTED
+    approvals = Approvals(state_dir / APPROVALS)
+    return Start.APPROVED if approvals.approved(identity(server, environ, repo)) else Start.ASKED
 
 
 def startable(servers: list[ServerConfig], *, repo: Path, state_dir: Path, environ: dict[str, str],
               trust_all: bool, confirm: Callable[[str], bool] | None,
               say: Callable[[str], None]) -> list[ServerConfig]:
-    """The servers to start: the user's own; a repository's once approved for what it would run now — asked with
-    `confirm` (None: nobody to ask) and kept — or every one with `trust_all`; each other one is named, not started."""
+    """The servers to start (start_rule): the user's own; a repository's once approved for what it would run now —
+    asked with `confirm` (None: nobody to ask) and kept — or every one with `trust_all`; each other one is named, not
+    started."""
     approvals = Approvals(state_dir / APPROVALS)
     started = []
     for server in servers:
-        if server.origin == Origin.USER or trust_all:
+        if start_rule(server, repo=repo, state_dir=state_dir, environ=environ, trust_all=trust_all) != Start.ASKED:
             started.append(server)
             continue
         covered = identity(server, environ, repo)

@@ -1,12 +1,15 @@
 """The MCP door (`code-assistant mcp serve --repo PATH`): what this assistant does better than the agents people
 already use, offered to them over MCP's stdio with the official `mcp` SDK.
 
-- Tools: `search`, `grep`, `read`, `symbol` (the model's own tools) and `context` (the ranked first context for a
-  task) only look (readOnlyHint); `apply` (a plan applied through the journal and the guardrails) and `undo` (the
-  last apply made over MCP, by the ownership rule: the other agent's and the user's later edits stay) change files
-  (destructiveHint); `test` runs the test command in the sandbox (idempotent; open world only with --network). A
-  call that carries a progressToken gets progress notifications as the operation goes (`test`: the tests done so
-  far; `apply`: its steps); `logging/setLevel` sends the assistant's log records at that level and above.
+- Tools: the operations of the table the MCP door reaches (operations/: Door.MCP), each made from its entry there —
+  its words for an agent (the model's own for `search`, `grep`, `read`, `symbol`), its arguments as declared (the
+  input schema), its hints from what it does: `context` and the looking tools only look (readOnlyHint); `apply` (a
+  plan applied through the journal and the guardrails) and `undo` (the last apply made over MCP, by the ownership
+  rule: the other agent's and the user's later edits stay) change files (destructiveHint); `test` runs the test
+  command in the sandbox (idempotent; open world only with --network). Each answers in the words every door says
+  (console/render.py). A call that carries a progressToken gets progress notifications as the operation goes
+  (`test`: the tests done so far; `apply`: its steps); `logging/setLevel` sends the assistant's log records at that
+  level and above.
 - Resources: the repository's files a model may be shown, as `file://` URIs within the tree (the first MAX_LISTED
   listed, any of them readable through the read gate, a template for the rest), and `code-assistant://diff`, what
   the applies made over MCP changed that is still in effect.
@@ -17,10 +20,12 @@ Each is an operation of the table on one workspace per server process (door.py);
 apply or an undo runs. Nothing is printed: stdout is the protocol's."""
 from __future__ import annotations
 
+import inspect
 import logging
 import mimetypes
 import warnings
-from typing import Any
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import anyio.lowlevel
 import anyio.to_thread
@@ -28,9 +33,12 @@ from mcp import types
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPDeprecationWarning
+from pydantic import Field
 
-from code_assistant.serve import reports
-from code_assistant.serve.door import Door
+from code_assistant.edit.edits import ACTIONS
+from code_assistant.mcp.server import reports
+from code_assistant.mcp.server.door import McpDoor
+from code_assistant.operations import Door, Effect, Operation, reached_from
 from code_assistant.settings import Settings
 
 INSTRUCTIONS = ("Tools over one repository, from a code assistant that indexed it: search ranks its files for a text, "
@@ -49,7 +57,7 @@ CHANGES = types.ToolAnnotations(read_only_hint=False, destructive_hint=True, ide
 class Server(MCPServer):
     """The SDK's server, with the repository's files and the diff as resources, listed and read through the door."""
 
-    def __init__(self, door: Door, **kwargs: Any) -> None:
+    def __init__(self, door: McpDoor, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.door = door
 
@@ -76,21 +84,45 @@ def _mime(name: str) -> str:
     return mimetypes.guess_type(name)[0] or "text/plain"
 
 
-async def _serving(door: Door, ctx: Context, work: Any, *args: Any) -> Any:
+async def _serving(door: McpDoor, ctx: Context, work: Any, *args: Any) -> Any:
     """A tool's work in a worker thread, its progress and log records sent to the client of this call."""
     call = reports.Call(ctx, anyio.lowlevel.current_token())
     return await anyio.to_thread.run_sync(door.serving, call, work, *args)
 
 
+_TYPES: dict[type, Any] = {str: str, int: int, bool: bool, list: list[str], dict: str | dict[str, Any]}
+
+
+def _tool(door: McpDoor, operation: Operation) -> Callable[..., Any]:
+    """An operation as an MCP tool: its arguments as the table declares them are the tool's signature (the SDK makes
+    the input schema from it), a call its options record, its outcome the text every door says."""
+    async def call(ctx: Context, **values: Any) -> str:
+        return await _serving(door, ctx, door.operate, operation.name, values)
+
+    parameters = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context)]
+    annotations: dict[str, Any] = {"ctx": Context, "return": str}
+    for argument in operation.arguments:
+        kind = _TYPES[argument.type] if argument.required or argument.default is not None else \
+            _TYPES[argument.type] | None
+        annotations[argument.name] = Annotated[kind, Field(description=argument.described)]
+        default = inspect.Parameter.empty if argument.required else argument.default
+        parameters.append(inspect.Parameter(argument.name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                            annotation=annotations[argument.name]))
+    call.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
+    call.__annotations__ = annotations
+    call.__name__ = operation.name
+    return call
+
+
 def serve(settings: Settings) -> int:
     # the 2026 protocol drops logging/setLevel, but the clients of today and the conformance suite use it
     warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
-    door = Door(settings)
+    door = McpDoor(settings)
     server = Server(door, name="code-assistant", instructions=INSTRUCTIONS)
     to_client = reports.ToClient(lambda: door.call)
     reports.listen(to_client, reports.DEFAULT_LEVEL)
-    tests = types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
-                                  open_world_hint=settings.network)
+    hints = {Effect.LOOKS: LOOKS, Effect.CHANGES: CHANGES, Effect.TESTS: types.ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=settings.network)}
 
     async def set_level(ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
         reports.listen(to_client, params.level)
@@ -99,48 +131,9 @@ def serve(settings: Settings) -> int:
     # MCPServer declares no handler for it; its low-level server takes one
     server._lowlevel_server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
 
-    @server.tool(annotations=LOOKS)
-    async def search(query: str, ctx: Context, k: int = 8) -> str:
-        """The repository's own ranking for a text: the best files, each with its best-matching lines."""
-        return await _serving(door, ctx, door.look, "search", {"query": query, "k": k})
-
-    @server.tool(annotations=LOOKS)
-    async def grep(pattern: str, ctx: Context, path_glob: str | None = None) -> str:
-        """A regular expression (Python syntax) over the repository's files: path:line: text, at most 100 lines."""
-        return await _serving(door, ctx, door.look, "grep", {"pattern": pattern, "path_glob": path_glob})
-
-    @server.tool(annotations=LOOKS)
-    async def read(path: str, ctx: Context, start: int = 1, end: int | None = None) -> str:
-        """Lines of a file of the repository, numbered, at most 400 a call."""
-        return await _serving(door, ctx, door.look, "read", {"path": path, "start": start, "end": end})
-
-    @server.tool(annotations=LOOKS)
-    async def symbol(name: str, ctx: Context) -> str:
-        """Where a name is defined (path:line, signature) and where it is referenced."""
-        return await _serving(door, ctx, door.look, "symbol", {"name": name})
-
-    @server.tool(annotations=LOOKS)
-    async def context(task: str, ctx: Context) -> str:
-        """The ranked first context a task would get: files ranked, those shown and how, as JSON."""
-        return await _serving(door, ctx, door.context, task)
-
-    @server.tool(annotations=CHANGES)
-    async def apply(plan: str | dict[str, Any], ctx: Context) -> str:
-        """Apply a plan of edits, {"changes": [{"file_path", "action": "modify", "search", "replace"}]} (actions:
-        modify, create, delete, replace_symbol, insert_after_symbol), through a journal and guardrails; answers the
-        diff, or which edits failed and why."""
-        return await _serving(door, ctx, door.apply, plan)
-
-    @server.tool(annotations=tests)
-    async def test(ctx: Context) -> str:
-        """Run the repository's test command in a sandbox: its summary and the failing tests."""
-        return await _serving(door, ctx, door.test)
-
-    @server.tool(annotations=CHANGES)
-    async def undo(ctx: Context) -> str:
-        """Take back the last apply made over MCP (by this server or an earlier one, as the command line's undo
-        does); edits made since by anyone else stay."""
-        return await _serving(door, ctx, door.undo)
+    for operation in reached_from(Door.MCP):
+        server.add_tool(_tool(door, operation), name=operation.name, annotations=hints[operation.effect],
+                        description=operation.for_agents.replace("{actions}", ", ".join(ACTIONS)))
 
     @server.prompt()
     async def fix(task: str) -> str:

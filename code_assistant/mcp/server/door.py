@@ -5,32 +5,32 @@ one session id, MCP_SESSION: `undo` takes back the last apply made over MCP, by 
 the journals on disk, as the command line's `undo` does (never a person's run or session)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 
+from code_assistant.console import render
 from code_assistant.errors import AssistantError
+from code_assistant.mcp.server.reports import Call, Progress
 from code_assistant.model import prompts
-from code_assistant.operations import OPERATIONS
+from code_assistant.operations import OPERATIONS, outcomes
 from code_assistant.operations import options as o
-from code_assistant.serve.reports import Call, Progress
 from code_assistant.settings import Settings
 
-if TYPE_CHECKING:
-    from code_assistant.operations import outcomes
-
 MCP_SESSION = "mcp"  # the session id of every apply made over MCP: one undo history across server processes
+APPLY_LABEL = "apply (MCP)"  # what undo calls an apply made over MCP
 FIX_NEXT = ("Send that JSON object to this server's `apply` tool, then run its `test` tool; if tests still fail, send "
             "further changes the same way (search text copied from the files as they are then).")
 NOT_RUN = "not run here (the `test` tool runs them)"
 
 
-class Door:
+class McpDoor:
     """The operations behind the server, one at a time on one workspace; `call` is the tool call under way."""
 
     def __init__(self, settings: Settings) -> None:
@@ -62,40 +62,26 @@ class Door:
             raise ToolError(str(exc)) from None
 
     # ----- the tools --------------------------------------------------------------------------------------------
-    def look(self, tool: str, arguments: dict[str, Any]) -> str:
-        outcome = self.run(tool, o.ToolOptions(tool=tool, arguments=arguments))
-        if outcome.error:
+    def operate(self, name: str, values: dict[str, Any]) -> str:
+        """A tool call: the operation's options from the values of its declared arguments (a plan given as a JSON
+        object: its text), its outcome in the words every door says (`context`: its JSON, as --json gives it); a
+        tool of the model's that could not be called as asked is the call's error."""
+        operation = OPERATIONS[name]
+        options = operation.make({key: json.dumps(value) if isinstance(value, dict) else value
+                                  for key, value in values.items()})
+        if isinstance(options, o.ApplyOptions):
+            options = dataclasses.replace(options, label=APPLY_LABEL)
+            self._say("Applying the plan")
+        outcome = self.run(name, options)
+        if isinstance(outcome, outcomes.ApplyOutcome):
+            self._say(f"Applied to {', '.join(outcome.files)}" if outcome.applied else "Nothing was applied")
+        if isinstance(outcome, outcomes.TestOutcome):
+            self._say(f"Tests: {outcome.result.summary()}")
+        if isinstance(outcome, outcomes.ToolOutcome) and outcome.error:
             raise ToolError(outcome.text)
-        return str(outcome.text)
-
-    def context(self, task: str) -> str:
-        return json.dumps(self.run("context", o.ContextOptions(task=task)).as_json())
-
-    def apply(self, plan: str | dict[str, Any]) -> str:
-        text = plan if isinstance(plan, str) else json.dumps(plan)
-        self._say("Applying the plan")
-        outcome: outcomes.ApplyOutcome = self.run("apply", o.ApplyOptions(plan=text, label="apply (MCP)"))
-        self._say(f"Applied to {', '.join(outcome.files)}" if outcome.applied else "Nothing was applied")
-        return outcome.text()
-
-    def test(self) -> str:
-        from code_assistant.agent.feedback import failure_text
-
-        outcome: outcomes.TestOutcome = self.run("test", o.TestOptions())
-        self._say(f"Tests: {outcome.result.summary()}")
-        failures = failure_text(outcome.result)
-        return f"{outcome.result.summary()}\n\n{failures}".strip()
-
-    def undo(self) -> str:
-        from code_assistant.edit.takeback import exactly_as_before
-
-        undone = self.run("undo", o.UndoOptions()).undone
-        if undone.reverted:
-            return f"Took back {undone.task!r}: its commit {undone.reverted[:12]} reverted by {undone.revert_commit}."
-        lines = [f"Took back {undone.task!r} ({', '.join(f.path for f in undone.outcomes)})."]
-        if not exactly_as_before(undone.outcomes):
-            lines += [f"- {f.describe()}" for f in undone.outcomes]
-        return "\n".join(lines)
+        if isinstance(outcome, outcomes.ContextOutcome):
+            return json.dumps(outcome.as_json())
+        return render.text(outcome)
 
     # ----- the resources ----------------------------------------------------------------------------------------
     @property
@@ -136,8 +122,7 @@ class Door:
 
     def diff(self) -> str:
         """What the applies made over MCP changed that is still in effect (undo takes them back, newest first)."""
-        outcome: outcomes.DiffOutcome = self.run("diff", o.DiffOptions())
-        return outcome.diff or "(no change made over MCP is in effect)"
+        return render.text(self.run("diff", o.DiffOptions()))
 
     # ----- the prompts ------------------------------------------------------------------------------------------
     def fix_prompt(self, task: str) -> str:

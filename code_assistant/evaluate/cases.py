@@ -1,0 +1,171 @@
+"""A set of eval cases: one JSON object a line, read into typed records. Pure functions: a line that does not say a
+case is refused with its number and what is wrong, before anything runs.
+
+A case (SWE-bench's field names where it has one):
+  id            unique in the file
+  repo          where the repository comes from: a path (relative to the cases file), {"path": P},
+                {"git": URL, "commit": SHA} (a local path is a URL too), {"pypi": "name==1.2.3"} (the sdist),
+                {"npm": "name@1.2.3"} (the tarball); downloaded into the case's scratch directory when it runs
+  task          what the agent is asked, in plain words
+  test_command  the command the agent runs, and the judge too unless `judge_command` says another
+  FAIL_TO_PASS  test ids that must pass once the agent is done (a list, or SWE-bench's JSON text of one)
+  PASS_TO_PASS  test ids that must keep passing
+  test_patch    a unified diff of hidden tests, applied by the judge after the agent stops (never shown to it)
+  language      for the summary; requires: what the case needs here ("network", "node", "go", "cargo", ...)
+  note          where the bug comes from, for a reader
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from code_assistant.errors import ConfigError
+
+FIELDS = {"id", "repo", "task", "test_command", "judge_command", "FAIL_TO_PASS", "PASS_TO_PASS", "test_patch",
+          "language", "requires", "note"}
+_PYPI = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9.+!_-]*$")
+_NPM = re.compile(r"^(@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*@[0-9][0-9A-Za-z.+-]*$")
+_SHA = re.compile(r"^[0-9a-f]{7,40}$")
+
+
+class CaseError(ConfigError):
+    """A cases file that cannot be read, or a line of it that says no case."""
+
+
+class SourceKind(StrEnum):
+    """Where a case's repository comes from."""
+
+    PATH = "path"  # a directory on this machine: copied whole
+    GIT = "git"  # a git URL (or a local repository) at a commit: cloned
+    PYPI = "pypi"  # a package's sdist from PyPI at a version: downloaded with pip
+    NPM = "npm"  # a package's tarball from the npm registry at a version: downloaded with npm
+
+
+@dataclass(frozen=True)
+class Source:
+    kind: SourceKind
+    where: str  # the path, the URL, or the package spec
+    commit: str | None = None  # GIT only
+
+    @property
+    def needs_network(self) -> bool:
+        return self.kind in (SourceKind.PYPI, SourceKind.NPM) or (
+            self.kind == SourceKind.GIT and "://" in self.where and not self.where.startswith("file://"))
+
+    def describe(self) -> str:
+        return f"{self.where}@{self.commit[:12]}" if self.commit else self.where
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    source: Source
+    task: str
+    test_command: str
+    judge_command: str | None = None
+    fail_to_pass: tuple[str, ...] = ()
+    pass_to_pass: tuple[str, ...] = ()
+    test_patch: str = ""
+    language: str = ""
+    requires: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def judged_by(self) -> str:
+        return self.judge_command or self.test_command
+
+
+def read_cases(path: Path) -> list[Case]:
+    """Every case of a cases file, in order; paths in it are relative to the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CaseError(f"eval: cannot read the cases file {path}: {exc.strerror or exc}") from None
+    cases: list[Case] = []
+    seen: set[str] = set()
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("//"):
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise CaseError(f"{path}:{number}: not a JSON object ({exc.msg})") from None
+        case = parse_case(record, where=f"{path}:{number}", base=path.parent)
+        if case.id in seen:
+            raise CaseError(f"{path}:{number}: the id {case.id!r} is used twice")
+        seen.add(case.id)
+        cases.append(case)
+    if not cases:
+        raise CaseError(f"eval: {path} holds no case (one JSON object a line)")
+    return cases
+
+
+def parse_case(record: Any, *, where: str, base: Path) -> Case:
+    """One line's object as a Case; `base`: what a relative path is relative to."""
+    if not isinstance(record, dict):
+        raise CaseError(f"{where}: a case is a JSON object")
+    unknown = sorted(set(record) - FIELDS)
+    if unknown:
+        raise CaseError(f"{where}: unknown field {unknown[0]!r} (the fields: {', '.join(sorted(FIELDS))})")
+    for name in ("id", "repo", "task", "test_command"):
+        if not record.get(name):
+            raise CaseError(f"{where}: the case has no {name}")
+    text = {name: record[name] for name in ("id", "task", "test_command", "judge_command", "test_patch", "language")
+            if record.get(name) is not None}
+    for name, value in text.items():
+        if not isinstance(value, str):
+            raise CaseError(f"{where}: {name} must be a string")
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", text["id"]):
+        raise CaseError(f"{where}: the id {text['id']!r} may hold only letters, digits, '.', '_' and '-'")
+    return Case(id=text["id"], source=parse_source(record["repo"], where=where, base=base), task=text["task"],
+                test_command=text["test_command"], judge_command=text.get("judge_command"),
+                fail_to_pass=_ids(record.get("FAIL_TO_PASS"), "FAIL_TO_PASS", where),
+                pass_to_pass=_ids(record.get("PASS_TO_PASS"), "PASS_TO_PASS", where),
+                test_patch=text.get("test_patch", ""), language=text.get("language", ""),
+                requires=_ids(record.get("requires"), "requires", where))
+
+
+def parse_source(repo: Any, *, where: str, base: Path) -> Source:
+    if isinstance(repo, str):
+        repo = {"path": repo}
+    if not isinstance(repo, dict) or len(set(repo) & {"path", "git", "pypi", "npm"}) != 1:
+        raise CaseError(f'{where}: repo is a path, {{"git": URL, "commit": SHA}}, {{"pypi": "name==1.2.3"}} or '
+                        '{"npm": "name@1.2.3"}')
+    kind = SourceKind(next(iter(set(repo) & {"path", "git", "pypi", "npm"})))
+    value = repo[kind.value]
+    extra = set(repo) - {kind.value} - ({"commit"} if kind == SourceKind.GIT else set())
+    if not isinstance(value, str) or not value or extra:
+        raise CaseError(f"{where}: repo {kind.value} must be one non-empty string" +
+                        (f" (unknown key {min(extra)!r})" if extra else ""))
+    if kind == SourceKind.PATH:
+        return Source(kind, str((base / Path(value).expanduser()).resolve()))
+    if kind == SourceKind.PYPI and not _PYPI.match(value):
+        raise CaseError(f"{where}: a PyPI repo names one version: {{\"pypi\": \"name==1.2.3\"}}, not {value!r}")
+    if kind == SourceKind.NPM and not _NPM.match(value):
+        raise CaseError(f"{where}: an npm repo names one version: {{\"npm\": \"name@1.2.3\"}}, not {value!r}")
+    if kind != SourceKind.GIT:
+        return Source(kind, value)
+    commit = repo.get("commit")
+    if not isinstance(commit, str) or not _SHA.match(commit):
+        raise CaseError(f"{where}: a git repo needs the commit to check out, as a hex SHA")
+    url = value
+    if "://" not in url and ":" not in url.split("/")[0]:  # a local repository: relative to the cases file
+        url = str((base / Path(url).expanduser()).resolve())
+    return Source(kind, url, commit)
+
+
+def _ids(value: Any, name: str, where: str) -> tuple[str, ...]:
+    """A list of strings, or SWE-bench's JSON text of one."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise CaseError(f"{where}: {name} must be a list of strings") from None
+    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+        raise CaseError(f"{where}: {name} must be a list of strings")
+    return tuple(value)

@@ -1,0 +1,87 @@
+"""The cases on a Dask cluster (`eval --cluster local` starts one on 127.0.0.1; `--cluster tcp://HOST:8786` joins a
+running one): each case one task, results streamed back as they finish (`as_completed`), written by the eval's own
+process as on one machine.
+
+Why Dask (distributed) rather than Ray: it is pure Python (about 50 MB with its dependencies, against Ray's 265 MB
+wheel and its raylet, GCS and object-store daemons), a local cluster starts in about a second (Ray's `init` took 4 s
+here, and 1 s more to shut down) and binds where it is told (`host="127.0.0.1"`), and it writes nothing to HOME (Ray
+writes an auth token to ~/.ray). Our tasks need nothing Ray adds: each is a subprocess that runs for seconds to
+minutes and returns a small record. What a case is given:
+- its CPU share: one worker thread. A worker started with `--nthreads 1` (the local cluster's are) runs one case at
+  a time; start as many workers on a machine as cases it should run at once (`dask worker ADDRESS --nworkers N
+  --nthreads 1`). A share is a slot, not a cgroup: the agent and its tests may use more than one core.
+- its scratch space: a directory of its own under the worker's `local_directory` (`dask worker
+  --local-directory`), removed when the case ends.
+A worker needs this package installed, the toolchains its cases test with, and the model server's address and key
+in its environment or in the options; a case whose repository is a path needs that path on the worker.
+"""
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+from code_assistant.errors import ConfigError
+from code_assistant.evaluate.case_run import CaseInterrupted, CaseRun, EvalConfig, run_case
+from code_assistant.evaluate.cases import Case
+
+logger = logging.getLogger(__name__)
+
+LOCAL = "local"
+INSTALL = "pip install 'code-assistant[cluster]' (or: pip install distributed)"
+
+
+def on_worker(case: Case, config: EvalConfig) -> CaseRun | None:
+    """A task: the case in a scratch directory under the worker's own; None when it was stopped from outside."""
+    from distributed import get_worker
+
+    worker = get_worker()
+    try:
+        run = run_case(case, config, scratch_root=str(worker.local_directory))
+    except CaseInterrupted:
+        return None
+    return replace(run, result=replace(run.result, worker=str(worker.address)))
+
+
+class DaskCluster:
+    """A Dask client: to a local cluster of `workers` single-threaded worker processes on 127.0.0.1 started here
+    (address LOCAL), or to the scheduler at `address`."""
+
+    def __init__(self, address: str, workers: int, *, quiet: bool = True) -> None:
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise ConfigError(f"eval --cluster needs Dask's distributed: {INSTALL}") from None
+        self.cluster: Any = None
+        level = logging.ERROR if quiet else logging.INFO
+        logging.getLogger("distributed").setLevel(level)  # its nanny and scheduler say their closing as warnings
+        if address == LOCAL:
+            self.cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
+                                        host="127.0.0.1", dashboard_address=None, silence_logs=level)
+            self.client = Client(self.cluster)
+        else:
+            try:
+                self.client = Client(address, timeout="30s")
+            except OSError as exc:
+                raise ConfigError(f"eval: no Dask scheduler answered at {address}: {exc}") from None
+
+    def run(self, cases: list[Case], config: EvalConfig) -> Iterator[CaseRun]:
+        from distributed import as_completed
+
+        batch = uuid.uuid4().hex[:8]  # a scheduler may hold an earlier eval's tasks of the same cases
+        futures = [self.client.submit(on_worker, case, config, key=f"eval-{batch}-{case.id}", pure=False)
+                   for case in cases]
+        try:
+            for future in as_completed(futures):
+                run = future.result()
+                if run is not None:
+                    yield run
+        finally:
+            self.client.cancel([f for f in futures if not f.done()])
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
