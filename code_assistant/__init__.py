@@ -13,9 +13,9 @@ One folder per stage, imports pointing down only (checked by import-linter, see 
     evaluate/                 eval: the agent, as its own command line, over a set of cases in scratch copies; the
                               judge, results and their summary
     workspace.py              what every operation is given: the repository held, the index, the model, the sandbox,
-                              the tools
-    agent/                    the loop and its parts (asker, applier, verifier, recorder), the requests and the one
-                              exchange with the model, stop reasons, best of N, --ask (question)
+                              the tools; the one place a run's kit is built (Workspace.kit, loop_config)
+    agent/                    the loop (Run) on its kit, its parts (asker, applier, verifier, recorder), decide (every
+                              stop rule), the requests and the one exchange with the model, best of N, --ask
     mcp/client/               the user's MCP servers as tools for the model: config, approvals, connections
     tools/                    the model's tools, each declared once (specs.py), and the box a run holds them in
     answers/                  a model's text read into a plan: reasoning set aside, JSON and its repair,
@@ -27,8 +27,9 @@ One folder per stage, imports pointing down only (checked by import-linter, see 
                               context windows, structured output
     index/                    repository files, the SQLite index, lexical, import graph, embeddings, vector store
     parse/                    tree-sitter and regex parsers, the code model, chunking
-    vcs, gate, settings, languages, tokens, redact, interrupts, approvals, env_files, errors
-                              the base every stage may use
+    vcs, gate, memory, display, settings, languages, tokens, redact, interrupts, approvals, env_files, waiting,
+    review, errors            the base every stage may use (memory: a session's notes and pins; display, waiting,
+                              review: what a person is shown while an operation works)
 """
 
 __version__ = "0.1.0"

@@ -22,8 +22,8 @@ from code_assistant.agent.requests import FixRequest, FollowUp, PlanRequest, Req
 from code_assistant.agent.state import Answer, Applied, Prepared, Reproduction, RunResult
 from code_assistant.agent.stop import Stop
 from code_assistant.edit.editor import ChangedOutsideError
-from code_assistant.edit.leftovers import changed_since
 from code_assistant.edit.edits import EditOperation
+from code_assistant.edit.leftovers import changed_since
 from code_assistant.edit.preview import Preview
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.languages import is_test_file
