@@ -12,8 +12,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.repos import (GO_FIX, NODE_FIX, ROOT, answer, create, go_repo, modify, node_repo, progress_lines,
-                         python_repo, run_cli, snapshot, write_tree)
+from tests.repos import (
+    GO_FIX,
+    NODE_FIX,
+    ROOT,
+    answer,
+    create,
+    go_repo,
+    modify,
+    node_repo,
+    progress_lines,
+    python_repo,
+    run_cli,
+    snapshot,
+    write_tree,
+)
 from tests.scripted_server import ScriptedServer
 
 PYTEST = f"{sys.executable} -m pytest -q"

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from code_assistant.memory import Memory, Note, diff_stat, notes_text
 from code_assistant.agent.requests import PlanRequest, Requests
 from code_assistant.errors import UsageError
+from code_assistant.memory import Memory, Note, diff_stat, notes_text
 from code_assistant.model.fitting import message_tokens
 from code_assistant.model.window import ContextWindow
 from code_assistant.operations.options import RunOptions
@@ -25,13 +25,13 @@ from code_assistant.verify.runner import TestResult
 from code_assistant.workspace import Workspace, build_indexer
 from tests.repos import (
     CALC_PY,
-    create,
     PYTEST,
     ROOT,
     SLOW_SECOND_RUN,
     Terminal,
     _cli_env,
     answer,
+    create,
     modify,
     python_repo,
     run_cli,

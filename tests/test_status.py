@@ -15,10 +15,21 @@ from pathlib import Path
 import pytest
 
 from code_assistant import console
-from code_assistant.waiting import SILENT
 from code_assistant.verify.counting import TestCount, count_on
-from tests.repos import (CALC_PY, PYTEST, ROOT, TEST_CALC_PY, Terminal, _cli_env, answer, modify, python_repo, run_cli,
-                         snapshot)
+from code_assistant.waiting import SILENT
+from tests.repos import (
+    CALC_PY,
+    PYTEST,
+    ROOT,
+    TEST_CALC_PY,
+    Terminal,
+    _cli_env,
+    answer,
+    modify,
+    python_repo,
+    run_cli,
+    snapshot,
+)
 from tests.scripted_server import ScriptedServer
 
 FIX_ADD = answer(modify("calc.py", "    return a - b", "    return a + b"))

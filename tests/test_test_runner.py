@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from code_assistant.verify.runner import RUN_TOKEN_VAR, TestCommandError, TestResult, TestRunner, reap_leftovers, truncate_output
+from code_assistant.verify.runner import (
+    RUN_TOKEN_VAR,
+    TestCommandError,
+    TestResult,
+    TestRunner,
+    reap_leftovers,
+    truncate_output,
+)
 
 FAST_PYTEST = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 HANG_GUARD_S = 60  # anti-hang only: a run that never returns fails its test after this long; speed goals are bench's
