@@ -43,6 +43,10 @@ CUT_SOURCE = "a prompt the server cut"  # the window's source once a server is f
 class ContextWindowError(AssistantError):
     """The window cannot hold a useful request (exit 2): the message names the setting that fixes it."""
 
+    def __init__(self, message: str, over: int = 0) -> None:
+        super().__init__(message)
+        self.over = over  # counted tokens the request is over its room (0: not said)
+
 
 @dataclass
 class ContextWindow:
