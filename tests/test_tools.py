@@ -20,8 +20,7 @@ from code_assistant.answers.tool_calls import WrittenCall, arguments, written_ca
 from code_assistant.model import prompts
 from code_assistant.model.fitting import TOOL_RESULTS_HEAD, fit_tool_results, message_tokens
 from code_assistant.settings import load_settings
-from code_assistant.tools import Result, Spec, Tool, ToolError
-from code_assistant.tools import fit, specs
+from code_assistant.tools import Result, Spec, Tool, ToolError, fit, specs
 from code_assistant.tools import looking as looking_module
 from code_assistant.tools.box import Form, Toolbox
 from code_assistant.tools.files import RepoView
@@ -347,9 +346,9 @@ def test_a_small_window_gets_grep_and_read_described_in_words_and_the_box_says_w
     assert box.narrow([*fit.SHORT_LIST, "search", "git__log"], Form.NATIVE, "the 8192-token context window")
     assert not box.narrow(box.names, Form.NATIVE, "the 8192-token context window"), "nothing changed, nothing said"
     assert box.narrow(["grep", "read"], Form.JSON, "the 2048-token context window")
-    assert said == ["[Tools: left out to fit the 8192-token context window: symbol, run, docs__lookup, files (all 2 "
-                    "tools)]", "[Tools: left out to fit the 2048-token context window: search, git__log; grep and "
-                    "read described in words]"]
+    assert said == [
+        "[Tools: left out to fit the 8192-token context window: symbol, run, docs__lookup, files (all 2 tools)]",
+        "[Tools: left out to fit the 2048-token context window: search, git__log; grep and read described in words]"]
     assert box.names == ["grep", "read"] and box.declared() is None and box.call("run", {}).result.error
 
 
