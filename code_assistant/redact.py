@@ -279,6 +279,12 @@ RULES: list[_Rule] = [
         _HEAD + r"\[[\w. :\"-]++\][^\S\n]*+\n(?:[^\[\n]*+\n)*?" + _INDENT
         + r"password[^\S\n]*+[=:][^\S\n]*+(?P<v>[^\s]++)"),
         live=False, accept=_accept_ini_password, needles=("password",)),
+    # crypt(3) hashes: /etc/shadow's field, an htpasswd line (md5-crypt, sha256/512-crypt, bcrypt, yescrypt)
+    _Rule(kind="password-hash", pattern=re.compile(
+        r"(?<![\w$])\$(?:[156]\$(?:rounds=\d+\$)?[./A-Za-z0-9]{1,16}\$[./A-Za-z0-9]{22,}+"
+        r"|2[abxy]\$\d\d\$[./A-Za-z0-9]{53}|(?:y|gy|7)\$[./A-Za-z0-9]+\$[./A-Za-z0-9]*\$[./A-Za-z0-9]{20,}+)"),
+        live=False,
+        needles=("$1$", "$2a$", "$2b$", "$2x$", "$2y$", "$5$", "$6$", "$y$", "$gy$", "$7$")),
     _Rule(kind="url-password", pattern=re.compile(
         r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@'\"]*:(?P<v>[^\s@/'\"]+)@(?=[^\s/@'\"])"),
         live=False, accept=_accept_url_password),

@@ -33,3 +33,21 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     for name in _MODEL_ENV:
         monkeypatch.delenv(name, raising=False)
     return home
+
+
+@pytest.fixture(params=["bubblewrap", "landlock"])
+def sandbox_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+    """An attack tried under each backend of the sandbox: bubblewrap, then Landlock (bubblewrap made unavailable to
+    the CLIs the test starts, which inherit this environment)."""
+    import shutil
+
+    from code_assistant.verify import landlock
+
+    if request.param == "bubblewrap":
+        if shutil.which("bwrap") is None:
+            pytest.fail("bubblewrap is not installed (apt-get install bubblewrap): the sandbox tests need it")
+    else:
+        if landlock.abi_version() is None:
+            pytest.skip("no Landlock in this kernel")
+        monkeypatch.setenv("CODE_ASSISTANT_BWRAP", str(tmp_path / "no-bwrap"))
+    return request.param

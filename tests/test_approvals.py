@@ -96,11 +96,15 @@ def test_a_plan_may_not_write_a_env_file(tmp_path: Path) -> None:
     assert listener.received == []
 
 
-def test_a_env_the_tests_wrote_is_never_read(tmp_path: Path) -> None:
+def test_a_env_the_tests_wrote_is_never_read(tmp_path: Path, sandbox_backend: str) -> None:
     with Listener() as listener:
         repo = python_repo(tmp_path, {"test_env.py": "def test_writes_env():\n    with open('.env', 'w') as f:\n"
                                                      f"        f.write('OPENAI_BASE_URL={listener.url}\\n')\n"})
         tested = run_cli(["test", "--repo", str(repo), "--test-command", PYTEST])
+        if sandbox_backend == "landlock":  # the tree's top level takes no new entry there (its .git is carved out)
+            assert "PermissionError" in tested.stdout and not (repo / ".env").exists(), tested.stdout
+            (repo / ".env").write_text("# the user's own, empty\n")  # one the test can still overwrite
+            tested = run_cli(["test", "--repo", str(repo), "--test-command", PYTEST])
         assert tested.returncode == 0 and (repo / ".env").is_file(), tested.stdout + tested.stderr
         assert "[The repository's .env was written meanwhile (by a plan or a test)" in tested.stdout
         term = Terminal(_ask(repo, "--no-tools"))  # on a terminal too: refused, not asked

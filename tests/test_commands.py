@@ -1,5 +1,5 @@
 """One command table: real subcommands with their own --help, the old switches that mean the same, no abbreviated
-options, a suggestion for a mistyped one, and help texts that say the same defaults as the README."""
+options, a suggestion for a mistyped one, and help texts that say the same defaults as docs/options.md."""
 from __future__ import annotations
 
 import argparse
@@ -108,19 +108,27 @@ def test_a_command_without_its_task_is_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2 and proc.stderr.startswith("error: --task is required")
 
 
-def _readme_defaults() -> dict[str, str]:
-    """README options table: each flag's default cell."""
-    rows = {}
-    for line in (ROOT / "README.md").read_text().splitlines():
+OPTIONS_PAGE = ROOT / "docs" / "options.md"
+
+
+def _option_rows() -> list[list[str]]:
+    """docs/options.md's option tables: each row's cells (option, default, meaning)."""
+    rows = []
+    for line in OPTIONS_PAGE.read_text().splitlines():
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
-        if len(cells) == 3 and cells[0].startswith("`--"):
-            for flag in re.findall(r"`(--[a-z-]+)", cells[0]):
-                rows[flag] = cells[1]
+        if len(cells) == 3 and cells[0].startswith("`-"):
+            rows.append(cells)
     return rows
 
 
-def test_help_and_readme_say_the_same_defaults() -> None:
-    readme = _readme_defaults()
+def _documented_defaults() -> dict[str, str]:
+    """Each flag's default cell."""
+    return {flag: cells[1] for cells in _option_rows() if cells[0].startswith("`--")
+            for flag in re.findall(r"`(--[a-z-]+)", cells[0])}
+
+
+def test_help_and_the_options_page_say_the_same_defaults() -> None:
+    documented = _documented_defaults()
     checked = 0
     for name in COMMANDS:
         for action in build_parser(name)._actions:
@@ -133,12 +141,22 @@ def test_help_and_readme_say_the_same_defaults() -> None:
                 continue
             flag = action.option_strings[-1]
             assert default in (action.help or ""), f"{flag}: help does not say its default {default}"
-            assert flag in readme, f"{flag} is not in the README's options table"
-            assert default in readme[flag].replace("`", ""), f"{flag}: README says {readme[flag]}, help {default}"
+            assert flag in documented, f"{flag} is not in docs/options.md's tables"
+            assert default in documented[flag].replace("`", ""), f"{flag}: docs say {documented[flag]}, help {default}"
             checked += 1
     assert checked >= 10
     model = next(a for a in build_parser()._actions if "--model" in a.option_strings)
-    assert "local server" in (model.help or "") and "local server" in readme["--model"]
+    assert "local server" in (model.help or "") and "local server" in documented["--model"]
+
+
+def test_every_flag_of_every_command_is_on_the_options_page() -> None:
+    """Each option of each command's parser has a row of its own in docs/options.md (a short option with its long
+    one), and every row names options that exist."""
+    documented = {flag for cells in _option_rows() for flag in re.findall(r"`(-{1,2}[a-z][a-z-]*)", cells[0])}
+    flags = {flag for name in COMMANDS for action in build_parser(name)._actions
+             if action.help != argparse.SUPPRESS for flag in action.option_strings if flag not in ("-h", "--help")}
+    assert flags - documented == set(), "not on docs/options.md"
+    assert documented - flags == set(), "on docs/options.md but no command takes it"
 
 
 def test_reading_the_command_line_loads_no_pipeline() -> None:

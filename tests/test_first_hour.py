@@ -196,36 +196,64 @@ def test_what_follows_a_streamed_answer_starts_a_line_of_its_own(capsys: object)
 
 
 # ----- 6. and 7. the README's and the example's commands, as written ------------------------------------------------
+def _blocks(readme: Path) -> list[list[str]]:
+    """Each fenced block of a markdown file, its non-empty lines."""
+    return [[line for line in block.strip().splitlines() if line.strip()]
+            for block in readme.read_text().split("```")[1::2]]
+
+
 def _block(readme: Path) -> list[str]:
-    lines = readme.read_text().split("```")[1].strip().splitlines()
-    return [line for line in lines if line.strip()]
+    return _blocks(readme)[0]
 
 
-def test_the_inventory_examples_commands_work_as_written(tmp_path: Path) -> None:
+def _shown(line: str) -> str:
+    """A line of the README's transcript as the test compares it: what depends on the machine (the secret variables
+    in its environment) or on the prompts' wording (token counts) is left open."""
+    if line.startswith(("[Sandbox: ", "[Context: ", "Model usage: ")):
+        return re.sub(r"\d+", "N", line)
+    return line
+
+
+def test_the_inventory_examples_commands_work_as_written_and_print_the_readmes_transcript(tmp_path: Path) -> None:
+    """The README's first run is the example's own two lines; run as written against the scripted server, answering
+    with two of the three fixes and then the third, it prints the lines the README shows, in order."""
     setup, run = _block(ROOT / "examples" / "inventory" / "README.md")
+    readme = (ROOT / "README.md").read_text()
+    blocks = _blocks(ROOT / "README.md")
+    assert [setup, run] in blocks, "the README's first run is the example's"
+    first_run = readme.index("## What you see while it works")
+    progress, result = readme[first_run:].split("```")[1::2][:2]
     target = tmp_path / "inventory"
     setup, run = setup.replace("/tmp/inventory", str(target)), run.replace("/tmp/inventory", str(target))
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@t", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    done = subprocess.run(["bash", "-c", setup], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(["bash", "-c", setup], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+                          check=False)
     assert done.returncode == 0 and (target / ".git").is_dir(), done.stderr
     assert run.startswith("python main.py ")
-    with ScriptedServer([INVENTORY_FIX]) as server:
+    changes = json.loads(INVENTORY_FIX)["changes"]
+    with ScriptedServer([answer(*changes[:2]), answer(*changes[2:])]) as server:
         proc = subprocess.run(["bash", "-c", run.replace("python ", f"{sys.executable} ", 1)], cwd=ROOT,
                               env={**env, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k"},
-                              capture_output=True, text=True, timeout=300)
+                              capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "Result: SUCCESS" in proc.stdout
+    printed = [_shown(line) for line in proc.stdout.replace(str(target), "/tmp/inventory").splitlines()]
+    shown = [_shown(line) for block in (progress, result) for line in block.strip().splitlines()]
+    assert len(shown) >= 15 and shown[-1].startswith("Model usage: ")
+    at = 0
+    for line in shown:  # in order, each a line the tool printed
+        assert line in printed[at:], f"the README shows a line the run did not print (after line {at}): {line}"
+        at = printed.index(line, at) + 1
 
 
 def test_the_readmes_commands_are_the_ones_that_exist() -> None:
-    readme = (ROOT / "README.md").read_text()
     setup, test_command, run = _block(ROOT / "README.md")[:3]
     assert setup == "./setup.sh && . .venv/bin/activate" and test_command == "python -m pytest"
     assert run.startswith("code-assistant --repo ")
     installs = (ROOT / "setup.sh").read_text()
     assert "-r requirements.txt" in installs and "-e ." in installs, "setup.sh installs the `code-assistant` command"
-    assert "python main.py index --repo" in readme
+    assert "python main.py index --repo" in (ROOT / "docs" / "indexing.md").read_text()
+    readme = (ROOT / "README.md").read_text()
     inventory = readme[readme.index("Try it on `examples/inventory`"):]
     assert "examples/inventory/README.md" in inventory
 
@@ -291,19 +319,21 @@ def test_context_only_shows_the_context_and_no_empty_counts(tmp_path: Path) -> N
     assert "0 more" not in proc.stdout and "[Context: " in proc.stdout
 
 
-def test_every_command_line_in_the_readme_is_one_the_cli_takes() -> None:
+def test_every_command_line_in_the_readme_and_the_docs_is_one_the_cli_takes() -> None:
     """The commands that need a model or a repository elsewhere cannot run here; their flags are checked instead."""
     import shlex
 
     from code_assistant.cli import COMMANDS, parse_arguments
 
-    readme = (ROOT / "README.md").read_text()
-    blocks = readme.split("```")[1::2]
-    commands = [line.split("  #")[0].strip() for block in blocks for line in block.splitlines()
-                if re.match(r"^(\w+=\S+ )*(python main\.py|code-assistant) ", line.strip())]
-    assert len(commands) >= 7, commands
-    for command in commands:
-        words = [w for w in shlex.split(command) if not re.match(r"^[A-Z_]+=", w)]
-        args = words[2:] if words[0] == "python" else words[1:]
-        name, parsed = parse_arguments(args)
-        assert getattr(parsed, "repo", None) or not COMMANDS[name].repository, command  # `mcp add` opens none
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for page in pages:
+        blocks = page.read_text().split("```")[1::2]
+        commands = [line.split("  #")[0].strip() for block in blocks for line in block.splitlines()
+                    if re.match(r"^(\$ )?(\w+=\S+ )*(python main\.py|code-assistant) ", line.strip())]
+        if page.name == "README.md":
+            assert len(commands) >= 7, commands
+        for command in commands:
+            words = [w for w in shlex.split(command.removeprefix("$ ")) if not re.match(r"^[A-Z_]+=", w)]
+            args = words[2:] if words[0] == "python" else words[1:]
+            name, parsed = parse_arguments(args)
+            assert getattr(parsed, "repo", None) or not COMMANDS[name].repository, f"{page.name}: {command}"

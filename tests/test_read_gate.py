@@ -53,7 +53,8 @@ def _hostile_tests(repo: Path, planted: dict[str, Path]) -> str:
             f"    raise AssertionError('File \"tests/trace_1.py\", line 1')\n")
 
 
-def test_frames_links_and_tools_never_bring_a_file_of_home_to_the_model(tmp_path: Path, isolated_env: Path) -> None:
+def test_frames_links_and_tools_never_bring_a_file_of_home_to_the_model(tmp_path: Path, isolated_env: Path,
+                                                                       sandbox_backend: str) -> None:
     planted = _plant(isolated_env)
     repo = python_repo(tmp_path, {"calc.py": CALC_PY, "tests/test_calc.py": "from calc import add\n\n\n"
                                   "def test_add():\n    assert add(2, 3) == 5\n",
@@ -69,7 +70,7 @@ def test_frames_links_and_tools_never_bring_a_file_of_home_to_the_model(tmp_path
         proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--no-reproduce",
                         "--max-iterations", "2", "--json"], server_url=server.url)
     result = json.loads(proc.stdout)
-    assert result["sandbox"]["backend"] in ("bubblewrap", "landlock"), proc.stderr
+    assert result["sandbox"]["backend"] == sandbox_backend, proc.stderr
     assert (repo / "tests" / "trace_1.py").is_symlink(), "the test run planted its link"
     sent = json.dumps(server.requests)
     assert len(server.chat_requests) >= 3, "a fix request was built from the failing frames"

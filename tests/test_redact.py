@@ -96,6 +96,10 @@ FORMATS = [
                  f"curl -H 'Authorization: Bearer {R('authorization')}' https://api.example.com", id="bearer-in-curl"),
     pytest.param(f'headers = {{"Proxy-Authorization": "Basic {USER_PASS_B64}"}}',
                  f'headers = {{"Proxy-Authorization": "Basic {R("authorization")}"}}', id="proxy-header-in-a-dict"),
+    pytest.param("root:$6$Zt3qWv9x$9m2jJk8yGkzv1Tq3Yb0bQ4nR7sUuE2wVxLpCdAaH5fIoKlMnBgHjZ1cX0vNQwErTyUiOpAsDfGhJkLzXcVbNm/:19000:0:99999:7:::",
+                 f"root:{R('password-hash')}:19000:0:99999:7:::", id="shadow-sha512-crypt"),
+    pytest.param("admin:$2y$10$abcdefghijklmnopqrstuuK6pHTdm3xq1Z0Z7a8jY4fZ6L9k2rV.W", f"admin:{R('password-hash')}",
+                 id="htpasswd-bcrypt"),
     pytest.param(numbered(KEY_MIDDLE, 5), numbered(KEY_MIDDLE, 5, R("private-key")), id="key-lines-in-a-read-range"),
     pytest.param("\n".join(KEY_MIDDLE[-2:] + ["-----END RSA PRIVATE KEY-----"]),
                  "\n".join([R("private-key")] * 2 + ["-----END RSA PRIVATE KEY-----"]), id="key-lines-then-END"),
@@ -192,6 +196,7 @@ def test_connection_string_password_keeps_user_and_host() -> None:
 
 
 @pytest.mark.parametrize("code", [
+    'cp "$1$PREFIX/usr/local/bin/tool" "$2"',  # shell: a positional argument before a variable, no crypt hash
     'password = request.form["password"]',
     "token = get_token()",
     "def verify_password(password):",

@@ -491,3 +491,20 @@ def test_a_test_in_a_tree_with_no_git_cannot_make_one(tmp_path: Path, backend: B
     assert result.passed and "refused" in result.output
     assert not os.path.lexists(tmp_path / ".git"), "no .git was made, and no empty mount point is left behind"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tests"]
+
+
+@pytest.mark.parametrize("backend", [Backend.BUBBLEWRAP, Backend.LANDLOCK])
+def test_a_test_run_as_root_cannot_read_the_machines_password_hashes(tmp_path: Path, backend: Backend) -> None:
+    """Root reads /etc/shadow without any capability: a hostile test would print the hashes into the output a fix
+    request shows the model. Each of the machine's own secrets is an empty file in the sandbox."""
+    shadow = Path("/etc/shadow")
+    if os.geteuid() != 0 or not shadow.is_file():
+        pytest.skip("needs root and an /etc/shadow")
+    entries = [line.split(":")[1] for line in shadow.read_text().splitlines() if line.count(":") > 2]
+    write_tree(tmp_path, {"tests/test_a.py": "def test_print():\n    print(open('/etc/shadow').read() or 'EMPTY')\n"})
+    sandbox = resolve("write") if backend == Backend.BUBBLEWRAP else resolve("write", str(tmp_path / "no-bwrap"))
+    if sandbox.backend != backend:
+        pytest.skip(f"no {backend} here")
+    result = TestRunner(PYTEST + " -s", cwd=tmp_path, sandbox=sandbox).run()
+    shown = [entry for entry in entries if len(entry) > 1 and entry in result.output]
+    assert shown == [] and ("EMPTY" in result.output or "Permission denied" in result.output), result.output

@@ -1,4 +1,4 @@
-"""Why a run stops: a value, not a scattered flag (README, "Why a run stops"). Imports nothing, so the CLI edge can
+"""Why a run stops: a value, not a scattered flag (docs/runs.md, "Why a run stops"). Imports nothing, so the CLI edge can
 compare against it without loading the pipeline."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from enum import StrEnum
 
 
 class Stop(StrEnum):
-    """Why a run stopped (README, "Why a run stops"); the value is what --json and the run log say."""
+    """Why a run stopped (docs/runs.md, "Why a run stops"); the value is what --json and the run log say."""
 
     PASSED = "passed"
     MAX_ITERATIONS = "max_iterations"

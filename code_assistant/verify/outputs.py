@@ -245,7 +245,7 @@ def python_not_run(output: str, exit_code: int | None, repo: Path | None) -> Not
 
 def never_ran(output: str, exit_code: int | None, repo: Path | None = None) -> NotRun | None:
     """Whether a failed run's output shows that its tests never ran, for a reason outside the repository's own code
-    (README, "When the tests cannot run"); None when they ran, or failed to build from the repository's own files."""
+    (docs/runs.md, "When the tests cannot run"); None when they ran, or failed to build from the repository's own files."""
     if exit_code in (0, None):  # passed, or timed out: tests ran
         return None
     output = strip_ansi(output).replace("\r\n", "\n")

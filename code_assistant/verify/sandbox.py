@@ -50,6 +50,10 @@ _PREFIX_PARTS = ("bin", "shims", "lib", "lib64", "libexec", "include", "versions
 TOOLCHAINS = (".pyenv", ".cargo/bin", ".rustup", ".nvm", "go/bin", ".local/bin", ".local/lib", ".local/share/uv/python",
               ".volta", ".bun/bin", ".deno/bin", ".sdkman/candidates", ".asdf")
 GIT_CONFIG = (".gitconfig", ".config/git")  # read-only: git inside a test keeps the user's name and settings
+# The machine's own secrets, which root reads without any capability: password hashes and the SSH host keys. Hidden
+# from every test run (an empty file over each), so a test run as root cannot print them into the output a fix
+# request shows the model.
+SYSTEM_SECRETS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/ssh/ssh_host_*_key")
 # The kernel-wide parts of /proc, read-only over the sandbox's own /proc (runc's list): root owns them, so even with no
 # capability a test run as root would write them (kernel.core_pattern = '|program' runs that program as root outside
 # at the next crash). bubblewrap's own cover of /proc/sys is skipped: it tests whether the directory is writable, and
@@ -112,7 +116,8 @@ class Policy:
     writable: tuple[Path, ...]
     protected: tuple[Path, ...] = ()  # read-only even inside a writable path: .git, the index, the state directory
     network: bool = False
-    hidden: tuple[Path, ...] = ()  # replaced by an empty private directory: HOME, $XDG_RUNTIME_DIR
+    hidden: tuple[Path, ...] = ()  # replaced by an empty private directory (a file: by an empty one): HOME,
+    #                                  $XDG_RUNTIME_DIR, the machine's password hashes and SSH host keys
     # read-only again inside a hidden directory or over the private /tmp: the programs' install prefixes (a
     # virtual environment under /tmp is as much the test command's as one in HOME), toolchains, git's configuration
     # and what the user shows
@@ -121,6 +126,7 @@ class Policy:
     # the run, so that a test cannot create them (a .git/config with core.fsmonitor runs at the user's next git
     # status, or at a shell prompt that shows the branch); the empty directory left is removed after the run
     absent: tuple[Path, ...] = ()
+    hidden_files: tuple[Path, ...] = ()  # those of `hidden` that are files (SYSTEM_SECRETS)
 
 
 def _inside(path: Path, parent: Path) -> bool:
@@ -156,7 +162,7 @@ def bwrap_argv(executable: str, policy: Policy, argv: list[str], cwd: Path) -> l
         args += ["--ro-bind", str(top), str(top)]
     for path in policy.hidden:
         if not any(path == w or _inside(path, w) for w in policy.writable):  # never over what may be written
-            args += ["--tmpfs", str(path)]
+            args += ["--tmpfs", str(path)] if path not in policy.hidden_files else ["--ro-bind", "/dev/null", str(path)]
     for path in policy.kept:
         args += ["--ro-bind-try", str(path), str(path)]
     for path in policy.writable:
@@ -248,8 +254,10 @@ class Sandbox:
         kept = [p for p in dict.fromkeys(kept) if _exists(p)]
         protected = [tree / ".git", *(p.resolve() for p in self.protected)]
         absent = [p for p in protected if not os.path.lexists(p) and any(_inside(p, w) for w in writable)]
+        secrets = system_secrets()
         return Policy(writable=tuple(writable), protected=tuple(protected), network=self.network,
-                      hidden=tuple(h for h in hidden if h.is_dir()), kept=tuple(kept), absent=tuple(absent))
+                      hidden=(*(h for h in hidden if h.is_dir()), *secrets), kept=tuple(kept), absent=tuple(absent),
+                      hidden_files=secrets)
 
     @contextlib.contextmanager
     def confined(self, argv: list[str], cwd: Path, env: Mapping[str, str], *,
@@ -278,6 +286,14 @@ class Sandbox:
                    {**env, "TMPDIR": str(private)})
         finally:
             shutil.rmtree(private, ignore_errors=True)
+
+
+def system_secrets() -> tuple[Path, ...]:
+    """The files of SYSTEM_SECRETS this machine has."""
+    found: list[Path] = []
+    for pattern in SYSTEM_SECRETS:
+        found += sorted(Path("/").glob(pattern.lstrip("/"))) if "*" in pattern else [Path(pattern)]
+    return tuple(path for path in found if path.is_file())
 
 
 def policy_for_landlock(policy: Policy, private_tmp: Path) -> landlock.Rules:
