@@ -128,7 +128,7 @@ def test_home_is_hidden_but_a_virtual_environment_in_it_that_the_test_command_na
     policy = Sandbox(SandboxMode.WRITE, SandboxMode.WRITE, Backend.BUBBLEWRAP, "bwrap").policy(
         Path("/srv/proj"), {"HOME": str(home), "PATH": f"{home / '.cargo' / 'bin'}:/usr/bin"},
         [str(home / "venvs" / "proj" / "bin" / "python"), "-m", "pytest"])
-    assert policy.hidden == (home,)
+    assert policy.hidden == (home, *policy.hidden_files)  # and the machine's own secrets, as empty files
     assert set(policy.kept) == {home / "venvs" / "proj", home / ".cargo" / "bin", home / ".pyenv", home / ".local/bin",
                                 home / ".gitconfig", home / ".config" / "git", home / ".pyenv" / "versions" / "3.12"}, \
         "not ~/.cargo whole, nor ~/.config/gh"
