@@ -57,7 +57,8 @@ SANDBOX_MODES = tuple(mode.value for mode in SandboxMode)  # --sandbox's choices
 
 class ToolsMode(StrEnum):
     """How the model is given its tools (agent/exchange.py): OpenAI's tool calls, described in words, or none; auto:
-    native in a window of at least TOOLS_MIN_WINDOW tokens, else none (their schema costs a small window too much)."""
+    native in a window of at least TOOLS_MIN_WINDOW tokens, else grep and read described in words (a schema costs a
+    small window too much), and none when even those do not fit (tools/fit.py)."""
 
     AUTO = "auto"
     NATIVE = "native"

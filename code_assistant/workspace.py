@@ -403,28 +403,35 @@ class Workspace:
     # ----- the model's tools --------------------------------------------------------------------------------------
     def tools_for(self, model: ChatModel, *, read_only: bool = False,
                   recorded: list[dict[str, Any]] | None = None) -> ToolsFor | None:
-        """The tools the model may call before it answers (None: none — --no-tools, or a window too small for their
-        schema unless --tools asks for them): search, grep, read, symbol, and run when the sandbox is on and
-        `read_only` is not asked for. `recorded`: --replay's calls, made afresh and compared."""
+        """The tools the model may call before it answers (None: none, with --no-tools): search, grep, read, symbol,
+        run when the sandbox is on and `read_only` is not asked for, and the user's MCP servers' tools; with --tools
+        auto, a window under TOOLS_MIN_WINDOW is offered grep and read only, described in words, and no MCP server is
+        started for it. Each request offers what its window holds (tools/fit.py). `recorded`: --replay's calls, made
+        afresh and compared."""
         from code_assistant.settings import TOOLS_MIN_WINDOW, ToolsMode
         from code_assistant.tools.box import Form
+        from code_assistant.tools.specs import SHORT_LIST
 
         mode = self.settings.tools
-        if mode == ToolsMode.OFF or self.settings.max_tool_calls == 0 or (
-                mode == ToolsMode.AUTO and model.window.tokens < TOOLS_MIN_WINDOW):
+        if mode == ToolsMode.OFF or self.settings.max_tool_calls == 0:
             return None
-        words = mode == ToolsMode.JSON or not model.native_tools  # refused once: words from then on
+        auto = mode == ToolsMode.AUTO
+        small = auto and model.window.tokens < TOOLS_MIN_WINDOW
+        words = small or mode == ToolsMode.JSON or not model.native_tools  # refused once: words from then on
         form = Form.JSON if words else Form.NATIVE
-        least = TOOLS_MIN_WINDOW if mode == ToolsMode.AUTO else 0
-        return lambda repo, index: self.toolbox(repo, index, read_only=read_only, form=form, recorded=recorded,
-                                                min_window=least, mcp=True)
+
+        def tools(repo: Path, index: Callable[[], RepoIndex]) -> Toolbox:
+            box = self.toolbox(repo, index, read_only=read_only, form=form, recorded=recorded, auto=auto, mcp=not small)
+            return box.only(list(SHORT_LIST)) if small else box
+
+        return tools
 
     def toolbox(self, repo: Path | None = None, index: Callable[[], RepoIndex] | None = None, *,
                 read_only: bool = False, form: Form | None = None, recorded: list[dict[str, Any]] | None = None,
-                min_window: int = 0, mcp: bool = False) -> Toolbox:
+                auto: bool = False, mcp: bool = False) -> Toolbox:
         """The tools over a working tree (the repository, unless another: a worktree, a scratch copy) and its index
-        (the workspace's, brought up to date, unless another); `min_window`: the smallest window they are offered
-        in; `mcp`: the user's MCP servers' tools too."""
+        (the workspace's, brought up to date, unless another); `auto`: --tools auto's (tools/fit.py); `mcp`: the
+        user's MCP servers' tools too."""
         from code_assistant.tools.box import Form, Toolbox
         from code_assistant.tools.files import RepoView
         from code_assistant.tools.looking import Looking
@@ -439,7 +446,7 @@ class Workspace:
         if mcp:
             found += self.mcp_tools(read_only=read_only)
         return Toolbox(found, max_calls=settings.max_tool_calls, form=form or Form.NATIVE, recorded=recorded,
-                       say=self.display.say, min_window=min_window)
+                       say=self.display.say, auto=auto)
 
     def mcp_tools(self, *, read_only: bool = False) -> list[Tool]:
         """The user's MCP servers' tools: started once a workspace, on first need, and stopped when it closes. The

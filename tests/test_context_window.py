@@ -21,7 +21,7 @@ from code_assistant.model.server_reports import (
     from_props,
     resolve_window,
 )
-from code_assistant.model.window import DEFAULT_WINDOW, ContextWindow, window_limit
+from code_assistant.model.window import DEFAULT_SOURCE, DEFAULT_WINDOW, ContextWindow, filled_window, window_limit
 from tests.repos import (
     CALC_PY,
     ROOT,
@@ -83,6 +83,31 @@ def test_the_servers_counts_replace_the_assumed_ratio_and_a_cut_prompt_is_notice
 
 
 # ----- fitting a conversation -------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("prompt", "answer", "cap", "estimated", "window"), [
+    (1966, 82, 1024, False, 2048),     # llama-cpp-python: max_tokens shortened to n_ctx - prompt
+    (3000, 1095, 1024 * 2, False, 4096),  # llama.cpp's server: a token short of its window
+    (2050, 2046, 4096, False, 4096),   # Ollama (ollama/ollama#3839: num_ctx 4096)
+    (1024, 1024, 1024, False, None),   # the answer's own cap, not the window
+    (10_000, 2000, 4096, False, None),  # a gateway's own cap on answers: 12,000 is no window
+    (6000, 2192, 4096, False, None),   # the window the request was sized for: nothing to learn
+    (2556, 107, 1024, True, 2048),     # estimated at the assumed ratio 1.3, a third over a cl100k-like tokenizer
+    (1650, 190, 1024, True, 2048),     # estimated a tenth under
+    (1200, 950, 1024, True, None),     # an estimate near the cap: it may be the cap
+])
+def test_an_answer_cut_where_it_filled_the_servers_window_is_read_as_that_window(
+        prompt: int, answer: int, cap: int, estimated: bool, window: int | None) -> None:
+    assert filled_window(prompt=prompt, answer=answer, cap=cap, window=8192, estimated=estimated) == window
+
+
+def test_an_estimated_cut_teaches_only_a_window_that_was_a_guess() -> None:
+    reported = ContextWindow(8192, "GET /props")
+    assert not reported.filled(prompt=2556, answer=107, cap=1024, estimated=True) and reported.tokens == 8192
+    assert reported.filled(prompt=1966, answer=82, cap=1024, estimated=False)
+    assert reported.describe() == "2048 tokens, from an answer cut off at the server's window"
+    guessed = ContextWindow(DEFAULT_WINDOW, DEFAULT_SOURCE)
+    assert guessed.filled(prompt=2556, answer=107, cap=1024, estimated=True) and guessed.tokens == 2048
+
+
 def test_clip_keeps_start_and_end_within_budget() -> None:
     text = "\n".join(f"line {i}: " + "word " * 12 for i in range(400))
     clipped = clip_text(text, 300, "test output")
@@ -272,6 +297,31 @@ def test_a_run_against_llama_cpp_python_learns_its_window_at_once(tmp_path: Path
     assert sent[1] < first[1], "the Context line said again, for the smaller request that was answered"
     assert proc.stdout.index("[Window: ") < proc.stdout.index(f"[Context: {sent[0]} files, {sent[1]} tokens]",
                                                                 proc.stdout.index("[Context: ") + 1)
+
+
+def test_an_answer_llama_cpp_python_cut_at_its_window_is_read_as_the_window_and_asked_again_at_once(
+        tmp_path: Path) -> None:
+    """Issue 53's case: no window set, llama-cpp-python serving 2,048 tokens and no usage in its streams. The plan
+    request, sized for the default 8,192, fits under the server's window, but its answer cap does not: the server cuts
+    the answer where the window ends, with finish_reason "length" and no word. That is read as the window, said in one
+    line naming the cut (not the answer limit), and the request asked again at once within it; green."""
+    functions = "\n\n".join(f"def helper_{i}(value):\n    \"\"\"Scale value by {i}.\"\"\"\n    return value * {i}\n"
+                             for i in range(40))
+    repo = python_repo(tmp_path, {"calc.py": CALC_PY, "helpers.py": functions, "tests/test_calc.py": TEST_CALC_PY,
+                                  "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"})
+    rambling = "Let me look at every helper in turn before I answer. " * 150  # longer than the window leaves
+    with ScriptedServer([rambling, answer(FIX_ADD)], context_window=2048, overflow="llama-cpp-python",
+                        stream_usage=False) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "Fix add() so the tests pass", "--test-command", PYTEST,
+                        "--model", "local-model"], server_url=server.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "context window 8192 tokens, from the default" in proc.stdout
+    assert proc.stdout.count("[Window: 2048 tokens, from an answer cut off at the server's window]") == 1
+    assert "answer limit" not in proc.stdout and "could not be read" not in proc.stdout
+    cut, asked_again = server.chat_requests
+    assert prompt_tokens(cut) < 2048 < prompt_tokens(cut) + cut["max_tokens"], "the prompt fit; its answer did not"
+    assert server.usages[0]["total_tokens"] == 2048 and server.usages[0]["completion_tokens"] < cut["max_tokens"]
+    assert prompt_tokens(asked_again) + asked_again["max_tokens"] <= 2048
 
 
 def test_a_session_keeps_the_window_it_learned(tmp_path: Path) -> None:

@@ -31,6 +31,30 @@ DOCS_SERVER = textwrap.dedent('''
 
     server.run()
 ''')
+WIDE_SERVER = textwrap.dedent('''
+    import sys
+    from typing import Annotated
+
+    from pydantic import Field
+    from mcp.server.mcpserver import MCPServer
+
+    name = sys.argv[1]
+    server = MCPServer(name)
+    WORDS = ("Handles the request against the configured backend, validating every argument against the server's own "
+             "rules, and returns a structured summary of what changed, what was skipped and why. ")
+
+
+    def act(path: Annotated[str, Field(description="The entry to act on, relative to the allowed root. " * 3)],
+            mode: Annotated[str, Field(description="How to act: one of read, write, append, list or stat. " * 3)] = "read",
+            depth: Annotated[int, Field(description="How deep to go below the path, 0 for the entry alone. " * 3)] = 0,
+            ) -> str:
+        return f"{name}: {mode} {path} (depth {depth})"
+
+
+    for i in range(4):  # four tools of about 400 tokens each, as a filesystem or tracker server's are
+        server.add_tool(act, name=f"action_{i}", description=f"Action {i} of {name}. " + WORDS * 4)
+    server.run()
+''')
 FIX_ADD = answer(modify("calc.py", "    return a - b", "    return a + b"))
 QUICK = {"CODE_ASSISTANT_MCP_START_TIMEOUT": "8"}  # a hanging server is given up on sooner (a live one lists in ~1 s)
 
@@ -40,28 +64,46 @@ def _docs(tmp_path: Path) -> list[str]:
     return [sys.executable, str(tmp_path / "docs_server.py")]
 
 
-def test_the_model_uses_the_users_mcp_server_and_a_failing_or_hanging_one_is_left_out(tmp_path: Path) -> None:
+def test_four_mcp_servers_in_a_default_window_leave_out_the_tools_that_do_not_fit_and_the_run_goes_on(
+        tmp_path: Path) -> None:
+    """Issue 53's first hour, on a terminal: the user's four MCP servers — docs, and three whose tools' schemas alone
+    are larger than the default 8,192-token window holds — with no window known. The tools that do not fit are named
+    in one line, largest first and never the docs server the task names; the model uses that one and the run goes
+    green. A server that cannot start or hangs is named and left out, a repository's unapproved one is refused."""
     repo = python_repo(tmp_path)
     assert run_cli(["mcp", "add", "docs", "--", *_docs(tmp_path)]).returncode == 0
+    (tmp_path / "wide_server.py").write_text(WIDE_SERVER)
+    for name in ("files", "tickets", "build"):
+        assert run_cli(["mcp", "add", name, "--", sys.executable, str(tmp_path / "wide_server.py"), name]).returncode == 0
     run_cli(["mcp", "add", "gone", "--", str(tmp_path / "no-such-program")])
     run_cli(["mcp", "add", "sleepy", "--", sys.executable, "-c", "import time; time.sleep(120)"])
     marker = tmp_path / "started"
     (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"theirs": {"command": "touch", "args": [str(marker)]}}}))
     script = [{"tool_calls": [{"name": "docs__lookup", "arguments": {"term": "add"}}]}, FIX_ADD]
     with ScriptedServer(script) as server:
-        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--no-reproduce"],
-                       server_url=server.url, extra_env=QUICK)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("[MCP") or "docs__lookup" in line]
-    assert "[MCP: docs: 1 tool(s)]" in lines
+        term = Terminal(["--repo", str(repo), "--task", "fix add as the docs server says", "--test-command", PYTEST,
+                         "--no-reproduce"], server_url=server.url, extra_env=QUICK)
+        try:
+            term.send("n\r" if "Start it?" in term.expect(r"Start it\? \[y/N\]") else "")
+            shown = term.expect(r"Result: SUCCESS")
+            assert term.wait() == 0, shown
+        finally:
+            term.close()
+    lines = [line for line in shown.splitlines() if line.startswith(("[MCP", "[Tools")) or "docs__lookup" in line]
+    assert "[MCP: docs: 1 tool(s)]" in lines and "[MCP: files: 4 tool(s)]" in lines
     assert any(line.startswith("[MCP: gone left out: its command cannot start") for line in lines)
     assert any(line.startswith("[MCP: sleepy left out: it did not list its tools within 8 s") for line in lines)
     assert any(line.startswith("[MCP: theirs (.mcp.json: touch ") and "not started: not approved" in line
                for line in lines), lines
-    assert '[docs__lookup: term="add" → 1 line]' in proc.stdout
+    [left_out] = [line for line in lines if line.startswith("[Tools: ")]
+    assert left_out.startswith("[Tools: left out to fit the 8192-token context window: ") and "docs" not in left_out
+    assert '[docs__lookup: term="add" → 1 line]' in lines
     assert not marker.exists(), "an unapproved server never ran"
-    assert "Traceback" not in proc.stderr
-    assert {t["function"]["name"] for t in server.chat_requests[0]["tools"]} >= {"docs__lookup", "grep"}
+    offered = [t["function"]["name"] for t in server.chat_requests[0]["tools"]]
+    assert {"docs__lookup", "grep", "read", "search", "symbol"} <= set(offered)
+    assert all(name not in left_out for name in offered) and len(offered) < 5 + 1 + 12, "some of the 12 are left out"
+    assert all(f"{server}__" in left_out or f"{server} (all 4 tools)" in left_out
+               for server in ("files", "tickets", "build") if not any(o.startswith(server) for o in offered))
     answered = server.chat_requests[1]["messages"][-1]
     assert answered["role"] == "tool" and "add() must return the sum" in answered["content"]
 

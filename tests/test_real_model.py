@@ -60,7 +60,8 @@ def test_a_run_keeps_every_request_within_the_window_and_stops_cleanly(llama: Ll
     before = _restore(repo)
     with RecordingProxy(llama.url) as proxy:
         proc = run_cli(["--repo", str(repo), "--task", TASK, "--test-command", PYTEST, "--json", "--max-iterations",
-                        "1", "--model", "smollm2", "--index-path", str(index_dir), "--log-dir", str(tmp_path / "runs")],
+                        "1", "--model", "smollm2", "--index-path", str(index_dir), "--log-dir", str(tmp_path / "runs"),
+                        "--no-tools"],  # requests in the plan's JSON form, as a model without tools is asked
                        server_url=proxy.url, extra_env={"OPENAI_CONTEXT_WINDOW": str(WINDOW)}, timeout=600)
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
@@ -127,31 +128,35 @@ def test_ask_learns_the_window_from_the_refusal_and_streams_to_the_terminal(llam
     assert "[Indexing repository:" in terminal and f"[Window: {WINDOW} tokens, from the server's refusal]" in terminal
 
 
-def test_a_run_without_a_window_learns_it_from_the_first_refusal_without_a_retry(llama: LlamaServer, repo: Path,
-                                                                                 index_dir: Path,
-                                                                                 tmp_path: Path) -> None:
-    """Issue 46: no window set, and llama-cpp-python reports none, so the plan request is sized for the default 8,192
-    tokens (about 2,500: over the server's 2,048). The server ends that stream with no event and drops the connection;
-    the tool asks once without streaming, on a new connection, is told the window, and says so in one line. Nothing is
-    retried, nothing goes to the dropped connection, and every request after the refusal fits."""
-    _restore(repo)
+def test_a_run_without_a_window_learns_it_from_the_first_answer_the_server_cuts_at_it(llama: LlamaServer,
+                                                                                      tmp_path: Path) -> None:
+    """Issue 53: no window set, and llama-cpp-python reports none, so the plan request is sized for the default 8,192
+    tokens. Here it fits under the server's 2,048 (helpers.py's 38 functions put it at about 1,970 of the server's
+    tokens, its tools' schema included) but its answer cap does not: the server cuts the answer where the window ends,
+    finish_reason "length", no usage, no word. That first answer is read as the window — one line naming the cut, not
+    the answer limit — and the request is asked again at once within it; no request after it passes the window.
+    The run's token budget ends it after that answer: what the model says is not this test's matter. (Prompt changes
+    move the request's size: when the server refuses the first request instead of cutting its answer, take functions
+    out of helpers.py; when the answer ends before the window, put some in.)"""
+    helpers = "\n\n".join(f'def helper_{i}(value):\n    """Scale value by {i}."""\n    return value * {i}\n'
+                           for i in range(38))
+    repo = python_repo(tmp_path, {"calc.py": CALC_PY, "helpers.py": helpers, "tests/test_calc.py": TEST_CALC_PY,
+                                  "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"})
     with RecordingProxy(llama.url) as proxy:
-        proc = run_cli(["--repo", str(repo), "--task", TASK, "--test-command", PYTEST, "--max-iterations", "1",
-                        "--model", "smollm2", "--index-path", str(index_dir), "--log-dir", str(tmp_path / "runs")],
-                       server_url=proxy.url, timeout=600)
-    assert "Traceback" not in proc.stderr and proc.returncode in (0, 1), proc.stdout + proc.stderr
-    assert "context window 8192 tokens, from the default" in proc.stdout
-    assert proc.stdout.count(f"[Window: {WINDOW} tokens, from the server's refusal]") == 1, proc.stdout
+        proc = run_cli(["--repo", str(repo), "--task", TASK, "--test-command", PYTEST, "--max-tokens", "2500",
+                        "--model", "smollm2", "--index-path", str(tmp_path / "index"), "--log-dir",
+                        str(tmp_path / "runs")], server_url=proxy.url, timeout=600)
+    assert "Traceback" not in proc.stderr and proc.returncode == 1, proc.stdout + proc.stderr
+    assert "context window 8192 tokens, from the default" in proc.stdout and "over --max-tokens 2500" in proc.stdout
+    cut, asked_again = proxy.chats
+    assert cut["status"] == 200 and cut["events"] > 0, "the server refused the first request: see the docstring"
+    assert cut["request"]["max_tokens"] == 1024, "sized for the default window"
+    assert proc.stdout.count(f"[Window: {WINDOW} tokens, from an answer cut off at the server's window]") == 1, \
+        proc.stdout
+    assert "answer limit" not in proc.stdout and "could not be read" not in proc.stdout
     assert "retry" not in proc.stderr and "Connection error" not in proc.stderr, proc.stderr
-    chats = proxy.chats
-    assert all(c["status"] is not None for c in chats), "a request went to the connection the server had dropped"
-    refused, told, *after = chats
-    assert refused["status"] == 200 and refused["stream"] and refused["events"] == 0
-    assert told["status"] == 400 and told["request"].get("stream") is not True
-    assert f"maximum context length is {WINDOW} tokens" in json.dumps(told["response"])
-    assert after and any(c["status"] == 200 for c in after), [c["status"] for c in chats]
-    for chat in after:
-        assert _prompt_tokens(llama, chat["request"]) + chat["request"]["max_tokens"] <= WINDOW
+    assert asked_again["status"] == 200 and asked_again["events"] > 0
+    assert _prompt_tokens(llama, asked_again["request"]) + asked_again["request"]["max_tokens"] <= WINDOW
 
 
 def _prompt_tokens(llama: LlamaServer, request: dict) -> int:

@@ -20,9 +20,9 @@ from code_assistant.answers.tool_calls import WrittenCall, arguments, written_ca
 from code_assistant.model import prompts
 from code_assistant.model.fitting import TOOL_RESULTS_HEAD, fit_tool_results, message_tokens
 from code_assistant.settings import load_settings
-from code_assistant.tools import Result, Spec, Tool, ToolError
+from code_assistant.tools import Result, Spec, Tool, ToolError, fit, specs
 from code_assistant.tools import looking as looking_module
-from code_assistant.tools.box import Toolbox
+from code_assistant.tools.box import Form, Toolbox
 from code_assistant.tools.files import RepoView
 from code_assistant.tools.looking import Looking
 from code_assistant.tools.running import Running
@@ -115,7 +115,9 @@ def test_without_tools_the_requests_are_todays(tmp_path: Path) -> None:
     assert request["messages"][0]["content"] == prompts.SYSTEM.text
     (tmp_path / "small").mkdir()
     small, small_server = _run(python_repo(tmp_path / "small"), [FIX_ADD], "--context-window", "2048")
-    assert small.returncode == 0 and "tools" not in small_server.chat_requests[0], "a 2k window: no tools by default"
+    assert small.returncode == 0 and "tools" not in small_server.chat_requests[0], "a 2k window: no schema by default"
+    said = small_server.chat_requests[0]["messages"][0]["content"]
+    assert "- grep(" in said and "- read(" in said and "- search(" not in said, "grep and read, described in words"
 
 
 def test_tools_asked_for_on_a_window_too_small_for_them_are_one_line_that_counts_them(tmp_path: Path) -> None:
@@ -294,15 +296,60 @@ def test_the_box_counts_calls_answers_a_repeat_with_a_note_and_stops_at_its_cap(
     assert box.declared() and box.call("nope", {}).result.error
 
 
-def test_a_window_learned_below_the_boxs_least_takes_the_tools_away() -> None:
-    """--tools auto offers them in a window of 4,096 tokens or more; one learned smaller mid-run takes them away.
-    Asked for by name (--tools native: no least), they stay."""
-    echo = Tool(Spec("echo", "say it", {"type": "object", "properties": {}}), lambda args: Result(text="", summary=""))
-    asked = Toolbox([echo])
-    assert not asked.withdraw(2048) and asked.declared()
-    auto = Toolbox([echo], min_window=4096).only(["echo"])
-    assert not auto.withdraw(8192) and auto.withdraw(2048)
-    assert auto.declared() is None and auto.names == [] and not auto.withdraw(1024)
+def _server_tool(server: str, name: str, words: int) -> Spec:
+    """An MCP server's tool whose description runs to about `words` words."""
+    return Spec(f"{server}__{name}", "Does a thing. " * (words // 3), {"type": "object", "properties": {}},
+                server=server)
+
+
+OURS = [specs.SEARCH, specs.GREP, specs.READ, specs.SYMBOL, specs.RUN]
+SERVERS = [_server_tool("docs", "lookup", 30), _server_tool("files", "small", 30), _server_tool("files", "large", 300),
+           _server_tool("git", "log", 150)]
+
+
+def test_the_tools_left_out_first_are_the_mcp_tools_the_task_does_not_name_largest_first_then_our_optional_ones() -> None:
+    assert fit.leave_out_order([*OURS, *SERVERS], "fix add as the docs say") == [
+        "files__large", "git__log", "files__small", "docs__lookup", "run", "symbol", "search"]
+    named_git = fit.leave_out_order([*OURS, *SERVERS], "ask git for its log, then fix add")
+    assert named_git[0] == "files__large" and named_git[3:] == ["git__log", "run", "symbol", "search"]
+    assert fit.is_named(SERVERS[3], "see `git__log` first") and not fit.is_named(SERVERS[3], "a digit logged")
+
+
+@pytest.mark.parametrize(("budget_of", "auto", "offered", "form"), [
+    ("all", True, [*OURS, *SERVERS], Form.NATIVE),
+    ("ours", True, [*OURS, SERVERS[0]], Form.NATIVE),  # docs__lookup is named: it goes last of the MCP tools
+    ("short", True, [specs.GREP, specs.READ], Form.NATIVE),
+    ("short in words", True, [specs.GREP, specs.READ], Form.JSON),  # auto tells them in words before it gives up
+    ("nothing", True, [], Form.NATIVE),  # auto never stops a run for its tools
+    ("nothing", False, [specs.GREP, specs.READ], Form.NATIVE),  # --tools native keeps them: the request may stop
+])
+def test_tools_that_do_not_fit_their_budget_are_narrowed_to_what_fits(budget_of: str, auto: bool, offered: list[Spec],
+                                                                      form: Form) -> None:
+    everything, task = [*OURS, *SERVERS], "fix add as the docs say"
+    budgets = {"all": fit.price(everything, Form.NATIVE, 12), "ours": fit.price([*OURS, SERVERS[0]], Form.NATIVE, 12),
+               "short": fit.price([specs.GREP, specs.READ], Form.NATIVE, 12),
+               "short in words": fit.price([specs.GREP, specs.READ], Form.JSON, 12), "nothing": 10}
+    offer = fit.fit(everything, Form.NATIVE, budget=budgets[budget_of], task=task, max_calls=12, auto=auto,
+                    small=False)
+    assert offer == fit.Offer(tuple(s.name for s in offered), form)
+
+
+def test_a_small_window_gets_grep_and_read_described_in_words_and_the_box_says_what_it_left_out() -> None:
+    """--tools auto in a window under 4,096 tokens: the short list in words; --tools native or json: as asked."""
+    roomy = 10_000
+    small = fit.fit([*OURS, *SERVERS], Form.NATIVE, budget=roomy, task="", max_calls=12, auto=True, small=True)
+    assert small == fit.Offer(("grep", "read"), Form.JSON)
+    asked = fit.fit([*OURS, *SERVERS], Form.NATIVE, budget=roomy, task="", max_calls=12, auto=False, small=True)
+    assert asked.names == tuple(s.name for s in [*OURS, *SERVERS]) and asked.form == Form.NATIVE
+    said: list[str] = []
+    box = Toolbox([Tool(s, lambda args: Result(text="", summary="")) for s in [*OURS, *SERVERS]], say=said.append)
+    assert box.narrow([*fit.SHORT_LIST, "search", "git__log"], Form.NATIVE, "the 8192-token context window")
+    assert not box.narrow(box.names, Form.NATIVE, "the 8192-token context window"), "nothing changed, nothing said"
+    assert box.narrow(["grep", "read"], Form.JSON, "the 2048-token context window")
+    assert said == [
+        "[Tools: left out to fit the 8192-token context window: symbol, run, docs__lookup, files (all 2 tools)]",
+        "[Tools: left out to fit the 2048-token context window: search, git__log; grep and read described in words]"]
+    assert box.names == ["grep", "read"] and box.declared() is None and box.call("run", {}).result.error
 
 
 def test_tool_results_are_shortened_oldest_first_before_anything_else() -> None:

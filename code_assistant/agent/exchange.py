@@ -1,7 +1,7 @@
 """One exchange with the model, the same for a run (asker.py) and for --ask (question.py): the conversation's
 messages sent, the answer streamed with the reasoning blocks left out; when the server names a smaller window, the
-window said in one line, the conversation's step built again to fit it (without tools, if the window is now too small
-for them), what it shows said again, and sent once more; what a refusal taught the model (a parameter it does not
+window said in one line, the conversation's step built again to fit it (with fewer tools, or none, when the window no
+longer holds them all), what it shows said again, and sent once more; what a refusal taught the model (a parameter it does not
 take, the other wire) is said in one line too. With tools, an answer that asks for calls — native `tool_calls`, or
 calls written as a JSON object — has them made and answered, and the model is asked again, until it answers without a
 call (that answer is returned) or its calls are spent (then it is told so and offered none)."""
@@ -75,10 +75,7 @@ def _complete(model: ChatModel, conversation: Conversation, tools: Toolbox | Non
                 raise
             logger.info("%s; asking again with a smaller request", exc)
             say(f"[Window: {model.window.describe()}]")
-            if tools is not None and tools.withdraw(model.window.tokens):
-                logger.info("no tools in a window of %d tokens: their schema would cost it too much",
-                            model.window.tokens)
-            conversation.shrink()
+            conversation.shrink()  # the tools too are fitted to the window again
             say(context_line(conversation.context))
         except ToolsRefused as exc:
             if tools is None or tools.form == Form.JSON or attempt == 2:

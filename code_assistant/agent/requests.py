@@ -14,14 +14,12 @@ a little code is a ContextWindowError that names the setting.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from code_assistant import tokens
 from code_assistant.agent import instructions
 from code_assistant.agent.feedback import failure_text
 from code_assistant.agent.instructions import Instructions
@@ -33,7 +31,9 @@ from code_assistant.model.chat import Message
 from code_assistant.model.fitting import clip_text, fit_history, fit_tool_results, message_tokens
 from code_assistant.model.window import ContextWindow, ContextWindowError
 from code_assistant.retrieve.context import Context, build_context
-from code_assistant.tools.box import Form, Toolbox
+from code_assistant.settings import TOOLS_MIN_WINDOW
+from code_assistant.tools.box import Toolbox
+from code_assistant.tools.fit import TOOLS_SHARE, declared_tokens, fit, paragraph, price
 from code_assistant.verify.runner import TestResult
 
 logger = logging.getLogger(__name__)
@@ -56,14 +56,16 @@ def _import_error(result: TestResult) -> bool:
         _IMPORT_ERROR_RE.search(result.output[-4000:]))
 
 
-def too_small(window: ContextWindow, needed: int, *, tools: bool = False) -> ContextWindowError:
-    """`needed`: counted tokens, the declared tools' schema included; `tools`: the request offers the model tools."""
+def too_small(window: ContextWindow, needed: int, *, tools: bool = False, over: int = 0) -> ContextWindowError:
+    """`needed`: counted tokens, the declared tools' schema included; `tools`: the request offers the model tools;
+    `over`: the counted tokens it is over its room."""
     offered = ", with the model's tools," if tools else ""
     instead = "; or leave the tools out with --no-tools" if tools else ""
     return ContextWindowError(
         f"the model's context window ({window.describe()}) is too small: the system prompt, the task and a little "
         f"code{offered} need about {round(needed * window.ratio)} tokens plus {window.reserve} for the answer; give "
-        f"the model a larger window on its server and set it with --context-window or OPENAI_CONTEXT_WINDOW{instead}")
+        f"the model a larger window on its server and set it with --context-window or OPENAI_CONTEXT_WINDOW{instead}",
+        over=over)
 
 
 @dataclass(frozen=True)
@@ -160,6 +162,7 @@ class Requests:
         self.index_lock = index_lock or contextlib.nullcontext()
         self.memory = memory
         self.tools = tools
+        self.task = ""  # the task (or question) of the last request that had one: which MCP tools it names
 
     def room(self) -> int:
         """The counted tokens a request's messages may take: the window's prompt room, less the declared tools'
@@ -167,12 +170,12 @@ class Requests:
         return self.window.prompt_room() - self._schema()
 
     def _schema(self) -> int:
-        declared = self.tools.declared() if self.tools else None
-        return tokens.count_tokens(json.dumps(declared)) + SLACK if declared else 0
+        box = self.tools
+        return declared_tokens([t.spec for t in box.tools]) if box is not None and box.declared() else 0
 
-    def _too_small(self, needed: int) -> ContextWindowError:
-        """`needed`: the messages' counted tokens; the declared tools' schema is added."""
-        return too_small(self.window, needed + self._schema(), tools=bool(self.tools and self.tools.tools))
+    def _too_small(self, needed: int, over: int) -> ContextWindowError:
+        """`needed`: the messages' counted tokens (the declared tools' schema is added), `over` their excess."""
+        return too_small(self.window, needed + self._schema(), tools=bool(self.tools and self.tools.tools), over=over)
 
     def tools_text(self, answer: str) -> str:
         """How the model may call its tools, for the system message ("" without tools); `answer`: what it replies
@@ -180,10 +183,21 @@ class Requests:
         box = self.tools
         if box is None or not box.tools:
             return ""
-        if box.form == Form.JSON:
-            return prompts.TOOLS_JSON.render(answer=answer, max_calls=box.max_calls, tools=box.described())
-        run = ", run (a command in the sandbox, the files read-only)" if "run" in box.names else ""
-        return prompts.TOOLS_NATIVE.render(answer=answer, max_calls=box.max_calls, run=run)
+        return paragraph([t.spec for t in box.tools], box.form, answer, box.max_calls)
+
+    def fit_tools(self, over: int = 0) -> bool:
+        """The tools narrowed to what the window holds (tools/fit.py): at most a third of the room, and `over` counted
+        tokens fewer than now when a request built with them was that much over its room. True when they changed."""
+        box = self.tools
+        if box is None or not box.tools:
+            return False
+        specs = [t.spec for t in box.tools]
+        budget = self.window.prompt_room() // TOOLS_SHARE
+        if over:
+            budget = min(budget, price(specs, box.form, box.max_calls) - over)
+        offer = fit(specs, box.form, budget=budget, task=self.task, max_calls=box.max_calls, auto=box.auto,
+                    small=self.window.tokens < TOOLS_MIN_WINDOW)
+        return box.narrow(offer.names, offer.form, f"the {self.window.tokens}-token context window")
 
     def instructions(self, budget: int, shown: Sequence[str] = ()) -> Instructions | None:
         """The repository owner's instructions for a request showing `shown`, within `budget` tokens (None: none,
@@ -219,7 +233,18 @@ class Requests:
     def build(self, request: Request, *, history: Sequence[Message] = (), asked: Sequence[str] = (),
               note: str = "") -> Built:
         """The messages of a request after `history` (the conversation so far: a fix and a follow-up carry it, a
-        new start does not); `asked`: files the model asked to read, shown first; `note`: said at the end."""
+        new start does not); `asked`: files the model asked to read, shown first; `note`: said at the end. The tools
+        are fitted to the window first, and narrowed further before a request too large with them stops the run."""
+        self.task = getattr(request, "task", None) or getattr(request, "question", None) or self.task
+        self.fit_tools()
+        while True:
+            try:
+                return self._build(request, history, asked, note)
+            except ContextWindowError as exc:
+                if not self.fit_tools(over=exc.over):
+                    raise
+
+    def _build(self, request: Request, history: Sequence[Message], asked: Sequence[str], note: str) -> Built:
         context: Context | None = None
         match request:
             case PlanRequest():
@@ -336,7 +361,7 @@ class Requests:
         fixed = message_tokens(shell)
         budget = min(self.config.context_tokens, room - fixed - SLACK)
         if budget < MIN_CONTEXT_TOKENS:
-            raise self._too_small(fixed + MIN_CONTEXT_TOKENS)
+            raise self._too_small(fixed + MIN_CONTEXT_TOKENS, MIN_CONTEXT_TOKENS - budget)
         return budget
 
     def _context(self, index: RepoIndex, task: str, budget: int, *, extra_text: str = "",
@@ -352,7 +377,7 @@ class Requests:
         room = self.room()
         fitted = fit_history(fit_tool_results(messages, room), room)
         if (size := message_tokens(fitted)) > room:
-            raise self._too_small(size)
+            raise self._too_small(size, size - room)
         return fitted
 
     def _involved(self, index: RepoIndex, result: TestResult, modified: list[str]) -> list[str]:
@@ -362,3 +387,4 @@ class Requests:
         frames = [p for f in result.failures for p in ([f.file] if f.file else []) + [x for x, _ in f.frames]]
         manifests = [m for m in MANIFESTS if _import_error(result)]
         return [p for p in dict.fromkeys([*modified, *frames, *manifests]) if index.gate.admits(p)]
+

@@ -4,7 +4,8 @@ one of two wires — chat completions (completions.py) or the Responses API (res
 
 What a local server needs is here too: answers capped at the window's reserve, a window learned from a refusal that
 names it (ContextOverflow: the caller builds a smaller request and asks once more; a stream closed before any event,
-llama-cpp-python's refusal, is asked about once without streaming, which names it), structured output in the first
+llama-cpp-python's refusal, is asked about once without streaming, which names it) or from an answer cut off where it
+filled the window (window.filled_window), structured output in the first
 form the server takes (structured.py), and answers always streamed, so that the timeout is the gap between two tokens,
 not the answer; the first gap allows for reading the prompt at the speed the server has shown (pace.py). A server
 that stays silent longer is given up on (ModelStalled), never asked again while it may still be working.
@@ -52,7 +53,7 @@ from code_assistant.model.records import (
 from code_assistant.model.refusals import Lesson, Read, error_body, error_detail, fatal_message, read_refusal
 from code_assistant.model.structured import FORMS, refuses_response_format
 from code_assistant.model.usage import SentPrompts
-from code_assistant.model.window import CUT_SOURCE, ContextWindow, WindowLimit, window_limit
+from code_assistant.model.window import CUT_SOURCE, FILLED_SOURCE, ContextWindow, WindowLimit, window_limit
 
 __all__ = ["CARRIED", "ChatModel", "ChatResponse", "ContextOverflow", "Message", "ModelError", "ModelStalled",
            "OpenAIChat", "ToolCall", "ToolsRefused", "Usage", "redact_messages"]
@@ -158,6 +159,9 @@ class OpenAIChat:
                 if self.window.tokens < window and self.window.source == CUT_SOURCE:
                     raise ContextOverflow(f"the server cut the prompt to its context window of {self.window.tokens} "
                                           "tokens; its answer, to a prompt the model did not see whole, is set aside")
+                if self.window.tokens < window and self.window.source == FILLED_SOURCE:
+                    raise ContextOverflow(f"the answer was cut off where it and the prompt filled the server's "
+                                          f"context window of {self.window.tokens} tokens; it is set aside")
                 response.notes, self._notes = [*self._notes, *response.notes], []
                 return response
             except openai.APIStatusError as exc:
@@ -266,7 +270,8 @@ class OpenAIChat:
              wait: float, *, tools: list[dict[str, Any]] | None, schema: bool) -> ChatResponse:
         """One request, streamed whether or not the tokens are shown; `wait`: the longest the server may be silent."""
         wire: ModuleType = responses if self.accepts.wire == Wire.RESPONSES else completions
-        request = wire.body(self._request(messages, counted, tools=tools, schema=schema))
+        ask = self._request(messages, counted, tools=tools, schema=schema)
+        request = wire.body(ask)
         timeout = openai.Timeout(wait, connect=min(wait, CONNECT_TIMEOUT_S))
         streamed = wire.stream(self._client, request, on_token or _unseen, timeout)
         if streamed is None:
@@ -280,11 +285,25 @@ class OpenAIChat:
         if response.reported is None:  # the server sent no counts
             response.prompt_tokens = round(counted * self.window.ratio)
             response.completion_tokens = tokens.count_tokens(response.text)
-            return response
-        response.prompt_tokens = response.reported.total(expected=counted * self.window.ratio)
-        if warning := self.window.observe(counted, response.prompt_tokens, shared, response.reported.complete):
-            logger.warning("%s", warning)
+        else:
+            response.prompt_tokens = response.reported.total(expected=counted * self.window.ratio)
+            if warning := self.window.observe(counted, response.prompt_tokens, shared, response.reported.complete):
+                logger.warning("%s", warning)
+        if response.cut_off and ask.cap is not None:
+            self._filled(response, counted, ask.cap)
         return response
+
+    def _filled(self, response: ChatResponse, counted: int, cap: int) -> None:
+        """An answer cut off short of its cap: the window learned when it and the prompt filled the server's (the
+        caller asks again within it). Without the server's counts, both are estimated at the window's ratio."""
+        if response.reported is not None:
+            prompt, answer, estimated = float(response.prompt_tokens), float(response.completion_tokens), False
+        else:
+            said = response.text + response.reasoning + "".join(c.arguments for c in response.tool_calls)
+            prompt, answer, estimated = counted * self.window.ratio, tokens.count_tokens(said) * self.window.ratio, True
+        if self.window.filled(prompt=prompt, answer=answer, cap=cap, estimated=estimated):
+            logger.info("an answer cut off after %.0f tokens of a %d cap, to a prompt of %.0f%s: the server's window "
+                        "is %d tokens", answer, cap, prompt, " (estimated)" if estimated else "", self.window.tokens)
 
     def _unstreamed(self, wire: ModuleType, request: dict[str, Any], timeout: openai.Timeout) -> ChatResponse:
         """The request asked once more without streaming, after the server closed its stream before any event: that

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 from code_assistant.errors import ConfigError
 from code_assistant.model.catalogue import ModelInfo, lookup
 from code_assistant.model.prices import is_local
-from code_assistant.model.window import DEFAULT_WINDOW, OPENAI_RATIO, ContextWindow
+from code_assistant.model.window import DEFAULT_SOURCE, DEFAULT_WINDOW, OPENAI_RATIO, ContextWindow
 
 logger = logging.getLogger(__name__)
 
@@ -204,7 +204,7 @@ def resolve_window(setting: int | None, base_url: str | None, model: str, api_ke
     elif info and info.window:
         window = ContextWindow(tokens=info.window, source=f"{info.source} ({info.entry})")
     else:
-        window = ContextWindow(tokens=DEFAULT_WINDOW, source="the default (nothing reported a window)")
+        window = ContextWindow(tokens=DEFAULT_WINDOW, source=DEFAULT_SOURCE)
     if info and _openai_made(info):
         window.ratio = OPENAI_RATIO  # OpenAI's tokenizers, whichever gateway forwards the request
     logger.info("context window of %s: %s", model, window.describe())

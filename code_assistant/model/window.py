@@ -38,10 +38,24 @@ MIN_USEFUL_ROOM = 1000  # counted tokens a window must leave for the requests a 
 #                         about 500); a window with less stops the run, so a count is never taken for one that small
 MIN_RESERVE, MAX_RESERVE = 256, 4096  # tokens kept for the answer: an eighth of the window, within these (a plan
 #                                       that fixes a bug is a few hundred tokens; a small window needs its room)
+DEFAULT_SOURCE = "the default (nothing reported a window)"  # DEFAULT_WINDOW's, when nothing said another
 CUT_SOURCE = "a prompt the server cut"  # the window's source once a server is found to cut prompts silently
+FILLED_SOURCE = "an answer cut off at the server's window"  # once an answer is found to have filled the window
+WINDOW_STEP = 256      # llama.cpp sizes its context in steps of 256 tokens (llama-cpp-python's n_ctx 3000 is 3072), and
+#                        llama-cpp-python and Ollama run it: a window is a multiple of this
+FILLED_SLACK = 8       # llama.cpp's server stops an answer a token before its window is full (n_past + 1 >= n_ctx)
+ESTIMATE_LOW = 1.15    # without the server's counts, prompt and answer are estimated at the window's ratio, which
+#                        until measured is OTHER_RATIO, at or above most tokenizers' (a third over for one like
+#                        cl100k): the estimate is seldom more than this factor under the server's count
+SHORT_OF_CAP = 0.9     # an estimated answer this far under the cap asked for stopped before it
+MIN_WINDOW = 512       # no smaller window holds a request (settings.MIN_CONTEXT_WINDOW)
 
 class ContextWindowError(AssistantError):
     """The window cannot hold a useful request (exit 2): the message names the setting that fixes it."""
+
+    def __init__(self, message: str, over: int = 0) -> None:
+        super().__init__(message)
+        self.over = over  # counted tokens the request is over its room (0: not said)
 
 
 @dataclass
@@ -98,6 +112,19 @@ class ContextWindow:
             return None
         return self._cut(counted, server_prompt)
 
+    def filled(self, *, prompt: float, answer: float, cap: int, estimated: bool) -> bool:
+        """An answer cut off ("length"): when it ended where it and the prompt filled a window smaller than this one,
+        short of the cap asked for, that is the server's window, learned now (True). `estimated`: the numbers are
+        ours, the server sent none; they are taken only for a window that was itself a guess (the default): a window
+        someone reported is not given up for an estimate (a gateway's own cap on answers would look the same)."""
+        if estimated and self.source != DEFAULT_SOURCE:
+            return False
+        size = filled_window(prompt=prompt, answer=answer, cap=cap, window=self.tokens, estimated=estimated)
+        if size is None:
+            return False
+        self.tokens, self.source = size, FILLED_SOURCE
+        return True
+
     def learn(self, limit: WindowLimit, counted: int) -> None:
         """The server refused a request and named its window (and perhaps its count of the prompt)."""
         self.tokens, self.source = limit.window, "the server's refusal"
@@ -128,6 +155,34 @@ class ContextWindow:
                 f"window a run works in, so its numbers look estimated; the context window stays {self.tokens} "
                 f"tokens (if the server cuts prompts silently, set --context-window or OPENAI_CONTEXT_WINDOW to its "
                 f"real window)")
+
+
+def filled_window(*, prompt: float, answer: float, cap: int, window: int, estimated: bool) -> int | None:
+    """The window an answer cut off ("length") filled, or None when its cut was the cap asked for or its end is no
+    window smaller than `window` (the one the request was sized for).
+
+    llama-cpp-python, llama.cpp's server and Ollama answer a prompt that fits their window but leaves no room for the
+    answer's cap by cutting the answer where the window ends, without a word but finish_reason "length":
+    llama-cpp-python shortens max_tokens to n_ctx - prompt (llama.py, `_create_completion`: "Truncate max_tokens if
+    requested tokens would exceed the context window"); llama.cpp's server, context shift off (its default since
+    2025), stops generating once the window is full (ggml-org/llama.cpp#9544: "n_predict <= n_ctx - n_tokens_prompt";
+    #13577: no error when running out of context); Ollama "If context is exhausted (number of input tokens (`prompt`)
+    and number of output tokens (`eval`) reaches the length of the context buffer) then the generation will stop with
+    a `done_reason` of `length`" (ollama/ollama#3839: num_ctx 4096, prompt_eval_count 2050, eval_count 2046).
+
+    With the server's counts, prompt and answer make up its window exactly, or a token less, and that is a multiple
+    of WINDOW_STEP: any other sum (a gateway's own cap on answers) is no window. With our estimates (llama-cpp-python
+    streams no usage), which run high rather than low, the window is the largest power of two the sum reaches (every
+    default of the three, 2,048 or 4,096, is one; another window is learned from the refusal a request sized for too
+    large a one meets), and the answer must be clearly short of the cap."""
+    if answer >= cap * (SHORT_OF_CAP if estimated else 1):
+        return None
+    total = prompt + answer
+    if estimated:
+        size = 2 ** math.floor(math.log2(max(total * ESTIMATE_LOW, 1)))
+    elif (size := math.ceil(total / WINDOW_STEP) * WINDOW_STEP) - total > FILLED_SLACK:
+        return None
+    return size if MIN_WINDOW <= size < window else None
 
 
 def _reserve(window: int) -> int:

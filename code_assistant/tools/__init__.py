@@ -57,6 +57,7 @@ class Spec:
     parameters: dict[str, Any]  # JSON schema of the arguments (an object)
     read_only: bool = True  # looks only (`ask` gets only these)
     arguments: tuple[Argument, ...] = ()  # as declared (our own tools: the parameters are made from them)
+    server: str = ""  # the user's MCP server the tool is of ("": one of our own)
 
     @classmethod
     def declared(cls, name: str, description: str, *arguments: Argument, read_only: bool = True) -> Spec:

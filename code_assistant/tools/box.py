@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -14,7 +14,7 @@ from typing import Any
 
 from code_assistant import redact
 from code_assistant.index.indexer import RepoIndex
-from code_assistant.tools import Result, Tool, ToolError
+from code_assistant.tools import Result, Spec, Tool, ToolError
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +46,7 @@ class Toolbox:
     form: Form = Form.NATIVE
     recorded: list[dict[str, Any]] | None = None  # --replay: the run log's calls, in order (made afresh, compared)
     say: Callable[[str], None] = lambda line: None
-    min_window: int = 0  # the smallest window the tools are offered in (--tools auto's): a window learned smaller
-    #                      takes them away (withdraw)
+    auto: bool = False  # --tools auto: a small window gets the short list in words, a smaller one none (fit.py)
     made: list[Made] = field(default_factory=list)  # this answer's calls
     count: int = 0  # calls over the box's life (a run's --json `tools`)
 
@@ -61,14 +60,22 @@ class Toolbox:
     def only(self, names: list[str]) -> Toolbox:
         """The same box with fewer tools (a question gets the read-only ones)."""
         return Toolbox([t for t in self.tools if t.spec.name in names], max_calls=self.max_calls, form=self.form,
-                       recorded=self.recorded, say=self.say, min_window=self.min_window)
+                       recorded=self.recorded, say=self.say, auto=self.auto)
 
-    def withdraw(self, window: int) -> bool:
-        """No tools from now on when the window (learned smaller since the box was made) is below min_window: their
-        schema would cost it too much. True when they were taken away."""
-        if not self.tools or window >= self.min_window:
+    def narrow(self, names: Sequence[str], form: Form, why: str) -> bool:
+        """Offer only the tools named, in `form`, from now on (the window holds no more; `why`: which window), and
+        say in one line which were left out and, when they are now described in words, that. True when anything
+        changed."""
+        left_out = [t.spec for t in self.tools if t.spec.name not in names]
+        worded = form != self.form and form == Form.JSON
+        if not left_out and not worded:
             return False
-        self.tools, self._by_name = [], {}
+        said = [f"left out to fit {why}: {_grouped(left_out, [t.spec for t in self.tools])}"] if left_out else []
+        self.tools = [t for t in self.tools if t.spec.name in names]
+        self._by_name, self.form = {tool.spec.name: tool for tool in self.tools}, form
+        if worded and self.tools:
+            said.append(f"{_listed(self.names)} described in words" + ("" if left_out else f" to fit {why}"))
+        self.say(f"[Tools: {'; '.join(said)}{'; none offered' if not self.tools else ''}]")
         return True
 
     def new_answer(self) -> None:
@@ -85,9 +92,6 @@ class Toolbox:
         if self.form != Form.NATIVE or self.exhausted or not self.tools:
             return None
         return [tool.spec.openai() for tool in self.tools]
-
-    def described(self) -> str:
-        return "\n".join(tool.spec.described() for tool in self.tools)
 
     def call(self, name: str, arguments: dict[str, Any]) -> Made:
         """Make one call (or say why not) and count it."""
@@ -146,6 +150,24 @@ def call_words(name: str, arguments: dict[str, Any]) -> str:
     said = next((v for v in arguments.values() if isinstance(v, str) and v.strip()), "")
     said = " ".join(said.split())
     return f"{name} ({said if len(said) <= 60 else said[:57] + '...'})" if said else name
+
+
+def _grouped(left_out: list[Spec], offered: list[Spec]) -> str:
+    """The tools left out, by name; an MCP server whose every tool goes (of several), as the server (`docs (all 3
+    tools)`)."""
+    kept = {s.server for s in offered if s.server and s not in left_out}
+    said: list[str] = []
+    for spec in left_out:
+        count = sum(s.server == spec.server for s in offered)
+        if not spec.server or spec.server in kept or count == 1:
+            said.append(spec.name)
+        elif (whole := f"{spec.server} (all {count} tools)") not in said:
+            said.append(whole)
+    return ", ".join(said)
+
+
+def _listed(names: list[str]) -> str:
+    return " and ".join(names) if len(names) < 3 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _key(name: str, arguments: dict[str, Any]) -> str:

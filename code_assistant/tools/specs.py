@@ -10,6 +10,9 @@ GREP_LINES = 100  # lines a grep shows
 READ_LINES = 400  # lines a read shows
 SEARCH_FILES, SEARCH_MAX = 8, 20  # files a search shows by default, at most
 RUN_TIMEOUT_S = 60  # the longest a command may run (the model may ask for less)
+SHORT_LIST = ("grep", "read")  # what a small window is offered (described in words), and never left out to fit one
+OPTIONAL = ("run", "symbol", "search")  # our own tools left out, in this order, when the tools do not fit the window
+#                                          (after the MCP servers' tools): what finds and reads code goes last
 
 SEARCH = Spec.declared(
     "search", "Search the repository with its own ranking (words, identifiers, an error message): the best files for "

@@ -156,7 +156,8 @@ class Connections:
                 name = _TOOL_NAME.sub("_", f"{server.config.name}{SEPARATOR}{tool.name}")[:64]
                 spec = Spec(name=name, description=f"{(tool.description or tool.name).strip()[:1000]} (a tool of the "
                                                    f"user's MCP server {server.config.name})",
-                            parameters=tool.input_schema or {"type": "object", "properties": {}}, read_only=looks)
+                            parameters=tool.input_schema or {"type": "object", "properties": {}}, read_only=looks,
+                            server=server.config.name)
                 found.append(Tool(spec, _caller(self, server, tool.name, name)))
         return found
 
