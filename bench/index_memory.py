@@ -58,10 +58,7 @@ def _rss_mb() -> float:
 
 def child(repo: Path, index_path: Path, store_kind: str) -> dict:
     from bench import index_speed
-
-    from code_assistant.index import embeddings
-    from code_assistant.index import indexer
-    from code_assistant.index import store
+    from code_assistant.index import embeddings, indexer, store
 
     embedder = index_speed.HashingEmbedder(embeddings.make_embedder("local"))
     embedder.count_tokens("warm up the tokenizer")

@@ -42,11 +42,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from code_assistant.retrieve.context import build_context
-from code_assistant.index import embeddings
-from code_assistant.index import indexer
-from code_assistant.index import store
+from code_assistant.index import embeddings, indexer, store
 from code_assistant.index.vectors import EMBED_BATCH
+from code_assistant.retrieve.context import build_context
 
 logger = logging.getLogger("index_speed")
 TOUCH_LINE = "\n# index_speed: touched\n"

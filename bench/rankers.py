@@ -9,9 +9,9 @@ from collections import defaultdict
 
 import numpy as np
 
+from bench.fit import Query
 from bench.localize_cli import golds_of
 from code_assistant.retrieve import fusion
-from bench.fit import Query
 from code_assistant.retrieve.mentions import Mentions
 from code_assistant.retrieve.ranking import dense_asks
 from code_assistant.retrieve.signals import FileSignals, Signals

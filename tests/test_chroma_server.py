@@ -17,9 +17,9 @@ from pathlib import Path
 import chromadb
 import pytest
 from chromadb.config import Settings as ChromaSettings
+from repos import CALC_PY, git_init, python_repo, run_cli, write_tree
 
 from code_assistant.index import embeddings, store
-from repos import CALC_PY, git_init, python_repo, run_cli, write_tree
 
 EMBEDDER = embeddings.make_embedder("local").name  # the CLI's default embedder names the collections
 CHROMA = Path(sys.executable).with_name("chroma")

@@ -76,9 +76,9 @@ def test_recover_with_nothing_to_do(tmp_path: Path) -> None:
 
 def test_an_index_database_held_by_another_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    from code_assistant.settings import repo_id
-    from code_assistant.index import index_db
     from code_assistant import cli
+    from code_assistant.index import index_db
+    from code_assistant.settings import repo_id
 
     repo = python_repo(tmp_path)
     before = snapshot(repo)

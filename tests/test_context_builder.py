@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from code_assistant import tokens
+from code_assistant.index.indexer import RepoIndex
 from code_assistant.retrieve import context as context_module
 from code_assistant.retrieve import file_map, forms
 from code_assistant.retrieve.context import build_context
 from code_assistant.retrieve.ranking import rank
-from code_assistant import tokens
-from code_assistant.index.indexer import RepoIndex
 from tests.repos import indexed_tree
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from code_assistant.parse.code_parser import Import, parse_source
 from code_assistant.index.import_graph import ModuleResolver, go_module_path
+from code_assistant.parse.code_parser import Import, parse_source
 
 
 def make_repo(root: Path, files: dict[str, str]) -> list[str]:

@@ -6,9 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from code_assistant.index import embeddings
-from code_assistant.index import lexical
-from code_assistant.index import store
+from code_assistant.index import embeddings, lexical, store
 from code_assistant.index.indexer import Indexer, list_repo_files
 from tests.repos import git_init, write_tree
 

@@ -21,7 +21,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from repos import ROOT, python_repo
 
 WEIGHTS = "code_assistant/retrieve/fusion_weights.json"  # data the ranking reads at run time

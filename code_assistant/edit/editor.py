@@ -19,7 +19,15 @@ from pathlib import Path
 
 from code_assistant.edit import history
 from code_assistant.edit.beside import Outside, edit_text, file_bytes, file_text, gone, misfit, outside
-from code_assistant.edit.unified import unified_diff
+from code_assistant.edit.edits import (
+    ACTIONS,
+    Action,
+    EditOperation,
+    EditResult,
+    PathError,
+    repo_relative,
+    resolve_repo_path,
+)
 from code_assistant.edit.journal import (
     Closed,
     FileMoved,
@@ -34,10 +42,9 @@ from code_assistant.edit.journal import (
     read_state,
     remove_if,
 )
-from code_assistant.edit.edits import (ACTIONS, Action, EditOperation, EditResult, PathError, repo_relative,
-                                           resolve_repo_path)
 from code_assistant.edit.ownership import Fate, run_alone, take_back_stretches
 from code_assistant.edit.takeback import FileOutcome, take_out
+from code_assistant.edit.unified import unified_diff
 from code_assistant.errors import AssistantError
 from code_assistant.gate import Refusal, secret_file
 from code_assistant.parse import code_parser

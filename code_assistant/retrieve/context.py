@@ -8,8 +8,17 @@ from code_assistant import languages, tokens
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.retrieve.counterparts import counterparts, nearest_test
 from code_assistant.retrieve.file_map import FileMap, file_map
-from code_assistant.retrieve.forms import (OUTLINE_MAX_TOKENS, ContextFile, FileForm, file_forms, fitting_form,
-                                           head_form, numbered_text, pair_form, read_text)
+from code_assistant.retrieve.forms import (
+    OUTLINE_MAX_TOKENS,
+    ContextFile,
+    FileForm,
+    file_forms,
+    fitting_form,
+    head_form,
+    numbered_text,
+    pair_form,
+    read_text,
+)
 from code_assistant.retrieve.mentions import FileKind, kind_of, traceback_frames
 from code_assistant.retrieve.ranking import RankedFile, Ranking, rank
 from code_assistant.settings import EMBED_BUDGETS, EmbeddingBackend

@@ -14,8 +14,8 @@ from code_assistant.verify.manifests import python_install_fix
 from code_assistant.verify.outputs_common import (
     MAX_FRAMES,
     MAX_MESSAGE_CHARS,
-    NotRun,
     FailureStatus,
+    NotRun,
     NotRunCause,
     ParsedOutput,
     TestFailure,

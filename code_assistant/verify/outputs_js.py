@@ -7,8 +7,8 @@ from pathlib import Path
 
 from code_assistant.verify.manifests import npm_install_fix
 from code_assistant.verify.outputs_common import (
-    NotRun,
     FailureStatus,
+    NotRun,
     NotRunCause,
     ParsedOutput,
     TestFailure,
