@@ -17,10 +17,12 @@ import sys
 import threading
 import time
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from tests.loopback import LoopbackServer
 
 STARTUP_TIMEOUT_S = 120
 
@@ -109,7 +111,7 @@ class LlamaServer:
         return self.log.read_text(errors="replace")[-1500:] if self.log.exists() else ""
 
 
-class RecordingProxy:
+class RecordingProxy(LoopbackServer):
     """Relays every request to the real server and records what it answered: status, the request body, and the answer
     (JSON, or for a stream its content and any usage). Streams are relayed as they arrive.
 
@@ -190,30 +192,20 @@ class RecordingProxy:
                 with proxy.lock:
                     proxy.exchanges.append(record)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.serve(Handler)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
     @property
     def chats(self) -> list[dict[str, Any]]:
         return [e for e in self.exchanges if e["path"].endswith("/chat/completions")]
 
-    def __enter__(self) -> RecordingProxy:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
 
 def _stream_record(raw: bytes) -> dict[str, Any]:
-    """A stream's content and usage, from its server-sent events."""
-    content, usage, events = [], None, 0
+    """A stream's content, usage and finish reason, from its server-sent events."""
+    content, usage, events, finish = [], None, 0, None
     for line in raw.decode(errors="replace").splitlines():
         if not line.startswith("data: ") or line == "data: [DONE]":
             continue
@@ -222,7 +214,8 @@ def _stream_record(raw: bytes) -> dict[str, Any]:
         usage = chunk.get("usage") or usage
         for choice in chunk.get("choices") or []:
             content.append((choice.get("delta") or {}).get("content") or "")
-    return {"stream": True, "events": events, "content": "".join(content), "usage": usage}
+            finish = choice.get("finish_reason") or finish
+    return {"stream": True, "events": events, "content": "".join(content), "usage": usage, "finish_reason": finish}
 
 
 def answer_of(exchange: dict[str, Any]) -> str | None:

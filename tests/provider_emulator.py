@@ -21,8 +21,8 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 
 from openai.types.responses import (
     Response,
@@ -42,6 +42,7 @@ from openai.types.responses import (
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
 from code_assistant import tokens
+from tests.loopback import LoopbackServer
 from tests.scripted_server import prompt_tokens
 
 Step = str | dict[str, Any] | Callable[[dict[str, Any]], "str | dict[str, Any]"]
@@ -188,7 +189,7 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
 )}
 
 
-class ProviderEmulator:
+class ProviderEmulator(LoopbackServer):
     def __init__(self, profile: Profile | str, script: list[Step] | None = None) -> None:
         self.profile = PROFILES[profile] if isinstance(profile, str) else profile
         self.script: list[Step] = list(script or [])
@@ -225,9 +226,7 @@ class ProviderEmulator:
                     return send_json(self, 200, _models({"id": profile.model}))
                 send_json(self, 404, openai_error(f"no route {self.path}", code="not_found"))
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.serve(Handler)
 
     # ----- the endpoints --------------------------------------------------------------------------------------------
     def refusal(self, endpoint: str, body: dict[str, Any]) -> Rule | None:
@@ -348,20 +347,12 @@ class ProviderEmulator:
     # ----- the server -----------------------------------------------------------------------------------------------
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}{self.profile.api}"
+        return f"http://127.0.0.1:{self.port}{self.profile.api}"
 
     def bodies(self, endpoint: str) -> list[dict[str, Any]]:
         """The bodies of the requests sent to an endpoint ("chat", "responses"), refused ones too, in order."""
         path = f"{self.profile.api}/{'chat/completions' if endpoint == CHAT else 'responses'}"
         return [r["body"] for r in self.requests if r["path"] == path]
-
-    def __enter__(self) -> Self:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def send_json(handler: BaseHTTPRequestHandler, status: int, payload: Any) -> None:

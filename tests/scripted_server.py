@@ -57,10 +57,11 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 
 from code_assistant import tokens
+from tests.loopback import LoopbackServer
 
 Step = str | Callable[[dict[str, Any]], str] | dict[str, Any]
 TEMPLATE_TOKENS = 8  # per message, like a chat template's role markers
@@ -123,7 +124,7 @@ def _form(body: dict[str, Any]) -> str | None:
     return fmt.get("type") if isinstance(fmt, dict) else None
 
 
-class ScriptedServer:
+class ScriptedServer(LoopbackServer):
     def __init__(self, script: list[Step] | None = None, *, accepts: tuple[str, ...] | None = None,
                  refuse_status: int = 500, context_window: int | None = None, overflow: str = "vllm",
                  stream_usage: bool = True, info: dict[str, Any] | None = None,
@@ -296,10 +297,7 @@ class ScriptedServer:
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up on a stalled stream
                     pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        # a short poll interval: shutdown() waits for it, once per test
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.serve(Handler)
 
     def refuses(self, prompt: int, max_tokens: int | None) -> bool:
         """Whether a request is over the window: vLLM counts the answer's max_tokens in it, llama-cpp-python only
@@ -332,7 +330,7 @@ class ScriptedServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
     @property
     def chat_requests(self) -> list[dict[str, Any]]:
@@ -340,11 +338,3 @@ class ScriptedServer:
 
     def all_text_sent(self) -> str:
         return json.dumps(self.requests)
-
-    def __enter__(self) -> Self:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
