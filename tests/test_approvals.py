@@ -18,7 +18,7 @@ from code_assistant.approvals import Approvals
 from code_assistant.cli import parse
 from code_assistant.edit.edits import EditOperation
 from code_assistant.edit.preview import preview_edits, refusals
-from code_assistant.mcp.client import trust
+from code_assistant.mcp.client import reached, trust
 from code_assistant.mcp.client.config import Origin, ServerConfig, Transport, configured
 from code_assistant.settings import load_settings
 from code_assistant.workspace import Workspace
@@ -269,3 +269,52 @@ def test_an_mcp_approval_is_kept_as_hashes_of_the_script_the_module_and_every_va
                                         (dataclasses.replace(stdio, origin=Origin.USER), False))]
     assert starts == [trust.Start.APPROVED, trust.Start.ASKED, trust.Start.TRUSTED, trust.Start.YOURS]
 
+
+
+def test_an_approval_covers_the_modules_of_the_repository_the_approved_script_imports(tmp_path: Path) -> None:
+    """A plan that rewrites a module the approved server's script imports changes what runs as the user, outside the
+    sandbox, as surely as one that rewrites the script: its next start asks again, and with nobody to ask the changed
+    code never runs."""
+    marker = tmp_path / "started"
+    repo = python_repo(tmp_path, {
+        "calc.py": "def add(a, b):\n    return a - b\n",
+        "tools/docs_server.py": "from docs_lib.terms import TERMS\nimport helpers\nprint(TERMS, helpers.X)\n",
+        "tools/helpers.py": "X = 1\n", "docs_lib/__init__.py": "", "docs_lib/terms.py": "TERMS = {}\n"})
+    (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"docs": {
+        "command": sys.executable, "args": ["tools/docs_server.py"], "env": {"PYTHONPATH": "."}}}}))
+    server = _servers(repo)["docs"]
+    assert sorted(trust.files_run(server, repo, {})) == [
+        "docs_lib/__init__.py", "docs_lib/terms.py", "tools/docs_server.py", "tools/helpers.py"]
+    Approvals(load_settings(repo).repo_state_dir / trust.APPROVALS).approve(trust.identity(server, {}, repo))
+    assert trust.start_rule(server, repo=repo, state_dir=load_settings(repo).repo_state_dir, environ={},
+                            trust_all=False) == trust.Start.APPROVED
+    (tmp_path / "plan.json").write_text(answer(modify(
+        "docs_lib/terms.py", "TERMS = {}\n", f"open({str(marker)!r}, 'w').close()\nTERMS = {{}}\n")))
+    assert run_cli(["apply", "--repo", str(repo), str(tmp_path / "plan.json")]).returncode == 0
+    assert _starts(repo, {})["docs"] == "when approved", "a module it imports changed"
+    with ScriptedServer(["add subtracts"]) as model:
+        later = run_cli(_ask(repo), server_url=model.url)
+    assert later.returncode == 0 and "[MCP: docs (.mcp.json: " in later.stdout, later.stdout + later.stderr
+    assert "not started: not approved (no terminal" in later.stdout
+    assert not marker.exists(), "the changed module never ran"
+
+
+@pytest.mark.parametrize(("files", "entry", "expected"), [
+    ({"s.py": "import a.b\n", "a/__init__.py": "", "a/b.py": "", "a/c.py": ""}, "s.py", ["a/__init__.py", "a/b.py"]),
+    ({"t/s.py": "from .m import x\n", "t/__init__.py": "", "t/m.py": "from .. import top\n", "top.py": ""},
+     "t/s.py", ["t/__init__.py", "t/m.py", "top.py"]),
+    ({"s.py": "from pkg import sub, name\n", "pkg/__init__.py": "", "pkg/sub/__init__.py": "import json\n"},
+     "s.py", ["pkg/__init__.py", "pkg/sub/__init__.py"]),
+    ({"s.py": "def f(:\n  import a\n", "a.py": ""}, "s.py", []),  # does not parse: would not run either
+    ({"srv.mjs": "import { t } from './lib/tools.js'\nexport * from \"./more\"\nimport os from 'node:os'\n",
+      "lib/tools.ts": "const u = require('../util')\n", "util/index.js": "", "more.mjs": ""},
+     "srv.mjs", ["lib/tools.ts", "more.mjs", "util/index.js"]),
+    ({"s.py": "import a\n", "a.py": "import s\nimport b\n", "b.py": "import a\n"}, "s.py", ["a.py", "b.py"]),
+])
+def test_the_files_an_approved_script_reaches_through_its_imports(tmp_path: Path, files: dict[str, str], entry: str,
+                                                                  expected: list[str]) -> None:
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    found = reached.reached(tmp_path, [tmp_path / entry])
+    assert sorted(str(p.relative_to(tmp_path)) for p in found) == expected

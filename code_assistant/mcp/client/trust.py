@@ -1,7 +1,8 @@
 """Which of a repository's MCP servers a person approved, and for what. An approval covers what the server runs: its
 command line and address, the value of every variable and header as the server gets it (after `${VAR}` expansion;
 kept as hashes, like the whole approval: approvals.py), and the bytes of each file of the repository it starts from
-(its command, or an argument naming a script or a module there). A plan or a test that changes any of them makes its
+(its command, or an argument naming a script or a module there) and of each file of the repository those import
+(mcp/client/reached.py). A plan or a test that changes any of them makes its
 next start ask again, and with nobody to ask it does not start. The user's own servers need none; --trust-mcp starts
 the repository's without asking."""
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from code_assistant.approvals import Approvals, Verdict, digest
+from code_assistant.mcp.client import reached
 from code_assistant.mcp.client.config import Origin, ServerConfig, Transport
 
 APPROVALS = "mcp-approved.json"  # in the repository's state
@@ -23,29 +25,44 @@ def identity(server: ServerConfig, environ: dict[str, str], repo: Path) -> dict[
     """What an approval of `server` covers, as it would start now."""
     return {"name": server.name, "transport": server.transport, "command": server.command, "args": list(server.args),
             "url": server.url, "env": _values(server.env, server.env_values(environ)),
-            "headers": _values(server.headers, server.header_values(environ)), "files": files_run(server, repo)}
+            "headers": _values(server.headers, server.header_values(environ)),
+            "files": files_run(server, repo, environ)}
 
 
 def _values(written: dict[str, str], sent: dict[str, str]) -> dict[str, list[str]]:
     return {name: [written[name], digest(sent[name])] for name in sorted(written)}
 
 
-def files_run(server: ServerConfig, repo: Path) -> dict[str, str]:
+def files_run(server: ServerConfig, repo: Path, environ: dict[str, str] | None = None) -> dict[str, str]:
     """The files of the repository a stdio server starts from, each with its content's hash (a link: where it leads,
     and the hash of what it leads to): its command, and every argument — or `--option=value`'s value, or `-m`'s
-    module — that names a file there."""
+    module — that names a file there; then the files of the repository those import (reached.py; PYTHONPATH as the
+    server gets it from `environ`)."""
     root = repo.resolve()
     found: dict[str, str] = {}
-    for path in _named(server, root) if server.transport == Transport.STDIO else ():
+    if server.transport != Transport.STDIO:
+        return found
+    named = [path for path in _named(server, root) if _inside(path, root)]
+    python_path = ({**(environ or {}), **server.env_values(environ or {})}.get("PYTHONPATH") or "").split(os.pathsep)
+    imported = reached.reached(root, [p for p in named if p.is_file()],
+                               [root / entry for entry in python_path if entry and _inside(root / entry, root)])
+    for path in [*named, *imported]:
         try:
             real = path.resolve()
-            if not path.is_file() or not (Path(os.path.normpath(path)).is_relative_to(root) or
-                                          real.is_relative_to(root)):
+            if not path.is_file():
                 continue
             found[str(real.relative_to(root)) if real.is_relative_to(root) else str(real)] = digest(real.read_bytes())
         except (OSError, ValueError):
             continue
     return found
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """Whether a path lies in the repository, as written or where its links lead."""
+    try:
+        return Path(os.path.normpath(path)).is_relative_to(root) or path.resolve().is_relative_to(root)
+    except (OSError, RuntimeError):
+        return False
 
 
 def _named(server: ServerConfig, root: Path) -> Iterator[Path]:
@@ -98,7 +115,7 @@ def startable(servers: list[ServerConfig], *, repo: Path, state_dir: Path, envir
             started.append(server)
             continue
         covered = identity(server, environ, repo)
-        files = f"; {', '.join(covered['files'])} as they are now" if covered["files"] else ""
+        files = f"; {_some(list(covered['files']))} as they are now" if covered["files"] else ""
         verdict = approvals.ask(covered, f"The repository's .mcp.json asks to start the MCP server {server.name!r}: "
                                          f"{server.command_line()} (it runs as you, outside the sandbox{files}). "
                                          "Start it?", confirm)
@@ -109,3 +126,9 @@ def startable(servers: list[ServerConfig], *, repo: Path, state_dir: Path, envir
                 "not approved (no terminal to ask: --trust-mcp starts the repository's servers)"
             say(f"[MCP: {server.name} (.mcp.json: {server.command_line()}) not started: {why}]")
     return started
+
+
+def _some(files: list[str], shown: int = 4) -> str:
+    """The files an approval covers, as a question names them: the first few, and how many more."""
+    more = len(files) - shown
+    return ", ".join(files[:shown]) + (f" and {more} more file{'s' if more > 1 else ''} it imports" if more > 0 else "")
