@@ -391,8 +391,8 @@ def test_dry_run_prints_the_diff_and_writes_nothing(tmp_path: Path, embedder: em
 # ----- trajectory and replay -------------------------------------------------------------------------------------
 STEP_SCHEMA = {"format": int, "kind": str, "step": int, "model": str, "prompt_version": (str, type(None)),
                "answer": (str, type(None)), "answers": list, "answer_format": (str, type(None)), "reasoning": list,
-               "prompt_tokens": int, "completion_tokens": int, "reasoning_tokens": int, "wires": list,
-               "cost_usd": (float, int, type(None)), "files": list, "patch_lines": int, "edits_failed": int,
+               "prompt_tokens": int, "completion_tokens": int, "reasoning_tokens": int, "cached_tokens": int,
+               "wires": list, "cost_usd": (float, int, type(None)), "files": list, "patch_lines": int, "edits_failed": int,
                "test_exit_code": (int, type(None)), "tests_failed": list, "tests_passed": (int, type(None)),
                "timed_out": bool, "duration_s": (float, int), "stop_reason": (str, type(None)),
                "candidate": (int, type(None)), "reproduction": (str, type(None)), "sandbox": (dict, type(None)),

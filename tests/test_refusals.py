@@ -7,11 +7,13 @@ from typing import Any
 
 import pytest
 
+from code_assistant.console import render
 from code_assistant.model.accepts import REASONING_ROOM, Accepts, Wire, answer_cap
 from code_assistant.model.prices import estimate_cost
 from code_assistant.model.records import Usage, answered
 from code_assistant.model.refusals import REFUSALS, Lesson, read_refusal
 from code_assistant.model.window import window_limit
+from code_assistant.operations.outcomes import usage_json
 
 
 def _openai(message: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
@@ -185,6 +187,26 @@ def test_reasoning_tokens_are_output_in_both_wires_names_and_when_a_server_count
     assert (responses.prompt_tokens, responses.completion_tokens, responses.reasoning_tokens) == (100, 250, 200)
     assert responses.reported is not None and responses.reported.cached == 40
     assert (apart.completion_tokens, apart.reasoning_tokens) == (60, 60)
+
+
+def test_the_part_of_the_prompt_a_cache_served_is_priced_as_cached_and_said() -> None:
+    """https://platform.openai.com/docs/guides/prompt-caching: `prompt_tokens_details.cached_tokens`, a part of
+    prompt_tokens billed at the cached-input price; DeepSeek's `prompt_cache_hit_tokens`; Anthropic's
+    `cache_read_input_tokens` (a cache write, `cache_creation_input_tokens`, is no read)."""
+    usage = Usage()
+    usage.add(answered("a", False, {"prompt_tokens": 1_000_000, "completion_tokens": 0, "total_tokens": 1_000_000,
+                                    "prompt_tokens_details": {"cached_tokens": 800_000}}))
+    assert usage.cached_tokens == 800_000
+    assert usage.cost("gpt-5.2", None) == estimate_cost("gpt-5.2", 1_000_000, 0, cached_tokens=800_000) < \
+        estimate_cost("gpt-5.2", 1_000_000, 0)
+    assert render.cached(usage) == " (800000 of them cached)" and render.cached(Usage()) == ""
+    assert usage_json(usage)["cached_tokens"] == 800_000
+    deepseek = answered("b", False, {"prompt_tokens": 100, "completion_tokens": 1, "prompt_cache_hit_tokens": 70,
+                                     "prompt_cache_miss_tokens": 30})
+    anthropic = answered("c", False, {"prompt_tokens": 100, "completion_tokens": 1, "cache_read_input_tokens": 60,
+                                      "cache_creation_input_tokens": 30})
+    written = answered("d", False, {"prompt_tokens": 100, "completion_tokens": 1, "cache_creation_input_tokens": 90})
+    assert (deepseek.cached_tokens, anthropic.cached_tokens, written.cached_tokens) == (70, 60, 0)
 
 
 def test_a_servers_own_charge_is_the_cost_when_every_call_had_one() -> None:

@@ -64,7 +64,7 @@ class Recorder:
         """The step's model usage and time."""
         step = self.step
         step.prompt_tokens, step.completion_tokens = used.prompt_tokens, used.completion_tokens
-        step.reasoning_tokens = used.reasoning_tokens
+        step.reasoning_tokens, step.cached_tokens = used.reasoning_tokens, used.cached_tokens
         step.duration_s = round(seconds, 3)
         step.cost_usd = self.budget.cost(used, self.model_name)
 
@@ -128,7 +128,8 @@ class Recorder:
         usage = self.usage()
         final = Step(kind=StepKind.FINAL, step=iteration, model=self.model_name,
                      prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
-                     reasoning_tokens=usage.reasoning_tokens, cost_usd=self.cost(),
+                     reasoning_tokens=usage.reasoning_tokens, cached_tokens=usage.cached_tokens,
+                     cost_usd=self.cost(),
                      files=outcome.files_modified if outcome else files,
                      stop_reason=outcome.stop_reason if outcome else Stop.CRASHED, candidate=self.candidate,
                      reproduction=reproduction.summary() if reproduction is not None else None,

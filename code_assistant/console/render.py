@@ -108,7 +108,7 @@ def parts(outcome: o.Outcome) -> list[Part]:
         case o.TokensOutcome():
             usage = outcome.usage
             cost = f", about ${outcome.cost_usd:.4f}" if outcome.cost_usd else ""
-            return [(f"[Model usage so far: {usage.calls} call(s), {usage.prompt_tokens} prompt + "
+            return [(f"[Model usage so far: {usage.calls} call(s), {usage.prompt_tokens} prompt{cached(usage)} + "
                      f"{usage.completion_tokens} completion tokens{reasoned(usage)}{cost}]")]
         case o.McpConfigOutcome():
             return [f"[MCP: {outcome.name} {outcome.change} {outcome.config}]"]
@@ -208,6 +208,11 @@ def reasoned(usage: Usage) -> str:
     return f" ({usage.reasoning_tokens} of them reasoning)" if usage.reasoning_tokens else ""
 
 
+def cached(usage: Usage) -> str:
+    """The part of a usage line that says how many prompt tokens a cache served ("" for none)."""
+    return f" ({usage.cached_tokens} of them cached)" if usage.cached_tokens else ""
+
+
 def result_line(result: RunResult) -> str:
     """A success says whether a test shows the task done (verified) or only that the tests pass."""
     if result.stop_reason == Stop.NO_CHANGES:
@@ -254,7 +259,7 @@ def summary_parts(result: RunResult) -> list[Part]:
     if usage.calls:
         cost = f", about ${result.cost_usd:.4f}" if result.cost_usd is not None else ""
         counted = " (partly counted here: the server sent no usage)" if usage.estimated else ""
-        lines.append(f"Model usage: {usage.calls} call(s), {usage.prompt_tokens} prompt + "
+        lines.append(f"Model usage: {usage.calls} call(s), {usage.prompt_tokens} prompt{cached(usage)} + "
                      f"{usage.completion_tokens} completion tokens{reasoned(usage)}{cost}{counted}")
     if result.log_path:
         lines.append(f"Run log: {result.log_path}")

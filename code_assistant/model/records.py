@@ -70,6 +70,7 @@ class ChatResponse:
     reasoning: str = ""  # what a reasoning parser sent apart (reasoning_content / reasoning): never the answer
     tool_calls: list[ToolCall] = field(default_factory=list)  # native calls the answer asks for, in order
     reasoning_tokens: int = 0  # of completion_tokens, those the model reasoned with
+    cached_tokens: int = 0  # of prompt_tokens, those the server's cache served (billed at the cached-input price)
     cost: float | None = None  # dollars, as the server charged them (OpenRouter's usage.cost); None: not said
     wire: str = "chat"  # the API that answered: "chat" (/chat/completions), "responses" (/responses), "replay"
     carried: list[dict[str, Any]] = field(default_factory=list)  # the wire's items to send back with the calls
@@ -83,6 +84,7 @@ class Usage:
     completion_tokens: int = 0
     estimated: bool = False  # some of the counts are ours, not the server's
     reasoning_tokens: int = 0  # of completion_tokens
+    cached_tokens: int = 0  # of prompt_tokens, those a cache served
     charged: float = 0.0  # dollars the server said it charged (OpenRouter), over the calls that said so
     charged_calls: int = 0
     estimated_calls: int = 0  # calls whose counts are ours
@@ -92,6 +94,7 @@ class Usage:
         self.prompt_tokens += response.prompt_tokens
         self.completion_tokens += response.completion_tokens
         self.reasoning_tokens += response.reasoning_tokens
+        self.cached_tokens += min(response.cached_tokens, response.prompt_tokens)
         self.estimated = self.estimated or response.estimated
         self.estimated_calls += response.estimated
         if response.cost is not None:
@@ -107,6 +110,7 @@ class Usage:
                      completion_tokens=self.completion_tokens + other.completion_tokens,
                      estimated=self.estimated or other.estimated,
                      reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+                     cached_tokens=self.cached_tokens + other.cached_tokens,
                      charged=self.charged + other.charged, charged_calls=self.charged_calls + other.charged_calls,
                      estimated_calls=self.estimated_calls + other.estimated_calls)
 
@@ -116,6 +120,7 @@ class Usage:
         return Usage(calls=self.calls - earlier.calls, prompt_tokens=self.prompt_tokens - earlier.prompt_tokens,
                      completion_tokens=self.completion_tokens - earlier.completion_tokens, estimated=estimated,
                      reasoning_tokens=self.reasoning_tokens - earlier.reasoning_tokens,
+                     cached_tokens=self.cached_tokens - earlier.cached_tokens,
                      charged=self.charged - earlier.charged, charged_calls=self.charged_calls - earlier.charged_calls,
                      estimated_calls=self.estimated_calls - earlier.estimated_calls)
 
@@ -125,7 +130,7 @@ class Usage:
         if self.calls and self.charged_calls == self.calls:
             return round(self.charged, 6)
         estimate = estimate_cost(model, self.prompt_tokens, self.completion_tokens, base_url,
-                                 reasoning_tokens=self.reasoning_tokens)
+                                 cached_tokens=self.cached_tokens, reasoning_tokens=self.reasoning_tokens)
         if estimate is None and self.charged_calls:
             return round(self.charged, 6)
         return estimate
@@ -190,7 +195,7 @@ def answered(text: str, cut_off: bool, usage: Mapping[str, Any] | None, timings:
     cost = usage.get("cost")
     charged = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0 else None
     return ChatResponse(text=text, prompt_tokens=reported.prompt, completion_tokens=completion, cut_off=cut_off,
-                        reported=reported, reasoning_tokens=reasoning, cost=charged)
+                        reported=reported, reasoning_tokens=reasoning, cached_tokens=reported.read, cost=charged)
 
 
 @dataclass

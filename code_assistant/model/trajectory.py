@@ -10,6 +10,7 @@ Schema (format 4), one object per line:
   reasoning: [str]               per answer, what the server sent apart as reasoning_content (redacted; "" for none)
   prompt_tokens, completion_tokens: int      cost_usd: float | null
   reasoning_tokens: int          of completion_tokens, those the model reasoned with (format 4)
+  cached_tokens: int             of prompt_tokens, those the server's cache served (at the cached-input price)
   wires: [str]                   per answer, the API that answered it: "chat" (/chat/completions), "responses"
                                  (/responses), "replay" (format 4)
   files: [str]                   patch_lines: int                edits_failed: int
@@ -73,6 +74,7 @@ class Step:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     reasoning_tokens: int = 0  # of completion_tokens
+    cached_tokens: int = 0  # of prompt_tokens, those the server's cache served
     cost_usd: float | None = None
     files: list[str] = field(default_factory=list)
     patch_lines: int = 0

@@ -36,6 +36,8 @@ class ReportedPrompt:
     cached: int | None        # the part counted apart for a cache (read from it, or written to it: Anthropic's
     #                           cache_creation_input_tokens), by whatever name the server gave it; None: it named none
     whole: int | None = None  # llama.cpp's timings: prompt_n + cache_n
+    read: int = 0             # the part a cache served, as billed apart (at the cached-input price): OpenAI's and
+    #                           DeepSeek's cached part, else Anthropic's cache_read_input_tokens (never a cache write)
 
     @property
     def complete(self) -> bool:
@@ -72,13 +74,14 @@ def reported_prompt(usage: Mapping[str, Any] | None, timings: Mapping[str, Any] 
     included = [n for path in _INCLUDED if (n := _int(usage, path)) is not None]
     anthropic = [n for path in _ANTHROPIC if (n := _int(usage, path)) is not None]
     cached = max(included) if included else None
+    read = cached if cached is not None else (_int(usage, _ANTHROPIC[0]) or 0)
     if anthropic:
         cached = max(cached or 0, sum(anthropic))
     whole = None
     if isinstance(timings, Mapping):
         done, reused = _int(timings, ("prompt_n",)), _int(timings, ("cache_n",))
         whole = done + reused if done is not None and reused is not None else None
-    return ReportedPrompt(prompt, cached, whole)
+    return ReportedPrompt(prompt, cached, whole, read)
 
 
 def shared_tokens(messages: list[Message], earlier: list[Message]) -> int:

@@ -275,12 +275,15 @@ Outcome = (RunOutcome | AskOutcome | ContextOutcome | IndexOutcome | RecoverOutc
 
 # ----- the records' parts, as JSON ------------------------------------------------------------------------------
 def usage_json(usage: Usage) -> dict[str, Any]:
-    """A run's `tokens`: the server's counts (with `reasoning_tokens`, of the completion's, when the model reasoned),
+    """A run's `tokens`: the server's counts (with `reasoning_tokens`, of the completion's, when the model reasoned,
+    and `cached_tokens`, of the prompt's, when a cache served some),
     and `"estimated": true` when some were counted here."""
     counts: dict[str, Any] = {"calls": usage.calls, "prompt_tokens": usage.prompt_tokens,
                               "completion_tokens": usage.completion_tokens}
     if usage.reasoning_tokens:
         counts["reasoning_tokens"] = usage.reasoning_tokens  # of completion_tokens
+    if usage.cached_tokens:
+        counts["cached_tokens"] = usage.cached_tokens  # of prompt_tokens
     return {**counts, "estimated": True} if usage.estimated else counts
 
 
