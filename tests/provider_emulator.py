@@ -43,7 +43,7 @@ from openai.types.responses.response_usage import InputTokensDetails, OutputToke
 
 from code_assistant import tokens
 from tests.loopback import LoopbackServer
-from tests.scripted_server import prompt_tokens
+from tests.scripted_server import prompt_ids, prompt_tokens, shared_prefix
 
 Step = str | dict[str, Any] | Callable[[dict[str, Any]], "str | dict[str, Any]"]
 CHAT, RESPONSES = "chat", "responses"
@@ -109,27 +109,40 @@ LM_STUDIO_JSON_OBJECT = Rule(CHAT, lambda b: (b.get("response_format") or {}).ge
                              {"error": "'response_format.type' must be 'json_schema' or 'text'"})
 
 
-def usage_openai(prompt: int, completion: int, reasoning: int) -> dict[str, Any]:
-    """OpenAI's chat usage: reasoning inside completion_tokens, its part in completion_tokens_details."""
+# OpenAI's prompt cache: "works automatically for prompts containing 1024 tokens or more, with cache hits occurring in
+# increments of 128 tokens" (https://github.com/openai/openai-cookbook, examples/Prompt_Caching_201.ipynb)
+CACHED_FROM, CACHED_STEP = 1024, 128
+
+
+def _ids(parts: list[str]) -> list[int]:
+    """Texts as one run of tokens, in order (the Responses API's instructions and input items)."""
+    encoding = tokens.get_encoding()
+    return [t for part in parts for t in (encoding.encode(part, disallowed_special=()) if encoding else
+                                          [0] * tokens.count_tokens(part))]
+
+
+def usage_openai(prompt: int, completion: int, reasoning: int, cached: int = 0) -> dict[str, Any]:
+    """OpenAI's chat usage: reasoning inside completion_tokens, its part in completion_tokens_details; the part of the
+    prompt its cache served inside prompt_tokens, named in prompt_tokens_details."""
     return {"prompt_tokens": prompt, "completion_tokens": completion + reasoning,
-            "total_tokens": prompt + completion + reasoning, "prompt_tokens_details": {"cached_tokens": 0},
+            "total_tokens": prompt + completion + reasoning, "prompt_tokens_details": {"cached_tokens": cached},
             "completion_tokens_details": {"reasoning_tokens": reasoning}}
 
 
-def usage_plain(prompt: int, completion: int, reasoning: int) -> dict[str, Any]:
+def usage_plain(prompt: int, completion: int, reasoning: int, cached: int = 0) -> dict[str, Any]:
     """prompt_tokens and completion_tokens only (Anthropic's compatible endpoint, Ollama, LM Studio, vLLM)."""
     return {"prompt_tokens": prompt, "completion_tokens": completion + reasoning,
             "total_tokens": prompt + completion + reasoning}
 
 
-def usage_openrouter(prompt: int, completion: int, reasoning: int) -> dict[str, Any]:
+def usage_openrouter(prompt: int, completion: int, reasoning: int, cached: int = 0) -> dict[str, Any]:
     """OpenRouter's: OpenAI's, with its charge in credits (https://openrouter.ai/docs/use-cases/usage-accounting)."""
-    return {**usage_openai(prompt, completion, reasoning),
-            "cost": round((prompt * 1.75 + (completion + reasoning) * 14.0) / 1e6, 8), "is_byok": False,
+    return {**usage_openai(prompt, completion, reasoning, cached),
+            "cost": round(((prompt - cached) * 1.75 + cached * 0.175 + (completion + reasoning) * 14.0) / 1e6, 8), "is_byok": False,
             "cost_details": {"upstream_inference_cost": None}}
 
 
-def usage_thoughts_apart(prompt: int, completion: int, reasoning: int) -> dict[str, Any]:
+def usage_thoughts_apart(prompt: int, completion: int, reasoning: int, cached: int = 0) -> dict[str, Any]:
     """Gemini's thoughts outside completion_tokens, inside total_tokens, named in completion_tokens_details
     (https://github.com/router-for-me/CLIProxyAPI/issues/5733, https://github.com/mozilla-ai/any-llm/issues/1290)."""
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion + reasoning,
@@ -147,7 +160,7 @@ class Profile:
     chat: bool = True
     responses: bool = False
     rules: tuple[Rule, ...] = ()
-    usage: Callable[[int, int, int], dict[str, Any]] = usage_plain
+    usage: Callable[[int, int, int, int], dict[str, Any]] = usage_plain  # prompt, completion, reasoning, cached
     reasoning: int = 0
     routes: dict[str, Any] = field(default_factory=dict)
     reasoning_field: str = ""  # the delta field a reasoning parser's text comes in ("": none sent)
@@ -197,6 +210,7 @@ class ProviderEmulator(LoopbackServer):
         self.refused: list[dict[str, Any]] = []  # the requests answered with a documented refusal
         self.encrypted: dict[str, str] = {}  # reasoning item id -> the encrypted content sent with it
         self.lock = threading.Lock()
+        self.prompts: list[list[int]] = []  # every prompt answered, as tokens: what OpenAI's cache may hold
         emulator = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -245,13 +259,22 @@ class ProviderEmulator(LoopbackServer):
             return str(step.get("answer", "")), calls
         return step, []
 
+    def cached(self, ids: list[int]) -> int:
+        """What OpenAI's cache serves of a prompt (its tokens): the start an earlier prompt shared, in steps of
+        CACHED_STEP, once the prompt has CACHED_FROM tokens. Each prompt is kept for the next."""
+        with self.lock:
+            shared = max((shared_prefix(ids, earlier) for earlier in self.prompts), default=0)
+            self.prompts.append(ids)
+        return min(shared, len(ids) - 1) // CACHED_STEP * CACHED_STEP if len(ids) >= CACHED_FROM else 0
+
     def chat(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         if rule := self.refusal(CHAT, body):
             self.refused.append(body)
             return send_json(handler, rule.status, rule.body)
         answer, calls = self.next_step(body)
         reasoning = self.profile.reasoning
-        usage = self.profile.usage(prompt_tokens(body), tokens.count_tokens(answer), reasoning)
+        usage = self.profile.usage(prompt_tokens(body), tokens.count_tokens(answer), reasoning,
+                                   self.cached(prompt_ids(body)))
         deltas: list[dict[str, Any]] = []
         if self.profile.reasoning_field and reasoning:
             deltas.append({self.profile.reasoning_field: "Thinking about the failing test first."})
@@ -313,7 +336,9 @@ class ProviderEmulator(LoopbackServer):
             tokens.count_tokens(body.get("instructions") or "")
         reasoning = self.profile.reasoning if output and output[0].type == "reasoning" else 0
         completion = tokens.count_tokens(answer) + sum(tokens.count_tokens(c["arguments"]) for c in calls)
-        usage = ResponseUsage(input_tokens=prompt, input_tokens_details=InputTokensDetails(cached_tokens=0, cache_write_tokens=0),
+        cached = self.cached(_ids([body.get("instructions") or "", *map(json.dumps, body.get("input") or [])]))
+        usage = ResponseUsage(input_tokens=prompt, input_tokens_details=InputTokensDetails(cached_tokens=cached,
+                                                                                           cache_write_tokens=0),
                               output_tokens=completion + reasoning,
                               output_tokens_details=OutputTokensDetails(reasoning_tokens=reasoning),
                               total_tokens=prompt + completion + reasoning)

@@ -94,7 +94,8 @@ def prompt_ids(body: dict[str, Any]) -> list[int]:
     return ids
 
 
-def _common(a: list[int], b: list[int]) -> int:
+def shared_prefix(a: list[int], b: list[int]) -> int:
+    """How many tokens two prompts start with alike."""
     n = 0
     for x, y in zip(a, b):
         if x != y:
@@ -324,7 +325,7 @@ class ScriptedServer(LoopbackServer):
             return prompt
         ids = prompt_ids(body)
         with self.lock:
-            cached = max((_common(ids, earlier) for earlier in self.prompts), default=0)
+            cached = max((shared_prefix(ids, earlier) for earlier in self.prompts), default=0)
             self.prompts.append(ids)
         return max(1, prompt - cached)  # a server reads at least the prompt's last token again, for its logits
 

@@ -81,8 +81,11 @@ def test_gpt_5_1_codex_goes_green_through_the_responses_api_with_calls_answered_
     assert (grep["type"], grep["name"], lookup["name"]) == ("function_call", "grep", "docs__lookup")
     assert (grep_output["call_id"], lookup_output["call_id"]) == (grep["call_id"], lookup["call_id"])
     assert grep_output["output"] == "calc.py:4: def add(a, b):" and "must return the sum" in lookup_output["output"]
-    plan, _final = _log(proc.stdout)
+    plan, final = _log(proc.stdout)
     assert plan["wires"] == ["responses", "responses"] and plan["reasoning_tokens"] == 2 * 256
+    # the second request starts as the first did: OpenAI's cache serves that start, priced as cached input
+    assert final["cached_tokens"] > 0 and final["cached_tokens"] % 128 == 0, final
+    assert f"prompt ({final['cached_tokens']} of them cached)" in proc.stdout  # (its price: test_refusals)
     (tmp_path / "again").mkdir()
     again = python_repo(tmp_path / "again")
     replayed = run_cli(["--repo", str(again), "--task", "fix add", "--test-command", PYTEST, "--no-reproduce",
