@@ -32,7 +32,8 @@ HELPERS = "\n\n".join(f'def helper_{i}(value):\n    """Scale value by {i}."""\n 
 
 def one_run(tree: Path, server: str, work: Path, iterations: int) -> dict:
     """One run of `tree`'s main.py on a fresh copy of the repository, through a recording proxy."""
-    repo = python_repo(work / "repo", {"calc.py": CALC_PY, "helpers.py": HELPERS, "tests/test_calc.py": TEST_CALC_PY,
+    work.mkdir(parents=True)
+    repo = python_repo(work, {"calc.py": CALC_PY, "helpers.py": HELPERS, "tests/test_calc.py": TEST_CALC_PY,
                                        "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"})
     env = {**os.environ, "OPENAI_API_KEY": "test-key", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": str(tree)}
     with RecordingProxy(server) as proxy:
