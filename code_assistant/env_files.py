@@ -2,12 +2,14 @@
 repository. The repository's (at its root) is the repository's: its tests can write it, and a plan could, so where
 the key goes (its OPENAI_BASE_URL) is used only once a person approved it (settings.py), and a .env written while
 the assistant worked on the repository (by a plan allowed to, or by a test: its hash is recorded when the workspace
-closes) is never read for settings."""
+closes, or, when the process was killed before it could, when the next one finds its work left open) is never read
+for settings."""
 from __future__ import annotations
 
 import hashlib
 import json
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,7 +18,8 @@ from dotenv import dotenv_values
 logger = logging.getLogger(__name__)
 
 FILE = ".env"
-RECORD = "env-files.json"  # in the repository's state: the hashes of the .env files found, and of those written
+RECORD = "env-files.json"  # in the repository's state: the hashes of the .env files found, and of those written, and
+#                            the work still open: each process's .env hash when its work began
 
 
 @dataclass(frozen=True)
@@ -58,45 +61,90 @@ def repo_env(repo: Path, state_dir: Path) -> RepoEnv:
     found = file_digest(path)
     if found is None:
         return RepoEnv(path)
-    written = found in _written(state_dir)
+    record = _record(state_dir)
+    written = found in record.written or _abandoned_wrote(record, found)
     if written:  # said when it was found written (Workspace.close), and again should its server be needed
         logger.info("the repository's .env was written while the assistant worked on it: it is not read for settings")
     return RepoEnv(path, _read(path), found, written=written)
 
 
-def _record(state_dir: Path) -> dict[str, set[str]]:
-    """The hashes of the .env files found when work on the repository began (`seen`) and of those written while it
-    went on (`written`)."""
+@dataclass
+class _Record:
+    seen: set[str] = field(default_factory=set)  # the .env hashes found when work on the repository began
+    written: set[str] = field(default_factory=set)  # those written while it went on
+    open: dict[str, str | None] = field(default_factory=dict)  # process -> its .env hash when its work began
+
+    def wrote(self, now: str | None, before: str | None) -> bool:
+        """Whether a .env whose hash is `now` was written by work that began with `before` (not one found there
+        before it: undo and recover put back what the user had)."""
+        return now is not None and now != before and now not in self.seen - self.written
+
+
+def _record(state_dir: Path) -> _Record:
     try:
         data = json.loads((state_dir / RECORD).read_text(encoding="utf-8"))
-        return {kind: {str(h) for h in data.get(kind, [])} for kind in ("seen", "written")}
+        opened = data.get("open") or {}
+        return _Record(seen={str(h) for h in data.get("seen", [])}, written={str(h) for h in data.get("written", [])},
+                       open={str(k): (str(v) if v else None) for k, v in opened.items()})
     except FileNotFoundError:
         pass
     except (OSError, ValueError, TypeError, AttributeError) as exc:
         logger.warning("%s cannot be read (%s)", state_dir / RECORD, exc)
-    return {"seen": set(), "written": set()}
+    return _Record()
 
 
-def _written(state_dir: Path) -> set[str]:
-    return _record(state_dir)["written"]
-
-
-def _save(state_dir: Path, record: dict[str, set[str]]) -> None:
+def _save(state_dir: Path, record: _Record) -> None:
     state_dir.mkdir(parents=True, exist_ok=True)
-    tmp = state_dir / (RECORD + ".tmp")
-    tmp.write_text(json.dumps({kind: sorted(hashes) for kind, hashes in record.items()}), encoding="utf-8")
+    tmp = state_dir / f"{RECORD}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps({"seen": sorted(record.seen), "written": sorted(record.written), "open": record.open}),
+                   encoding="utf-8")
     tmp.replace(state_dir / RECORD)
+
+
+def process_key(pid: int) -> str | None:
+    """A process as it is known while it lives: its pid and its start time (a pid alone is reused); None when it is
+    gone. Where there is no /proc, its pid alone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+        return f"{pid}:{stat.rsplit(')', 1)[1].split()[19]}"  # field 22, starttime
+    except (OSError, IndexError):
+        pass
+    if Path("/proc/self").exists():
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except OSError:
+        pass
+    return str(pid)
+
+
+def _alive(key: str) -> bool:
+    pid = key.split(":", 1)[0]
+    return pid.isdigit() and process_key(int(pid)) == key
+
+
+def _abandoned_wrote(record: _Record, now: str | None) -> bool:
+    """Whether work a killed process left open wrote the .env whose hash is `now`."""
+    return any(record.wrote(now, before) for key, before in record.open.items() if not _alive(key))
 
 
 def work_begins(repo: Path, state_dir: Path) -> str | None:
     """Work on the repository begins (a workspace opens): its .env's hash (None: it has none), noted as one found
-    there, unless a run wrote it."""
+    there, unless a run wrote it — one that was killed before its work ended too (its .env hash is recorded as
+    written then). The work is noted open until work_ends."""
     now = file_digest(repo / FILE)
-    if now is not None:
-        record = _record(state_dir)
-        if now not in record["seen"] | record["written"]:
-            record["seen"].add(now)
-            _save(state_dir, record)
+    record = _record(state_dir)
+    if _abandoned_wrote(record, now):
+        record.written.add(now or "")
+        logger.info("the repository's .env was written by a run that was killed: it is not read for settings")
+    record.open = {key: before for key, before in record.open.items() if _alive(key)}
+    if now is not None and now not in record.seen | record.written:
+        record.seen.add(now)
+    if me := process_key(os.getpid()):
+        record.open[me] = now
+    _save(state_dir, record)
     return now
 
 
@@ -105,11 +153,10 @@ def work_ends(repo: Path, state_dir: Path, before: str | None) -> bool:
     a plan or a test, and its hash is recorded so that it is never read for settings — unless it is one found there
     before (undo and recover put back what the user had). True when one was recorded."""
     now = file_digest(repo / FILE)
-    if now is None or now == before:
-        return False
     record = _record(state_dir)
-    if now in record["seen"] - record["written"]:
-        return False
-    record["written"].add(now)
+    record.open.pop(process_key(os.getpid()) or "", None)
+    wrote = record.wrote(now, before)
+    if wrote:
+        record.written.add(now or "")
     _save(state_dir, record)
-    return True
+    return wrote

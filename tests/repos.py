@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 import os
 import pty
@@ -310,17 +311,24 @@ class Terminal:
         os.write(self.fd, text.encode())
 
     def wait(self, timeout: float = 60) -> int:
+        """The CLI's exit code, reading what it shows meanwhile; an AssertionError after `timeout` seconds (a CLI
+        that waits for an answer writes nothing: the terminal is read only when it has something)."""
+        import select
+
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
-                self._add(os.read(self.fd, 65536))
+                if select.select([self.fd], [], [], 0.05)[0]:
+                    self._add(os.read(self.fd, 65536))
             except OSError:
                 pass
             pid, status = os.waitpid(self.pid, os.WNOHANG)
             if pid:
+                with contextlib.suppress(OSError):
+                    while select.select([self.fd], [], [], 0)[0] and (data := os.read(self.fd, 65536)):
+                        self._add(data)
                 self.status = os.waitstatus_to_exitcode(status)
                 return self.status
-            time.sleep(0.05)
         raise AssertionError("the CLI did not end:\n" + self.seen[-3000:])
 
     def close(self) -> None:

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import signal
+import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +26,7 @@ from code_assistant.mcp.client import reached, trust
 from code_assistant.mcp.client.config import Origin, ServerConfig, Transport, configured
 from code_assistant.settings import load_settings
 from code_assistant.workspace import Workspace
-from tests.repos import PYTEST, Listener, Terminal, answer, create, modify, python_repo, run_cli, snapshot
+from tests.repos import PYTEST, ROOT, Listener, Terminal, answer, create, modify, python_repo, run_cli, snapshot
 from tests.scripted_server import ScriptedServer
 
 FIX_ADD = modify("calc.py", "    return a - b", "    return a + b")
@@ -108,6 +112,35 @@ def test_a_env_the_tests_wrote_is_never_read(tmp_path: Path, sandbox_backend: st
         assert tested.returncode == 0 and (repo / ".env").is_file(), tested.stdout + tested.stderr
         assert "[The repository's .env was written meanwhile (by a plan or a test)" in tested.stdout
         term = Terminal(_ask(repo, "--no-tools"))  # on a terminal too: refused, not asked
+        try:
+            assert term.wait() == 2
+        finally:
+            term.close()
+        assert "written while the assistant worked on the repository" in term.seen and "[y/N]" not in term.seen
+    assert listener.received == []
+
+
+def test_a_env_written_by_a_test_of_a_run_that_was_killed_is_never_read(tmp_path: Path) -> None:
+    """kill -9 leaves no chance to record what the run's tests wrote: the next run finds the work left open by a
+    process that is gone, and the .env that changed under it is the run's, not the user's."""
+    with Listener() as listener:
+        repo = python_repo(tmp_path, {"test_env.py": "import time\n\n\ndef test_writes_env():\n"
+                                                     "    with open('.env', 'w') as f:\n"
+                                                     f"        f.write('OPENAI_BASE_URL={listener.url}\\n')\n"
+                                                     "    time.sleep(120)\n",
+                                      ".env": "# the user's own, empty\n"})  # one a test may overwrite (Landlock)
+        killed = subprocess.Popen([sys.executable, str(ROOT / "main.py"), "test", "--repo", str(repo),
+                                   "--test-command", PYTEST], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 60
+            while listener.url not in (repo / ".env").read_text() and time.monotonic() < deadline:
+                time.sleep(0.1)
+        finally:
+            os.killpg(killed.pid, signal.SIGKILL)
+            killed.wait()
+        assert listener.url in (repo / ".env").read_text(), "the test wrote the .env"
+        term = Terminal(_ask(repo, "--no-tools"))  # on a terminal: refused, not asked
         try:
             assert term.wait() == 2
         finally:
