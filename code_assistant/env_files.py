@@ -62,7 +62,7 @@ def repo_env(repo: Path, state_dir: Path) -> RepoEnv:
     if found is None:
         return RepoEnv(path)
     record = _record(state_dir)
-    written = found in record.written or _abandoned_wrote(record, found)
+    written = found in record.written or _changed_under_open_work(record, found)
     if written:  # said when it was found written (Workspace.close), and again should its server be needed
         logger.info("the repository's .env was written while the assistant worked on it: it is not read for settings")
     return RepoEnv(path, _read(path), found, written=written)
@@ -125,9 +125,10 @@ def _alive(key: str) -> bool:
     return pid.isdigit() and process_key(int(pid)) == key
 
 
-def _abandoned_wrote(record: _Record, now: str | None) -> bool:
-    """Whether work a killed process left open wrote the .env whose hash is `now`."""
-    return any(record.wrote(now, before) for key, before in record.open.items() if not _alive(key))
+def _changed_under_open_work(record: _Record, now: str | None, *, gone_only: bool = False) -> bool:
+    """Whether the .env whose hash is `now` was written under work still open (another process's, going on or left
+    open by a process that was killed; `gone_only`: the latter only)."""
+    return any(record.wrote(now, before) for key, before in record.open.items() if not (gone_only and _alive(key)))
 
 
 def work_begins(repo: Path, state_dir: Path) -> str | None:
@@ -136,12 +137,12 @@ def work_begins(repo: Path, state_dir: Path) -> str | None:
     written then). The work is noted open until work_ends."""
     now = file_digest(repo / FILE)
     record = _record(state_dir)
-    if _abandoned_wrote(record, now):
+    if _changed_under_open_work(record, now, gone_only=True):
         record.written.add(now or "")
         logger.info("the repository's .env was written by a run that was killed: it is not read for settings")
     record.open = {key: before for key, before in record.open.items() if _alive(key)}
-    if now is not None and now not in record.seen | record.written:
-        record.seen.add(now)
+    if now is not None and now not in record.seen | record.written and not _changed_under_open_work(record, now):
+        record.seen.add(now)  # the user's, unless work going on elsewhere changed it
     if me := process_key(os.getpid()):
         record.open[me] = now
     _save(state_dir, record)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from code_assistant import env_files
 from code_assistant.approvals import Approvals
 from code_assistant.cli import parse
 from code_assistant.edit.edits import EditOperation
@@ -147,6 +148,31 @@ def test_a_env_written_by_a_test_of_a_run_that_was_killed_is_never_read(tmp_path
             term.close()
         assert "written while the assistant worked on the repository" in term.seen and "[y/N]" not in term.seen
     assert listener.received == []
+
+
+def test_a_env_that_changed_under_work_left_open_or_going_on_elsewhere_is_the_runs(tmp_path: Path) -> None:
+    repo, state = tmp_path / "repo", tmp_path / "state"
+    repo.mkdir()
+    (repo / ".env").write_text("OPENAI_MODEL=mine\n")
+    users = env_files.work_begins(repo, state)
+    assert env_files.work_ends(repo, state, users) is False and not env_files.repo_env(repo, state).written
+    record = json.loads((state / env_files.RECORD).read_text())
+    assert record["open"] == {} and record["seen"] == [users]
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as elsewhere:
+        try:
+            going_on = env_files.process_key(elsewhere.pid)
+            gone = f"{elsewhere.pid + 1_000_000}:1"  # a process that is no more
+            (state / env_files.RECORD).write_text(json.dumps({**record, "open": {going_on: users, gone: users}}))
+            (repo / ".env").write_text("OPENAI_BASE_URL=http://127.0.0.1:9/v1\n")  # under both
+            assert env_files.repo_env(repo, state).written, "changed under work still open"
+            env_files.work_begins(repo, state)  # the killed one's work is closed: what it left is written
+            after = json.loads((state / env_files.RECORD).read_text())
+            assert set(after["open"]) == {going_on, env_files.process_key(os.getpid())}
+            assert len(after["written"]) == 1 and len(after["seen"]) == 1, "never taken for the user's"
+        finally:
+            elsewhere.kill()
+    (repo / ".env").write_text("OPENAI_MODEL=mine\n")  # the user's own, put back: read again
+    assert not env_files.repo_env(repo, state).written
 
 
 def test_where_the_key_goes_is_read_from_the_users_word_before_the_repositorys_env(
