@@ -185,6 +185,12 @@ def test_go_failures_build_errors_and_panics(tmp_path: Path, go_env: dict[str, s
     assert failed == 4
     assert passed == (1 if verbose else None)
     assert passed_ids(output, runner) == ({"example.com/demo/calc.TestOK"} if verbose else set())
+    # what the model is shown: -v's lines for tests that ran and passed folded, the failures read as before
+    folded = fold_passes(output)
+    assert parse_test_output(folded, command, tmp_path).failures == failures
+    assert "--- PASS: TestOK" not in folded and "=== RUN   TestOK" not in folded
+    assert ("=== RUN   TestSub/neg\n    calc_test.go:15: sub broken" in folded) == verbose, "a failing test's start"
+    assert ("[2 go test -v lines of tests run and passed left out]" in folded) == verbose
 
 
 # ---------------------------------------------------------------- node

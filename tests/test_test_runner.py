@@ -247,7 +247,7 @@ def test_go_run_through_the_runner(tmp_path: Path, tmp_path_factory: pytest.Temp
 
     assert (result.runner, result.failed_ids, result.exit_code) == ("go", ["example.com/m.TestX"], 1)
     assert (result.failures[0].file, result.failures[0].line) == ("m_test.go", 5)
-    assert result.summary() == "1 failed"
+    assert result.summary() == "0 passed, 1 failed"  # -v (the runner adds it to GOFLAGS) counts the passes too
 
 
 def test_result_summary_values() -> None:

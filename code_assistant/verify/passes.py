@@ -2,7 +2,8 @@
 test that failed before can be seen passing now. Pure functions.
 
 A runner shows its passing tests only where asked: pytest with -rp/-rA (the runner adds -rp, see runner.py) or -v,
-unittest with -v, go test with -v, jest with --verbose; cargo, mocha and node's reporters always do. Output that
+unittest with -v, go test with -v (the runner adds it to GOFLAGS), jest with --verbose; cargo, mocha and node's
+reporters always do. Output that
 names none gives none, and then nothing is seen passing.
 """
 from __future__ import annotations
@@ -10,12 +11,14 @@ from __future__ import annotations
 import re
 
 PASSES_OPTION = "-rpfE"  # pytest: list passing tests in the short summary, before the failures (which stay last)
+GO_PASSES_FLAG = "-v"  # go test, through GOFLAGS (applied where a go command knows it): every test's --- PASS line
 
 _PYTEST = re.compile(r"^(?:\[gw\d+\] \[ *\d+%\] )?PASSED (\S.*?)\s*$|^(\S+::.*?) PASSED(?: +\[ *\d+%\])?\s*$",
                      re.MULTILINE)
 _UNITTEST = re.compile(r"^(\w+) \(([\w.]+)\)(?:\n[^\n]*?)?[^\n]*? \.\.\. ok$", re.MULTILINE)
 _GO_PASS = re.compile(r"^\s*--- PASS: (\S+) \(")
 _GO_PKG = re.compile(r"^(?:ok|FAIL)\s+(\S+)")
+_GO_VERBOSE = re.compile(r"^\s*(?:=== (?:RUN|PAUSE|CONT|NAME)\s+|--- PASS: )\S")
 _CARGO = re.compile(r"^test (\S+) \.\.\. ok$", re.MULTILINE)
 _TAP_POINT = re.compile(r"^(\s*)(ok|not ok) \d+ - (.*?)(?: # (SKIP|TODO)\b.*)?$")
 _TAP_SUBTEST = re.compile(r"^(\s*)# Subtest: (.*)$")
@@ -46,10 +49,36 @@ def seen_passing(test_id: str, passes: frozenset[str]) -> bool:
 
 
 def fold_passes(output: str) -> str:
-    """pytest's PASSED summary lines, asked for to see tests pass, folded into one line: they would push the
-    failures out of the output kept and shown."""
-    return re.sub(r"(?:^PASSED \S[^\n]*\n)+", lambda m: f"[{m.group(0).count(chr(10))} PASSED lines left out]\n",
-                  output, flags=re.MULTILINE)
+    """pytest's PASSED summary lines, and go test -v's lines for tests that start and pass, asked for to see tests
+    pass, folded into one line each run of them: they would push the failures out of the output kept and shown."""
+    output = re.sub(r"(?:^PASSED \S[^\n]*\n)+", lambda m: f"[{m.group(0).count(chr(10))} PASSED lines left out]\n",
+                    output, flags=re.MULTILINE)
+    return _fold_go_verbose(output) if "--- PASS: " in output else output
+
+
+def _fold_go_verbose(output: str) -> str:
+    """go test -v's lines of tests that started and passed, each run of them up to its last `--- PASS` line, as one
+    line; a `=== RUN` after it stays (it names the test the log lines below it belong to)."""
+    kept: list[str] = []
+    block: list[str] = []
+
+    def flush() -> None:
+        last = max((i for i, line in enumerate(block) if _GO_PASS.match(line)), default=-1)
+        if last >= 1:
+            kept.append(f"[{last + 1} go test -v lines of tests run and passed left out]\n")
+            kept.extend(block[last + 1:])
+        else:
+            kept.extend(block)
+        block.clear()
+
+    for line in output.splitlines(keepends=True):
+        if _GO_VERBOSE.match(line):
+            block.append(line)
+            continue
+        flush()
+        kept.append(line)
+    flush()
+    return "".join(kept)
 
 
 def _unittest_id(name: str, where: str) -> str:

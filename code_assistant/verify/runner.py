@@ -25,7 +25,7 @@ from code_assistant.errors import AssistantError
 from code_assistant.verify.environment import without_secrets
 from code_assistant.verify.outputs import NotRun, TestFailure, never_ran, parse_test_output, strip_ansi
 from code_assistant.verify.outputs_common import network_not_run
-from code_assistant.verify.passes import PASSES_OPTION, fold_passes, passed_ids
+from code_assistant.verify.passes import GO_PASSES_FLAG, PASSES_OPTION, fold_passes, passed_ids
 from code_assistant.verify.sandbox import Sandbox
 
 __all__ = ["TestCommandError", "TestResult", "TestRunner", "TestsNotRunError", "reap_leftovers", "truncate_output"]
@@ -165,6 +165,8 @@ class TestRunner:
         # the passing tests listed, to see a test that failed before pass (an -r of the user's own comes after: theirs)
         addopts = [PASSES_OPTION, self.env.get("PYTEST_ADDOPTS", ""), cache]
         self.env["PYTEST_ADDOPTS"] = " ".join(option for option in addopts if option)
+        goflags = self.env.get("GOFLAGS", "").split()
+        self.env["GOFLAGS"] = " ".join(goflags if GO_PASSES_FLAG in goflags else [*goflags, GO_PASSES_FLAG])
         self._argv = list(self.command)
         if isinstance(command, str) and SHELL_OPERATORS.intersection(self.command):
             self._argv = ["/bin/sh", "-c", command]  # "cd web && npm test" needs a shell
