@@ -101,6 +101,17 @@ def test_a_plan_may_not_write_a_env_file(tmp_path: Path) -> None:
     assert listener.received == []
 
 
+def _refused_not_asked(repo: Path) -> None:
+    """A question on a terminal ends at once (exit 2), saying the repository's .env was written by a run; nobody is
+    asked to use its server."""
+    term = Terminal(_ask(repo, "--no-tools"))
+    try:
+        assert term.wait() == 2
+    finally:
+        term.close()
+    assert "written while the assistant worked on the repository" in term.seen and "[y/N]" not in term.seen
+
+
 def test_a_env_the_tests_wrote_is_never_read(tmp_path: Path, sandbox_backend: str) -> None:
     with Listener() as listener:
         repo = python_repo(tmp_path, {"test_env.py": "def test_writes_env():\n    with open('.env', 'w') as f:\n"
@@ -112,12 +123,7 @@ def test_a_env_the_tests_wrote_is_never_read(tmp_path: Path, sandbox_backend: st
             tested = run_cli(["test", "--repo", str(repo), "--test-command", PYTEST])
         assert tested.returncode == 0 and (repo / ".env").is_file(), tested.stdout + tested.stderr
         assert "[The repository's .env was written meanwhile (by a plan or a test)" in tested.stdout
-        term = Terminal(_ask(repo, "--no-tools"))  # on a terminal too: refused, not asked
-        try:
-            assert term.wait() == 2
-        finally:
-            term.close()
-        assert "written while the assistant worked on the repository" in term.seen and "[y/N]" not in term.seen
+        _refused_not_asked(repo)  # on a terminal too
     assert listener.received == []
 
 
@@ -141,12 +147,7 @@ def test_a_env_written_by_a_test_of_a_run_that_was_killed_is_never_read(tmp_path
             os.killpg(killed.pid, signal.SIGKILL)
             killed.wait()
         assert listener.url in (repo / ".env").read_text(), "the test wrote the .env"
-        term = Terminal(_ask(repo, "--no-tools"))  # on a terminal: refused, not asked
-        try:
-            assert term.wait() == 2
-        finally:
-            term.close()
-        assert "written while the assistant worked on the repository" in term.seen and "[y/N]" not in term.seen
+        _refused_not_asked(repo)
     assert listener.received == []
 
 
