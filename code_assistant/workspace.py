@@ -209,8 +209,9 @@ class Workspace:
         if line := self.instructions_line():
             self.say(line)
         if self.settings.max_cost is not None and estimate_cost(model.name, 1, 1, self.settings.base_url) is None:
-            self.say("[--max-cost: this model has no price (a local server or an unknown model); only --max-tokens "
-                     "caps the run]")
+            self.say("[--max-cost: this model has no price here (a local server or an unknown model): the cap holds "
+                     "only if the server reports its charge (OpenRouter's usage.cost); --max-tokens caps the run "
+                     "whatever the server says]")
 
     def instructions_line(self) -> str | None:
         """The header's line naming the repository owner's instructions (None: there are none, or

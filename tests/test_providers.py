@@ -6,6 +6,7 @@ N's attempts share it; every other provider's first exchange, tools, usage, cost
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from code_assistant.model.structured import plan_schema
 from code_assistant.model.window import ContextWindow
 from code_assistant.tools import Spec
 from tests.provider_emulator import CHAT, RESPONSES, ProviderEmulator
-from tests.repos import PYTEST, answer, modify, python_repo, run_cli
+from tests.repos import PYTEST, answer, modify, python_repo, run_cli, snapshot
 from tests.test_mcp import _docs
 from tests.test_session import _piped
 
@@ -93,6 +94,25 @@ def test_gpt_5_1_codex_goes_green_through_the_responses_api_with_calls_answered_
                                          if line.startswith("Run log: "))], api_key=None)
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     assert "return a + b" in (again / "calc.py").read_text()
+
+
+def test_max_cost_holds_on_what_the_server_charged_and_says_when_nothing_can_hold_it(tmp_path: Path) -> None:
+    """A local address has no catalogue price, but OpenRouter's usage.cost is its charge: the cap holds on it, the
+    run stops after the answer that passed it, and the repository is as it was. A server that neither is priced nor
+    charges: the header says the cap may not hold, and the run goes on."""
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    with ProviderEmulator("openrouter-gpt-5.2", [FIX_ADD]) as emulator:
+        capped = _run(repo, emulator, "--max-cost", "0.000001")
+    assert capped.returncode == 1, capped.stdout + capped.stderr
+    assert "the cap holds only if the server reports its charge (OpenRouter's usage.cost)" in capped.stdout
+    [result] = [line for line in capped.stdout.splitlines() if line.startswith("Result: ")]
+    assert re.fullmatch(r"Result: FAILED \(cost_cap: \$0\.\d{4} spent, over --max-cost \$0\.000001\)", result), result
+    assert snapshot(repo) == before
+    with ProviderEmulator("vllm-qwen2.5-coder", [FIX_ADD] * 3) as emulator:
+        uncapped = _run(repo, emulator, "--max-cost", "0.000001")
+    assert uncapped.returncode == 0 and "[--max-cost: this model has no price here" in uncapped.stdout, \
+        uncapped.stdout + uncapped.stderr
 
 
 def test_a_session_on_the_responses_api_learns_the_wire_once_and_best_of_n_attempts_share_it(tmp_path: Path) -> None:

@@ -57,7 +57,7 @@ class Budget:
             return f"{usage.total_tokens} tokens used, over --max-tokens {self.max_tokens}"
         cost = self.cost(usage, model)
         if self.max_cost is not None and cost is not None and cost > self.max_cost:
-            return f"${cost:.4f} spent, over --max-cost ${self.max_cost}"
+            return f"${cost:.4f} spent, over --max-cost ${self.max_cost:.6f}".rstrip("0").rstrip(".")
         return None
 
 
