@@ -252,6 +252,20 @@ def test_each_argument_is_declared_once_and_every_door_makes_its_form_of_it(tmp_
     assert parse_line("/grep def (add|sub)")[1] == ToolOptions(tool="grep", arguments={"pattern": "def (add|sub)"})
 
 
+@pytest.mark.parametrize(("line", "said"), [
+    ("/diff everything", "usage: /diff (it takes nothing after it)"),
+    ("/read", "usage: /read "),  # a required word missing: the words it takes
+    ("/read calc.py four", "usage: /read "),  # a number that is not one
+])
+def test_a_session_line_with_the_wrong_words_is_answered_with_the_commands_usage(line: str, said: str) -> None:
+    from code_assistant.errors import UsageError
+    from code_assistant.session import parse_line
+
+    with pytest.raises(UsageError) as raised:
+        parse_line(line)
+    assert str(raised.value).startswith(said), raised.value
+
+
 def test_every_command_that_opens_a_repository_takes_the_same_repository_options(tmp_path: Path) -> None:
     """`mcp serve` and `mcp list` too (their --repo is the current directory by default); `mcp list` takes
     --trust-mcp, and then lists the repository's servers as starting, as a run would start them."""
