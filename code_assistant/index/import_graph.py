@@ -12,9 +12,17 @@ from code_assistant.parse.code_parser import Import
 
 logger = logging.getLogger(__name__)
 
-_JS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts", ".d.ts")
+JS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts", ".d.ts")
 _JS_LANGS = {"javascript", "typescript", "tsx", "vue"}
 _TS_FOR_JS = {".js": (".ts", ".tsx"), ".jsx": (".tsx",), ".mjs": (".mts",), ".cjs": (".cts",)}
+
+
+def js_candidates(target: str) -> list[str]:
+    """The files a relative specifier's target path (posix) may be, in the order tried: itself, its TypeScript
+    source, with an extension, or its index."""
+    stem, ext = posixpath.splitext(target)
+    return [target, *(stem + alt for alt in _TS_FOR_JS.get(ext, ())), *(target + e for e in JS_EXTS),
+            *(f"{target}/index{e}" for e in JS_EXTS)]
 
 
 def go_module_path(go_mod_text: str) -> str | None:
@@ -166,12 +174,8 @@ class ModuleResolver:
         return []
 
     def _js_file(self, target: str) -> list[str]:
-        """The file a specifier's target path is: itself, its TypeScript source, with an extension, or its index."""
-        candidates = [target]
-        stem, ext = posixpath.splitext(target)
-        candidates += [stem + alt for alt in _TS_FOR_JS.get(ext, ())]
-        candidates += [target + e for e in _JS_EXTS] + [f"{target}/index{e}" for e in _JS_EXTS]
-        return next(([c] for c in candidates if c in self.files), [])
+        """The file a specifier's target path is (the first of js_candidates the repository has)."""
+        return next(([c] for c in js_candidates(target) if c in self.files), [])
 
     def _js_workspace(self, directory: str, entries: list[str], rest: str) -> list[str]:
         """A workspace package's file: its declared entry (or, when that is a build output the index does not

@@ -18,11 +18,10 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from code_assistant.index.import_graph import JS_EXTS, js_candidates
+
 FILES_REACHED = 2000  # at most this many files are followed from one server's command line
-PYTHON = (".py",)
-SCRIPTS = (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".jsx", ".tsx")
 _SPECIFIER = re.compile(r"""(?:\bfrom\s*|\bimport\s*|\brequire\s*\(\s*|\bimport\s*\(\s*)['"](\.{1,2}/[^'"\n]*)['"]""")
-_TS_FOR_JS = {".js": (".ts", ".tsx"), ".jsx": (".tsx",), ".mjs": (".mts",), ".cjs": (".cts",)}
 
 
 def python_imports(source: str) -> list[tuple[int, str, tuple[str, ...]]]:
@@ -72,13 +71,10 @@ def python_candidates(file: Path, imported: tuple[int, str, tuple[str, ...]], ba
                 yield path / "__init__.py"
 
 
-def script_candidates(file: Path, specifier: str) -> Iterator[Path]:
-    """The files a relative specifier may name, in the order Node and TypeScript try them."""
-    target = Path(os.path.normpath(file.parent / specifier))
-    yield target
-    yield from (target.with_suffix(alt) for alt in _TS_FOR_JS.get(target.suffix, ()))
-    yield from (target.with_name(target.name + ext) for ext in SCRIPTS)
-    yield from (target / f"index{ext}" for ext in SCRIPTS)
+def script_candidates(file: Path, specifier: str) -> list[Path]:
+    """The files a relative specifier may name (the index's resolver's candidates, import_graph.js_candidates): all
+    of them, not the first found, since Node and a TypeScript loader take different ones of them."""
+    return [Path(c) for c in js_candidates(os.path.normpath(file.parent / specifier))]
 
 
 def reached(root: Path, entries: Iterable[Path], python_path: Iterable[Path] = ()) -> list[Path]:
@@ -95,11 +91,11 @@ def reached(root: Path, entries: Iterable[Path], python_path: Iterable[Path] = (
             source = file.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        if file.suffix in PYTHON:
+        if file.suffix == ".py":
             bases = list(dict.fromkeys([file.parent, root, root / "src", *extra]))
             candidates = [c for imported in python_imports(source) for c in python_candidates(file, imported, bases)]
-        elif file.suffix in SCRIPTS:
-            candidates = [c for spec in script_specifiers(source) for c in _first(script_candidates(file, spec))]
+        elif file.name.endswith(JS_EXTS):
+            candidates = [c for spec in script_specifiers(source) for c in script_candidates(file, spec)]
         else:
             continue
         for candidate in candidates:
@@ -109,8 +105,3 @@ def reached(root: Path, entries: Iterable[Path], python_path: Iterable[Path] = (
             found.append(candidate)
             queue.append(candidate)
     return found[:FILES_REACHED]
-
-
-def _first(candidates: Iterator[Path]) -> list[Path]:
-    """The first candidate that is a file (Node loads one), or none."""
-    return next(([c] for c in candidates if c.is_file()), [])
