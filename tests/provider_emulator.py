@@ -43,7 +43,7 @@ from openai.types.responses.response_usage import InputTokensDetails, OutputToke
 
 from code_assistant import tokens
 from tests.loopback import LoopbackServer
-from tests.scripted_server import prompt_ids, prompt_tokens, shared_prefix
+from tests.scripted_server import prompt_ids, prompt_tokens, shared_prefix, text_ids
 
 Step = str | dict[str, Any] | Callable[[dict[str, Any]], "str | dict[str, Any]"]
 CHAT, RESPONSES = "chat", "responses"
@@ -112,13 +112,6 @@ LM_STUDIO_JSON_OBJECT = Rule(CHAT, lambda b: (b.get("response_format") or {}).ge
 # OpenAI's prompt cache: "works automatically for prompts containing 1024 tokens or more, with cache hits occurring in
 # increments of 128 tokens" (https://github.com/openai/openai-cookbook, examples/Prompt_Caching_201.ipynb)
 CACHED_FROM, CACHED_STEP = 1024, 128
-
-
-def _ids(parts: list[str]) -> list[int]:
-    """Texts as one run of tokens, in order (the Responses API's instructions and input items)."""
-    encoding = tokens.get_encoding()
-    return [t for part in parts for t in (encoding.encode(part, disallowed_special=()) if encoding else
-                                          [0] * tokens.count_tokens(part))]
 
 
 def usage_openai(prompt: int, completion: int, reasoning: int, cached: int = 0) -> dict[str, Any]:
@@ -336,7 +329,8 @@ class ProviderEmulator(LoopbackServer):
             tokens.count_tokens(body.get("instructions") or "")
         reasoning = self.profile.reasoning if output and output[0].type == "reasoning" else 0
         completion = tokens.count_tokens(answer) + sum(tokens.count_tokens(c["arguments"]) for c in calls)
-        cached = self.cached(_ids([body.get("instructions") or "", *map(json.dumps, body.get("input") or [])]))
+        parts = [body.get("instructions") or "", *map(json.dumps, body.get("input") or [])]  # in the order sent
+        cached = self.cached([token for part in parts for token in text_ids(part)])
         usage = ResponseUsage(input_tokens=prompt, input_tokens_details=InputTokensDetails(cached_tokens=cached,
                                                                                            cache_write_tokens=0),
                               output_tokens=completion + reasoning,

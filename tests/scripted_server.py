@@ -81,16 +81,19 @@ def prompt_tokens(body: dict[str, Any]) -> int:
     return sum(tokens.count_tokens(str(m.get("content", ""))) + TEMPLATE_TOKENS for m in body.get("messages", []))
 
 
+def text_ids(text: str) -> list[int]:
+    """A text as tokens (zeros, as many as count_tokens says, where no encoding is at hand)."""
+    encoding = tokens.get_encoding()
+    return encoding.encode(text, disallowed_special=()) if encoding else [0] * tokens.count_tokens(text)
+
+
 def prompt_ids(body: dict[str, Any]) -> list[int]:
     """The prompt as the server's tokens: per message, its template's tokens (negative ids naming the role) and its
     text's; as many as prompt_tokens() counts. A cache is keyed by a prefix of these."""
-    encoding = tokens.get_encoding()
     ids: list[int] = []
     for message in body.get("messages", []):
         role = -1 - {"system": 0, "user": 1, "assistant": 2}.get(str(message.get("role")), 3)
-        content = str(message.get("content", ""))
-        text = encoding.encode(content, disallowed_special=()) if encoding else [0] * tokens.count_tokens(content)
-        ids += [role] * TEMPLATE_TOKENS + list(text)
+        ids += [role] * TEMPLATE_TOKENS + text_ids(str(message.get("content", "")))
     return ids
 
 

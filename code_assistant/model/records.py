@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from code_assistant.errors import EXIT_FAILED, AssistantError, GaveUpWaiting
 from code_assistant.model.prices import estimate_cost
-from code_assistant.model.usage import ReportedPrompt, reported_prompt
+from code_assistant.model.usage import ReportedPrompt, count_at, reported_prompt
 from code_assistant.model.window import ContextWindow
 
 Message = dict[str, Any]  # role and content; an assistant's tool_calls; a tool's answer with its tool_call_id
@@ -173,24 +173,17 @@ class ChatModel(Protocol):
         ...
 
 
-def _count(usage: Mapping[str, Any], *path: str) -> int | None:
-    value: Any = usage
-    for key in path:
-        value = value.get(key) if isinstance(value, Mapping) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
 def answered(text: str, cut_off: bool, usage: Mapping[str, Any] | None, timings: Any = None) -> ChatResponse:
     """The answer with the server's usage numbers, in either wire's names; estimated (counted by the caller) when it
     sent none."""
     reported = reported_prompt(usage, timings)
     if usage is None or reported is None:
         return ChatResponse(text=text, estimated=True, cut_off=cut_off)
-    completion = _count(usage, "completion_tokens")
-    completion = completion if completion is not None else _count(usage, "output_tokens") or 0
-    reasoning = (_count(usage, "completion_tokens_details", "reasoning_tokens")
-                 or _count(usage, "output_tokens_details", "reasoning_tokens") or 0)
-    if reasoning and _count(usage, "total_tokens") == reported.prompt + completion + reasoning:
+    completion = count_at(usage, "completion_tokens")
+    completion = completion if completion is not None else count_at(usage, "output_tokens") or 0
+    reasoning = (count_at(usage, "completion_tokens_details", "reasoning_tokens")
+                 or count_at(usage, "output_tokens_details", "reasoning_tokens") or 0)
+    if reasoning and count_at(usage, "total_tokens") == reported.prompt + completion + reasoning:
         completion += reasoning  # counted apart from the answer's tokens: billed as output all the same
     cost = usage.get("cost")
     charged = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0 else None

@@ -55,7 +55,8 @@ class ReportedPrompt:
         return min((self.prompt, self.prompt + self.cached), key=lambda n: abs(math.log(max(n, 1) / max(expected, 1))))
 
 
-def _int(usage: Mapping[str, Any], path: tuple[str, ...]) -> int | None:
+def count_at(usage: Mapping[str, Any], *path: str) -> int | None:
+    """The count at a path of keys in a usage object (None: not there, or not a count)."""
     value: Any = usage
     for key in path:
         value = value.get(key) if isinstance(value, Mapping) else None
@@ -66,20 +67,20 @@ def reported_prompt(usage: Mapping[str, Any] | None, timings: Mapping[str, Any] 
     """The prompt's numbers in a response's `usage` (and llama.cpp's `timings`); None when it has no prompt count."""
     if not isinstance(usage, Mapping):
         return None
-    prompt = _int(usage, ("prompt_tokens",))
+    prompt = count_at(usage, "prompt_tokens")
     if prompt is None:
-        prompt = _int(usage, ("input_tokens",))
+        prompt = count_at(usage, "input_tokens")
     if prompt is None:
         return None
-    included = [n for path in _INCLUDED if (n := _int(usage, path)) is not None]
-    anthropic = [n for path in _ANTHROPIC if (n := _int(usage, path)) is not None]
+    included = [n for path in _INCLUDED if (n := count_at(usage, *path)) is not None]
+    anthropic = [n for path in _ANTHROPIC if (n := count_at(usage, *path)) is not None]
     cached = max(included) if included else None
-    read = cached if cached is not None else (_int(usage, _ANTHROPIC[0]) or 0)
+    read = cached if cached is not None else (count_at(usage, *_ANTHROPIC[0]) or 0)
     if anthropic:
         cached = max(cached or 0, sum(anthropic))
     whole = None
     if isinstance(timings, Mapping):
-        done, reused = _int(timings, ("prompt_n",)), _int(timings, ("cache_n",))
+        done, reused = count_at(timings, "prompt_n"), count_at(timings, "cache_n")
         whole = done + reused if done is not None and reused is not None else None
     return ReportedPrompt(prompt, cached, whole, read)
 
