@@ -50,8 +50,8 @@ def eval_cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 # ----- hole 1: a case's repo field that git would read as an option ----------------------------------------------
-@pytest.mark.parametrize("url", ["--upload-pack=:;{payload}", "ext::sh -c {payload}", "ssh://-oProxyCommand={payload}/r",
-                                 "-c core.sshCommand={payload}"])
+@pytest.mark.parametrize("url", ["--upload-pack=:;{payload}", "ext::sh -c {payload}",
+                                 "ssh://-oProxyCommand={payload}/r", "-c core.sshCommand={payload}"])
 def test_a_case_whose_git_url_is_an_option_or_a_command_runs_nothing(tmp_path: Path, planted: Path, url: str) -> None:
     marker = tmp_path / "marker"
     with Listener() as listener:
@@ -210,3 +210,80 @@ def test_untrusted_git_reads_neither_the_system_nor_the_users_config(tmp_path: P
     env = vcs.untrusted_environment()
     assert env["GIT_CONFIG_GLOBAL"] == "/dev/null" and env["GIT_CONFIG_NOSYSTEM"] == "1"
     assert os.environ.get("GIT_DIR") is None or "GIT_DIR" not in env
+
+
+# ----- hole 2: the local Dask cluster ------------------------------------------------------------------------------
+# What code in a case's package tries against the scheduler's port: Dask's own client over plain tcp://, and a TLS
+# handshake with no client certificate followed by a Dask message.
+ATTACK = """\
+import pathlib, socket, ssl, sys
+port, marker = int(sys.argv[1]), sys.argv[2]
+try:
+    from distributed import Client
+    Client(f"tcp://127.0.0.1:{port}", timeout="3s").submit(pathlib.Path(marker).touch).result(timeout=5)
+    print("SUBMITTED tcp")
+except Exception as exc:
+    print("REFUSED tcp", type(exc).__name__)
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+try:
+    with context.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=5)) as tls:
+        tls.sendall(b"\\x00" * 64)
+        print("SUBMITTED tls" if tls.recv(1024) else "REFUSED tls closed")
+except (OSError, ssl.SSLError) as exc:
+    print("REFUSED tls", type(exc).__name__)
+"""
+def test_the_local_cluster_answers_only_this_eval(tmp_path: Path, planted: Path) -> None:
+    """A scheduler anyone on 127.0.0.1 reaches runs what they submit, as root, outside the sandbox. The local one
+    speaks only TLS with this eval's temporary CA: a client with no certificate, or another CA's, is refused at the
+    handshake, over tcp:// or tls://, from here and from a sandboxed download (network on, as pip runs a build
+    backend). The eval's own client still runs a task there; no worker's environment holds the certificate."""
+    pytest.importorskip("distributed")
+    from distributed import Client
+    from distributed.security import Security
+
+    from code_assistant.evaluate.cluster import LOCAL, DaskCluster
+
+    marker = tmp_path / "marker"
+    (tmp_path / "attack.py").write_text(ATTACK)
+    cluster = DaskCluster(LOCAL, 1)
+    try:
+        address = cluster.cluster.scheduler_address
+        assert address.startswith("tls://127.0.0.1:"), address
+        port = address.rsplit(":", 1)[1]
+        for tried, security in ((f"tcp://127.0.0.1:{port}", None), (address, Security.temporary())):
+            with pytest.raises((OSError, ValueError, TimeoutError)):
+                Client(tried, security=security, timeout="3s").submit(marker.touch).result(timeout=5)
+        here = subprocess.run([sys.executable, "attack.py", port, str(marker)], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120, check=False)
+        from code_assistant.verify.runner import TestRunner
+
+        sandboxed = TestRunner([sys.executable, "attack.py", port, str(marker)], cwd=tmp_path,
+                               sandbox=resolve("write", network=True), timeout=120).run()
+        for output in (here.stdout + here.stderr, sandboxed.output):
+            assert output.count("REFUSED") == 2 and "SUBMITTED" not in output, output
+        assert not marker.exists()
+        assert cluster.client.submit(sum, [1, 2], pure=False).result(timeout=30) == 3, "the eval's own client works"
+        leaked = cluster.client.run(lambda: [k for k, v in os.environ.items() if "BEGIN" in v or "PRIVATE KEY" in v])
+        assert list(leaked.values()) == [[]], leaked
+    finally:
+        cluster.close()
+
+
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:8786", "127.0.0.1:8786", "tls://"])
+def test_a_cluster_address_without_tls_is_refused_in_one_line(tmp_path: Path, address: str) -> None:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "a", "repo": ".", "task": "t", "test_command": "pytest"}) + "\n")
+    proc = eval_cli([str(cases), "--out", "out", "--cluster", address], tmp_path)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("error: eval --cluster: ") and "tls://HOST:PORT" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_joining_a_tls_scheduler_needs_the_certificates_named_in_dasks_configuration() -> None:
+    pytest.importorskip("distributed")
+    from code_assistant.errors import ConfigError
+    from code_assistant.evaluate.cluster import DaskCluster
+
+    with pytest.raises(ConfigError, match="DASK_DISTRIBUTED__COMM__TLS__CA_FILE"):
+        DaskCluster("tls://127.0.0.1:9", 1)
