@@ -44,9 +44,10 @@ def payload(marker: Path, port: int) -> str:
     return f"touch {marker}; {sys.executable} -c \"{send}\""
 
 
-def eval_cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+def eval_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(ROOT / "main.py"), "eval", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=300, stdin=subprocess.DEVNULL, check=False)
+                          text=True, timeout=300, stdin=subprocess.DEVNULL, check=False,
+                          env={**os.environ, **(env or {})})
 
 
 # ----- hole 1: a case's repo field that git would read as an option ----------------------------------------------
@@ -287,3 +288,31 @@ def test_joining_a_tls_scheduler_needs_the_certificates_named_in_dasks_configura
 
     with pytest.raises(ConfigError, match="DASK_DISTRIBUTED__COMM__TLS__CA_FILE"):
         DaskCluster("tls://127.0.0.1:9", 1)
+
+
+def test_eval_joins_a_running_scheduler_over_tls_with_the_certificates_dask_is_told(tmp_path: Path) -> None:
+    """A scheduler and worker started elsewhere with TLS (here: in the test's process, on 127.0.0.1); the eval names
+    the CA and its client certificate in Dask's environment variables and runs its case there. No model answers, so
+    the case ends as 'the agent did not run' — on the TLS worker."""
+    pytest.importorskip("distributed")
+    from distributed import LocalCluster
+    from distributed.security import Security
+
+    security = Security.temporary()
+    env = {"OPENAI_API_KEY": "test-key"}
+    for variable, name, text in (("CA_FILE", "ca.pem", security.tls_ca_file),
+                                 ("CLIENT__CERT", "client.pem", security.tls_client_cert),
+                                 ("CLIENT__KEY", "client.key", security.tls_client_key)):
+        (tmp_path / name).write_text(str(text))
+        env[f"DASK_DISTRIBUTED__COMM__TLS__{variable}"] = str(tmp_path / name)
+    repo = python_repo(tmp_path)
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "a", "repo": str(repo), "task": "fix add", "test_command": "pytest"}) + "\n")
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tls://", host="127.0.0.1",
+                      dashboard_address=None, security=security) as cluster:
+        proc = eval_cli([str(cases), "--out", "out", "--cluster", cluster.scheduler_address, "--base-url",
+                         "http://127.0.0.1:9/v1", "--request-timeout", "5"], tmp_path, env)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads((tmp_path / "out" / "results.jsonl").read_text().splitlines()[-1])
+    assert result["worker"].startswith("tls://127.0.0.1:") and result["verdict"] == "error", result
+    assert result["message"].startswith("the agent did not run: ")
