@@ -7,9 +7,11 @@ writes a marker and sends the key to a listener on 127.0.0.1: nothing may arrive
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -185,6 +187,57 @@ def test_an_sdist_from_a_loopback_index_that_ships_a_hostile_git_runs_nothing_ou
     assert "fsmonitor" not in (repo / ".git" / "config").read_text()
     assert (repo / "calc.py").is_file() and (repo / ".gitattributes").is_file()
     assert sorted(p.name for p in (tmp_path / "scratch").iterdir()) == ["repo"], "the download folder is gone"
+
+
+class NpmRegistry:
+    """An npm registry on 127.0.0.1 serving one package's tarball (its packument and the .tgz, as static files)."""
+
+    def __init__(self, root: Path, marker: Path, port: int) -> None:
+        shipped = root / "shipped"
+        hostile_git_dir(shipped / ".git", marker, port)
+        files = {"package/package.json": json.dumps({"name": "evil", "version": "1.0.0"}),
+                 "package/index.js": "module.exports = (a, b) => a - b;\n", "package/.gitattributes": "* filter=x\n"}
+        tarball = root / "evil" / "-" / "evil-1.0.0.tgz"
+        tarball.parent.mkdir(parents=True)
+        with tarfile.open(tarball, "w:gz") as tar:
+            for name, text in files.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(text.encode())
+                tar.addfile(info, io.BytesIO(text.encode()))
+            tar.add(shipped / ".git", arcname="package/.git")
+        handler = functools.partial(SimpleHTTPRequestHandler, directory=str(root))
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+        version = {"name": "evil", "version": "1.0.0", "dist": {
+            "tarball": f"{self.url}evil/-/evil-1.0.0.tgz", "shasum": hashlib.sha1(tarball.read_bytes()).hexdigest()}}
+        (root / "evil" / "index.html").write_text(json.dumps({"name": "evil", "dist-tags": {"latest": "1.0.0"},
+                                                             "versions": {"1.0.0": version}}))
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.mark.parametrize("backend", [Backend.BUBBLEWRAP, Backend.LANDLOCK])
+def test_an_npm_tarball_from_a_loopback_registry_that_ships_a_hostile_git_runs_nothing_outside(
+        tmp_path: Path, planted: Path, monkeypatch: pytest.MonkeyPatch, backend: Backend) -> None:
+    if shutil.which("npm") is None:
+        pytest.skip("no npm here")
+    marker = tmp_path / "marker"
+    sandbox = resolve("write", "bwrap" if backend == Backend.BUBBLEWRAP else str(tmp_path / "no-bwrap"))
+    if sandbox.backend != backend:
+        pytest.skip(f"no {backend} here")
+    with Listener() as listener:
+        registry = NpmRegistry(tmp_path / "registry", marker, listener.port)
+        monkeypatch.setenv("npm_config_registry", registry.url)
+        try:
+            repo = materialize(Source(SourceKind.NPM, "evil@1.0.0"), tmp_path / "scratch" / "repo", sandbox)
+        finally:
+            registry.close()
+        git_as_the_agent_runs_it(repo)
+    assert not marker.exists() and listener.received == []
+    assert (repo / "index.js").is_file() and "fsmonitor" not in (repo / ".git" / "config").read_text()
 
 
 def test_an_archive_drops_every_git_at_any_depth_and_keeps_the_rest(tmp_path: Path) -> None:
