@@ -46,6 +46,13 @@ def _run(repo: Path, args: tuple[str, ...], timeout: float,
                           errors="surrogateescape", timeout=timeout, env=env, stdin=subprocess.DEVNULL, check=False)
 
 
+def _command(args: tuple[str, ...]) -> tuple[str, ...]:
+    """args without the `-c NAME=VALUE` pairs before the subcommand: what an error names."""
+    while len(args) > 1 and args[0] == "-c":
+        args = args[2:]
+    return args
+
+
 def untrusted_environment() -> dict[str, str]:
     """This process's environment as git on an untrusted tree is given it (UNTRUSTED_ENV)."""
     kept = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _KEPT_GIT_ENV}
@@ -61,7 +68,7 @@ def untrusted_git(repo: Path, *args: str, check: bool = True, timeout: float = 1
 
 def git(repo: Path, *args: str, check: bool = True, timeout: float = 120, env: dict[str, str] | None = None) -> str:
     """git's stdout; a failing command (or no git at all) is a GitError naming the step, unless check=False."""
-    step = " ".join([a for a in args if not a.startswith("-") and "=" not in a][:1] or list(args[:1]))
+    step = " ".join(_command(args)[:2])
     try:
         proc = _run(repo, args, timeout, env)
     except (OSError, subprocess.SubprocessError) as exc:
