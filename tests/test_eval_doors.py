@@ -64,9 +64,21 @@ def test_a_case_whose_git_url_is_an_option_or_a_command_runs_nothing(tmp_path: P
         cases.write_text(json.dumps(case) + "\n")
         proc = eval_cli([str(cases), "--out", "out"], tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith(f"error: {cases}:1: a git repo")
+    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith(f"error: {cases}:1: ") and "git" in proc.stderr
     assert not marker.exists() and listener.received == []
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("repo", [{"path": "-rf"}, {"pypi": "--index-url=http://127.0.0.1:9/==1"},
+                                  {"npm": "--registry=http://127.0.0.1:9/@1.0.0"}, {"git": "-u", "commit": SHA},
+                                  {"git": "https://example.invalid/r", "commit": "--upload-pack=x"}])
+def test_no_repo_or_commit_field_may_start_with_a_dash(tmp_path: Path, repo: dict[str, str]) -> None:
+    from code_assistant.evaluate.cases import CaseError, parse_case
+
+    line = {"id": "a", "task": "t", "test_command": "pytest", "repo": repo}
+    with pytest.raises(CaseError, match=r"^f:1: repo (path|pypi|npm|git|commit) may not start with '-'") as refused:
+        parse_case(line, where="f:1", base=tmp_path)
+    assert "\n" not in str(refused.value)
 
 
 def test_below_the_case_file_a_url_that_is_an_option_still_reaches_no_git(tmp_path: Path, planted: Path) -> None:

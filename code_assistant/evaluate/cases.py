@@ -147,6 +147,9 @@ def parse_source(repo: Any, *, where: str, base: Path) -> Source:
     if not isinstance(value, str) or not value or extra:
         raise CaseError(f"{where}: repo {kind.value} must be one non-empty string" +
                         (f" (unknown key {min(extra)!r})" if extra else ""))
+    for name, given in ((kind.value, value), ("commit", repo.get("commit"))):
+        if isinstance(given, str) and given.startswith("-"):  # what a command would read as an option
+            raise CaseError(f"{where}: repo {name} may not start with '-': {given!r}")
     if kind == SourceKind.PATH:
         return Source(kind, str((base / Path(value).expanduser()).resolve()))
     if kind == SourceKind.PYPI and not _PYPI.match(value):
