@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 
 LOCAL = "local"
 TLS = "tls://"
-INSTALL = "pip install 'code-assistant[cluster]' (or: pip install distributed)"
+INSTALL = "pip install 'code-assistant[cluster]' (or: pip install distributed cryptography)"
 # what Dask's configuration must name to join a running scheduler (docs/eval.md)
 TLS_CONFIG = ("DASK_DISTRIBUTED__COMM__TLS__CA_FILE", "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT",
               "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY")
