@@ -381,3 +381,20 @@ def test_eval_joins_a_running_scheduler_over_tls_with_the_certificates_dask_is_t
     result = json.loads((tmp_path / "out" / "results.jsonl").read_text().splitlines()[-1])
     assert result["worker"].startswith("tls://127.0.0.1:") and result["verdict"] == "error", result
     assert result["message"].startswith("the agent did not run: ")
+
+
+def test_a_test_patch_that_writes_into_git_is_refused_by_the_judge(tmp_path: Path, planted: Path) -> None:
+    """The case's hidden tests are a diff the judge applies outside the sandbox: one that creates a hook (here, and
+    in a nested `.git`) is refused by git apply's own path check, and nothing runs at the next commit."""
+    from code_assistant.evaluate.scratch import apply_patch
+
+    marker = tmp_path / "marker"
+    repo = materialize(Source(SourceKind.PATH, str(python_repo(tmp_path, git=False))), tmp_path / "s" / "repo",
+                       resolve("off"))
+    for where in (".git/hooks/post-commit", "sub/.git/hooks/post-commit"):
+        patch = (f"diff --git a/{where} b/{where}\nnew file mode 100755\n--- /dev/null\n+++ b/{where}\n"
+                 f"@@ -0,0 +1,2 @@\n+#!/bin/sh\n+touch {marker}\n")
+        why = apply_patch(repo, patch)
+        assert why is not None and "invalid path" in why, why
+    git_as_the_agent_runs_it(repo)
+    assert not marker.exists() and not (repo / ".git" / "hooks" / "post-commit").exists()
