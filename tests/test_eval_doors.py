@@ -261,9 +261,13 @@ def test_an_archive_drops_every_git_at_any_depth_and_keeps_the_rest(tmp_path: Pa
 
 
 # ----- the git hardening itself -----------------------------------------------------------------------------------
-def test_untrusted_git_reads_neither_the_system_nor_the_users_config(tmp_path: Path, planted: Path) -> None:
+def test_untrusted_git_reads_neither_the_system_nor_the_users_config(tmp_path: Path, planted: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """A user's global config (here HOME's, planted with a fsmonitor) is not read for a tree the user did not make;
-    the same command with plain git reads it (so the test can fail)."""
+    the same command with plain git reads it (so the test can fail). GIT_DIR and added configuration in this
+    process's environment are not passed on."""
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "elsewhere"))
+    monkeypatch.setenv("GIT_CONFIG_PARAMETERS", "'core.fsmonitor'='touch /nonexistent'")
     marker = tmp_path / "marker"
     (planted / ".gitconfig").write_text(f'[core]\n\tfsmonitor = "touch {marker}"\n')
     repo = tmp_path / "r"
@@ -271,11 +275,38 @@ def test_untrusted_git_reads_neither_the_system_nor_the_users_config(tmp_path: P
     vcs.untrusted_git(repo, "init", "-q")
     vcs.untrusted_git(repo, "status", "--porcelain")
     assert not marker.exists()
-    vcs.try_git(repo, "status", "--porcelain")
-    assert marker.exists(), "plain git reads HOME's config: the check above means something"
     env = vcs.untrusted_environment()
     assert env["GIT_CONFIG_GLOBAL"] == "/dev/null" and env["GIT_CONFIG_NOSYSTEM"] == "1"
-    assert os.environ.get("GIT_DIR") is None or "GIT_DIR" not in env
+    assert "GIT_DIR" not in env and "GIT_CONFIG_PARAMETERS" not in env
+    monkeypatch.delenv("GIT_DIR")
+    monkeypatch.delenv("GIT_CONFIG_PARAMETERS")
+    vcs.try_git(repo, "status", "--porcelain")
+    assert marker.exists(), "plain git reads HOME's config: the check above means something"
+
+
+@pytest.mark.parametrize("form", ["path", "file://"])
+def test_a_git_case_from_a_local_repository_with_a_hostile_config_is_cloned_and_runs_nothing(
+        tmp_path: Path, planted: Path, form: str) -> None:
+    """The clone's transport reads the source repository but runs nothing its config or hooks name; the copy has the
+    commit's tree and a .git made here."""
+    marker = tmp_path / "marker"
+    source = python_repo(tmp_path)
+    commit = vcs.git(source, "rev-parse", "HEAD").strip()
+    with Listener() as listener:
+        hostile_git_dir(tmp_path / "hostile", marker, listener.port)
+        with (source / ".git" / "config").open("a") as config:
+            config.write((tmp_path / "hostile" / "config").read_text())
+            config.write(f"[uploadpack]\n\tpackObjectsHook = touch {marker}\n")
+        for hook in (tmp_path / "hostile" / "hooks").iterdir():
+            hook.rename(source / ".git" / "hooks" / hook.name)
+        url = str(source) if form == "path" else f"file://{source}"
+        repo = materialize(Source(SourceKind.GIT, url, commit), tmp_path / "scratch" / "repo", resolve("off"))
+        git_as_the_agent_runs_it(repo)
+        assert not marker.exists() and listener.received == []
+        assert (repo / "calc.py").read_text() == (source / "calc.py").read_text()
+        assert "fsmonitor" not in (repo / ".git" / "config").read_text()
+        vcs.try_git(source, "status")
+    assert marker.exists(), "plain git in the source repository runs its fsmonitor: the planted config is live"
 
 
 # ----- hole 2: the local Dask cluster ------------------------------------------------------------------------------
