@@ -1,7 +1,9 @@
-"""The git seam: the one place git is run (`git`, `try_git`), and the --branch/--worktree/--commit workflow."""
+"""The git seam: the one place git is run (`git`, `try_git`; `untrusted_git` on a tree the user did not make), and
+the --branch/--worktree/--commit workflow."""
 from __future__ import annotations
 
 import logging
+import os
 import re
 import subprocess
 import time
@@ -16,20 +18,64 @@ class GitError(ConfigError):
     """A git step failed or the repository is not in a state the requested workflow allows."""
 
 
-def _run(repo: Path, args: tuple[str, ...], timeout: float) -> subprocess.CompletedProcess[str]:
+# git on a tree the user did not make (an eval's scratch copy, a case's clone, a downloaded package): no
+# configuration but ours and the tree's own `.git/config` (which we make: scratch.py drops a shipped one) is read, and
+# every setting through which configuration names a program for git to run is emptied. Command-line `-c` wins over
+# every file; the system's and the user's files are not read at all.
+UNTRUSTED_CONFIG = (
+    "core.fsmonitor=false", "core.hooksPath=/dev/null", "core.sshCommand=ssh -o BatchMode=yes",
+    "core.gitProxy=", "core.askPass=", "core.pager=cat", "core.editor=true", "core.alternateRefsCommand=",
+    "credential.helper=", "diff.external=", "gpg.program=false", "commit.gpgSign=false", "tag.gpgSign=false",
+    "uploadpack.packObjectsHook=", "submodule.recurse=false", "fetch.recurseSubmodules=false",
+    "protocol.allow=never", "protocol.https.allow=always", "protocol.http.allow=always",
+    "protocol.ssh.allow=always", "protocol.file.allow=always", "protocol.ext.allow=never",
+    "safe.bareRepository=explicit",
+)
+# The same in the environment: the system's and the user's files unread, no prompt for a password, the transports of
+# UNTRUSTED_CONFIG only (for a subprocess git starts that reads no -c: a remote helper). GIT_* variables of this
+# process that move the repository or add configuration (GIT_DIR, GIT_CONFIG_PARAMETERS, ...) are not passed on; the
+# user's GIT_SSH_COMMAND is (their key).
+UNTRUSTED_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0",
+                 "GIT_ALLOW_PROTOCOL": "https:http:ssh:file", "GIT_PROTOCOL_FROM_USER": "0", "GIT_PAGER": "cat"}
+_KEPT_GIT_ENV = ("GIT_SSH_COMMAND", "GIT_SSH", "GIT_SSH_VARIANT")
+
+
+def _run(repo: Path, args: tuple[str, ...], timeout: float,
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, encoding="utf-8",
-                          errors="surrogateescape", timeout=timeout)
+                          errors="surrogateescape", timeout=timeout, env=env, stdin=subprocess.DEVNULL, check=False)
 
 
-def git(repo: Path, *args: str, check: bool = True, timeout: float = 120) -> str:
+def _command(args: tuple[str, ...]) -> tuple[str, ...]:
+    """args without the `-c NAME=VALUE` pairs before the subcommand: what an error names."""
+    while len(args) > 1 and args[0] == "-c":
+        args = args[2:]
+    return args
+
+
+def untrusted_environment() -> dict[str, str]:
+    """This process's environment as git on an untrusted tree is given it (UNTRUSTED_ENV)."""
+    kept = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _KEPT_GIT_ENV}
+    return {**kept, **UNTRUSTED_ENV}
+
+
+def untrusted_git(repo: Path, *args: str, check: bool = True, timeout: float = 120) -> str:
+    """`git` on a tree the user did not make, hardened (UNTRUSTED_CONFIG, UNTRUSTED_ENV). The caller still puts `--`
+    between options and what a case or a package names (a URL, a path)."""
+    hardened = tuple(word for setting in UNTRUSTED_CONFIG for word in ("-c", setting))
+    return git(repo, *hardened, *args, check=check, timeout=timeout, env=untrusted_environment())
+
+
+def git(repo: Path, *args: str, check: bool = True, timeout: float = 120, env: dict[str, str] | None = None) -> str:
     """git's stdout; a failing command (or no git at all) is a GitError naming the step, unless check=False."""
+    step = " ".join(_command(args)[:2])
     try:
-        proc = _run(repo, args, timeout)
+        proc = _run(repo, args, timeout, env)
     except (OSError, subprocess.SubprocessError) as exc:
-        raise GitError(f"git {' '.join(args[:2])} could not run: {exc}") from exc
+        raise GitError(f"git {step} could not run: {exc}") from exc
     if check and proc.returncode != 0:
         detail = (proc.stderr or proc.stdout).strip().splitlines()
-        raise GitError(f"git {' '.join(args[:2])} failed: {detail[-1] if detail else f'exit {proc.returncode}'}")
+        raise GitError(f"git {step} failed: {detail[-1] if detail else f'exit {proc.returncode}'}")
     return proc.stdout
 
 

@@ -228,7 +228,7 @@ def test_the_same_cases_on_a_local_dask_cluster_get_the_same_results(first: dict
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert _verdicts(_results(user["work"] / "eval-cluster")) == _verdicts(_results(first["out"]))
     workers = {r["worker"] for r in _results(user["work"] / "eval-cluster").values()}
-    assert workers and all(w.startswith("tcp://127.0.0.1:") for w in workers), workers  # Dask's, on loopback only
+    assert workers and all(w.startswith("tls://127.0.0.1:") for w in workers), workers  # Dask's, on loopback, TLS
 
 
 def test_a_case_whose_agent_could_not_start_is_an_error_not_a_miss(user: dict[str, Any]) -> None:

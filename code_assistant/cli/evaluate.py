@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from code_assistant.cli import flags
-from code_assistant.errors import EXIT_FAILED, EXIT_OK, UsageError
+from code_assistant.errors import EXIT_FAILED, EXIT_OK, ConfigError, UsageError
 from code_assistant.settings import Settings
 
 COMPARE = "compare"
@@ -46,8 +46,8 @@ def words(p: argparse.ArgumentParser) -> None:
                         "(default: eval-runs/<the cases file's name>)")
     g.add_argument("--workers", type=int, default=1, metavar="N", help="cases at a time (default 1)")
     g.add_argument("--cluster", metavar="local|ADDRESS",
-                   help="run the cases on Dask: `local` starts a cluster of --workers processes on 127.0.0.1, an "
-                        "address (tcp://HOST:8786) joins a running scheduler")
+                   help="run the cases on Dask: `local` starts a cluster of --workers processes on 127.0.0.1 (TLS, a "
+                        "temporary CA), an address (tls://HOST:8786) joins a running scheduler over TLS")
     g.add_argument("--only", action="append", default=[], metavar="ID", help="run only this case (repeatable)")
     g.add_argument("--keep-scratch", action="store_true", help="keep each case's scratch copy (to look at it)")
     g.add_argument("--rerun-errors", action="store_true",
@@ -77,6 +77,13 @@ def options(args: argparse.Namespace) -> EvalWords:
             raise UsageError(f"eval: {_flag(dest)} is not for an eval: {why}")
     if args.workers < 1:
         raise UsageError("eval --workers: at least 1")
+    if args.cluster is not None:
+        from code_assistant.evaluate.cluster import check_address  # the rule's one place; Dask is not imported
+
+        try:
+            check_address(args.cluster)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
     cases = Path(given[0])
     return EvalWords(action="run", paths=(cases,), out=args.out or Path("eval-runs") / cases.stem,
                      workers=args.workers, cluster=args.cluster, only=tuple(args.only),

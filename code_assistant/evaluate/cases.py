@@ -30,6 +30,13 @@ FIELDS = {"id", "repo", "task", "test_command", "judge_command", "FAIL_TO_PASS",
 _PYPI = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9.+!_-]*$")
 _NPM = re.compile(r"^(@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*@[0-9][0-9A-Za-z.+-]*$")
 _SHA = re.compile(r"^[0-9a-f]{7,40}$")
+# The transports a case's git URL may name. https and http (the commit's id pins what is fetched, so plain http cannot
+# be given other code), ssh (a private repository, with the user's own key; also the scp form user@host:path), file
+# and a local path. Not git:// (unauthenticated, and no host that matters serves only it), and never a remote helper
+# (`ext::COMMAND`, `fd::`, `transport::address`): the text after `ext::` is a command git runs.
+GIT_SCHEMES = ("https", "http", "ssh", "file")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$")
+_SCP = re.compile(r"^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9][A-Za-z0-9.-]*:(?!:)")
 
 
 class CaseError(ConfigError):
@@ -140,6 +147,9 @@ def parse_source(repo: Any, *, where: str, base: Path) -> Source:
     if not isinstance(value, str) or not value or extra:
         raise CaseError(f"{where}: repo {kind.value} must be one non-empty string" +
                         (f" (unknown key {min(extra)!r})" if extra else ""))
+    for name, given in ((kind.value, value), ("commit", repo.get("commit"))):
+        if isinstance(given, str) and given.startswith("-"):  # what a command would read as an option
+            raise CaseError(f"{where}: repo {name} may not start with '-': {given!r}")
     if kind == SourceKind.PATH:
         return Source(kind, str((base / Path(value).expanduser()).resolve()))
     if kind == SourceKind.PYPI and not _PYPI.match(value):
@@ -151,10 +161,29 @@ def parse_source(repo: Any, *, where: str, base: Path) -> Source:
     commit = repo.get("commit")
     if not isinstance(commit, str) or not _SHA.match(commit):
         raise CaseError(f"{where}: a git repo needs the commit to check out, as a hex SHA")
-    url = value
-    if "://" not in url and ":" not in url.split("/")[0]:  # a local repository: relative to the cases file
-        url = str((base / Path(url).expanduser()).resolve())
-    return Source(kind, url, commit)
+    return Source(kind, git_url(value, where=where, base=base), commit)
+
+
+def git_url(url: str, *, where: str, base: Path) -> str:
+    """A case's git URL as it is fetched, when its transport is one of GIT_SCHEMES: a local path made absolute
+    (relative to the cases file). A value that git would read as an option, a remote helper or another transport is
+    refused."""
+    if url.startswith("-") or any(ord(c) < 32 for c in url):
+        raise CaseError(f"{where}: a git repo is a URL or a path, not an option or control characters: {url!r}")
+    scheme = _SCHEME.match(url)
+    if scheme:
+        if scheme[1].lower() not in GIT_SCHEMES or re.match(r"(?:[^/@]*@)?-", scheme[2]):  # no host "-oOPTION"
+            raise CaseError(f"{where}: a git repo's URL is {', '.join(s + '://' for s in GIT_SCHEMES)}, "
+                            f"user@host:path or a path, not {url!r}")
+        return url
+    if "::" in url.split("/")[0]:
+        raise CaseError(f"{where}: a git repo's URL names no remote helper (transport::address): {url!r}")
+    if _SCP.match(url):
+        return url
+    if ":" in url.split("/")[0]:
+        raise CaseError(f"{where}: a git repo's URL is {', '.join(s + '://' for s in GIT_SCHEMES)}, user@host:path "
+                        f"or a path, not {url!r}")
+    return str((base / Path(url).expanduser()).resolve())  # a local repository: relative to the cases file
 
 
 def _ids(value: Any, name: str, where: str) -> tuple[str, ...]:

@@ -1,6 +1,15 @@
-"""The cases on a Dask cluster (`eval --cluster local` starts one on 127.0.0.1; `--cluster tcp://HOST:8786` joins a
+"""The cases on a Dask cluster (`eval --cluster local` starts one on 127.0.0.1; `--cluster tls://HOST:8786` joins a
 running one): each case one task, results streamed back as they finish (`as_completed`), written by the eval's own
 process as on one machine.
+
+A scheduler is a door: whoever can talk to it submits a function, and a worker runs it, as the user, outside every
+sandbox. A PyPI case's build backend runs in the sandbox with the network on, and 127.0.0.1 is on that network. So
+the cluster has a lock: the local one is started with Dask's TLS and a temporary certificate authority made in this
+process's memory (Security.temporary(): never written to disk, not in any environment), and both ends demand a
+certificate it signed — a connection without one is refused at the handshake, before Dask reads a byte. A running
+scheduler is joined only over tls://, with the certificates Dask's configuration names (docs/eval.md); a plain
+tcp:// one has no lock and is refused. A case on a worker runs exactly as here (case_run.run_case: the same sandbox,
+the same scrubbed environment for the tests).
 
 Why Dask (distributed) rather than Ray: it is pure Python (about 50 MB with its dependencies, against Ray's 265 MB
 wheel and its raylet, GCS and object-store daemons), a local cluster starts in about a second (Ray's `init` took 4 s
@@ -30,7 +39,19 @@ from code_assistant.evaluate.cases import Case
 logger = logging.getLogger(__name__)
 
 LOCAL = "local"
-INSTALL = "pip install 'code-assistant[cluster]' (or: pip install distributed)"
+TLS = "tls://"
+INSTALL = "pip install 'code-assistant[cluster]' (or: pip install distributed cryptography)"
+# what Dask's configuration must name to join a running scheduler (docs/eval.md)
+TLS_CONFIG = ("DASK_DISTRIBUTED__COMM__TLS__CA_FILE", "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT",
+              "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY")
+
+
+def check_address(address: str) -> str:
+    """`local` or a tls:// scheduler address; any other is a ConfigError that says why."""
+    if address == LOCAL or (address.startswith(TLS) and len(address) > len(TLS)):
+        return address
+    raise ConfigError(f"eval --cluster: {address!r} is not local or tls://HOST:PORT (a scheduler without TLS runs "
+                      "whatever anyone who reaches it submits; see docs/eval.md)")
 
 
 def on_worker(case: Case, config: EvalConfig) -> CaseRun | None:
@@ -47,24 +68,35 @@ def on_worker(case: Case, config: EvalConfig) -> CaseRun | None:
 
 class DaskCluster:
     """A Dask client: to a local cluster of `workers` single-threaded worker processes on 127.0.0.1 started here
-    (address LOCAL), or to the scheduler at `address`."""
+    (address LOCAL), its every connection TLS with a temporary CA; or over TLS to the scheduler at `address`."""
 
     def __init__(self, address: str, workers: int, *, quiet: bool = True) -> None:
+        check_address(address)
         try:
             from distributed import Client, LocalCluster
+            from distributed.security import Security
         except ImportError:
             raise ConfigError(f"eval --cluster needs Dask's distributed: {INSTALL}") from None
         self.cluster: Any = None
         level = logging.ERROR if quiet else logging.INFO
         logging.getLogger("distributed").setLevel(level)  # its nanny and scheduler say their closing as warnings
         if address == LOCAL:
-            self.cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
-                                        host="127.0.0.1", dashboard_address=None, silence_logs=level)
-            self.client = Client(self.cluster)
-        else:
             try:
-                self.client = Client(address, timeout="30s")
-            except OSError as exc:
+                security = Security.temporary()  # a CA, and one certificate for every role, in memory only
+            except ImportError:
+                raise ConfigError(f"eval --cluster local needs the cryptography package: {INSTALL}") from None
+            self.cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
+                                        protocol=TLS, host="127.0.0.1", dashboard_address=None, silence_logs=level,
+                                        security=security)
+            self.client = Client(self.cluster, security=security)
+        else:
+            security = Security(require_encryption=True)  # the certificates Dask's configuration names
+            if not (security.tls_ca_file and security.tls_client_cert):
+                raise ConfigError(f"eval --cluster {address}: Dask's configuration names no CA and client "
+                                  f"certificate: set {', '.join(TLS_CONFIG)} (docs/eval.md)")
+            try:
+                self.client = Client(address, timeout="30s", security=security)
+            except (OSError, ValueError) as exc:
                 raise ConfigError(f"eval: no Dask scheduler answered at {address}: {exc}") from None
 
     def run(self, cases: list[Case], config: EvalConfig) -> Iterator[CaseRun]:
