@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +18,7 @@ from code_assistant.settings import load_settings
 from code_assistant.tools.files import RepoView
 from code_assistant.tools.looking import Looking
 from code_assistant.workspace import build_indexer
-from tests.repos import python_repo
+from tests.repos import python_repo, run_cli
 
 
 @dataclass(frozen=True)
@@ -238,3 +239,61 @@ def test_symbol_finds_the_form_under_every_name_a_user_types(looking: Looking, c
 def test_a_qualified_name_of_another_owner_finds_no_definition(looking: Looking) -> None:
     assert "(none in the index)" in looking.symbol({"name": "Layer.redirect"}).text
     assert "lib/router.js" not in looking.symbol({"name": "Other.route"}).text.split("References:")[0]
+
+
+def _response_js() -> str:
+    """express's lib/response.js in miniature: a CommonJS module of `res.x = function x(...)` members, too big to go
+    into a small context whole."""
+    helpers = "".join(textwrap.dedent(f"""\
+
+        /**
+         * Send {name} to the client, with its headers.
+         */
+        res.{name} = function {name}(body, options) {{
+          var opts = options || {{}};
+          var chunk = typeof body === 'string' ? body : JSON.stringify(body);
+          this.set('X-{name}', String(chunk.length));
+          if (opts.cache === false) {{
+            this.set('Cache-Control', 'no-store');
+          }}
+          return this.end(chunk, opts.encoding || 'utf8');
+        }};
+        """) for name in [f"sendPart{n}" for n in range(40)])
+    redirect = textwrap.dedent("""\
+
+        /**
+         * Redirect to the given `url` with optional response `status` defaulting to 302.
+         */
+        res.redirect = function redirect(url) {
+          var address = url;
+          var status = 302;
+          address = this.location(address).get('Location');
+          this.statusCode = status;
+          this.set('Content-Length', Buffer.byteLength(address));
+          this.end('Redirecting to ' + encodeURI(address));
+        };
+        """)
+    head = "'use strict';\n\nvar http = require('http');\nvar res = Object.create(http.ServerResponse.prototype);\n" \
+           "module.exports = res;\n"
+    return head + helpers[:len(helpers) // 2] + redirect + helpers[len(helpers) // 2:]
+
+
+def test_the_context_for_a_task_naming_res_redirect_shows_its_body(tmp_path: Path) -> None:
+    examples = {f"examples/{name}/index.js": textwrap.dedent(f"""\
+        var express = require('../../');
+        var app = module.exports = express();
+        app.get('/{name}', function (req, res) {{
+          res.redirect('/login');  // redirect to the login page, the Location header says where
+        }});
+        """) for name in ("auth", "route-map", "session", "cookies")}
+    repo = python_repo(tmp_path, {"lib/response.js": _response_js(), **examples, "index.js": "module.exports = "
+                                  "require('./lib/express');\n", "lib/express.js": "exports = module.exports = "
+                                  "function createApplication() {\n  return {};\n};\n",
+                                  "package.json": '{"name": "express", "main": "index.js"}\n'})
+    done = run_cli(["context", "--repo", str(repo), "--context-tokens", "3000",
+                    "how does res.redirect build the Location header"], api_key=None)
+    assert done.returncode == 0, done.stderr
+    shown = done.stdout
+    assert "### lib/response.js (skeleton)" in shown  # too big to go whole: its other members are headers
+    assert "address = this.location(address).get('Location');" in shown  # the body, not a skeleton without it
+    assert "this.set('Content-Length', Buffer.byteLength(address));" in shown

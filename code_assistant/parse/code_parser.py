@@ -18,7 +18,7 @@ from functools import cache
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
 from code_assistant.languages import language_for
-from code_assistant.parse.code_model import CLASSLIKE, Import, ParsedFile, Symbol, SyntaxProblem, one_line
+from code_assistant.parse.code_model import CLASSLIKE, Import, ParsedFile, Symbol, SyntaxProblem, named_by, one_line
 from code_assistant.parse.js_forms import js_form
 from code_assistant.parse.regex_parser import regex_imports, regex_references, regex_symbols
 
@@ -487,9 +487,10 @@ def _data_problem(path: str, source: str) -> SyntaxProblem | None:
 
 
 def find_symbols(parsed: ParsedFile, qualname: str) -> list[Symbol]:
-    """Definitions with exactly this qualname; else those whose bare name or qualname tail matches, if unique."""
+    """Definitions with exactly this qualname; else those it names as a user types it (code_model.named_by: a bare
+    name, a tail, `Router.route` for `Router.prototype.route`), if they are one."""
     exact = [s for s in parsed.symbols if s.qualname == qualname]
     if exact:
         return exact
-    tail = [s for s in parsed.symbols if s.name == qualname or s.qualname.endswith("." + qualname)]
+    tail = [s for s in parsed.symbols if named_by(s.qualname, qualname)]
     return tail if len({s.qualname for s in tail}) == 1 else []
