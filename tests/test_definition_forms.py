@@ -94,6 +94,11 @@ JAVASCRIPT = [
           },
         });
         """, "req.protocol", "property", (1, 5), "protocol", "req.protocol"),
+    form("a module's own defineGetter", "lib/getter2.js", """\
+        defineGetter(req, 'xhr', function xhr() {
+          return this.get('X-Requested-With') === 'XMLHttpRequest';
+        });
+        """, "req.xhr", "property", (1, 3), "xhr", "req.xhr"),
     form("Object.assign onto a prototype", "lib/mixin.js", """\
         Object.assign(Layer.prototype, {
           match: function (path) {
@@ -217,6 +222,18 @@ def test_the_skeleton_keeps_the_forms_signature(case: Form) -> None:
     head = next(line for line in case.source.splitlines()[symbol.start_line - 1:symbol.end_line]
                 if symbol.name in line)
     assert head in skeleton(case.path, case.source, parsed).splitlines()
+
+
+def test_functions_handed_to_a_call_are_arguments_not_definitions() -> None:
+    source = textwrap.dedent("""\
+        res.format({
+          html: function () {
+            return 1;
+          },
+        });
+        app.get('/', function (req, res) {});
+        """)
+    assert [s.qualname for s in parse_source("lib/format.js", source).symbols] == []
 
 
 @pytest.fixture(scope="module")

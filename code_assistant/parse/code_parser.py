@@ -39,7 +39,7 @@ _JS_LANGUAGES = {"javascript", "typescript", "tsx"}
 _JS_DEFS = {
     "function_declaration": "function", "generator_function_declaration": "function", "class_declaration": "class",
     "method_definition": "method", "variable_declarator": "function", "field_definition": "method",
-    # named by js_forms: member assignments, object literal members, Object.defineProperty
+    # named by js_forms: member assignments, object literal members, defineProperty(obj, 'name', …) calls
     "assignment_expression": "function", "pair": "method", "call_expression": "property",
 }
 _JS_FORMS = {"assignment_expression", "pair", "call_expression"}
@@ -49,8 +49,9 @@ _JS_QUERY = f"""
 (variable_declarator value: [(arrow_function) (function_expression) (generator_function) (assignment_expression)]) @def
 (assignment_expression right: [{_FUNCTION_VALUES[1:-1]} (assignment_expression)]) @def
 (pair value: {_FUNCTION_VALUES}) @def
-(call_expression function: (member_expression property: (property_identifier) @_define)
- (#eq? @_define "defineProperty")) @def
+(call_expression function: [(identifier) (member_expression)] @_define
+ arguments: (arguments . (_) . (string) . [(object) (function_expression) (arrow_function)])
+ (#match? @_define "(^|[.])define[A-Z][A-Za-z]*$")) @def
 [(import_statement) (export_statement source: (_))] @imp
 (call_expression function: [(identifier) (import)] arguments: (arguments . (string))) @call
 """

@@ -4,12 +4,13 @@ CommonJS and prototype code defines most of its functions by assignment: `res.re
 `Router.prototype.route = function …`, `exports.parse = …`, `module.exports.serialize = …`,
 `var self = module.exports = function …`; by object literal members (`propFn: function () {}`, `m() {}`) whose
 object is owned by a variable, an assignment or `Object.assign(X.prototype, {...})`; and by
-`Object.defineProperty(req, 'protocol', {get: …})`. Each becomes a `JsForm`: the name (`redirect`), its owner
+`Object.defineProperty(req, 'protocol', {get: …})` (or a helper of the same shape). Each becomes a `JsForm`: the name (`redirect`), its owner
 (`res`, `Router.prototype`: the qualified name is `owner.name`), its kind and the nodes whose lines and body it
 covers. The tree-sitter walk in `code_parser.py` turns them into symbols like any declared function.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -18,7 +19,7 @@ FUNCTION_VALUES = frozenset({"function_expression", "function", "arrow_function"
 # calls that copy an object literal's members onto their first argument: the members belong to that argument
 _MIXINS = frozenset({"Object.assign", "Object.defineProperties", "Object.create", "extend", "_.extend", "$.extend",
                      "merge", "mixin", "Object.setPrototypeOf"})
-_DEFINE_PROPERTY = frozenset({"Object.defineProperty", "Reflect.defineProperty"})
+_DEFINE_PROPERTY = re.compile(r"(^|\.)define[A-Z]\w*$")  # Object.defineProperty, a module's own defineGetter
 # a whole-module target: `module.exports = function …` is named by the function (or its variable), not by it
 _MODULE_TARGETS = frozenset({"module.exports", "exports"})
 
@@ -169,7 +170,7 @@ def _pair(node: Node) -> JsForm | None:
     key = node.child_by_field_name("key")
     name = _key(key)
     owner = _object_owner(node.parent)
-    if not name or owner is None:
+    if not name or owner is None or _passed(node.parent):
         return None
     return JsForm(name=name, owner=owner, kind="class" if value.type == "class" else "method", outer=node,
                   body=value.child_by_field_name("body"), name_node=key)
@@ -206,7 +207,7 @@ def _object_owner(obj: Node) -> str | None:
         return f"{above}.{key}" if above else key
     if parent.type == "arguments" and parent.parent is not None:
         function = dotted(parent.parent.child_by_field_name("function")) or ""
-        if function in _DEFINE_PROPERTY:
+        if _DEFINE_PROPERTY.search(function):
             return None
         first = parent.named_children[0] if parent.named_children else None
         if function in _MIXINS and first is not None and first.id != obj.id:
@@ -214,9 +215,21 @@ def _object_owner(obj: Node) -> str | None:
     return ""
 
 
+def _passed(obj: Node) -> bool:
+    """An object literal handed to a call that is not a mixin (`res.format({html: function () …})`, options,
+    handlers): its function-valued keys are arguments, not definitions a user would name."""
+    parent = obj.parent
+    while parent is not None and parent.type == "parenthesized_expression":
+        parent = parent.parent
+    if parent is None or parent.type != "arguments" or parent.parent is None:
+        return False
+    return (dotted(parent.parent.child_by_field_name("function")) or "") not in _MIXINS
+
+
 def _define_property(node: Node) -> JsForm | None:
-    """`Object.defineProperty(req, 'protocol', {get: function () …})`: the property `req.protocol`."""
-    if (dotted(node.child_by_field_name("function")) or "") not in _DEFINE_PROPERTY:
+    """`Object.defineProperty(req, 'protocol', {get: function () …})` or a module's own helper,
+    `defineGetter(req, 'protocol', function protocol() …)`: the property `req.protocol`."""
+    if not _DEFINE_PROPERTY.search(dotted(node.child_by_field_name("function")) or ""):
         return None
     args = node.child_by_field_name("arguments")
     named = args.named_children if args is not None else []
@@ -226,5 +239,6 @@ def _define_property(node: Node) -> JsForm | None:
     name = _string(key)
     if not name:
         return None
-    return JsForm(name=name, owner=dotted(target) or "", kind="property", outer=_statement(node),
-                  body=descriptor if descriptor.type == "object" else None, name_node=None)
+    body = descriptor if descriptor.type == "object" else descriptor.child_by_field_name("body")
+    return JsForm(name=name, owner=dotted(target) or "", kind="property", outer=_statement(node), body=body,
+                  name_node=None)
