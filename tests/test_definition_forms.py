@@ -14,11 +14,12 @@ import pytest
 
 from code_assistant.parse.chunker import skeleton
 from code_assistant.parse.code_parser import parse_source
+from code_assistant.retrieve.file_map import file_map
 from code_assistant.settings import load_settings
 from code_assistant.tools.files import RepoView
 from code_assistant.tools.looking import Looking
 from code_assistant.workspace import build_indexer
-from tests.repos import python_repo, run_cli
+from tests.repos import indexed_tree, python_repo, run_cli
 
 
 @dataclass(frozen=True)
@@ -314,3 +315,9 @@ def test_the_context_for_a_task_naming_res_redirect_shows_its_body(tmp_path: Pat
     assert "### lib/response.js (skeleton)" in shown  # too big to go whole: its other members are headers
     assert "address = this.location(address).get('Location');" in shown  # the body, not a skeleton without it
     assert "this.set('Content-Length', Buffer.byteLength(address));" in shown
+
+
+def test_the_map_names_a_commonjs_files_members_the_task_names_first(tmp_path: Path) -> None:
+    index = indexed_tree(tmp_path, {"lib/response.js": _response_js()})
+    line = file_map(index, ["lib/response.js"], lambda path: {"res.redirect"}, 2000).text.splitlines()[-1]
+    assert line.startswith("lib/response.js: res.redirect, res.sendPart0, res.sendPart1")
