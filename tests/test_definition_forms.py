@@ -100,6 +100,12 @@ JAVASCRIPT = [
           return this.get('X-Requested-With') === 'XMLHttpRequest';
         });
         """, "req.xhr", "property", (1, 3), "xhr", "req.xhr"),
+    form("two names in one chain", "lib/alias.js", """\
+        req.get =
+        req.header = function header(name) {
+          return this.headers[name.toLowerCase()];
+        };
+        """, "req.header", "method", (1, 4), "header", "req.header", "get", "req.get"),
     form("Object.assign onto a prototype", "lib/mixin.js", """\
         Object.assign(Layer.prototype, {
           match: function (path) {

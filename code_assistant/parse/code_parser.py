@@ -214,6 +214,7 @@ class _Definition:
     owner: str  # what qualifies the name instead of the enclosing definition: a Go method's receiver type, a JS
     # member assignment's object (`res`, `Router.prototype`); else ""
     name_node: Node | None = None
+    aliases: tuple[str, ...] = ()  # more qualified names of the same definition (js_forms.JsForm.aliases)
 
 
 def _definition(node: Node, spec: _Spec, language: str) -> _Definition | None:
@@ -226,7 +227,7 @@ def _definition(node: Node, spec: _Spec, language: str) -> _Definition | None:
             if form is None:
                 return None
             return _Definition(name=form.name, kind=form.kind, outer=form.outer, body=form.body, owner=form.owner,
-                               name_node=form.name_node)
+                               name_node=form.name_node, aliases=form.aliases)
     kind = spec.defs[node.type]
     owner = ""
     name_node = node.child_by_field_name("name") or node.child_by_field_name("property")  # JS class fields
@@ -294,9 +295,12 @@ def _ts_symbols(nodes: list[Node], spec: _Spec, language: str, src: bytes,
                 bodies[(qualname, start_line)] = (first, last)
         else:
             signature = one_line(src[head_start:outer.end_byte].decode("utf-8", "replace").split("\n")[0])
-        symbols.append(Symbol(name=name, qualname=qualname, kind=kind, start_line=start_line,
-                              end_line=outer.end_point.row + 1, signature=signature.rstrip(";").rstrip(),
-                              parent=parent))
+        for also in (qualname, *found.aliases):
+            if also != qualname and (qualname, start_line) in bodies:
+                bodies[(also, start_line)] = bodies[(qualname, start_line)]
+            symbols.append(Symbol(name=also.rpartition(".")[2], qualname=also, kind=kind, start_line=start_line,
+                                  end_line=outer.end_point.row + 1, signature=signature.rstrip(";").rstrip(),
+                                  parent=also.rpartition(".")[0] if also != qualname else parent))
     return symbols, name_starts
 
 

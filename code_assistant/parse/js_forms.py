@@ -34,6 +34,7 @@ class JsForm:
     outer: Node  # the node whose lines the definition covers
     body: Node | None  # the elidable body (a function's block, a class body, a descriptor object)
     name_node: Node | None  # the node naming it (not a reference of the file)
+    aliases: tuple[str, ...] = ()  # the chain's other member targets: `req.header` of `req.get = req.header = …`
 
 
 def dotted(node: Node | None) -> str | None:
@@ -98,11 +99,12 @@ def _named(targets: list[str | None], value: Node, outer: Node, name_nodes: list
     plain variable (`var self = module.exports = function () …`), else `module.exports`."""
     kind = "class" if value.type == "class" else "function"
     body = value.child_by_field_name("body")
-    for target, name_node in zip(targets, name_nodes):
-        if target and "." in target and target not in _MODULE_TARGETS:
-            owner, _, name = target.rpartition(".")
-            return JsForm(name=name, owner=owner, kind="method" if kind == "function" else kind, outer=outer,
-                          body=body, name_node=name_node)
+    members = [(t, n) for t, n in zip(targets, name_nodes) if t and "." in t and t not in _MODULE_TARGETS]
+    if members:
+        (target, name_node), others = members[0], tuple(dict.fromkeys(t for t, _ in members[1:] if t[:5] != "this."))
+        owner, _, name = target.rpartition(".")
+        return JsForm(name=name, owner=owner, kind="method" if kind == "function" else kind, outer=outer,
+                      body=body, name_node=name_node, aliases=tuple(a for a in others if a != target))
     own = value.child_by_field_name("name")
     if own is not None:
         return JsForm(name=_text(own), owner="", kind=kind, outer=outer, body=body, name_node=None)
