@@ -126,6 +126,8 @@ JAVASCRIPT = [
          "compile", "function", (1, 3), "compile"),
     form("const arrow", "lib/arrow.js", "const etag = (body) => {\n  return body.length;\n};\n",
          "etag", "function", (1, 3), "etag"),
+    form("class expression in a variable", "lib/classvar.js", "const Store = class {\n  load() {\n    return 1;\n"
+         "  }\n};\n", "Store.load", "method", (2, 4), "load", "Store.load"),
     form("class expression on a member", "lib/classexp.js", "exports.Layer = class Layer {\n  run() {}\n};\n",
          "exports.Layer", "class", (1, 3), "Layer", "exports.Layer"),
 ]

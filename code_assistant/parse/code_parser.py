@@ -46,7 +46,8 @@ _JS_FORMS = {"assignment_expression", "pair", "call_expression"}
 _FUNCTION_VALUES = "[(arrow_function) (function_expression) (generator_function) (class)]"
 _JS_QUERY = f"""
 [(function_declaration) (generator_function_declaration) (class_declaration) (method_definition)] @def
-(variable_declarator value: [(arrow_function) (function_expression) (generator_function) (assignment_expression)]) @def
+(variable_declarator value: [(arrow_function) (function_expression) (generator_function) (class)
+                             (assignment_expression)]) @def
 (assignment_expression right: [{_FUNCTION_VALUES[1:-1]} (assignment_expression)]) @def
 (pair value: {_FUNCTION_VALUES}) @def
 (call_expression function: [(identifier) (member_expression)] @_define
@@ -195,7 +196,10 @@ def _body(node: Node) -> Node | None:
         values = node.child_by_field_name("value")
         literal = values.named_children[0] if values is not None and values.named_children else None
         return literal.child_by_field_name("body") if literal is not None else None
-    if node.type == "type_spec":
+    if node.type == "variable_declarator" and (value := node.child_by_field_name("value")) is not None and (
+            value.type == "class"):  # `const Store = class { … }`
+        kind = "class"
+    elif node.type == "type_spec":
         typ = node.child_by_field_name("type")
         if typ is None or typ.type not in ("struct_type", "interface_type"):
             return None
@@ -239,7 +243,10 @@ def _definition(node: Node, spec: _Spec, language: str) -> _Definition | None:
         name = _text(name_node).strip("'\"`")
     else:
         name = _text(name_node)
-    if node.type == "type_spec":
+    if node.type == "variable_declarator" and (value := node.child_by_field_name("value")) is not None and (
+            value.type == "class"):  # `const Store = class { … }`
+        kind = "class"
+    elif node.type == "type_spec":
         typ = node.child_by_field_name("type")
         kind = {"struct_type": "struct", "interface_type": "interface"}.get(typ.type if typ else "", "type")
     elif node.type == "method_declaration" and language == "go":
