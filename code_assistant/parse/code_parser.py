@@ -196,10 +196,7 @@ def _body(node: Node) -> Node | None:
         values = node.child_by_field_name("value")
         literal = values.named_children[0] if values is not None and values.named_children else None
         return literal.child_by_field_name("body") if literal is not None else None
-    if node.type == "variable_declarator" and (value := node.child_by_field_name("value")) is not None and (
-            value.type == "class"):  # `const Store = class { … }`
-        kind = "class"
-    elif node.type == "type_spec":
+    if node.type == "type_spec":
         typ = node.child_by_field_name("type")
         if typ is None or typ.type not in ("struct_type", "interface_type"):
             return None
