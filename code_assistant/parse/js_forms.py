@@ -4,9 +4,10 @@ CommonJS and prototype code defines most of its functions by assignment: `res.re
 `Router.prototype.route = function …`, `exports.parse = …`, `module.exports.serialize = …`,
 `var self = module.exports = function …`; by object literal members (`propFn: function () {}`, `m() {}`) whose
 object is owned by a variable, an assignment or `Object.assign(X.prototype, {...})`; and by
-`Object.defineProperty(req, 'protocol', {get: …})` (or a helper of the same shape). Each becomes a `JsForm`: the name (`redirect`), its owner
-(`res`, `Router.prototype`: the qualified name is `owner.name`), its kind and the nodes whose lines and body it
-covers. The tree-sitter walk in `code_parser.py` turns them into symbols like any declared function.
+`Object.defineProperty(req, 'protocol', {get: …})` or a helper of the same shape (express's `defineGetter`). Each
+becomes a `JsForm`: the name (`redirect`), its owner (`res`, `Router.prototype`: the qualified name is
+`owner.name`), its kind and the nodes whose lines and body it covers. The tree-sitter walk in `code_parser.py` turns
+them into symbols like any declared function.
 """
 from __future__ import annotations
 
@@ -45,8 +46,9 @@ def dotted(node: Node | None) -> str | None:
         return _text(node)
     if node.type == "member_expression":
         base, prop = dotted(node.child_by_field_name("object")), node.child_by_field_name("property")
-        return f"{base}.{_text(prop)}" if base and prop is not None and prop.type != "private_property_identifier" \
-            else None
+        if not base or prop is None or prop.type == "private_property_identifier":
+            return None
+        return f"{base}.{_text(prop)}"
     if node.type == "subscript_expression":
         base, index = dotted(node.child_by_field_name("object")), node.child_by_field_name("index")
         key = _string(index)
