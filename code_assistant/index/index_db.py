@@ -23,8 +23,10 @@ from code_assistant.index.vector_table import VectorTable
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 5  # 4: vectors are filled on demand (chunk_ids = the stored ones, vectors = complete);
+SCHEMA_VERSION = 6  # 4: vectors are filled on demand (chunk_ids = the stored ones, vectors = complete);
 # 5: a copy of each vector this machine stored, searched exactly (index/nearest.py)
+# 6: the definitions JavaScript/TypeScript make by assignment and object literal (parse/js_forms.py) and the other
+# forms of tests/test_definition_forms.py: an index parsed without them is parsed again
 LOCK_TIMEOUT_S = 60.0  # another process writing the same index (a second CLI run) is waited for this long
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -50,3 +50,17 @@ def one_line(text: str) -> str:
     """A definition header folded onto one line (the form of `Symbol.signature`)."""
     text = re.sub(r"\s*\n\s*", " ", text.strip())
     return re.sub(r"\(\s+", "(", re.sub(r",?\s+\)", ")", text))[:300]
+
+
+def _typed_form(dotted: str) -> str:
+    """A qualified name as a user types it: JavaScript's `.prototype` and a leading `module.` left out."""
+    return dotted.replace(".prototype.", ".").removesuffix(".prototype").removeprefix("module.")
+
+
+def named_by(qualname: str, typed: str) -> bool:
+    """Whether `typed` (`route`, `Router.route`, `Router.prototype.route`, `res.redirect`, `Calc.add`) names the
+    definition `qualname`: the whole of it or a tail after a dot, with or without `.prototype` and `module.`."""
+    if typed in (qualname, qualname.rsplit(".", 1)[-1]) or qualname.endswith("." + typed):
+        return True
+    plain, wanted = _typed_form(qualname), _typed_form(typed)
+    return wanted == plain or plain.endswith("." + wanted)

@@ -18,7 +18,8 @@ from functools import cache
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
 from code_assistant.languages import language_for
-from code_assistant.parse.code_model import CLASSLIKE, Import, ParsedFile, Symbol, SyntaxProblem, one_line
+from code_assistant.parse.code_model import CLASSLIKE, Import, ParsedFile, Symbol, SyntaxProblem, named_by, one_line
+from code_assistant.parse.js_forms import js_form
 from code_assistant.parse.regex_parser import regex_imports, regex_references, regex_symbols
 
 logger = logging.getLogger(__name__)
@@ -34,51 +35,67 @@ class _Spec:
 
 
 _COMMENTS = {"comment", "line_comment", "block_comment"}
+_JS_LANGUAGES = {"javascript", "typescript", "tsx"}
 _JS_DEFS = {
     "function_declaration": "function", "generator_function_declaration": "function", "class_declaration": "class",
     "method_definition": "method", "variable_declarator": "function", "field_definition": "method",
+    # named by js_forms: member assignments, object literal members, defineProperty(obj, 'name', …) calls
+    "assignment_expression": "function", "pair": "method", "call_expression": "property",
 }
-_JS_QUERY = """
+_JS_FORMS = {"assignment_expression", "pair", "call_expression"}
+_FUNCTION_VALUES = "[(arrow_function) (function_expression) (generator_function) (class)]"
+_JS_QUERY = f"""
 [(function_declaration) (generator_function_declaration) (class_declaration) (method_definition)] @def
-(variable_declarator value: [(arrow_function) (function_expression)]) @def
+(variable_declarator value: [(arrow_function) (function_expression) (generator_function) (class)
+                             (assignment_expression)]) @def
+(assignment_expression right: [{_FUNCTION_VALUES[1:-1]} (assignment_expression)]) @def
+(pair value: {_FUNCTION_VALUES}) @def
+(call_expression function: [(identifier) (member_expression)] @_define
+ arguments: (arguments . (_) . (string) . [(object) (function_expression) (arrow_function)])
+ (#match? @_define "(^|[.])define[A-Z][A-Za-z]*$")) @def
 [(import_statement) (export_statement source: (_))] @imp
 (call_expression function: [(identifier) (import)] arguments: (arguments . (string))) @call
 """
 _TS_DEFS = {**_JS_DEFS, "abstract_class_declaration": "class", "interface_declaration": "interface",
             "type_alias_declaration": "type", "enum_declaration": "enum", "function_signature": "function",
-            "abstract_method_signature": "method", "public_field_definition": "method"}
+            "abstract_method_signature": "method", "public_field_definition": "method", "method_signature": "method",
+            "property_signature": "property", "internal_module": "module", "module": "module"}
 _TS_QUERY = _JS_QUERY.replace("(method_definition)]", "(method_definition) (abstract_class_declaration) "
                               "(interface_declaration) (type_alias_declaration) (enum_declaration) "
-                              "(function_signature) (abstract_method_signature)]") + """
+                              "(function_signature) (abstract_method_signature) (method_signature) "
+                              "(property_signature) (internal_module) (module body: (_))]") + """
 (public_field_definition value: [(arrow_function) (function_expression)]) @def
 [(identifier) (property_identifier) (type_identifier) (shorthand_property_identifier)] @ref
 """
 _SPECS: dict[str, _Spec] = {
     "python": _Spec(module="tree_sitter_python", function="language", defs={
-        "function_definition": "function", "class_definition": "class"}, query="""
+        "function_definition": "function", "class_definition": "class", "assignment": "function"}, query="""
 [(function_definition) (class_definition)] @def
+(assignment left: (identifier) right: (lambda)) @def
 [(import_statement) (import_from_statement)] @imp
 (identifier) @ref
 """),
     "javascript": _Spec(module="tree_sitter_javascript", function="language", defs=_JS_DEFS, query=_JS_QUERY + """
-(field_definition value: [(arrow_function) (function_expression)]) @def
+(field_definition value: [(arrow_function) (function_expression) (generator_function)]) @def
 [(identifier) (property_identifier) (shorthand_property_identifier)] @ref
 """),
     "typescript": _Spec(module="tree_sitter_typescript", function="language_typescript", defs=_TS_DEFS,
                         query=_TS_QUERY),
     "tsx": _Spec(module="tree_sitter_typescript", function="language_tsx", defs=_TS_DEFS, query=_TS_QUERY),
     "go": _Spec(module="tree_sitter_go", function="language", defs={
-        "function_declaration": "function", "method_declaration": "method", "type_spec": "type"}, query="""
-[(function_declaration) (method_declaration) (type_spec)] @def
+        "function_declaration": "function", "method_declaration": "method", "type_spec": "type",
+        "type_alias": "type", "method_elem": "method", "var_spec": "function"}, query="""
+[(function_declaration) (method_declaration) (type_spec) (type_alias) (method_elem)] @def
+(var_spec value: (expression_list . (func_literal) .)) @def
 (import_spec) @imp
 [(identifier) (field_identifier) (type_identifier)] @ref
 """),
     "rust": _Spec(module="tree_sitter_rust", function="language", defs={
         "function_item": "function", "function_signature_item": "function", "struct_item": "struct",
         "enum_item": "enum", "union_item": "struct", "trait_item": "trait", "type_item": "type",
-        "impl_item": "impl", "mod_item": "module"}, query="""
+        "impl_item": "impl", "mod_item": "module", "macro_definition": "macro"}, query="""
 [(function_item) (function_signature_item) (struct_item) (enum_item) (union_item) (trait_item) (type_item)
- (impl_item) (mod_item body: (_))] @def
+ (impl_item) (mod_item body: (_)) (macro_definition)] @def
 (use_declaration) @imp
 (mod_item !body) @mod
 [(identifier) (field_identifier) (type_identifier)] @ref
@@ -86,9 +103,9 @@ _SPECS: dict[str, _Spec] = {
     "java": _Spec(module="tree_sitter_java", function="language", defs={
         "class_declaration": "class", "interface_declaration": "interface", "enum_declaration": "enum",
         "record_declaration": "class", "annotation_type_declaration": "interface", "method_declaration": "method",
-        "constructor_declaration": "method"}, query="""
+        "constructor_declaration": "method", "compact_constructor_declaration": "method"}, query="""
 [(class_declaration) (interface_declaration) (enum_declaration) (record_declaration) (annotation_type_declaration)
- (method_declaration) (constructor_declaration)] @def
+ (method_declaration) (constructor_declaration) (compact_constructor_declaration)] @def
 (import_declaration) @imp
 [(identifier) (type_identifier)] @ref
 """),
@@ -143,9 +160,15 @@ def _outer(node: Node, language: str) -> Node:
     if parent is None:
         return node
     if parent.type == "decorated_definition" or (
-            node.type == "type_spec" and parent.type == "type_declaration" and parent.named_child_count == 1):
+            node.type in ("type_spec", "type_alias") and parent.type == "type_declaration"
+            and parent.named_child_count == 1) or (
+            node.type == "var_spec" and parent.type == "var_declaration" and parent.named_child_count == 1):
+        return parent
+    if node.type == "assignment" and parent.type == "expression_statement":  # Python's `f = lambda x: …`
         return parent
     if node.type == "variable_declarator" and parent.type in ("lexical_declaration", "variable_declaration"):
+        node, parent = parent, parent.parent
+    if parent is not None and parent.type == "ambient_declaration":  # TypeScript's `declare function f(): T`
         node, parent = parent, parent.parent
     if parent is not None and parent.type == "export_statement":
         return parent
@@ -166,9 +189,13 @@ def _attached_start(node: Node, language: str) -> int:
 
 
 def _body(node: Node) -> Node | None:
-    if node.type == "variable_declarator" or node.type.endswith("field_definition"):
-        value = node.child_by_field_name("value")
+    if node.type in ("variable_declarator", "assignment") or node.type.endswith("field_definition"):
+        value = node.child_by_field_name("value") or node.child_by_field_name("right")
         return value.child_by_field_name("body") if value is not None else None
+    if node.type == "var_spec":
+        values = node.child_by_field_name("value")
+        literal = values.named_children[0] if values is not None and values.named_children else None
+        return literal.child_by_field_name("body") if literal is not None else None
     if node.type == "type_spec":
         typ = node.child_by_field_name("type")
         if typ is None or typ.type not in ("struct_type", "interface_type"):
@@ -185,25 +212,48 @@ class _Definition:
     kind: str
     outer: Node  # the node whose lines the definition covers (_outer)
     body: Node | None
-    receiver: str  # a Go method's receiver type, else ""
+    owner: str  # what qualifies the name instead of the enclosing definition: a Go method's receiver type, a JS
+    # member assignment's object (`res`, `Router.prototype`); else ""
+    name_node: Node | None = None
+    aliases: tuple[str, ...] = ()  # more qualified names of the same definition (js_forms.JsForm.aliases)
 
 
 def _definition(node: Node, spec: _Spec, language: str) -> _Definition | None:
-    """The name, kind, outer node, body node and receiver type of a definition node."""
+    """The name, kind, outer node, body node and owner of a definition node."""
+    if language in _JS_LANGUAGES and (node.type in _JS_FORMS or node.type == "variable_declarator" or (
+            node.type == "method_definition" and node.parent is not None and node.parent.type == "object")):
+        value = node.child_by_field_name("value")
+        if node.type != "variable_declarator" or (value is not None and value.type == "assignment_expression"):
+            form = js_form(node)
+            if form is None:
+                return None
+            return _Definition(name=form.name, kind=form.kind, outer=form.outer, body=form.body, owner=form.owner,
+                               name_node=form.name_node, aliases=form.aliases)
     kind = spec.defs[node.type]
-    receiver = ""
+    owner = ""
+    name_node = node.child_by_field_name("name") or node.child_by_field_name("property")  # JS class fields
+    if node.type == "assignment":  # Python `f = lambda …`
+        name_node = node.child_by_field_name("left")
     if node.type == "impl_item":
-        name = _type_name(node.child_by_field_name("type"))
+        name, name_node = _type_name(node.child_by_field_name("type")), None
+    elif node.type == "module":  # TypeScript `declare module "x" { … }`
+        name = _text(name_node).strip("'\"`")
     else:
-        name = _text(node.child_by_field_name("name"))
-    if node.type == "type_spec":
+        name = _text(name_node)
+    if node.type == "variable_declarator" and (value := node.child_by_field_name("value")) is not None and (
+            value.type == "class"):  # `const Store = class { … }`
+        kind = "class"
+    elif node.type == "type_spec":
         typ = node.child_by_field_name("type")
         kind = {"struct_type": "struct", "interface_type": "interface"}.get(typ.type if typ else "", "type")
     elif node.type == "method_declaration" and language == "go":
-        receiver = _type_name(node.child_by_field_name("receiver"))
+        owner = _type_name(node.child_by_field_name("receiver"))
+    elif node.type == "var_spec" and len(node.children_by_field_name("name")) != 1:
+        return None
     if not name:
         return None
-    return _Definition(name=name, kind=kind, outer=_outer(node, language), body=_body(node), receiver=receiver)
+    return _Definition(name=name, kind=kind, outer=_outer(node, language), body=_body(node), owner=owner,
+                       name_node=name_node)
 
 
 def _ts_symbols(nodes: list[Node], spec: _Spec, language: str, src: bytes,
@@ -218,15 +268,18 @@ def _ts_symbols(nodes: list[Node], spec: _Spec, language: str, src: bytes,
         name, outer, body, kind = found.name, found.outer, found.body, found.kind
         while stack and stack[-1][0] <= node.start_byte:
             stack.pop()
-        parent = found.receiver or (stack[-1][1] if stack else None)
-        parent_kind = "struct" if found.receiver else (stack[-1][2] if stack else "")
+        enclosing = stack[-1][1] if stack else ""
+        owner = found.owner
+        if owner == "this" or owner.startswith("this."):  # `this.x = function` in a constructor: the constructor's
+            owner = f"{enclosing}{owner[4:]}" if enclosing else owner[5:]
+        parent = owner or enclosing or None
+        parent_kind = "" if owner else (stack[-1][2] if stack else "")
         if kind == "function" and parent_kind in CLASSLIKE:
             kind = "method"
         qualname = f"{parent}.{name}" if parent else name
         stack.append((node.end_byte, qualname, kind))
-        name_node = node.child_by_field_name("name")
-        if name_node is not None:
-            name_starts.add(name_node.start_byte)
+        if found.name_node is not None:
+            name_starts.add(found.name_node.start_byte)
         if kind == "impl":  # methods are "Type.method"; the block itself is "impl Type" / "impl Trait for Type"
             trait = _type_name(node.child_by_field_name("trait"))
             qualname, parent = (f"impl {trait} for {name}" if trait else f"impl {name}"), None
@@ -246,9 +299,12 @@ def _ts_symbols(nodes: list[Node], spec: _Spec, language: str, src: bytes,
                 bodies[(qualname, start_line)] = (first, last)
         else:
             signature = one_line(src[head_start:outer.end_byte].decode("utf-8", "replace").split("\n")[0])
-        symbols.append(Symbol(name=name, qualname=qualname, kind=kind, start_line=start_line,
-                              end_line=outer.end_point.row + 1, signature=signature.rstrip(";").rstrip(),
-                              parent=parent))
+        for also in (qualname, *found.aliases):
+            if also != qualname and (qualname, start_line) in bodies:
+                bodies[(also, start_line)] = bodies[(qualname, start_line)]
+            symbols.append(Symbol(name=also.rpartition(".")[2], qualname=also, kind=kind, start_line=start_line,
+                                  end_line=outer.end_point.row + 1, signature=signature.rstrip(";").rstrip(),
+                                  parent=also.rpartition(".")[0] if also != qualname else parent))
     return symbols, name_starts
 
 
@@ -440,9 +496,10 @@ def _data_problem(path: str, source: str) -> SyntaxProblem | None:
 
 
 def find_symbols(parsed: ParsedFile, qualname: str) -> list[Symbol]:
-    """Definitions with exactly this qualname; else those whose bare name or qualname tail matches, if unique."""
+    """Definitions with exactly this qualname; else those it names as a user types it (code_model.named_by: a bare
+    name, a tail, `Router.route` for `Router.prototype.route`), if they are one."""
     exact = [s for s in parsed.symbols if s.qualname == qualname]
     if exact:
         return exact
-    tail = [s for s in parsed.symbols if s.name == qualname or s.qualname.endswith("." + qualname)]
+    tail = [s for s in parsed.symbols if named_by(s.qualname, qualname)]
     return tail if len({s.qualname for s in tail}) == 1 else []

@@ -38,8 +38,9 @@ def file_map(index: RepoIndex, paths: list[str], keep: Callable[[str], set[str]]
     paths = [p for p in paths if p in index.files]
     for path in paths[:MAP_FILES]:
         record = index.files[path]
-        tops = list(dict.fromkeys(q for q, *_ in record.symbols if "." not in q))
-        wanted = {q.split(".", 1)[0] for q in keep(path)}
+        defined = {q for q, *_ in record.symbols}  # a top name's owner is not defined in the file: `Calc`, and
+        tops = list(dict.fromkeys(q for q, *_ in record.symbols if q.rpartition(".")[0] not in defined))  # `res.x`
+        wanted = {*keep(path), *(q.split(".", 1)[0] for q in keep(path))}
         names = [*(n for n in tops if n in wanted), *(n for n in tops if n not in wanted)][:MAP_NAMES]
         line = f"{path}: {', '.join(names)}{', …' if len(tops) > len(names) else ''}" if names else path
         cost = tokens.count_tokens(line) + 1

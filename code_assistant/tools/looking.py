@@ -17,6 +17,7 @@ import regex  # re's syntax, and a timeout: a pattern that backtracks without en
 from code_assistant import redact
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.index.lexical import tokenize
+from code_assistant.parse.code_model import named_by
 from code_assistant.retrieve.ranking import rank
 from code_assistant.tools import Result, Tool, ToolError, integer, string
 from code_assistant.tools.files import RepoView
@@ -132,7 +133,7 @@ class Looking:
                 if qualname.split(".")[-1] != short:
                     continue
                 defined_at.add((path, symbol.start))
-                if dotted in (short, qualname) or qualname.endswith("." + dotted):
+                if named_by(qualname, dotted):
                     definitions.append((path, symbol.start))
                     if len(lines) < SYMBOL_DEFINITIONS:
                         lines.append(f"{path}:{symbol.start}: {_cut(symbol.signature or f'{symbol.kind} {qualname}')}")
