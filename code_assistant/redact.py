@@ -332,9 +332,10 @@ _KEY_BODY = re.compile(r"^[^\S\n]*[\"']?(?P<value>[A-Za-z0-9+/]{16,}={0,2})[\"']
 
 def file_values(text: str) -> list[str]:
     """The values a secret file holds (gate.py's table says which files are): every KEY=VALUE, `name: value` and
-    `name = value` line's value, the string values of a JSON document (as written, escapes and all, and as a program
-    reads them), the word after `password` (a .netrc), each line of base64 (a private key's body) — those that pass
-    the floor (FILE_VALUE_MIN_CHARS). Names are never held: API_TOKEN may be shown, its value may not."""
+    `name = value` line's value, the string values of a JSON document or of a line that is one (as written, escapes
+    and all, and as a program reads them), the word after `password` (a .netrc), each line of base64 (a private key's
+    body) — those that pass the floor (FILE_VALUE_MIN_CHARS). Names are never held: API_TOKEN may be shown, its value
+    may not."""
     pairs: list[tuple[str, str]] = []
     lines = text.split("\n")
     for match in _PAIR.finditer(text):
@@ -350,10 +351,11 @@ def file_values(text: str) -> list[str]:
             continue
         pairs.append((name, _unquoted(value.rstrip(",").strip())))
     pairs += [(m.group("name"), m.group("value")) for m in _WORD_AFTER.finditer(text)]
-    try:
-        pairs += list(_json_strings(json.loads(text), ""))
-    except ValueError:
-        pass
+    for document in [text, *(line for line in lines if line.lstrip().startswith(("{", "[")))]:  # a file, a line
+        try:
+            pairs += list(_json_strings(json.loads(document), ""))
+        except ValueError:
+            continue
     found = [m.group("value") for m in _KEY_BODY.finditer(text) if _held_value(m.group("value"), False)]
     for name, value in pairs:
         named = _SECRET_NAMED.search(name) is not None

@@ -54,6 +54,8 @@ def test_a_secret_files_values_are_its_values_not_its_names_and_not_the_common_o
     assert set(redact.file_values(SECRETS_YML)) >= {YAML_KEY, KEY_BODY}
     assert set(redact.file_values(CREDENTIALS_JSON)) == {JSON_ID, JSON_PASSWORD}
     assert redact.file_values("machine example.com login me password hunter2pw\n") == ["hunter2pw"]
+    assert redact.file_values('{"client_id": "one-line-1234"}\n{"client_id": "next-line-5678"}\n') == [
+        "one-line-1234", "next-line-5678"], "a JSON document on each line (one-line JSON in a diff's history)"
     assert redact.file_values("export DB_PASSWORD='hunter2' # the old one\n") == ["hunter2"]
     held = redact.file_values("DEBUG=true\nWORKERS=1\nPORT=8080\nHOST=localhost\nREGION=us-east\nNAME=My Project\n"
                               "STAGE=production\nHOME_DIR=${HOME}\n")
