@@ -97,7 +97,8 @@ def _run_tool(command: str) -> dict:
     return {"name": "run", "arguments": {"command": command}}
 
 
-def test_no_door_shows_what_the_gate_refuses_to_read(tmp_path: Path, isolated_env: Path) -> None:
+def test_no_door_shows_what_the_gate_refuses_to_read(tmp_path: Path, isolated_env: Path, sandbox_backend: str) -> None:
+    """Under either backend of the sandbox: the masking is at the model seam, whatever ran the command."""
     repo = _secret_repo(tmp_path)
     (repo / "credentials.json").write_text(CREDENTIALS_JSON.replace(JSON_ID, JSON_ID + "-new"))  # git diff: the old
     script = [{"tool_calls": [_run_tool("cat .env credentials.json"), _run_tool("git log -p"),
