@@ -12,6 +12,7 @@ is a value and whose message is written for the model.
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import re
 import stat
@@ -21,12 +22,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from code_assistant import redact
+from code_assistant.languages import IGNORED_DIRS
 
 if TYPE_CHECKING:
     from code_assistant.settings import Settings
 
+logger = logging.getLogger(__name__)
+
 MAX_READ_BYTES = 2 * 1024 * 1024  # a file larger than this is not read (a data dump, a bundle)
 BINARY_PROBE = 8192  # a NUL byte in this many first bytes: binary
+SECRET_FILES_READ = 200  # at most this many of a repository's secret files are read for their values to be masked
 _FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _O_PATH = getattr(os, "O_PATH", 0)  # Linux
 
@@ -245,6 +250,50 @@ class Gate:
         if (secret := self._judged.get(version)) is None:
             secret = self._judged[version] = secret_file(rel, text)
         return not secret
+
+    def secret_texts(self) -> dict[str, str]:
+        """The repository's secret files by SECRET_FILES (by name; with `holds`, those holding it), ignored by git or
+        not, and what each holds: what the gate never shows, for the redactor to mask wherever else it turns up (a
+        test's output, `run cat .env`, a diff). Every directory is searched but .git, the assistant's own and those
+        the index never enters (dependencies, virtualenvs, caches: languages.IGNORED_DIRS); links are not followed;
+        at most SECRET_FILES_READ files of at most MAX_READ_BYTES. A file secret by what it holds alone (a key in a
+        config.py) is not among them: a credential that makes it so has a shape the redactor masks already."""
+        found: dict[str, str] = {}
+        root = str(self.root)
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in IGNORED_DIRS
+                             and not any(_inside(os.path.join(folder, d), str(own)) for own in self.private)
+                             and not os.path.isfile(os.path.join(folder, d, "pyvenv.cfg")))
+            for name in sorted(files):
+                rel = os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
+                if not any(kind.name.search(rel) for kind in SECRET_FILES):
+                    continue
+                text = self._secret_text(rel)
+                if text is not None and any(kind.name.search(rel) and (kind.holds is None or kind.holds.search(text))
+                                            for kind in SECRET_FILES):
+                    found[rel] = text
+                    if len(found) >= SECRET_FILES_READ:
+                        logger.warning("more than %d secret files in %s: the rest are not masked by value",
+                                       SECRET_FILES_READ, root)
+                        return found
+        return found
+
+    def _secret_text(self, rel: str) -> str | None:
+        """A secret file's text, opened without following a link (None: a link, not a regular file, binary,
+        unreadable)."""
+        try:
+            fd = os.open(os.path.join(self.root, rel), _FLAGS)
+        except OSError:
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            data = _read_all(fd, MAX_READ_BYTES)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        return None if b"\0" in data[:BINARY_PROBE] else data.decode("utf-8", errors="replace")
 
     def text(self, path: str | os.PathLike[str], *, max_bytes: int | None = MAX_READ_BYTES,
              head: bool = False, judge: bool = True) -> str | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import logging
 import re
 from collections import Counter
@@ -313,6 +314,94 @@ def hold_values(values: Iterable[str | None]) -> None:
     """Mask these exact values in every later `redact` of this process (those shorter than MIN_HELD_CHARS are not
     secrets)."""
     _held.update(v for v in values if v and len(v.strip()) >= MIN_HELD_CHARS)
+
+
+FILE_VALUE_MIN_CHARS = 8
+"""A secret file's value is held when it has at least this many characters, and is not a number or plain words
+("localhost", "us-east", "production"): those would mask half of every text and hide nothing. Under a secret's name
+(DB_PASSWORD, "private_key", `password` in a .netrc) MIN_HELD_CHARS is the floor, plain words included. So "1",
+"true", "8080" and "dev" are never held, "hunter2" under PASSWORD is."""
+_PLAIN_WORDS = re.compile(r"[A-Za-z]+(?:[ _.-][A-Za-z]+)*|[0-9][0-9_.]*|\$\{?\w+\}?")  # words, a number, ${VAR}
+_SECRET_NAMED = re.compile(_SECRET_NAME)
+# NAME=value, export NAME=value, name = value (ini, TOML), name: value (YAML), "name": "value" (JSON on a line)
+_PAIR = re.compile(r"^[^\S\n]*(?:export[^\S\n]+|-[^\S\n]+)?[\"']?(?P<name>[\w.@/-]+)[\"']?[^\S\n]*(?:=|:(?!//))"
+                   r"[^\S\n]*(?P<value>[^\n]*)$", re.MULTILINE)
+_WORD_AFTER = re.compile(r"(?<![\w-])(?P<name>password|passwd|secret|token)[^\S\n]+(?P<value>[^\s=:]\S*)")  # .netrc
+_KEY_BODY = re.compile(r"^[^\S\n]*[\"']?(?P<value>[A-Za-z0-9+/]{16,}={0,2})[\"']?,?[^\S\n]*$", re.MULTILINE)
+
+
+def file_values(text: str) -> list[str]:
+    """The values a secret file holds (gate.py's table says which files are): every KEY=VALUE, `name: value` and
+    `name = value` line's value, the string values of a JSON document or of a line that is one (as written, escapes
+    and all, and as a program reads them), the word after `password` (a .netrc), each line of base64 (a private key's
+    body) — those that pass the floor (FILE_VALUE_MIN_CHARS). Names are never held: API_TOKEN may be shown, its value
+    may not."""
+    pairs: list[tuple[str, str]] = []
+    lines = text.split("\n")
+    for match in _PAIR.finditer(text):
+        name, value = match.group("name"), match.group("value").strip()
+        if value in ("|", ">", "|-", ">-", "|+", ">+"):  # a YAML block: its indented lines are the value
+            at = text.count("\n", 0, match.start())
+            indent = len(lines[at]) - len(lines[at].lstrip())
+            block, at = [], at + 1
+            while at < len(lines) and (not lines[at].strip() or len(lines[at]) - len(lines[at].lstrip()) > indent):
+                block.append(lines[at].strip())
+                at += 1
+            pairs += [(name, "\n".join(block).strip())]
+            continue
+        pairs.append((name, _unquoted(value.rstrip(",").strip())))
+    pairs += [(m.group("name"), m.group("value")) for m in _WORD_AFTER.finditer(text)]
+    for document in [text, *(line for line in lines if line.lstrip().startswith(("{", "[")))]:  # a file, a line
+        try:
+            pairs += list(_json_strings(json.loads(document), ""))
+        except ValueError:
+            continue
+    found = [m.group("value") for m in _KEY_BODY.finditer(text) if _held_value(m.group("value"), False)]
+    for name, value in pairs:
+        named = _SECRET_NAMED.search(name) is not None
+        decoded = _decoded(value)
+        for part in (value, decoded, *decoded.split("\n"), *value.split("\\n")):
+            if _held_value(part := part.strip(), named):
+                found.append(part)
+    return list(dict.fromkeys(found))
+
+
+def _held_value(value: str, named: bool) -> bool:
+    if len(value) < MIN_HELD_CHARS or value.startswith(_PLACEHOLDER_PREFIX) or value.startswith("-----"):
+        return value.startswith("-----BEGIN ") and "\n" in value  # a whole key block is held, its fences alone not
+    return named or (len(value) >= FILE_VALUE_MIN_CHARS and not _PLAIN_WORDS.fullmatch(value))
+
+
+def _unquoted(value: str) -> str:
+    """A value without its quotes (then also without a trailing comment when it had none: `KEY=v # note`)."""
+    if len(value) >= 2 and value[0] in "\"'`" and value[-1] == value[0]:
+        return value[1:-1]
+    if value and value[0] in "\"'" and (end := value.find(value[0], 1)) > 0:
+        return value[1:end]
+    return re.split(r"[^\S\n]+#", value, maxsplit=1)[0]
+
+
+def _decoded(value: str) -> str:
+    """A quoted value as a program reads it (`\\n` a line break, `\\"` a quote); the value itself when it has no
+    escapes."""
+    if "\\" not in value:
+        return value
+    try:
+        return json.loads(f'"{value}"')
+    except ValueError:
+        return value.replace("\\n", "\n")
+
+
+def _json_strings(data: object, name: str) -> Iterable[tuple[str, str]]:
+    """(key, string) for every string in a JSON document, a list's items under their list's key."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield from _json_strings(value, str(key))
+    elif isinstance(data, list):
+        for item in data:
+            yield from _json_strings(item, name)
+    elif isinstance(data, str):
+        yield name, data
 
 
 def _mask_held(text: str, kinds: Counter[str]) -> str:

@@ -46,6 +46,22 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+SECRET_HISTORY_BYTES = 2 * 1024 * 1024  # of the secret files' git history, read for the values they held before
+
+
+def secret_history(repo: Path, files: list[str]) -> str:
+    """The lines the secret files had in git's history (`git log -p` shows them, and `git diff` their committed
+    version), as one text: the values a file held before are masked as its values now are. Empty without git."""
+    from code_assistant.vcs import try_git
+
+    if not files or not (repo / ".git").exists():
+        return ""
+    log = try_git(repo, "log", "--all", "-p", "--format=", "--no-ext-diff", "--no-textconv", "--no-color", "--",
+                  *files, timeout=20) or ""
+    return "\n".join(line[1:] for line in log[:SECRET_HISTORY_BYTES].splitlines()
+                     if line[:1] in "+-" and not line.startswith(("+++", "---")))
+
+
 class Workspace:
     """One repository and what works on it. `memory`: a session's notes and pins (a command's is empty);
     `session`: the id its runs' journals carry, so that its undo and diff are its own (None: a one-shot command,
@@ -68,6 +84,7 @@ class Workspace:
         self._indexer: Indexer | None = None
         self._sandbox: Sandbox | None = None
         self._sandbox_said = False
+        self._secret_files_held = False
         self._mcp: Connections | None = None
         self._env_file = env_files.work_begins(settings.repo, settings.repo_state_dir)
 
@@ -197,6 +214,24 @@ class Workspace:
 
         held = without_secrets(os.environ, self.settings.pass_env).held_back
         redact.hold_values([self.settings.api_key, *(os.environ.get(name) for name in held)])
+        self.hold_secret_files()
+
+    def hold_secret_files(self) -> None:
+        """Once a workspace: the values in the repository's secret files (the gate's table: .env files, credentials,
+        keys) are masked like the environment's, so what the gate refuses to read reaches the model through no other
+        door (`run cat .env`, a test that prints them, a diff)."""
+        if self._secret_files_held:
+            return
+        from code_assistant import redact
+        from code_assistant.gate import Gate
+
+        self._secret_files_held = True
+        files = Gate.of(self.settings).secret_texts()
+        texts = [*files.values(), secret_history(self.settings.repo, list(files))]
+        values = [value for text in texts for value in redact.file_values(text)]
+        redact.hold_values(values)
+        if files:
+            logger.info("masking %d value(s) of %d secret file(s): %s", len(values), len(files), ", ".join(files))
 
     def header(self, model: ChatModel) -> None:
         """The lines that say what a run will ask: the model and its window, the owner's instructions, a cost cap
@@ -266,6 +301,7 @@ class Workspace:
                                     protected=[s.index_path, s.state_path, s.runs_dir], network=s.network,
                                     shown=s.sandbox_show, passed_env=s.pass_env)
             redact.hold_values([s.api_key, *(os.environ.get(name) for name in self._sandbox.held_back)])
+            self.hold_secret_files()
         return self._sandbox
 
     def announce_sandbox(self) -> None:

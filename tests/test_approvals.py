@@ -313,7 +313,8 @@ def test_an_mcp_approval_is_kept_as_hashes_of_the_script_the_module_and_every_va
     approvals = Approvals(tmp_path / trust.APPROVALS)
     for server in (stdio, module, http):
         approvals.approve(trust.identity(server, env, repo))
-    assert set(trust.files_run(stdio, repo)) == {"server.py"} and set(trust.files_run(module, repo)) == {"pkg/srv.py"}
+    assert set(trust.files_run(stdio, repo)) == {"server.py"}
+    assert set(trust.files_run(module, repo)) == {"pkg/srv.py", "server.py"}, "-m: the repository is sys.path[0]"
     assert "token-value-1" not in approvals.path.read_text() and "Bearer" not in approvals.path.read_text()
     unchanged = [approvals.approved(trust.identity(s, env, repo)) for s in (stdio, module, http)]
     assert unchanged == [True, True, True]
@@ -343,8 +344,8 @@ def test_an_approval_covers_the_modules_of_the_repository_the_approved_script_im
     (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"docs": {
         "command": sys.executable, "args": ["tools/docs_server.py"], "env": {"PYTHONPATH": "."}}}}))
     server = _servers(repo)["docs"]
-    assert sorted(trust.files_run(server, repo, {})) == [
-        "docs_lib/__init__.py", "docs_lib/terms.py", "tools/docs_server.py", "tools/helpers.py"]
+    assert sorted(trust.files_run(server, repo, {})) == [  # calc.py: PYTHONPATH's "." may shadow what is imported
+        "calc.py", "docs_lib/__init__.py", "docs_lib/terms.py", "tools/docs_server.py", "tools/helpers.py"]
     Approvals(load_settings(repo).repo_state_dir / trust.APPROVALS).approve(trust.identity(server, {}, repo))
     assert trust.start_rule(server, repo=repo, state_dir=load_settings(repo).repo_state_dir, environ={},
                             trust_all=False) == trust.Start.APPROVED
@@ -359,6 +360,50 @@ def test_an_approval_covers_the_modules_of_the_repository_the_approved_script_im
     assert not marker.exists(), "the changed module never ran"
 
 
+def test_an_approval_covers_what_the_scripts_folder_could_shadow_the_standard_library_with(tmp_path: Path) -> None:
+    """Python puts the script's folder first on sys.path for every import, the standard library's included: a plan
+    that adds tools/gettext.py (argparse imports gettext) would run in the approved server, as the user, outside the
+    sandbox. The approval covers every module of that folder: the next start asks again, and with nobody to ask the
+    planted module never runs."""
+    marker = tmp_path / "planted-ran"
+    repo = python_repo(tmp_path, {"calc.py": "def add(a, b):\n    return a - b\n",
+                                  "tools/server.py": "import argparse\nargparse.ArgumentParser().parse_args([])\n"})
+    (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"docs": {"command": sys.executable,
+                                                                        "args": ["tools/server.py"]}}}))
+    server = _servers(repo)["docs"]
+    state = load_settings(repo).repo_state_dir
+    Approvals(state / trust.APPROVALS).approve(trust.identity(server, {}, repo))
+    assert _starts(repo, {})["docs"] == "yes (approved)"
+    planted = (f"open({str(marker)!r}, 'w').close()\n\n\ndef gettext(message):\n    return message\n\n\n"
+               "def ngettext(singular, plural, n):\n    return singular if n == 1 else plural\n")
+    (tmp_path / "plan.json").write_text(answer(create("tools/gettext.py", planted)))
+    assert run_cli(["apply", "--repo", str(repo), str(tmp_path / "plan.json")]).returncode == 0
+    assert subprocess.run([sys.executable, "-c", "import argparse"], cwd=repo / "tools").returncode == 0 and \
+        marker.exists(), "the attack is real: the script's folder shadows the standard library"
+    marker.unlink()
+    assert "tools/gettext.py" in trust.files_run(server, repo, {})
+    assert _starts(repo, {})["docs"] == "when approved", "a module that may shadow an import appeared"
+    with ScriptedServer(["add subtracts"]) as model:
+        later = run_cli(_ask(repo), server_url=model.url)
+    assert later.returncode == 0 and "not started: not approved (no terminal" in later.stdout, later.stdout
+    assert not marker.exists(), "the planted module never ran"
+
+
+@pytest.mark.parametrize(("files", "folders", "expected"), [
+    ({"t/s.py": "", "t/gettext.py": "", "t/json/__init__.py": "", "t/data/x.py": "", "t/notes.txt": "",
+      "t/_fast.cpython-311-x86_64-linux-gnu.so": "", "t/old.pyc": ""}, ["t"],
+     ["t/_fast.cpython-311-x86_64-linux-gnu.so", "t/gettext.py", "t/json/__init__.py", "t/old.pyc", "t/s.py"]),
+    ({"a.py": "", "b/c.py": ""}, ["missing", "."], ["a.py"]),
+])
+def test_what_an_import_of_any_name_may_find_in_a_folder_of_sys_path(tmp_path: Path, files: dict[str, str],
+                                                                      folders: list[str], expected: list[str]) -> None:
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    found = reached.python_shadows(tmp_path / folder for folder in folders)
+    assert [str(p.relative_to(tmp_path)) for p in found] == expected
+
+
 @pytest.mark.parametrize(("files", "entry", "expected"), [
     ({"s.py": "import a.b\n", "a/__init__.py": "", "a/b.py": "", "a/c.py": ""}, "s.py", ["a/__init__.py", "a/b.py"]),
     ({"t/s.py": "from .m import x\n", "t/__init__.py": "", "t/m.py": "from .. import top\n", "top.py": ""},
@@ -370,6 +415,10 @@ def test_an_approval_covers_the_modules_of_the_repository_the_approved_script_im
       "lib/tools.ts": "const u = require('../util')\n", "util/index.js": "", "more.mjs": ""},
      "srv.mjs", ["lib/tools.ts", "more.mjs", "util/index.js"]),
     ({"s.py": "import a\n", "a.py": "import s\nimport b\n", "b.py": "import a\n"}, "s.py", ["a.py", "b.py"]),
+    # a bare specifier: node_modules of the script's folder and of each one above it in the tree, new ones included
+    ({"tools/srv.js": "const e = require('express')\nimport fs from 'node:fs'\n", "node_modules/other/index.js": "",
+      "tools/node_modules/express/index.js": "", "node_modules/express/package.json": "{}"},
+     "tools/srv.js", ["node_modules/express/package.json", "tools/node_modules/express/index.js"]),
 ])
 def test_the_files_an_approved_script_reaches_through_its_imports(tmp_path: Path, files: dict[str, str], entry: str,
                                                                   expected: list[str]) -> None:

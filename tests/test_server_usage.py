@@ -141,6 +141,24 @@ def test_what_an_earlier_prompt_shared_whole_messages_then_the_common_start() ->
     assert sent.record([system, plan]) == 0 and sent.record(fix) == message_tokens([system, plan]) - 3
 
 
+def test_a_message_without_text_beside_one_with_text_is_compared_not_a_type_error() -> None:
+    """usage.py:99 stopped a run with a TypeError: an assistant's tool calls alone have content None, and the earlier
+    prompt had a text at that place (or a list of parts, as a multimodal message has)."""
+    system = {"role": "system", "content": "You change code. " * 20}
+    calls = {"role": "assistant", "content": None,
+             "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}]}
+    spoken = {"role": "assistant", "content": "I will read calc.py"}
+    parts = {"role": "assistant", "content": [{"type": "text", "text": "I will read calc.py"}, {"type": "image"}]}
+    alone = message_tokens([system]) - 3
+    assert shared_tokens([system, calls], [system, spoken]) == alone
+    assert shared_tokens([system, spoken], [system, calls]) == alone
+    assert shared_tokens([system, calls], [system, calls]) > alone  # the same calls: shared whole
+    assert shared_tokens([system, parts], [system, spoken]) == message_tokens([system, spoken]) - 3
+    assert shared_tokens([system, {"role": "assistant", "content": 7}], [system, spoken]) == alone
+    sent = SentPrompts()
+    assert sent.record([system, spoken]) == 0 and sent.record([system, calls]) == alone
+
+
 # ----- what the window learns from them ---------------------------------------------------------------------------
 def test_a_low_count_on_a_prompt_sent_before_is_a_cache_not_a_cut() -> None:
     window = ContextWindow(8192, "test")

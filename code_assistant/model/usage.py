@@ -13,6 +13,7 @@ A count that leaves a cache out is low on every request whose start was sent bef
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import threading
@@ -92,12 +93,25 @@ def shared_tokens(messages: list[Message], earlier: list[Message]) -> int:
     for new, old in zip(messages, earlier):
         if new.get("role") != old.get("role"):
             break
-        text, before = new.get("content", ""), old.get("content", "")
+        text, before = said(new), said(old)
         if text == before:
             shared += tokens.count_tokens(text) + MESSAGE_OVERHEAD
             continue
         return shared + tokens.count_tokens(os.path.commonprefix([text, before]))
     return shared
+
+
+def said(message: Message) -> str:
+    """A message's text as a prompt holds it, whatever its content is: None for an assistant's tool calls alone (a
+    None beside a text stopped a run with a TypeError in commonprefix), a list of parts (their text), a string; then
+    its calls, as sent."""
+    content = message.get("content")
+    if isinstance(content, list):
+        text = "".join(str(part.get("text") or "") if isinstance(part, Mapping) else str(part) for part in content)
+    else:
+        text = "" if content is None else str(content)
+    calls = message.get("tool_calls")
+    return text + (json.dumps(calls, sort_keys=True, default=str) if calls else "")
 
 
 class SentPrompts:

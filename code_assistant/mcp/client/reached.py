@@ -9,6 +9,14 @@ server's PYTHONPATH entries inside the repository, each package's `__init__.py` 
 TypeScript's relative `import`/`require`/`export … from` specifiers, with the extensions and `index` files Node and
 TypeScript try. An import built at run time (importlib, a computed `require`), an editable install, a binary, or a shell
 script's commands are not followed.
+
+What an import may find first is covered too (`shadows`): Python puts the script's folder (`-m`: the working
+directory, the repository) first on sys.path for every import, the standard library's included, so a `gettext.py`
+a plan adds beside the script runs in the server when argparse imports gettext; every module and package in those
+folders, and in the server's PYTHONPATH entries inside the repository, is covered, whatever imports it. Node looks
+for a bare specifier (`require("express")`) in `node_modules` of the script's folder and of each folder above it: the
+files that would answer each bare specifier the covered scripts name, in each of those folders inside the
+repository, are covered (a package there that is not yet: its appearance changes the approval).
 """
 from __future__ import annotations
 
@@ -22,6 +30,9 @@ from code_assistant.index.import_graph import JS_EXTS, js_candidates
 
 FILES_REACHED = 2000  # at most this many files are followed from one server's command line
 _SPECIFIER = re.compile(r"""(?:\bfrom\s*|\bimport\s*|\brequire\s*\(\s*|\bimport\s*\(\s*)['"](\.{1,2}/[^'"\n]*)['"]""")
+_BARE = re.compile(r"""(?:\bfrom\s*|\bimport\s*|\brequire\s*\(\s*|\bimport\s*\(\s*)['"]([^'"\n./][^'"\n]*)['"]""")
+PYTHON_LOADS = (".py", ".pyc", ".so", ".pyd")  # what `import name` loads from a folder on sys.path (a package: its
+#                                                __init__.py): a source, a sourceless .pyc, an extension module
 
 
 def python_imports(source: str) -> list[tuple[int, str, tuple[str, ...]]]:
@@ -96,6 +107,7 @@ def reached(root: Path, entries: Iterable[Path], python_path: Iterable[Path] = (
             candidates = [c for imported in python_imports(source) for c in python_candidates(file, imported, bases)]
         elif file.name.endswith(JS_EXTS):
             candidates = [c for spec in script_specifiers(source) for c in script_candidates(file, spec)]
+            candidates += node_shadows(root, file, source)
         else:
             continue
         for candidate in candidates:
@@ -105,3 +117,44 @@ def reached(root: Path, entries: Iterable[Path], python_path: Iterable[Path] = (
             found.append(candidate)
             queue.append(candidate)
     return found[:FILES_REACHED]
+
+
+def python_shadows(folders: Iterable[Path]) -> list[Path]:
+    """Every file an `import` of any name could load from these folders of sys.path, before the standard library's:
+    their modules (PYTHON_LOADS) and their packages' `__init__.py`, in name order."""
+    found: list[Path] = []
+    for folder in dict.fromkeys(Path(os.path.normpath(f)) for f in folders):
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            path = folder / name
+            if name.endswith(PYTHON_LOADS) and path.is_file():
+                found.append(path)
+            elif (path / "__init__.py").is_file():
+                found.append(path / "__init__.py")
+    return found
+
+
+def node_shadows(root: Path, file: Path, source: str) -> list[Path]:
+    """The files that may answer the bare specifiers a JavaScript or TypeScript source names (`express`,
+    `@scope/pkg/sub`), in `node_modules` of its folder and of each folder above it inside `root`, that exist now."""
+    packages = []
+    for specifier in _BARE.findall(source):
+        if specifier.startswith("node:"):
+            continue
+        parts = specifier.split("/")
+        packages.append("/".join(parts[:2] if specifier.startswith("@") else parts[:1]))
+    found: list[Path] = []
+    folder = Path(os.path.normpath(file.parent))
+    while folder.is_relative_to(root):
+        for package in dict.fromkeys(packages):
+            where = folder / "node_modules" / package
+            for candidate in [where / "package.json", *map(Path, js_candidates(str(where)))]:
+                if candidate.is_file():
+                    found.append(candidate)
+        if folder == root:
+            break
+        folder = folder.parent
+    return found

@@ -1,8 +1,10 @@
 """Which of a repository's MCP servers a person approved, and for what. An approval covers what the server runs: its
 command line and address, the value of every variable and header as the server gets it (after `${VAR}` expansion;
 kept as hashes, like the whole approval: approvals.py), and the bytes of each file of the repository it starts from
-(its command, or an argument naming a script or a module there) and of each file of the repository those import
-(mcp/client/reached.py). A plan or a test that changes any of them makes its
+(its command, or an argument naming a script or a module there), of each file of the repository those import, and
+of every module an import of any name could find first in the folders Python or Node search before the standard
+library or the installed packages: the script's folder as sys.path[0] (the repository for `-m`), PYTHONPATH's
+entries in it, `node_modules` on the way up (mcp/client/reached.py). A plan or a test that changes any of them makes its
 next start ask again, and with nobody to ask it does not start. The user's own servers need none; --trust-mcp starts
 the repository's without asking."""
 from __future__ import annotations
@@ -36,17 +38,20 @@ def _values(written: dict[str, str], sent: dict[str, str]) -> dict[str, list[str
 def files_run(server: ServerConfig, repo: Path, environ: dict[str, str] | None = None) -> dict[str, str]:
     """The files of the repository a stdio server starts from, each with its content's hash (a link: where it leads,
     and the hash of what it leads to): its command, and every argument — or `--option=value`'s value, or `-m`'s
-    module — that names a file there; then the files of the repository those import (reached.py; PYTHONPATH as the
-    server gets it from `environ`)."""
+    module — that names a file there; every module in the folders Python searches first (the script's, the
+    repository for `-m`, PYTHONPATH's as the server gets it from `environ`), whatever imports it; then the files of
+    the repository those import (reached.py)."""
     root = repo.resolve()
     found: dict[str, str] = {}
     if server.transport != Transport.STDIO:
         return found
     named = [path for path in _named(server, root) if _inside(path, root)]
     python_path = ({**(environ or {}), **server.env_values(environ or {})}.get("PYTHONPATH") or "").split(os.pathsep)
-    imported = reached.reached(root, [p for p in named if p.is_file()],
-                               [root / entry for entry in python_path if entry and _inside(root / entry, root)])
-    for path in [*named, *imported]:
+    searched = [root / entry for entry in python_path if entry and _inside(root / entry, root)]
+    shadows = reached.python_shadows([*searched, *(p.parent for p in named if _python_script(p)),
+                                      *([root] if "-m" in server.args else [])])
+    imported = reached.reached(root, [*(p for p in named if p.is_file()), *shadows], searched)
+    for path in [*named, *shadows, *imported]:
         try:
             real = path.resolve()
             if not path.is_file():
@@ -55,6 +60,17 @@ def files_run(server: ServerConfig, repo: Path, environ: dict[str, str] | None =
         except (OSError, ValueError):
             continue
     return found
+
+
+def _python_script(path: Path) -> bool:
+    """A file Python runs as a script (its folder is first on sys.path): a .py, or a file whose #! names python."""
+    if path.suffix == ".py":
+        return path.is_file()
+    try:
+        with path.open("rb") as file:
+            return file.read(2) == b"#!" and b"python" in file.readline()
+    except OSError:
+        return False
 
 
 def _inside(path: Path, root: Path) -> bool:

@@ -15,6 +15,7 @@ from urllib.parse import unquote, urlparse
 
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 
+from code_assistant import redact
 from code_assistant.console import render
 from code_assistant.errors import AssistantError
 from code_assistant.mcp.server.reports import Call, Progress
@@ -39,6 +40,7 @@ class McpDoor:
         self.call: Call | None = None
         display = Display(say=self._say, status=Progress(lambda: self.call))
         self.workspace = Workspace(settings, display, session=MCP_SESSION)
+        self.workspace.hold_secrets()  # the client's model is a model: what it is sent is masked as ours is
         self._lock = threading.Lock()
 
     def _say(self, line: str) -> None:
@@ -78,10 +80,10 @@ class McpDoor:
         if isinstance(outcome, outcomes.TestOutcome):
             self._say(f"Tests: {outcome.result.summary()}")
         if isinstance(outcome, outcomes.ToolOutcome) and outcome.error:
-            raise ToolError(outcome.text)
+            raise ToolError(_masked(outcome.text))
         if isinstance(outcome, outcomes.ContextOutcome):
-            return json.dumps(outcome.as_json())
-        return render.text(outcome)
+            return _masked(json.dumps(outcome.as_json()))
+        return _masked(render.text(outcome))
 
     # ----- the resources ----------------------------------------------------------------------------------------
     @property
@@ -122,7 +124,7 @@ class McpDoor:
 
     def diff(self) -> str:
         """What the applies made over MCP changed that is still in effect (undo takes them back, newest first)."""
-        return render.text(self.run("diff", o.DiffOptions()))
+        return _masked(render.text(self.run("diff", o.DiffOptions())))
 
     # ----- the prompts ------------------------------------------------------------------------------------------
     def fix_prompt(self, task: str) -> str:
@@ -139,3 +141,9 @@ class McpDoor:
 
     def close(self) -> None:
         self.workspace.close()
+
+
+def _masked(text: str) -> str:
+    """What a tool or a resource answers, with the environment's secrets and the values of the repository's secret
+    files masked (redact.py), as the model seam masks what our own model is sent."""
+    return redact.redact(text, quiet=True)[0]
