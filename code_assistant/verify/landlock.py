@@ -18,7 +18,7 @@ root's other powers around the ruleset.
 Landlock cannot tell loopback from another host, so with the network off the seccomp filter refuses every IPv4, IPv6
 and packet socket (UDP and DNS included), loopback too. It also refuses io_uring, which would go around it.
 
-The launcher is this file run by its path, isolated (`python -I -S landlock.py RULES -- COMMAND`): no tree on
+The launcher is this file loaded by its path into an isolated Python (`python -I -S`, landlock_argv): no tree on
 sys.path (-I: neither the script's folder nor the working directory, no PYTHONPATH, PYTHONSTARTUP or user site), no
 site module (-S: no .pth file, sitecustomize or usercustomize runs), so nothing a repository holds or a plan writes (a
 `json.py`, a `ctypes/` in the tree) is imported before the ruleset applies: only the standard library, this file and
@@ -26,8 +26,8 @@ privileges.py (by its own path).
 
 Rules are added without following links (O_NOFOLLOW, and the path the descriptor names must be the one planned):
 a link in the tree (`.rootfs -> /`) gets no rule, so it never widens one beyond the tree; reading through it is
-checked against the rules of where it leads. Only paths a test cannot write (the system's own, HOME's toolchains) are
-resolved first.
+checked against the rules of where it leads. Only the rules for paths a test cannot write (the system's own, HOME's
+toolchains) follow links.
 
 Nothing a test starts outlives the command, `setsid` daemons and double forks included: Landlock has no PID
 namespace of its own (where bubblewrap's pid 1 takes every process with it), and making one needs the user namespaces
@@ -178,10 +178,15 @@ def _proc_shown(entries: Callable[[Path], list[Path]]) -> list[Path]:
 
 
 def landlock_argv(python: str, rules: Rules, argv: Sequence[str]) -> list[str]:
-    """The command line that confines itself by `rules`, then executes argv: this file by its path, isolated and
-    with no site module, so that nothing in the working directory or the environment is imported before the
-    ruleset."""
-    return [python, "-I", "-S", str(Path(__file__).resolve()), rules.to_json(), "--", *argv]
+    """The command line that confines itself by `rules`, then executes argv: this file loaded by its path (its
+    compiled copy reused) into an isolated Python with no site module, so that nothing in the working directory or
+    the environment is imported before the ruleset."""
+    return [python, "-I", "-S", "-c", _BOOT, str(Path(__file__).resolve()), rules.to_json(), "--", *argv]
+
+
+_BOOT = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location('landlock', sys.argv[1]); "
+         "launcher = sys.modules['landlock'] = importlib.util.module_from_spec(spec); "
+         "spec.loader.exec_module(launcher); launcher.main(sys.argv[2:])")
 
 
 # ----- the filter's program ---------------------------------------------------------------------------------------
@@ -257,7 +262,7 @@ def confine(rules: Rules) -> None:
     places = writable_places(rules)
     try:
         for path, rights in plan(rules, abi):
-            _add_path(libc, ruleset, rule_target(path, places), rights)
+            _add_path(libc, ruleset, path, rights, follows_links(path, places))
         _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
         _check(libc.syscall(ctypes.c_long(_RESTRICT_SELF), ctypes.c_int(ruleset), ctypes.c_uint32(0)),
                "landlock_restrict_self")
@@ -286,17 +291,21 @@ def writable_places(rules: Rules) -> tuple[Path, ...]:
     return (*rules.writable, *([rules.private_tmp] if rules.private_tmp else []))
 
 
-def rule_target(path: Path, places: Sequence[Path]) -> Path:
-    """The path a rule is added to: `path` itself at or under a place a test may write (never through a link),
-    else where its links lead (the system's /bin -> usr/bin, a toolchain in HOME: nothing a test can change)."""
-    if any(path == place or _inside(path, place) for place in places):
-        return path
-    return Path(os.path.realpath(path))
+def follows_links(path: Path, places: Sequence[Path]) -> bool:
+    """Whether the rule for `path` may follow links: not at or under a place a test may write (the tree, a cache, the
+    private TMPDIR), where a link may have been planted; elsewhere (the system's /bin -> usr/bin, a toolchain in
+    HOME) nothing a test can change."""
+    return not any(path == place or _inside(path, place) for place in places)
 
 
-def open_rule_path(path: Path) -> int | None:
+def open_rule_path(path: Path, follow: bool = False) -> int | None:
     """An O_PATH descriptor of exactly `path`, not following a link on the way or at its end (None: it is gone, it
-    is a link, or a link on the way leads elsewhere)."""
+    is a link, or a link on the way leads elsewhere); `follow`: of where its links lead."""
+    if follow:
+        try:
+            return os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            return None
     try:
         fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
@@ -311,8 +320,8 @@ def open_rule_path(path: Path) -> int | None:
     return fd
 
 
-def _add_path(libc: ctypes.CDLL, ruleset: int, path: Path, rights: int) -> None:
-    fd = open_rule_path(path)
+def _add_path(libc: ctypes.CDLL, ruleset: int, path: Path, rights: int, follow: bool) -> None:
+    fd = open_rule_path(path, follow)
     if fd is None:
         return
     try:
