@@ -14,6 +14,7 @@ import ctypes
 import json
 import os
 import shutil
+import signal
 import site
 import subprocess
 import sys
@@ -509,3 +510,48 @@ def test_a_test_cannot_widen_the_next_iterations_sandbox_through_pyvenv_cfg(tmp_
     assert "refused: notes.txt" in requests, "the test ran and its output reached the model"
     assert MARK not in requests
     assert config.read_text() == "home = /usr/bin\ninclude-system-site-packages = false\n"
+
+
+HANGING_WITH_A_DAEMON = '''import os, subprocess, sys, time
+
+DAEMON = DAEMON_SOURCE
+
+
+def test_hangs():
+    subprocess.run([sys.executable, "-c", DAEMON, THE_TOKEN, os.path.abspath("calc.py"), "4"], check=True)
+    with open(os.path.join("tests", "SLEEPING"), "w") as marker:
+        marker.write(str(os.getpid()))
+    time.sleep(300)
+'''
+
+
+def test_kill_9_of_the_assistant_takes_the_runs_daemon_along(tmp_path: Path, sandbox_backend: str) -> None:
+    """Hole 7, the second half: the assistant killed with -9 while its test hangs, after the test started a setsid
+    daemon that changes calc.py 4 s later. Nothing of the run lives on (bubblewrap: --die-with-parent and its PID
+    namespace; Landlock: the launcher's and the supervisor's parent-death signals, then the supervisor's sweep)."""
+    token = f"daemon-{os.getpid()}-kill9-{sandbox_backend}"
+    test = HANGING_WITH_A_DAEMON.replace("THE_TOKEN", repr(token)).replace("DAEMON_SOURCE", repr(DAEMON))
+    repo = python_repo(tmp_path, {"calc.py": CALC_PY, "tests/test_calc.py": test,
+                                  "pytest.ini": "[pytest]\npythonpath = .\n"})
+    with ScriptedServer([answer(modify("calc.py", "return a - b", "return a + b"))]) as server:
+        env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+        proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), "--repo", str(repo), "--task", "fix add",
+                                 "--test-command", PYTEST, "--no-reproduce"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 60
+            while not (repo / "tests" / "SLEEPING").exists():
+                assert time.monotonic() < deadline and proc.poll() is None, "the hanging test never started"
+                time.sleep(0.05)
+            assert _processes_with(token), "the daemon runs"
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    gone = time.monotonic() + 5  # the parent-death signals are delivered as the assistant's end is reaped
+    while _processes_with(token):
+        assert time.monotonic() < gone, "a process of the run outlived the assistant"
+        time.sleep(0.05)
+    time.sleep(5)  # past the daemon's 4 s
+    assert _processes_with(token) == [] and (repo / "calc.py").read_text() == CALC_PY
