@@ -43,6 +43,7 @@ standard library: it runs first in every confined test process.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import json
@@ -376,40 +377,48 @@ def main(args: Iterable[str]) -> None:
     _exit_as(os.waitpid(supervisor, 0)[1])
 
 
-class _Ending(Exception):
-    """The supervisor was told to end the run (SIGTERM, its parent's death)."""
+class _Supervisor:
+    """The supervisor's state: the command's pid once started, and whether it was told to end the run (SIGTERM,
+    SIGHUP, SIGINT, its parent's death)."""
 
+    child: int | None = None
+    ending: bool = False
 
-def _end(signum: int, frame: object) -> None:
-    raise _Ending
+    @classmethod
+    def end(cls, signum: int = signal.SIGTERM, frame: object = None) -> None:
+        """Told to end: every child killed now, so that the wait for the command returns; the sweep follows."""
+        cls.ending = True
+        for pid in children():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _supervise(libc: ctypes.CDLL, rules: Rules, command: list[str], launcher: int) -> None:
     """The supervisor: a subreaper in a process group of its own; starts the confined command, waits for it, then
     kills every process left (adopted orphans, setsid daemons, their children as they are adopted in turn)."""
-    status = int(signal.SIGKILL)  # a wait status: killed, when told to end before the command did
-    try:
-        for signum in _ENDING:
-            signal.signal(signum, _end)
-        os.setpgid(0, 0)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        if os.getppid() != launcher:  # the launcher died before the death signal was set
-            raise _Ending
-        child = os.fork()
-        if child == 0:
+    for signum in _ENDING:
+        signal.signal(signum, _Supervisor.end)
+    os.setpgid(0, 0)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    if os.getppid() != launcher:  # the launcher died before the death signal was set
+        _Supervisor.end()
+    status = int(signal.SIGKILL)  # a wait status: killed, when told to end before the command ended
+    if not _Supervisor.ending:
+        _Supervisor.child = os.fork()
+        if _Supervisor.child == 0:
             _become(rules, command)
+        if _Supervisor.ending:  # told between the check and the fork
+            os.kill(_Supervisor.child, signal.SIGKILL)
         while True:
-            pid, waited = os.waitpid(-1, 0)  # an adopted orphan's end reaped here as well
-            if pid == child:
+            try:
+                pid, waited = os.waitpid(-1, 0)  # an adopted orphan's end is reaped here as well
+            except ChildProcessError:
+                break
+            if pid == _Supervisor.child:
                 status = waited
                 break
-    except _Ending:
-        pass
-    finally:
-        for signum in _ENDING:
-            signal.signal(signum, signal.SIG_IGN)
-        end_descendants()
+    end_descendants()
     _exit_as(status)
 
 
@@ -480,5 +489,5 @@ def _exit_as(status: int) -> None:
     os._exit(code)
 
 
-if __name__ == "__main__":  # python -I -S landlock.py: the launcher (landlock_argv)
+if __name__ == "__main__":  # python -I -S landlock.py RULES -- COMMAND: the launcher, as landlock_argv starts it
     main(sys.argv[1:])
