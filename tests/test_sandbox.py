@@ -6,6 +6,7 @@ missing (CI installs it); the paths without a sandbox point the bwrap lookup at 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -138,6 +139,29 @@ def test_home_is_hidden_but_a_virtual_environment_in_it_that_the_test_command_na
     lone = Sandbox(SandboxMode.WRITE, SandboxMode.WRITE, Backend.BUBBLEWRAP, "bwrap").policy(
         Path("/srv/proj"), {"HOME": str(home), "PATH": "/usr/bin"}, [str(outside / "bin" / "python")])
     assert home / ".pyenv" / "versions" / "3.12" in lone.kept, "the Python a venv was made from, when it is hidden"
+
+
+def test_the_policy_is_decided_at_the_first_run_in_a_tree_and_frozen(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a test writes after the first run (a `home =` line naming HOME in the activated venv's pyvenv.cfg) keeps
+    nothing more readable later, for the tests or for a read-only `run` (the tree made read-only, nothing else); the
+    pyvenv.cfg the policy read is read-only to the tests. A sandbox made anew (dataclasses.replace) decides anew."""
+    monkeypatch.setattr("code_assistant.verify.sandbox.TMP", tmp_path / "elsewhere")
+    home, tree = tmp_path / "home", tmp_path / "proj"
+    (home / ".ssh").mkdir(parents=True)
+    (tree / ".venv" / "bin").mkdir(parents=True)
+    config = tree / ".venv" / "pyvenv.cfg"
+    config.write_text("home = /usr/bin\n")
+    env = {"HOME": str(home), "PATH": f"{tree / '.venv' / 'bin'}:/usr/bin"}
+    sandbox = Sandbox(SandboxMode.WRITE, SandboxMode.WRITE, Backend.BUBBLEWRAP, "bwrap")
+    first = sandbox.freeze(tree, env, ["pytest"])
+    assert home not in first.kept and config in first.protected
+    config.write_text(f"home = /usr/bin\nhome = {home}\n")
+    assert home in sandbox.policy(tree, env, ["pytest"]).kept, "what an unfrozen policy would have kept"
+    assert sandbox.frozen_policy(tree, env, ["/bin/sh", "-c", "cat x"]) == first
+    looking = sandbox.frozen_policy(tree, env, ["/bin/sh", "-c", "cat x"], read_only=True)
+    assert tree not in looking.writable and looking.kept == (*first.kept, tree) and home not in looking.kept
+    assert home in dataclasses.replace(sandbox, network=True).freeze(tree, env, ["pytest"]).kept
 
 
 def test_strict_takes_the_network_and_hides_home_but_not_what_may_be_written() -> None:

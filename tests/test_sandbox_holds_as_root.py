@@ -14,15 +14,19 @@ import ctypes
 import json
 import os
 import shutil
+import signal
 import site
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
 from code_assistant.verify import landlock, privileges
+from code_assistant.verify.runner import TestRunner
+from code_assistant.verify.sandbox import Sandbox, resolve
 from tests.repos import (
     CALC_PY,
     ROOT,
@@ -34,6 +38,7 @@ from tests.repos import (
     modify,
     python_repo,
     run_cli,
+    snapshot,
     write_tree,
 )
 from tests.scripted_server import ScriptedServer
@@ -277,3 +282,276 @@ def test_with_no_sandbox_to_be_had_the_run_says_so_before_the_model_is_asked(tmp
                                    "found; Landlock: not in this kernel): install bubblewrap, or pass --sandbox off "
                                    "to run the model's code unconfined")
     assert {path: path.read_bytes() for path in repo.rglob("*") if path.is_file()} == before
+
+
+# ----- issue 57: confined from the first instruction, no rule through a link, no process left, a frozen policy -----
+def _sandbox(backend: str, tmp_path: Path) -> Sandbox:
+    env = _backend_env(backend, tmp_path)
+    sandbox = resolve("write", env.get("CODE_ASSISTANT_BWRAP", "bwrap"))
+    assert sandbox.backend == backend
+    return sandbox
+
+
+# A module of the standard library's name, shipped by the repository: what it can do when it is imported (write
+# outside, read the environment of the process that runs the tests), recorded in the tree's tests/shadowed/; it then
+# hands the real module over, so the test command still works.
+def test_a_rule_goes_to_the_planned_path_itself_never_through_a_link(tmp_path: Path) -> None:
+    """Hole 6's cause: O_PATH followed `.rootfs -> /`. At or under a place a test may write, the rule's path is
+    opened as planned, no link followed on the way or at its end; elsewhere (the system's /bin -> usr/bin) links
+    are followed."""
+    tree, elsewhere = tmp_path / "tree", tmp_path / "elsewhere"
+    (tree / "src").mkdir(parents=True)
+    (elsewhere / "x").mkdir(parents=True)
+    (tree / ".rootfs").symlink_to("/")
+    (tree / "lib").symlink_to(elsewhere)
+    (tmp_path / "bin").symlink_to(elsewhere)
+    assert not landlock.follows_links(tree / ".rootfs", [tree]) and landlock.follows_links(tmp_path / "bin", [tree])
+    assert landlock.open_rule_path(tree / ".rootfs") is None
+    assert landlock.open_rule_path(tree / "lib") is None and landlock.open_rule_path(tree / "lib" / "x") is None
+    for fd in (landlock.open_rule_path(tree / "src"), landlock.open_rule_path(tmp_path / "bin", follow=True)):
+        assert fd is not None
+        os.close(fd)
+
+
+SHADOW = '''import os, sys
+_name = __name__
+_seen = []
+try:
+    with open(os.path.join(OUTSIDE, _name), "w") as _out:
+        _out.write("written before the ruleset")
+    _seen.append("escaped: wrote outside")
+except OSError as exc:
+    _seen.append(f"refused: write outside: {exc.strerror}")
+try:
+    with open(f"/proc/{RUNNER}/environ", "rb") as _environ:
+        _seen.append(f"escaped: read the runner's environment ({len(_environ.read())} bytes)")
+except OSError as exc:
+    _seen.append(f"refused: the runner's environment: {exc.strerror}")
+try:
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests", "shadowed", f"{_name}-{os.getpid()}"),
+              "w") as _report:
+        _report.write("\\n".join(_seen))
+except OSError:
+    pass
+_here, _path = os.path.dirname(os.path.abspath(__file__)), list(sys.path)
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+del sys.modules[_name]
+_real = __import__(_name)
+sys.modules[_name] = _real
+sys.path[:] = _path
+globals().update({k: v for k, v in vars(_real).items() if k not in ("__file__", "__name__", "__spec__")})
+'''
+SHADOWED = ("json", "platform", "struct", "sitecustomize", "usercustomize")
+
+
+@pytest.mark.parametrize("backend", ["bubblewrap", "landlock"])
+def test_a_tree_that_shadows_the_standard_library_gets_nothing_before_the_ruleset(tmp_path: Path,
+                                                                                    backend: str) -> None:
+    """Hole 5: the Landlock launcher imported `json` (and more) with the tree on sys.path before confining itself.
+    Now it runs isolated (-I -S, by its path): a json.py, platform.py, struct.py, sitecustomize.py or usercustomize.py
+    in the tree, and PYTHONPATH pointing at it, run nothing before the ruleset; what the test command imports runs
+    confined (it cannot write outside or read the runner's environment: the launcher's parent, the assistant)."""
+    sandbox = _sandbox(backend, tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    repo = python_repo(tmp_path, {"calc.py": CALC_PY, "tests/test_calc.py": TEST_CALC_PY, "tests/shadowed/.keep": "",
+                                  "pytest.ini": "[pytest]\npythonpath = .\n",
+                                  **{f"{name}.py": SHADOW.replace("OUTSIDE", repr(str(outside))).replace("RUNNER", str(os.getpid()))
+                                     for name in SHADOWED}})
+    result = TestRunner(PYTEST, cwd=repo, sandbox=sandbox, env={"PYTHONPATH": str(repo)}).run()
+    assert result.exit_code == 1 and result.failed_count == 1, result.output  # the suite ran, add still subtracts
+    assert sorted(outside.iterdir()) == []
+    reports = {path.name: path.read_text() for path in (repo / "tests" / "shadowed").iterdir() if path.name != ".keep"}
+    assert reports, "the test command imported the shadows (confined)"
+    assert [text for text in reports.values() if "escaped" in text] == []
+
+
+@pytest.mark.parametrize("backend", ["bubblewrap", "landlock"])
+def test_a_link_to_the_root_in_the_tree_widens_no_rule(tmp_path: Path, isolated_env: Path, backend: str) -> None:
+    """Hole 6: a committed `.rootfs -> /` at the tree's top level made Landlock's rule for the tree's entries cover
+    the whole file system. Through it, HOME's files stay unreadable, and nothing outside the tree or in .git is
+    written."""
+    sandbox = _sandbox(backend, tmp_path)
+    _plant(isolated_env)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    repo = python_repo(tmp_path)
+    (repo / ".rootfs").symlink_to("/")
+    subprocess.run(["git", "add", ".rootfs"], cwd=repo, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a link to the root"],
+                   cwd=repo, check=True)
+    git_config = (repo / ".git" / "config").read_bytes()
+    via = f"{repo}/.rootfs"
+    script = (
+        "import os\n"
+        f"for name in {sorted(CREDENTIALS)!r}:\n"
+        "    try:\n"
+        f"        print('READ', open({via!r} + {str(isolated_env)!r} + '/' + name).read())\n"
+        "    except OSError as exc:\n"
+        "        print('refused', name, exc.strerror)\n"
+        f"for target in ({via!r} + {str(outside / 'pwned')!r}, {via!r} + {str(repo / '.git' / 'config')!r},\n"
+        f"               {via!r} + {str(repo / 'calc.py')!r}):\n"
+        "    try:\n"
+        "        open(target, 'a').write('\\n# written through the link\\n')\n"
+        "        print('WROTE', target)\n"
+        "    except OSError as exc:\n"
+        "        print('refused', target, exc.strerror)\n")
+    result = TestRunner([sys.executable, "-c", script], cwd=repo, sandbox=sandbox).run()
+    assert "READ" not in result.output and MARK not in result.output, result.output
+    assert [line for line in result.output.splitlines() if line.startswith("WROTE")] == [
+        f"WROTE {via}{repo / 'calc.py'}"], "through the link only the tree itself is written"
+    assert sorted(outside.iterdir()) == []
+    assert (repo / ".git" / "config").read_bytes() == git_config
+
+
+DAEMON = '''import os, sys, time
+TOKEN, TARGET, DELAY = sys.argv[1], sys.argv[2], float(sys.argv[3])
+if os.fork():
+    sys.exit(0)
+os.setsid()
+if os.fork():
+    os._exit(0)
+os.chdir("/")
+os.execve(sys.executable, [sys.executable, "-c", f"""import time
+time.sleep({DELAY})
+open({TARGET!r}, "a").write("# changed by a daemon of the run\\\\n")
+# {TOKEN}
+"""], {})
+'''
+
+
+def _processes_with(token: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if token.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("read_only", [False, True], ids=["tests", "run-tool"])
+@pytest.mark.parametrize("backend", ["bubblewrap", "landlock"])
+def test_a_setsid_daemon_of_the_run_does_not_outlive_it(tmp_path: Path, backend: str, read_only: bool) -> None:
+    """Hole 7: a double-forked, `setsid` child with an emptied environment, which changes the tree 3 s later, ends
+    with the command that started it: the tree is as it was 5 s after the run, no process of the run is left. The
+    model's `run` tool (a read-only run) goes through the same launcher."""
+    sandbox = _sandbox(backend, tmp_path)
+    repo = python_repo(tmp_path)
+    target = tmp_path / "outside-target" if read_only else repo / "calc.py"  # a read-only run writes no tree
+    token = f"daemon-{os.getpid()}-{backend}-{read_only}"
+    before = snapshot(repo)
+    result = TestRunner([sys.executable, "-c", DAEMON, token, str(target), "3"], cwd=repo, sandbox=sandbox,
+                        read_only=read_only).run()
+    assert result.passed, result.output
+    deadline = time.monotonic() + 5.5
+    while time.monotonic() < deadline:
+        assert _processes_with(token) == [], "a process of the run is still alive after it ended"
+        time.sleep(0.25)
+    assert snapshot(repo) == before and not (tmp_path / "outside-target").exists()
+
+
+def test_the_landlock_supervisor_ends_what_it_adopted_when_the_runner_kills_it(tmp_path: Path) -> None:
+    """The runner's timeout kills the launcher's process group: the supervisor, in a group of its own, hears of it
+    through its parent-death signal and ends the run's daemons too."""
+    sandbox = _sandbox("landlock", tmp_path)
+    repo = python_repo(tmp_path)
+    token = f"daemon-{os.getpid()}-timeout"
+    script = f"import subprocess, sys, time\nsubprocess.run([sys.executable, '-c', {DAEMON!r}, {token!r}, " \
+             f"{str(repo / 'calc.py')!r}, '3'])\ntime.sleep(300)\n"
+    result = TestRunner([sys.executable, "-c", script], cwd=repo, sandbox=sandbox, timeout=1.5, kill_grace=0).run()
+    assert result.timed_out
+    time.sleep(4)
+    assert _processes_with(token) == [] and (repo / "calc.py").read_text() == CALC_PY
+
+
+FREEZE_TEST = '''import os
+
+from calc import add
+
+
+def test_add():
+    home = os.environ["HOME"]
+    try:
+        with open(os.path.join(os.path.dirname(__file__), "..", ".venv", "pyvenv.cfg"), "a") as cfg:
+            cfg.write(f"home = {home}\\n")
+        print("appended home to pyvenv.cfg")
+    except OSError as exc:
+        print("refused: pyvenv.cfg", exc.strerror)
+    try:
+        print("NOTES", open(os.path.join(home, "notes.txt")).read())
+    except OSError as exc:
+        print("refused: notes.txt", exc.strerror)
+    assert add(2, 3) == 5
+'''
+
+
+def test_a_test_cannot_widen_the_next_iterations_sandbox_through_pyvenv_cfg(tmp_path: Path, isolated_env: Path,
+                                                                             sandbox_backend: str) -> None:
+    """Hole 9: a test appended `home = $HOME` to the activated venv's pyvenv.cfg, and the next iteration's sandbox
+    kept HOME. The policy is decided before the first test run and frozen; the pyvenv.cfg it read is read-only to
+    the tests: HOME's planted secret (of no shape the redactor knows) reaches no request, and the file is as it
+    was."""
+    write_tree(isolated_env, {"notes.txt": f"{MARK}-notes-10\n"})
+    repo = python_repo(tmp_path, {"calc.py": CALC_PY, "tests/test_calc.py": FREEZE_TEST, ".gitignore": ".venv/\n",
+                                  "pytest.ini": "[pytest]\npythonpath = .\n"})
+    (repo / ".venv" / "bin").mkdir(parents=True)
+    config = repo / ".venv" / "pyvenv.cfg"
+    config.write_text("home = /usr/bin\ninclude-system-site-packages = false\n")
+    no_fix = answer(modify("calc.py", '"""A tiny calculator."""', '"""A tiny calculator, to be fixed."""'))
+    fix = answer(modify("calc.py", "    return a - b", "    return a + b"))
+    with ScriptedServer([no_fix, fix]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", f"{PYTEST} -rA",
+                        "--no-reproduce", "--json"], server_url=server.url,
+                       extra_env={"PATH": f"{repo / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    requests = json.dumps([request.get("body") for request in server.requests])
+    assert "refused: notes.txt" in requests, "the test ran and its output reached the model"
+    assert MARK not in requests
+    assert config.read_text() == "home = /usr/bin\ninclude-system-site-packages = false\n"
+
+
+HANGING_WITH_A_DAEMON = '''import os, subprocess, sys, time
+
+DAEMON = DAEMON_SOURCE
+
+
+def test_hangs():
+    subprocess.run([sys.executable, "-c", DAEMON, THE_TOKEN, os.path.abspath("calc.py"), "4"], check=True)
+    with open(os.path.join("tests", "SLEEPING"), "w") as marker:
+        marker.write(str(os.getpid()))
+    time.sleep(300)
+'''
+
+
+def test_kill_9_of_the_assistant_takes_the_runs_daemon_along(tmp_path: Path, sandbox_backend: str) -> None:
+    """Hole 7, the second half: the assistant killed with -9 while its test hangs, after the test started a setsid
+    daemon that changes calc.py 4 s later. Nothing of the run lives on (bubblewrap: --die-with-parent and its PID
+    namespace; Landlock: the launcher's and the supervisor's parent-death signals, then the supervisor's sweep)."""
+    token = f"daemon-{os.getpid()}-kill9-{sandbox_backend}"
+    test = HANGING_WITH_A_DAEMON.replace("THE_TOKEN", repr(token)).replace("DAEMON_SOURCE", repr(DAEMON))
+    repo = python_repo(tmp_path, {"calc.py": CALC_PY, "tests/test_calc.py": test,
+                                  "pytest.ini": "[pytest]\npythonpath = .\n"})
+    with ScriptedServer([answer(modify("calc.py", "return a - b", "return a + b"))]) as server:
+        env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "k", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+        proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), "--repo", str(repo), "--task", "fix add",
+                                 "--test-command", PYTEST, "--no-reproduce"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 60
+            while not (repo / "tests" / "SLEEPING").exists():
+                assert time.monotonic() < deadline and proc.poll() is None, "the hanging test never started"
+                time.sleep(0.05)
+            assert _processes_with(token), "the daemon runs"
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    gone = time.monotonic() + 5  # the parent-death signals are delivered as the assistant's end is reaped
+    while _processes_with(token):
+        assert time.monotonic() < gone, "a process of the run outlived the assistant"
+        time.sleep(0.05)
+    time.sleep(5)  # past the daemon's 4 s
+    assert _processes_with(token) == [] and (repo / "calc.py").read_text() == CALC_PY

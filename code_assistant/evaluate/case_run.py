@@ -5,6 +5,8 @@ of the results, whichever machine ran the case."""
 from __future__ import annotations
 
 import logging
+import os
+import shlex
 import shutil
 import socket
 import tempfile
@@ -86,6 +88,9 @@ def _run(case: Case, config: EvalConfig, root: Path, start: float, stop: threadi
     except AssistantError as exc:
         return CaseRun(replace(base, message=f"the repository could not be had: {exc}",
                                seconds=time.monotonic() - start))
+    # the judge's sandbox decided before the agent's tests can write what it reads (sandbox.py: freeze)
+    if sandbox.active:
+        sandbox.freeze(repo, sandbox.environment(os.environ).env, shlex.split(case.judged_by))
     done = attempt(repo=repo, task=case.task, test_command=case.test_command, run_args=config.run_args,
                    log_dir=root / "runs", scratch=root, stderr_file=root / "agent.log", timeout=config.case_timeout,
                    stop=stop)

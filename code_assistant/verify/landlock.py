@@ -18,23 +18,45 @@ root's other powers around the ruleset.
 Landlock cannot tell loopback from another host, so with the network off the seccomp filter refuses every IPv4, IPv6
 and packet socket (UDP and DNS included), loopback too. It also refuses io_uring, which would go around it.
 
+The launcher is this file loaded by its path into an isolated Python (`python -I -S`, landlock_argv): no tree on
+sys.path (-I: neither the script's folder nor the working directory, no PYTHONPATH, PYTHONSTARTUP or user site), no
+site module (-S: no .pth file, sitecustomize or usercustomize runs), so nothing a repository holds or a plan writes (a
+`json.py`, a `ctypes/` in the tree) is imported before the ruleset applies: only the standard library, this file and
+privileges.py (by its own path).
+
+Rules are added without following links (O_NOFOLLOW, and the path the descriptor names must be the one planned):
+a link in the tree (`.rootfs -> /`) gets no rule, so it never widens one beyond the tree; reading through it is
+checked against the rules of where it leads. Only the rules for paths a test cannot write (the system's own, HOME's
+toolchains) follow links.
+
+Nothing a test starts outlives the command, `setsid` daemons and double forks included: Landlock has no PID
+namespace of its own (where bubblewrap's pid 1 takes every process with it), and making one needs the user namespaces
+whose absence is why Landlock stands in; a cgroup needs a delegated hierarchy most machines do not give. So the
+launcher forks a supervisor that is a child subreaper (PR_SET_CHILD_SUBREAPER): every process of the run that loses
+its parent becomes the supervisor's child, and when the command ends (or the runner, or the assistant, dies) the
+supervisor kills its children until none is left. The supervisor stays outside the ruleset, in a process group of
+its own: a confined process cannot signal or trace it (Landlock's scopes, ABI 6), and the runner's kill of the
+launcher's group reaches it only through its parent-death signal, which starts the sweep.
+
 Pure parts (rule planning, the filter's program) are separate from the syscalls, and the module imports only the
 standard library: it runs first in every confined test process.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import json
 import os
 import platform
+import signal
+import stat
 import struct
 import sys
+import types
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-from code_assistant.verify import privileges
 
 __all__ = ["MIN_ABI", "Rules", "abi_version", "landlock_argv", "main", "plan", "seccomp_program"]
 
@@ -59,6 +81,8 @@ DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
 DEV, PROC = Path("/dev"), Path("/proc")
 _PROC_SELF = ("self", "thread-self")
 _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
+_PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
+_ENDING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)  # what makes the supervisor end the run early
 
 
 def handled_fs(abi: int) -> int:
@@ -155,11 +179,15 @@ def _proc_shown(entries: Callable[[Path], list[Path]]) -> list[Path]:
 
 
 def landlock_argv(python: str, rules: Rules, argv: Sequence[str]) -> list[str]:
-    """The command line that confines itself by `rules`, then executes argv."""
-    package_parent = str(Path(__file__).resolve().parents[2])
-    boot = (f"import sys; sys.path.insert(0, {package_parent!r}); "
-            "from code_assistant.verify.landlock import main; main(sys.argv[1:])")
-    return [python, "-E", "-s", "-c", boot, rules.to_json(), "--", *argv]
+    """The command line that confines itself by `rules`, then executes argv: this file loaded by its path (its
+    compiled copy reused) into an isolated Python with no site module, so that nothing in the working directory or
+    the environment is imported before the ruleset."""
+    return [python, "-I", "-S", "-c", _BOOT, str(Path(__file__).resolve()), rules.to_json(), "--", *argv]
+
+
+_BOOT = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location('landlock', sys.argv[1]); "
+         "launcher = sys.modules['landlock'] = importlib.util.module_from_spec(spec); "
+         "spec.loader.exec_module(launcher); launcher.main(sys.argv[2:])")
 
 
 # ----- the filter's program ---------------------------------------------------------------------------------------
@@ -232,25 +260,73 @@ def confine(rules: Rules) -> None:
     buffer = ctypes.create_string_buffer(attr, len(attr))
     ruleset = _check(libc.syscall(ctypes.c_long(_CREATE_RULESET), buffer, ctypes.c_size_t(len(attr)),
                                   ctypes.c_uint32(0)), "landlock_create_ruleset")
+    places = writable_places(rules)
     try:
         for path, rights in plan(rules, abi):
-            _add_path(libc, ruleset, path, rights)
+            _add_path(libc, ruleset, path, rights, follows_links(path, places))
         _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
         _check(libc.syscall(ctypes.c_long(_RESTRICT_SELF), ctypes.c_int(ruleset), ctypes.c_uint32(0)),
                "landlock_restrict_self")
     finally:
         os.close(ruleset)
     _filter(libc, rules.network)
-    privileges.drop()
+    _privileges().drop()
 
 
-def _add_path(libc: ctypes.CDLL, ruleset: int, path: Path, rights: int) -> None:
+def _privileges() -> types.ModuleType:
+    """privileges.py: imported as part of the package, or by its path when this file runs as the launcher (-S:
+    there is no package on sys.path, and none is put there)."""
+    if __package__:
+        from code_assistant.verify import privileges
+        return privileges
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("privileges", Path(__file__).with_name("privileges.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def writable_places(rules: Rules) -> tuple[Path, ...]:
+    """Where a test may write (so may have made a link since the rules were planned)."""
+    return (*rules.writable, *([rules.private_tmp] if rules.private_tmp else []))
+
+
+def follows_links(path: Path, places: Sequence[Path]) -> bool:
+    """Whether the rule for `path` may follow links: not at or under a place a test may write (the tree, a cache, the
+    private TMPDIR), where a link may have been planted; elsewhere (the system's /bin -> usr/bin, a toolchain in
+    HOME) nothing a test can change."""
+    return not any(path == place or _inside(path, place) for place in places)
+
+
+def open_rule_path(path: Path, follow: bool = False) -> int | None:
+    """An O_PATH descriptor of exactly `path`, not following a link on the way or at its end (None: it is gone, it
+    is a link, or a link on the way leads elsewhere); `follow`: of where its links lead."""
+    if follow:
+        try:
+            return os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            return None
     try:
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
-        return  # gone, or never there: nothing to allow
+        return None  # gone, or never there: nothing to allow
     try:
-        if not os.path.isdir(f"/proc/self/fd/{fd}"):
+        if stat.S_ISLNK(os.fstat(fd).st_mode) or os.readlink(f"/proc/self/fd/{fd}") != str(path):
+            os.close(fd)
+            return None
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _add_path(libc: ctypes.CDLL, ruleset: int, path: Path, rights: int, follow: bool) -> None:
+    fd = open_rule_path(path, follow)
+    if fd is None:
+        return
+    try:
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
             rights &= FILE_RIGHTS
         attr = ctypes.create_string_buffer(struct.pack("=Qi", rights, fd), 12)  # packed path_beneath_attr
         _check(libc.syscall(ctypes.c_long(_ADD_RULE), ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), attr,
@@ -280,19 +356,138 @@ def _filter(libc: ctypes.CDLL, network: bool) -> None:
 
 
 def main(args: Iterable[str]) -> None:
-    """RULES_JSON -- COMMAND...: confine this process, then become the command (exit 126/127 as a shell would)."""
+    """RULES_JSON -- COMMAND...: run the command confined, under a supervisor that ends every process it leaves
+    (exit 126/127 as a shell would; a command killed by a signal, the same signal)."""
     args = list(args)
     if len(args) < 3 or args[1] != "--":
         sys.stderr.write("usage: landlock RULES_JSON -- COMMAND [ARG...]\n")
         raise SystemExit(2)
     try:
-        confine(Rules.from_json(args[0]))
-    except (OSError, ValueError, KeyError) as exc:  # ConfineError, or a capability left
-        sys.stderr.write(f"code-assistant sandbox: cannot confine the test command: {exc}\n")
-        raise SystemExit(126) from None
-    command = args[2:]
+        rules = Rules.from_json(args[0])
+    except (ValueError, KeyError, TypeError) as exc:
+        sys.stderr.write(f"code-assistant sandbox: bad rules: {exc}\n")
+        raise SystemExit(2) from None
+    libc = _libc()
+    libc.prctl.restype = ctypes.c_int
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the runner's thread gone: this process too
+    launcher = os.getpid()
+    supervisor = os.fork()
+    if supervisor == 0:
+        _supervise(libc, rules, args[2:], launcher)
+    _exit_as(os.waitpid(supervisor, 0)[1])
+
+
+class _Supervisor:
+    """The supervisor's state: the command's pid once started, and whether it was told to end the run (SIGTERM,
+    SIGHUP, SIGINT, its parent's death)."""
+
+    child: int | None = None
+    ending: bool = False
+
+    @classmethod
+    def end(cls, signum: int = signal.SIGTERM, frame: object = None) -> None:
+        """Told to end: every child killed now, so that the wait for the command returns; the sweep follows."""
+        cls.ending = True
+        for pid in children():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _supervise(libc: ctypes.CDLL, rules: Rules, command: list[str], launcher: int) -> None:
+    """The supervisor: a subreaper in a process group of its own; starts the confined command, waits for it, then
+    kills every process left (adopted orphans, setsid daemons, their children as they are adopted in turn)."""
+    for signum in _ENDING:
+        signal.signal(signum, _Supervisor.end)
+    os.setpgid(0, 0)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    if os.getppid() != launcher:  # the launcher died before the death signal was set
+        _Supervisor.end()
+    status = int(signal.SIGKILL)  # a wait status: killed, when told to end before the command ended
+    if not _Supervisor.ending:
+        _Supervisor.child = os.fork()
+        if _Supervisor.child == 0:
+            _become(rules, command)
+        if _Supervisor.ending:  # told between the check and the fork
+            os.kill(_Supervisor.child, signal.SIGKILL)
+        while True:
+            try:
+                pid, waited = os.waitpid(-1, 0)  # an adopted orphan's end is reaped here as well
+            except ChildProcessError:
+                break
+            if pid == _Supervisor.child:
+                status = waited
+                break
+    end_descendants()
+    _exit_as(status)
+
+
+def _become(rules: Rules, command: list[str]) -> None:
+    """In the command's process: confine it, then execute the command (never returns)."""
+    code = 126
     try:
-        os.execvp(command[0], command)
-    except OSError as exc:
-        sys.stderr.write(f"{command[0]}: {exc.strerror}\n")
-        raise SystemExit(127 if exc.errno == errno.ENOENT else 126) from None
+        for signum in (*_ENDING, signal.SIGPIPE, signal.SIGXFSZ):  # as a shell leaves them (Python ignores two)
+            signal.signal(signum, signal.SIG_DFL)
+        try:
+            confine(rules)
+        except OSError as exc:  # ConfineError, or a capability left
+            _say(f"code-assistant sandbox: cannot confine the test command: {exc}")
+        else:
+            try:
+                os.execvp(command[0], command)
+            except OSError as exc:
+                _say(f"{command[0]}: {exc.strerror}")
+                code = 127 if exc.errno == errno.ENOENT else 126
+    finally:
+        os._exit(code)
+
+
+def _say(line: str) -> None:
+    """A line on stderr that needs no codec import (the ruleset may hide the standard library's other codecs)."""
+    os.write(2, (line + "\n").encode("utf-8", "replace"))
+
+
+def children(pid: int | str = "self") -> list[int]:
+    """This process's children (/proc/PID/task/*/children), adopted ones included."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as listed:
+                found += [int(word) for word in listed.read().split()]
+        except OSError:
+            continue
+    return found
+
+
+def end_descendants() -> None:
+    """Kill this subreaper's children until it has none: a killed child's own children are adopted, then killed in
+    turn. Each pid is a child not yet reaped, so it names no other process."""
+    while True:
+        for pid in children():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+def _exit_as(status: int) -> None:
+    """End this process as the waited one ended: its exit code, or the same signal."""
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:
+        if -code not in (signal.SIGKILL, signal.SIGSTOP):  # those two cannot be caught: nothing to restore
+            signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+        code = 128 - code
+    os._exit(code)
+
+
+if __name__ == "__main__":  # python -I -S landlock.py RULES -- COMMAND: the launcher, as landlock_argv starts it
+    main(sys.argv[1:])

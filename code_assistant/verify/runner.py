@@ -174,6 +174,8 @@ class TestRunner:
             while self._argv and _ASSIGNMENT.match(self._argv[0]):  # "FOO=1 pytest": move FOO into the env
                 name, value = self._argv.pop(0).split("=", 1)
                 self.env[name] = value
+        if sandbox is not None and sandbox.active and sandbox.executable is not None:
+            sandbox.freeze(self.cwd, self.env, self._argv)  # decided now, before a test of this tree has run
         self.head_lines = head_lines
         self.tail_lines = tail_lines
         self.kill_grace = kill_grace

@@ -13,6 +13,18 @@ command's own process before it executes (landlock.py: landlock_argv). Either wa
 as root too: it cannot unmount what hides HOME or /proc, remount `.git` writable, or setns into another namespace.
 `resolve` finds out which can be had here; with neither, only an explicit `--sandbox off` runs model-written code
 unconfined.
+
+The policy is decided before the tests run and frozen (`Sandbox.freeze`): the first test run in a tree (a run's
+baseline, the judge's tree before the agent) decides it from what the tree and HOME hold then, and every later run in
+that tree, the model's `run` commands included, reuses it. What a test writes — a line `home = $HOME` appended to the
+activated venv's pyvenv.cfg, a PATH directory swapped for a link into HOME, an `.envrc` or a toolchain file — cannot
+widen the next iteration's sandbox; and the pyvenv.cfg files the policy read inside the tree are read-only to the
+tests, so the tree keeps them byte for byte.
+
+Every process a test starts ends with the command, `setsid` daemons and double forks included: bubblewrap's PID
+namespace (its pid 1 takes every process of the namespace with it when the command ends, and --die-with-parent ends
+it with the assistant), Landlock's supervisor, a child subreaper that kills what it adopts (landlock.py says why not
+a PID namespace or a cgroup there).
 """
 from __future__ import annotations
 
@@ -25,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -194,6 +206,8 @@ class Sandbox:
     passed_env: tuple[str, ...] = ()  # --pass-env: secret-looking variables the user lets through
     landlock_abi: int | None = None
     held_back: tuple[str, ...] = ()  # the variables of this process kept from every test run (names only)
+    # each tree's policy as decided at its first test run (freeze); dataclasses.replace starts a new sandbox afresh
+    frozen: dict[Path, Policy] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def active(self) -> bool:
@@ -253,11 +267,28 @@ class Sandbox:
         kept += [tree] if read_only else []  # readable, over a private /tmp or a hidden HOME it may lie in
         kept = [p for p in dict.fromkeys(kept) if _exists(p)]
         protected = [tree / ".git", *(p.resolve() for p in self.protected)]
+        protected += [config for config in _venv_configs(search_path, programs)  # what the policy read stays
+                      if any(_inside(config, w) for w in writable) and config not in protected]
         absent = [p for p in protected if not os.path.lexists(p) and any(_inside(p, w) for w in writable)]
         secrets = system_secrets()
         return Policy(writable=tuple(writable), protected=tuple(protected), network=self.network,
                       hidden=(*(h for h in hidden if h.is_dir()), *secrets), kept=tuple(kept), absent=tuple(absent),
                       hidden_files=secrets)
+
+    def freeze(self, tree: Path, env: Mapping[str, str], argv: Sequence[str] = ()) -> Policy:
+        """The policy of every test run in `tree` from now on: decided at the first call, from what the tree, HOME
+        and `env` hold then (call it before anything the model wrote runs), then reused whatever a test writes."""
+        tree = tree.resolve()
+        if tree not in self.frozen:
+            self.frozen[tree] = self.policy(tree, env, argv)
+            logger.info("sandbox policy for %s decided and frozen", tree)
+        return self.frozen[tree]
+
+    def frozen_policy(self, tree: Path, env: Mapping[str, str], argv: Sequence[str] = (), *,
+                      read_only: bool = False) -> Policy:
+        """The tree's frozen policy (freeze), for a run that may write the tree or, `read_only`, not."""
+        policy = self.freeze(tree, env, argv)
+        return read_only_policy(policy, tree.resolve()) if read_only else policy
 
     @contextlib.contextmanager
     def confined(self, argv: list[str], cwd: Path, env: Mapping[str, str], *,
@@ -269,7 +300,7 @@ class Sandbox:
                 raise ValueError("a read-only run needs the sandbox")
             yield argv, dict(env)
             return
-        policy = self.policy(cwd, env, argv, read_only=read_only)
+        policy = self.frozen_policy(cwd, env, argv, read_only=read_only)
         logger.debug("sandbox %s (%s): writable %s, read-only %s, hidden %s, kept %s", self.mode, self.backend,
                      policy.writable, policy.protected, policy.hidden, policy.kept)
         if self.backend == Backend.BUBBLEWRAP:
@@ -280,12 +311,19 @@ class Sandbox:
                     with contextlib.suppress(OSError):
                         path.rmdir()
             return
-        private = Path(tempfile.mkdtemp(prefix="ca-sandbox-tmp-"))
+        private = Path(tempfile.mkdtemp(prefix="ca-sandbox-tmp-")).resolve()  # no link on the way: a rule on it
         try:
             yield (landlock.landlock_argv(self.executable, policy_for_landlock(policy, private), argv),
                    {**env, "TMPDIR": str(private)})
         finally:
             shutil.rmtree(private, ignore_errors=True)
+
+
+def read_only_policy(policy: Policy, tree: Path) -> Policy:
+    """`policy` with the tree read-only too (readable, over a private /tmp or a hidden HOME it may lie in)."""
+    writable = tuple(p for p in policy.writable if p != tree)
+    return replace(policy, writable=writable, kept=(*policy.kept, tree),
+                   absent=tuple(p for p in policy.absent if any(_inside(p, w) for w in writable)))
 
 
 def system_secrets() -> tuple[Path, ...]:
@@ -367,13 +405,25 @@ def _exists(path: Path) -> bool:
         return False
 
 
+def _venv_configs(search_path: str, programs: Iterable[Path]) -> list[Path]:
+    """The pyvenv.cfg files of the virtual environments the test command's programs come from."""
+    configs = [Path(os.path.abspath(place)).parent / "pyvenv.cfg" for place in _places(search_path, programs)]
+    found = []
+    for config in dict.fromkeys(configs):
+        try:
+            if config.is_file():
+                found.append(config)
+        except OSError:  # in a directory this user cannot see (root's HOME on PATH)
+            continue
+    return found
+
+
 def _venv_bases(search_path: str, programs: Iterable[Path], hidden: Iterable[Path]) -> list[Path]:
     """The Python a virtual environment was made from (its pyvenv.cfg's `home`), when it lies in a hidden place: a
     venv beside the repository whose python links into ~/.pyenv or uv's ~/.local/share/uv/python."""
     hidden = list(hidden)
     bases: list[Path] = []
-    for place in _places(search_path, programs):
-        config = Path(os.path.abspath(place)).parent / "pyvenv.cfg"
+    for config in _venv_configs(search_path, programs):
         try:
             lines = config.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
