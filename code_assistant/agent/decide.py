@@ -177,7 +177,7 @@ def verification(baseline: TestResult, result: TestResult, reproduction: Reprodu
         if not unseen:
             return True, f"{_some(names)} failed before, pass{'es' if len(names) == 1 else ''} now"
     if unseen and (not_proved := _unproved(result, reproduction)):
-        return False, f"not verified: {not_proved}"
+        return False, not_proved
     if unseen:
         why = "" if result.passes else " (it names no passing test at all)"
         return False, f"the output does not show {_some(unseen)} passing now{why}"
