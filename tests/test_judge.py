@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from code_assistant.evaluate.cases import Case, Source, SourceKind
-from code_assistant.evaluate.judge import judge, names
+from code_assistant.evaluate.judge import judge, names, not_in_tree
 from code_assistant.evaluate.scratch import patch_paths
 from code_assistant.verify.sandbox import resolve
 from tests.repos import CALC_PY, GO_SVC, PYTEST, git_init, python_repo, write_tree
@@ -75,6 +75,15 @@ def test_an_id_that_matches_nothing_is_named_in_the_verdict(tmp_path: Path) -> N
     assert judgement.tests == {"tests/test_calc.py::test_add": "passed", "test_calc.py::test_add": "missing"}
     assert judgement.verdict == "unresolved"
     assert judgement.summary.endswith("; 1 named test matched nothing: test_calc.py::test_add")
+
+
+def test_ids_that_name_no_test_in_the_tree_are_seen_before_the_run(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    assert not_in_tree(["tests/test_calc.py::test_add", "tests/test_calc.py::test_gone", "tests/test_none.py::test_x",
+                        "tests/test_calc.py::test_add[1-2]", "some.unittest.Id"], repo) == [
+        "tests/test_calc.py::test_gone", "tests/test_none.py::test_x"]
+    go = write_tree(tmp_path / "svc", GO_SVC)
+    assert not_in_tree(["TestAdd", "example.com/svc/calc.TestAdd/neg", "TestRoutePattern"], go) == ["TestRoutePattern"]
 
 
 def test_a_bare_go_test_name_is_found_failing_in_its_package(tmp_path: Path) -> None:

@@ -51,6 +51,9 @@ def judge(case: Case, repo: Path, sandbox: Sandbox, *, timeout: float) -> Judgem
     if case.test_patch and (why := apply_patch(repo, case.test_patch)):
         return Judgement(Verdict.ERROR, summary=f"the test patch does not apply: {why}",
                          seconds=time.monotonic() - start)
+    if absent := not_in_tree([*case.fail_to_pass, *case.pass_to_pass], repo):
+        logger.warning("%s: %d named test(s) name no test in the tree, before the run: %s", case.id, len(absent),
+                       ", ".join(absent))
     runner = TestRunner(case.judged_by, cwd=repo, timeout=timeout, sandbox=sandbox)
     try:
         result = runner.run()
@@ -97,6 +100,26 @@ def names(test_id: str, name: str) -> bool:
     bare, run = _GO_TEST.fullmatch(test_id), _GO_TEST.search(name)
     return bool(bare and bare.start(1) == 0 and run and (run.group(1) == test_id
                                                           or run.group(1).startswith(test_id + "/")))
+
+
+def not_in_tree(ids: list[str], repo: Path) -> list[str]:
+    """The ids that can be seen, before any run, to name no test in the tree: a pytest id whose file is not there or
+    does not define its test, a Go test no `_test.go` file defines. Ids of other forms are not checked here."""
+    go_sources: str | None = None
+    absent: list[str] = []
+    for test_id in ids:
+        if "::" in test_id:
+            path, *_, name = test_id.split("[", 1)[0].split("::")
+            file = repo / path
+            if not file.is_file() or not re.search(rf"\bdef {re.escape(name)}\b", file.read_text(errors="replace")):
+                absent.append(test_id)
+        elif go := _GO_TEST.search(test_id):
+            if go_sources is None:
+                go_sources = "\n".join(p.read_text(errors="replace") for p in sorted(repo.rglob("*_test.go"))
+                                       if ".git" not in p.parts)
+            if not re.search(rf"^func {re.escape(go.group(1).split('/')[0])}\(", go_sources, re.MULTILINE):
+                absent.append(test_id)
+    return absent
 
 
 def unmatched(tests: dict[str, str]) -> list[str]:
