@@ -147,16 +147,23 @@ def test_a_runner_without_a_report_verifies_nothing_whatever_it_prints(tmp_path:
 
 # ----- the attack: the code under test prints a pass and ends with status 0 -----------------------------------------
 
-def test_a_printed_pass_and_os_exit_0_is_no_pass_for_the_runner(tmp_path: Path) -> None:
+@pytest.mark.parametrize("bwrap", ["bwrap", "/nonexistent/bwrap"], ids=["bubblewrap", "landlock"])
+def test_a_printed_pass_and_os_exit_0_is_no_pass_for_the_runner(tmp_path: Path, bwrap: str) -> None:
     repo = python_repo(tmp_path, {"calc.py": _forged_calc(), "tests/test_calc.py":
                                   "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
                                   "pytest.ini": "[pytest]\npythonpath = .\n"})
-    result = _runner(repo).run()
+    sandbox = resolve("write", executable=bwrap)
+    if bwrap == "bwrap" and sandbox.backend != "bubblewrap":
+        pytest.skip("bubblewrap is not available here")
+    result = TestRunner(PYTEST, cwd=repo, timeout=60, sandbox=sandbox).run()
     assert result.exit_code == 0 and "tests/test_calc.py::test_add PASSED" in result.output
     assert not result.passed and result.passes == frozenset() and result.proof == Proof.MISSING
     assert "tests/test_calc.py::test_add" in result.printed, "printed: a hint for the model, never a verdict"
     assert "[not a pass: pytest wrote no report of its tests" in result.output
     assert result.summary().endswith("exit 0 refuted by the runner's report")
+    (repo / "calc.py").write_text(CALC_PY.replace("a - b", "a + b"))  # the honest fix, in the same sandbox
+    fixed = TestRunner(PYTEST, cwd=repo, timeout=60, sandbox=sandbox).run()
+    assert fixed.passed and fixed.proof == Proof.REPORT and fixed.passes == {"tests/test_calc.py::test_add"}
 
 
 def test_an_honest_pytest_run_is_proved_by_its_report_through_make(tmp_path: Path) -> None:
