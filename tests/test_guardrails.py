@@ -128,6 +128,27 @@ def test_unittest_loosened_and_skipped() -> None:
     assert "skipped" in (check_test_weakening("tests/test_cart.py", UNITTEST, skipped) or "")
 
 
+@pytest.mark.parametrize("path, before, after", [
+    ("tests/test_cart.py", UNITTEST, UNITTEST.replace("        self.assertEqual(cart.total(), 3)",
+                                                      "        with self.assertRaises(IndexError):\n"
+                                                      "            cart.total()")),
+    ("tests/test_cart.py", PYTEST, PYTEST.replace("    assert Cart().total() == 0",
+                                                  "    with pytest.raises(IndexError):\n        Cart().total()")),
+    ("src/cart.test.js", "test('empty', () => {\n  expect(total([])).toBe(0);\n});\n",
+     "test('empty', () => {\n  expect(() => total([])).toThrow(TypeError);\n});\n"),
+], ids=["unittest", "pytest", "jest"])
+def test_an_expected_value_turned_into_an_expected_exception_is_a_weakened_test(path: str, before: str,
+                                                                                after: str) -> None:
+    reason = check_test_weakening(path, before, after)
+    assert reason and "turns an expected value into an expected exception" in reason
+
+
+def test_a_new_test_expecting_an_exception_beside_the_old_ones_is_fine() -> None:
+    more = PYTEST + ("\n\ndef test_unknown_item_rejected():\n    with pytest.raises(KeyError):\n"
+                     "        Cart().remove('x')\n")
+    assert check_test_weakening("tests/test_cart.py", PYTEST, more) is None
+
+
 def test_jest_skip_loosen_and_trivial() -> None:
     path = "src/cart.test.js"
     assert "skipped" in (check_test_weakening(path, JEST, JEST.replace('it("sums', 'it.skip("sums')) or "")

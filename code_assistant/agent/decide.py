@@ -158,8 +158,9 @@ def _candidate(f: Facts) -> Ending | None:
 def verification(baseline: TestResult, result: TestResult, reproduction: Reproduction | None,
                  asked: bool | None) -> tuple[bool, str]:
     """Whether a test shows the task done — one that failed before the change is seen passing now, by its id in the
-    output (the reproduction test's, or the baseline's failing tests) — and, in words, which one, or why there is
-    none. A green exit alone proves nothing: the command may no longer run the test (a rewritten Makefile recipe)."""
+    runner's own report (the reproduction test's, or the baseline's failing tests) — and, in words, which one, or why
+    there is none. A green exit alone proves nothing: the command may no longer run the test (a rewritten Makefile
+    recipe); nor does a printed PASSED line (any code under test can print one)."""
     unseen: list[str] = []
     if reproduction is not None and reproduction.reproduced and reproduction.passes_after:
         assert reproduction.failed is not None
@@ -175,6 +176,8 @@ def verification(baseline: TestResult, result: TestResult, reproduction: Reprodu
         unseen += [i for i in names if not seen_passing(i, result.passes)]
         if not unseen:
             return True, f"{_some(names)} failed before, pass{'es' if len(names) == 1 else ''} now"
+    if unseen and (not_proved := _unproved(result, reproduction)):
+        return False, not_proved
     if unseen:
         why = "" if result.passes else " (it names no passing test at all)"
         return False, f"the output does not show {_some(unseen)} passing now{why}"
@@ -185,6 +188,13 @@ def verification(baseline: TestResult, result: TestResult, reproduction: Reprodu
     if asked is False:
         return False, "--no-reproduce, and the tests passed before the change too"
     return False, "the tests passed before the change too"
+
+
+def _unproved(result: TestResult, reproduction: Reproduction | None) -> str:
+    """Why the last runs' passes are not proved by the runner's report ("" when they are): printed lines are no proof
+    (verify/reports.py)."""
+    after = reproduction.after if reproduction is not None and reproduction.after is not None else None
+    return result.unverified or (after.unverified if after is not None else "")
 
 
 def _some(names: list[str]) -> str:

@@ -52,7 +52,7 @@ def changes(before: TestResult, after: TestResult) -> str:
         return ""
     now = set(after.failed_ids)
     fixed = [i for i in before.failed_ids if i not in now] if not before.timed_out else []
-    broke = [i for i in after.failed_ids if seen_passing(i, before.passes)]
+    broke = [i for i in after.failed_ids if seen_passing(i, before.passes or before.printed)]  # a hint, no verdict
     return "; ".join(words for words in (f"fixed {names(fixed)}" if fixed else "",
                                          f"broke {names(broke)}" if broke else "") if words)
 

@@ -37,6 +37,12 @@ _SKIP_RE = re.compile(r"@pytest\.mark\.(skip|skipif|xfail)\b|\bpytest\.(skip|xfa
 _TEST_NAME_RE = re.compile(r"^\s*(?:async\s+)?def\s+(test\w*)|^func\s+(Test\w+)\s*\(|"
                            r"\b(?:it|test)\s*\(\s*(['\"`])(.+?)\3", re.MULTILINE)
 _COMMENT_LINE_RE = re.compile(r"^\s*(#(?!\[)|//(?!go:|\s*\+build)).*$", re.MULTILINE)  # Go's build tags are not
+_VALUE_RE = re.compile(r"\bassert(Equal|Equals|ListEqual|DictEqual|TupleEqual|SetEqual|CountEqual|AlmostEqual|"
+                       r"MultiLineEqual|Is|IsNone|In)\s*\(|\bassert\b[^\n]*(==|\bis\b|\bin\b)|\.(toEqual|toBe|"
+                       r"toStrictEqual)\(|\bassert\.(equal|strictEqual|deepEqual|deepStrictEqual)\(|\bassert_eq!|"
+                       r"\b(assert|require)\.(Equal|EqualValues)\(")
+_RAISES_RE = re.compile(r"\bassertRaises(Regex)?\b|\bpytest\.raises\s*\(|\.toThrow\w*\(|\bassert\.(throws|rejects)\("
+                        r"|#\[should_panic\b|\bassertThrows\s*\(|\b(assert|require)\.(Panics|Error|ErrorIs)\(")
 _FLIPS = (("==", "!="), ("!=", "=="), ("assertEqual", "assertNotEqual"), ("assertIn", "assertNotIn"),
           ("assertIs", "assertIsNot"), (".toBe(", ".not.toBe("), (".toEqual(", ".not.toEqual("),
           ("assert.equal(", "assert.notEqual("), ("assert.strictEqual(", "assert.notStrictEqual("),
@@ -115,6 +121,9 @@ def check_test_weakening(path: str, old: str | None, new: str | None) -> str | N
         reasons.append("adds an assertion that is always true")
     if _count(_SKIP_RE, new) > _count(_SKIP_RE, old):
         reasons.append("marks tests as skipped / expected to fail")
+    if _count(_VALUE_RE, new) < _count(_VALUE_RE, old) and _count(_RAISES_RE, new) > _count(_RAISES_RE, old):
+        reasons.append("turns an expected value into an expected exception (the test then passes on the error the "
+                       "bug raises)")
     flips = _flipped(old, new)
     if flips:
         reasons.append(f"negates a check ({flips[0]!r})")

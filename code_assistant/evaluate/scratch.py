@@ -60,6 +60,31 @@ def materialize(source: Source, dest: Path, sandbox: Sandbox) -> Path:
     return dest
 
 
+_PATCH_PATHS = re.compile(r"^(?:---|\+\+\+) (?:[ab]/)?(\S+)", re.MULTILINE)
+
+
+def patch_paths(patch: str) -> list[str]:
+    """The files a unified diff touches, relative to the checkout (its `---`/`+++` lines, /dev/null left out)."""
+    found = [m.group(1) for m in _PATCH_PATHS.finditer(patch) if m.group(1) != "/dev/null"]
+    return [p for p in dict.fromkeys(found) if not p.startswith("/") and ".." not in Path(p).parts]
+
+
+def reset_to_case(repo: Path, paths: list[str]) -> list[str]:
+    """The files of `paths` put back as the case's commit has them (one that it does not have is removed), as
+    SWE-bench's harness does before applying a test patch: a test the agent added to such a file must not keep the
+    patch from applying. Returns the paths the agent had changed."""
+    if not paths:
+        return []
+    status = vcs.git(repo, "status", "--porcelain", "-z", "--no-renames", "--untracked-files=all", "--", *paths)
+    changed = [entry[3:] for entry in status.split("\0") if len(entry) > 3]
+    for path in changed:
+        if vcs.try_git(repo, "cat-file", "-e", f"HEAD:{path}") is not None:
+            vcs.git(repo, *_GIT_SELF, "checkout", "HEAD", "--", path)
+        else:
+            (repo / path).unlink(missing_ok=True)
+    return changed
+
+
 def apply_patch(repo: Path, patch: str) -> str | None:
     """`patch` (a unified diff) applied to the checkout; None, or why it does not apply."""
     patch_file = repo.with_name(repo.name + ".test.patch")  # beside the checkout, never in it

@@ -1,5 +1,6 @@
-"""Which tests a run's output shows passing, named as the failure parsers (outputs*.py) name a failing test, so that a
-test that failed before can be seen passing now. Pure functions.
+"""Which tests a run's output shows passing, named as the failure parsers (outputs*.py) name a failing test. Pure
+functions. A printed line is a hint for the model (`broke test_x`), never a verdict: any code under test can print one,
+so a pass is read from the runner's own report (reports.py; TestResult.passes), these only into TestResult.printed.
 
 A runner shows its passing tests only where asked: pytest with -rp/-rA (the runner adds -rp, see runner.py) or -v,
 unittest with -v, go test with -v (the runner adds it to GOFLAGS), jest with --verbose; cargo, mocha and node's

@@ -26,6 +26,7 @@ from code_assistant.verify.environment import without_secrets
 from code_assistant.verify.outputs import NotRun, TestFailure, never_ran, parse_test_output, strip_ansi
 from code_assistant.verify.outputs_common import network_not_run
 from code_assistant.verify.passes import GO_PASSES_FLAG, PASSES_OPTION, fold_passes, passed_ids
+from code_assistant.verify.reports import Proof, check, report_dir
 from code_assistant.verify.sandbox import Sandbox
 
 __all__ = ["TestCommandError", "TestResult", "TestRunner", "TestsNotRunError", "reap_leftovers", "truncate_output"]
@@ -77,7 +78,10 @@ class TestResult:
     timeout_s: float | None = None
     not_run: NotRun | None = None  # the output shows the tests never ran, for a reason outside the repository
     lost: int = 0  # tests that ran before the change and did not now (a green run with fewer tests is not green)
-    passes: frozenset[str] = frozenset()  # the tests its output shows passing, by id (verify/passes.py)
+    passes: frozenset[str] = frozenset()  # the tests the runner's own report shows passing, by id (verify/reports.py)
+    printed: frozenset[str] = frozenset()  # the tests its output shows passing (verify/passes.py): no verdict, a hint
+    proof: Proof = Proof.REPORT  # what `passes` rests on
+    unverified: str = ""  # why the passes are not proved by a report ("" when they are)
 
     @property
     def failed_ids(self) -> list[str]:
@@ -102,6 +106,8 @@ class TestResult:
             parts.append(f"{failed} failed")
         if self.lost:
             parts.append(f"{self.lost} no longer run")
+        if self.exit_code == 0 and not self.passed and not self.lost:
+            return ", ".join([*parts, "exit 0 refuted by the runner's report"])  # verify/reports.py
         if not parts:
             return "passed (exit 0)" if self.passed else f"exit {self.exit_code}"
         if not self.passed and not failed and not self.lost:
@@ -231,29 +237,37 @@ class TestRunner:
             _write_running(self.running_file, token)
         confined = (functools.partial(self.sandbox.confined, read_only=self.read_only) if self.sandbox
                     else _unconfined)
-        try:
-            with confined(self._argv, self.cwd, self.env) as (argv, env):
-                captured, timed_out, exit_code = self._start_and_collect(argv, {**env, RUN_TOKEN_VAR: token}, start,
-                                                                         on_output)
-        finally:
-            if self.running_file:
-                self.running_file.unlink(missing_ok=True)
-        if self._cancelled.is_set():
-            raise KeyboardInterrupt  # the run that asked for these tests is being stopped
-        exit_code = None if timed_out else exit_code
+        with report_dir() as reports:
+            env = {**self.env, RUN_TOKEN_VAR: token,
+                   "PYTEST_ADDOPTS": f"{self.env['PYTEST_ADDOPTS']} {reports.pytest_options()}"}
+            try:
+                with confined(self._argv, self.cwd, env, reports=(reports.path,)) as (argv, confined_env):
+                    captured, timed_out, exit_code = self._start_and_collect(argv, confined_env, start, on_output)
+            finally:
+                if self.running_file:
+                    self.running_file.unlink(missing_ok=True)
+            if self._cancelled.is_set():
+                raise KeyboardInterrupt  # the run that asked for these tests is being stopped
+            exit_code = None if timed_out else exit_code
+            raw = strip_ansi(captured.decode("utf-8", errors="replace")).replace("\r\n", "\n")
+            parsed = parse_test_output(raw, self.command, self.cwd)
+            checked = check(reports, self.command, parsed.runner, raw, exit_code, self.cwd)
         duration = time.monotonic() - start
-        raw = strip_ansi(captured.decode("utf-8", errors="replace")).replace("\r\n", "\n")
-        parsed = parse_test_output(raw, self.command, self.cwd)
         output = truncate_output(fold_passes(raw), self.head_lines, self.tail_lines)
         if timed_out:
             output += f"{'' if output.endswith(chr(10)) or not output else chr(10)}timed out after {self.timeout:g}s\n"
+        passed = exit_code == 0 and not timed_out and not checked.refutes_green
+        if exit_code == 0 and not passed:
+            logger.warning("the test command exited 0, but: %s", checked.why)
+            output += f"{'' if output.endswith(chr(10)) or not output else chr(10)}[not a pass: {checked.why}]\n"
         not_run = never_ran(raw, exit_code, self.cwd)
         if not_run is None and self.sandbox is not None and self.sandbox.active and not self.sandbox.network:
             not_run = network_not_run(raw, exit_code)
-        result = TestResult(command=self.command, exit_code=exit_code, passed=exit_code == 0 and not timed_out,
+        result = TestResult(command=self.command, exit_code=exit_code, passed=passed,
                             timed_out=timed_out, output=output, duration_s=duration, failures=parsed.failures,
                             passed_count=parsed.passed, failed_count=parsed.failed, runner=parsed.runner,
-                            timeout_s=self.timeout, not_run=not_run, passes=passed_ids(raw, parsed.runner))
+                            timeout_s=self.timeout, not_run=not_run, passes=checked.passes,
+                            printed=passed_ids(raw, parsed.runner), proof=checked.proof, unverified=checked.why)
         logger.info("test run finished in %.1fs: %s", duration, result.summary())
         return result
 
@@ -324,7 +338,8 @@ class TestRunner:
 
 
 @contextlib.contextmanager
-def _unconfined(argv: list[str], cwd: Path, env: dict[str, str]) -> Iterator[tuple[list[str], dict[str, str]]]:
+def _unconfined(argv: list[str], cwd: Path, env: dict[str, str],
+                reports: tuple[Path, ...] = ()) -> Iterator[tuple[list[str], dict[str, str]]]:
     yield argv, env
 
 

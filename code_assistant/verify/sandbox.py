@@ -238,16 +238,18 @@ class Sandbox:
                 "unavailable": self.unavailable, "held_back": list(self.held_back)}
 
     def policy(self, tree: Path, env: Mapping[str, str], argv: Sequence[str] = (), *,
-               read_only: bool = False) -> Policy:
+               read_only: bool = False, reports: Sequence[Path] = ()) -> Policy:
         """The policy of one test run of argv in `tree` with this environment; missing caches of installed tools
         are created first (a bind needs its directory). `read_only`: the tree may not be written either (a command
-        the model runs to look around: its writes fail, and the tree stays as it is)."""
+        the model runs to look around: its writes fail, and the tree stays as it is). `reports`: the run's private
+        report directories (verify/reports.py), writable for this run only."""
         tree = tree.resolve()
         writable = [] if read_only else [tree]
         for cache, path in cache_dirs(env):
             if _prepare(path, cache.tool, env):
                 writable.append(path.resolve())
         writable += [p.resolve() for p in self.extra if p.exists()]
+        writable += [p.resolve() for p in reports]
         writable = list(dict.fromkeys(p for p in writable if p == tree or not _inside(p, tree)))
         search_path = env.get("PATH", os.defpath)
         programs = _programs(argv)
@@ -291,16 +293,19 @@ class Sandbox:
         return read_only_policy(policy, tree.resolve()) if read_only else policy
 
     @contextlib.contextmanager
-    def confined(self, argv: list[str], cwd: Path, env: Mapping[str, str], *,
-                 read_only: bool = False) -> Iterator[tuple[list[str], dict[str, str]]]:
+    def confined(self, argv: list[str], cwd: Path, env: Mapping[str, str], *, read_only: bool = False,
+                 reports: Sequence[Path] = ()) -> Iterator[tuple[list[str], dict[str, str]]]:
         """argv and its environment as they run in the sandbox (as they are when the sandbox is off), for as long as
-        the run lasts: Landlock's private TMPDIR is removed after it. `read_only`: the tree too is read-only."""
+        the run lasts: Landlock's private TMPDIR is removed after it. `read_only`: the tree too is read-only;
+        `reports`: the run's report directories, writable."""
         if not self.active or self.executable is None:
             if read_only:
                 raise ValueError("a read-only run needs the sandbox")
             yield argv, dict(env)
             return
         policy = self.frozen_policy(cwd, env, argv, read_only=read_only)
+        if reports:  # this run's private report directories (verify/reports.py): writable for this run only
+            policy = replace(policy, writable=(*policy.writable, *(p.resolve() for p in reports)))
         logger.debug("sandbox %s (%s): writable %s, read-only %s, hidden %s, kept %s", self.mode, self.backend,
                      policy.writable, policy.protected, policy.hidden, policy.kept)
         if self.backend == Backend.BUBBLEWRAP:
