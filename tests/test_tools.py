@@ -7,7 +7,9 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import re
 import socket
+import subprocess
 import sys
 import textwrap
 import threading
@@ -28,7 +30,7 @@ from code_assistant.tools.looking import Looking
 from code_assistant.tools.running import Running
 from code_assistant.workspace import Workspace, build_indexer
 from tests.provider_emulator import ProviderEmulator
-from tests.repos import CALC_PY, PYTEST, answer, modify, python_repo, run_cli, snapshot
+from tests.repos import CALC_PY, PYTEST, ROOT, answer, modify, python_repo, run_cli, snapshot
 from tests.scripted_server import ScriptedServer
 
 FIX_ADD = answer(modify("calc.py", "    return a - b", "    return a + b"))
@@ -365,3 +367,112 @@ def test_tool_results_are_shortened_oldest_first_before_anything_else() -> None:
     fitted = fit_tool_results(messages, room)
     assert message_tokens(fitted) <= room and fitted[:3] == messages[:3]
     assert "left out" in fitted[3]["content"] and fitted[5]["content"] == big, "the oldest result went first"
+
+
+# ----- a tool is declared once -----------------------------------------------------------------------------------
+LINES_SPEC = '''
+LINES = Spec.declared(
+    "lines", "Count the lines of a file of the repository.",
+    Argument("path", "repository-relative path", required=True),
+    Argument("at_least", "say so when it has fewer", type=int, default=1),
+    summary="how many lines a file has", leave_out=4)
+'''
+LINES_HANDLER = '''
+    def lines(self, arguments: dict[str, Any]) -> Result:
+        given = LINES.given(arguments)
+        rel = self.view.resolve(given.text("path"))
+        total, least = len(self.view.read(rel).splitlines()), given.number("at_least")
+        short = f" (fewer than {least})" if total < least else ""
+        return Result(text=f"{rel} has {total} lines{short}", summary=f"lines: {rel} → {total}")
+
+    # ----- search'''
+
+
+def _with_a_lines_tool(root: Path) -> Path:
+    """A copy of this checkout with one more tool, `lines`: its declaration in specs.py, its handler in looking.py —
+    nothing else."""
+    import shutil
+
+    copy = root / "checkout"
+    shutil.copytree(ROOT / "code_assistant", copy / "code_assistant", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "main.py", copy / "main.py")
+    declared = copy / "code_assistant" / "tools" / "specs.py"
+    ours = "OURS = (SEARCH, GREP, READ, SYMBOL, RUN"
+    text = declared.read_text().replace(f"\n{ours})", f"{LINES_SPEC}{ours}, LINES)")
+    assert "LINES)" in text
+    declared.write_text(text)
+    handled = copy / "code_assistant" / "tools" / "looking.py"
+    text = handled.read_text().replace("import GREP, GREP_LINES, READ,", "import GREP, GREP_LINES, LINES, READ,")
+    first = "return [Tool(SEARCH, self.search),"
+    text = text.replace(first, first.replace("[", "[Tool(LINES, self.lines), "))
+    handled.write_text(text.replace("\n    # ----- search", LINES_HANDLER, 1))
+    return copy
+
+
+def test_a_tool_declared_once_reaches_every_door_and_the_model_and_is_left_out_when_it_does_not_fit(
+        tmp_path: Path) -> None:
+    """A new tool is its declaration (name, arguments with their defaults, a person's line, its turn to be left out)
+    and its handler: the command line, the session, the MCP server and the model's tool list all have it, its default
+    is the declared one, and a window too small for every tool leaves it out in its declared turn."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    from tests.repos import _cli_env
+
+    copy, repo = _with_a_lines_tool(tmp_path), python_repo(tmp_path)
+    main = [sys.executable, str(copy / "main.py")]
+
+    def cli(*args: str, **run: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*main, *args], check=False, capture_output=True, text=True, timeout=180,
+                              env=_cli_env(run.pop("url", None), "k", None), **run)  # type: ignore[call-overload]
+
+    helped = cli("lines", "--help")
+    assert helped.returncode == 0 and "say so when it has fewer (default 1)" in helped.stdout, helped.stderr
+    assert "how many lines a file has" in cli("--help").stdout
+    counted = cli("lines", "--repo", str(repo), "calc.py", stdin=subprocess.DEVNULL)
+    assert counted.returncode == 0, counted.stderr
+    assert "calc.py has 9 lines" in counted.stdout and "fewer" not in counted.stdout  # at_least: 1, as declared
+    assert "(fewer than 50)" in cli("lines", "--repo", str(repo), "calc.py", "50", stdin=subprocess.DEVNULL).stdout
+
+    with ScriptedServer([]) as idle:
+        session = cli("chat", "--repo", str(repo), "--test-command", PYTEST, "--no-reproduce", input="/help\n"
+                      "/lines calc.py 50\n", url=idle.url)
+    assert session.returncode == 0, session.stderr
+    assert re.search(r"/lines +PATH \[AT_LEAST\] +how many lines a file has", session.stdout), session.stdout
+    assert "calc.py has 9 lines (fewer than 50)" in session.stdout
+
+    with ScriptedServer([{"tool_calls": [call("lines", path="calc.py")]}, "calc.py has 9 lines."]) as server:
+        asked = cli("ask", "--repo", str(repo), "how long is calc.py?", url=server.url, stdin=subprocess.DEVNULL)
+    assert asked.returncode == 0, asked.stderr
+    assert "lines" in {t["function"]["name"] for t in server.chat_requests[0]["tools"]}
+    assert "calc.py has 9 lines" in server.chat_requests[1]["messages"][-1]["content"]
+
+    params = StdioServerParameters(command=sys.executable, args=[str(copy / "main.py"), "mcp", "serve", "--repo",
+                                                                 str(repo), "--index-path", str(tmp_path / "index")],
+                                   env={"HOME": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"})
+    seen: dict[str, object] = {}
+
+    async def agent() -> None:
+        async with Client(params) as client:
+            seen["tools"] = {t.name for t in (await client.list_tools()).tools}
+            seen["lines"] = (await client.call_tool("lines", {"path": "calc.py"})).content[0].text
+
+    import anyio
+
+    anyio.run(agent)
+    assert "lines" in seen["tools"] and "exec" not in seen["tools"]  # type: ignore[operator]
+    assert "calc.py has 9 lines" in str(seen["lines"])
+
+    fitted = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import json
+        from code_assistant.tools import fit, specs
+        from code_assistant.tools.box import Form
+        def offered(names):
+            budget = fit.price([s for s in specs.OURS if s.name in names], Form.NATIVE, 12)
+            return fit.fit(list(specs.OURS), Form.NATIVE, budget=budget, task="", max_calls=12, auto=True,
+                           small=False).names
+        print(json.dumps([specs.OPTIONAL, offered(["grep", "read", "lines"]), offered(["grep", "read"])]))""")],
+        check=True, cwd=copy, capture_output=True, text=True, timeout=60)
+    optional, room_for_it, no_room = json.loads(fitted.stdout)
+    assert optional == ["run", "symbol", "search", "lines"]  # its turn, as declared: after ours that were there
+    assert room_for_it == ["grep", "read", "lines"] and no_room == ["grep", "read"]

@@ -57,7 +57,7 @@ class Facts:
     result: TestResult | None = None
     untested: str | None = None
     iteration: int = 0
-    max_iterations: int = 1
+    max_iterations: int = 3  # the settings' default (the loop passes its own at every test)
     changed: bool = False
     same_failures: bool = False
     refused_in_a_row: int = 0

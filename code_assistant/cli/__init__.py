@@ -20,7 +20,7 @@ from code_assistant.cli import evaluate, flags
 from code_assistant.cli.flags import SETTING_FIELDS, Parser
 from code_assistant.console import render
 from code_assistant.errors import EXIT_OK, UsageError
-from code_assistant.operations import OPERATIONS, Door, Operation, reached_from
+from code_assistant.operations import OPERATIONS, Door, Effect, Operation, reached_from
 from code_assistant.operations.options import AskOptions, ContextOptions, IndexOptions, RecoverOptions, RunOptions
 from code_assistant.session import SessionOptions
 from code_assistant.settings import DEFAULT_MODEL, Settings, load_settings
@@ -78,7 +78,8 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
                       allow_dirty=args.allow_dirty, keep_branch=args.keep_branch, replay=args.replay)
 
 
-# The flag groups each command the command line reaches takes (its operation's summary and arguments are the table's).
+# The flag groups each command the command line reaches takes (its operation's summary and arguments are the table's);
+# one that calls a model's tool takes the repository's, --json and, when it runs in the sandbox, the test command's.
 _GROUPS: dict[str, tuple[Group, ...]] = {
     "run": (flags.repository, flags.as_json, flags.model, flags.tooling, flags.retrieval, ARGUMENTS, flags.run,
             flags.one_run, flags.session, flags.legacy),
@@ -89,11 +90,6 @@ _GROUPS: dict[str, tuple[Group, ...]] = {
     "undo": (flags.repository, flags.as_json),
     "index": (flags.repository, flags.as_json),
     "recover": (flags.repository,),
-    "search": (flags.repository, flags.as_json, ARGUMENTS),
-    "grep": (flags.repository, flags.as_json, ARGUMENTS),
-    "read": (flags.repository, flags.as_json, ARGUMENTS),
-    "symbol": (flags.repository, flags.as_json, ARGUMENTS),
-    "exec": (flags.repository, flags.as_json, flags.tests, ARGUMENTS),
     "apply": (flags.repository, flags.as_json, ARGUMENTS),
     "mcp add": (flags.as_json, ARGUMENTS),
     "mcp list": (flags.current_repository, flags.as_json, flags.trust),
@@ -105,12 +101,18 @@ _BUILT: dict[str, Callable[[argparse.Namespace], object]] = {  # options not mad
 }
 
 
+def _groups(op: Operation) -> tuple[Group, ...]:
+    if op.tool is not None:
+        return (flags.repository, flags.as_json, *((flags.tests,) if op.effect == Effect.TESTS else ()), ARGUMENTS)
+    return _GROUPS[op.name]
+
+
 def _command(op: Operation) -> Command:
     def options(args: argparse.Namespace) -> object:
         return op.make(flags.values(args, op.arguments, op.name))
 
     summary = op.summary + (" (the default command)" if op.name == "run" else "")
-    return Command(op.name, summary, _GROUPS[op.name], _BUILT.get(op.name, options), op.name, op.repository)
+    return Command(op.name, summary, _groups(op), _BUILT.get(op.name, options), op.name, op.repository)
 
 
 def _mcp_action(p: argparse.ArgumentParser) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
 from code_assistant.model.trajectory import READABLE_FORMATS, StepKind
 
@@ -17,13 +16,6 @@ class RunLog:
     failing: tuple[int | None, ...] = ()  # per tested iteration, in order: how many tests failed (None: red, none named)
     prompt_versions: tuple[str, ...] = ()  # every prompt version the run's requests used, first use first
     model: str = ""
-
-
-def read_run_log(path: Path | None) -> RunLog:
-    """The run log at `path` summed up (empty when there is none: the run stopped before it wrote one)."""
-    if path is None or not path.is_file():
-        return RunLog()
-    return summarize(path.read_text(encoding="utf-8", errors="replace").splitlines())
 
 
 def summarize(lines: list[str]) -> RunLog:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from code_assistant.operations import options as o
 from code_assistant.tools import Argument, Spec
-from code_assistant.tools.specs import GREP, READ, RUN, SEARCH, SYMBOL
+from code_assistant.tools.specs import OURS
 
 if TYPE_CHECKING:
     from code_assistant.operations.outcomes import Outcome
@@ -88,11 +88,13 @@ def positional(arguments: tuple[Argument, ...]) -> list[Argument]:
     return [argument for argument in arguments if not argument.flag or argument.words]
 
 
-def _looking(spec: Spec, summary: str, name: str = "", *, effect: Effect = Effect.LOOKS,
-             doors: Door = Door.PERSON | Door.MCP) -> Operation:
-    """An operation that calls one of the model's tools (tools/specs.py declares its arguments)."""
-    return Operation(name or spec.name, summary, o.ToolOptions, "look", spec.arguments, doors=doors, effect=effect,
-                     tool=spec)
+def _calling(spec: Spec) -> Operation:
+    """The operation that calls one of the model's own tools, all of it as tools/specs.py declares the tool: its name,
+    its line, its arguments; other agents reach it when the tool says so; one that does not only look runs in the
+    sandbox."""
+    return Operation(spec.command or spec.name, spec.summary, o.ToolOptions, "look", spec.arguments,
+                     doors=Door.PERSON | Door.MCP if spec.agents else Door.PERSON,
+                     effect=Effect.LOOKS if spec.read_only else Effect.TESTS, tool=spec)
 
 
 _TASK = Argument("task", "what to do, in plain words (without it, on a terminal: a session)", required=True,
@@ -127,12 +129,7 @@ OPERATIONS: dict[str, Operation] = {op.name: op for op in (
               (Argument("name", "the model"),), doors=Door.SESSION),
     Operation("tokens", "model usage and cost so far", o.TokensOptions, "tokens", doors=Door.SESSION,
               effect=Effect.LOOKS),
-    _looking(SEARCH, "the repository's own ranking for a text: the best files and their best lines"),
-    _looking(GREP, "a regular expression over the repository's files: path:line: text"),
-    _looking(READ, "lines of a file, numbered"),
-    _looking(SYMBOL, "where a name is defined and where it is used"),
-    _looking(RUN, "a command in the test sandbox, the repository read-only (the model's run tool)", "exec",
-             effect=Effect.TESTS, doors=Door.PERSON),
+    *(_calling(spec) for spec in OURS),
     Operation("apply", "apply a plan of edits (the JSON answer format) through the journal and the guardrails",
               o.ApplyOptions, "apply", (Argument("plan", 'the plan ({"changes": [...]})', type=dict, required=True),),
               doors=Door.CLI | Door.MCP,

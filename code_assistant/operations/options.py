@@ -111,7 +111,3 @@ class McpListOptions:
 class McpRemoveOptions:
     name: str
 
-
-Options = (RunOptions | AskOptions | ContextOptions | IndexOptions | RecoverOptions | UndoOptions | TestOptions
-           | DiffOptions | PinOptions | ModelOptions | TokensOptions | ToolOptions | ApplyOptions | McpAddOptions
-           | McpListOptions | McpRemoveOptions)

@@ -32,11 +32,14 @@ class Argument:
     words: bool = False  # free text: the command line's words joined by spaces (a session's line: its last word runs
     #                      to the end of the line anyway)
     metavar: str = ""  # the word that stands for it in a usage line (default: its name)
+    low: int = 1  # a number's least (less is an error the model is told)
+    high: int | None = None  # a number's most (more is taken as this)
 
     @property
     def described(self) -> str:
-        """Its help, with its default when it has one."""
-        return self.help if self.default is None or self.type is bool else f"{self.help} (default {self.default})"
+        """Its help, with its default when it has one (a default that is its `high` too: the help says "at most")."""
+        said = self.default is None or self.type is bool or self.default == self.high
+        return self.help if said else f"{self.help} (default {self.default})"
 
     def schema(self) -> dict[str, Any]:
         """Its JSON schema, as the model's tools declare it."""
@@ -55,14 +58,32 @@ class Spec:
     name: str
     description: str  # written for the model
     parameters: dict[str, Any]  # JSON schema of the arguments (an object)
-    read_only: bool = True  # looks only (`ask` gets only these)
+    read_only: bool = True  # looks only (`ask` gets only these); our own that do not: run in the sandbox
     arguments: tuple[Argument, ...] = ()  # as declared (our own tools: the parameters are made from them)
     server: str = ""  # the user's MCP server the tool is of ("": one of our own)
+    summary: str = ""  # our own: a person's line for it, in the command line's and the session's help
+    command: str = ""  # our own: its name at a person's doors when not its own (`exec` calls `run`)
+    agents: bool = True  # our own: other agents reach it too, through our MCP server
+    short: bool = False  # in the short list: what a small window is offered, and never left out to fit one
+    leave_out: int = 0  # its turn among our own tools left out to fit a window (1 goes first; 0: never)
 
     @classmethod
-    def declared(cls, name: str, description: str, *arguments: Argument, read_only: bool = True) -> Spec:
-        """One of our tools, from its arguments' declarations."""
-        return cls(name, description, parameters(arguments), read_only=read_only, arguments=arguments)
+    def declared(cls, name: str, description: str, *arguments: Argument, summary: str, read_only: bool = True,
+                 command: str = "", agents: bool = True, short: bool = False, leave_out: int = 0) -> Spec:
+        """One of our tools, from its arguments' declarations, with what every door makes of it."""
+        return cls(name, description, parameters(arguments), read_only=read_only, arguments=arguments,
+                   summary=summary, command=command, agents=agents, short=short, leave_out=leave_out)
+
+    def argument(self, name: str) -> Argument:
+        """Its argument of that name (a handler asking for one it does not declare is a bug, not the model's)."""
+        found = next((a for a in self.arguments if a.name == name), None)
+        if found is None:
+            raise KeyError(f"{self.name} declares no argument {name!r}")
+        return found
+
+    def given(self, arguments: dict[str, Any]) -> Given:
+        """A call's arguments, read against this declaration."""
+        return Given(self, arguments)
 
     def openai(self) -> dict[str, Any]:
         """The tool as OpenAI's `tools` list declares it."""
@@ -93,6 +114,32 @@ class Tool:
 
 class ToolError(ValueError):
     """A call that cannot be made as asked: its message is the result the model is shown."""
+
+
+@dataclass(frozen=True)
+class Given:
+    """A call's arguments read as its tool declares them: each of its type, checked, its declared default when it is
+    not given; what the model got wrong is a ToolError, its message written for the model."""
+
+    spec: Spec
+    arguments: dict[str, Any]
+
+    def text(self, name: str) -> str:
+        """A string argument ("" when it is optional and not given)."""
+        return string(self.arguments, name, required=self.spec.argument(name).required)
+
+    def number(self, name: str) -> int:
+        """A whole number that is required or has a default."""
+        value = self.optional_number(name)
+        if value is None:
+            raise ToolError(f'"{name}" is required')
+        return value
+
+    def optional_number(self, name: str, *, low: int | None = None) -> int | None:
+        """A whole number, None when it is not given and has no default (`low`: a least that depends on another)."""
+        argument = self.spec.argument(name)
+        return integer(self.arguments, name, argument.default, low=argument.low if low is None else low,
+                       high=argument.high)
 
 
 def string(arguments: dict[str, Any], name: str, *, required: bool = True) -> str:

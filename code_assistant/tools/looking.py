@@ -19,9 +19,9 @@ from code_assistant.index.indexer import RepoIndex
 from code_assistant.index.lexical import tokenize
 from code_assistant.parse.code_model import named_by
 from code_assistant.retrieve.ranking import rank
-from code_assistant.tools import Result, Tool, ToolError, integer, string
+from code_assistant.tools import Result, Tool, ToolError
 from code_assistant.tools.files import RepoView
-from code_assistant.tools.specs import GREP, GREP_LINES, READ, READ_LINES, SEARCH, SEARCH_FILES, SEARCH_MAX, SYMBOL
+from code_assistant.tools.specs import GREP, GREP_LINES, READ, READ_LINES, SEARCH, SYMBOL
 
 READ_CHARS = 24_000  # characters a read shows (400 long lines would be ~27,000 tokens): it stops at a line's end
 SEARCH_LINES = 3  # best lines per file
@@ -51,8 +51,8 @@ class Looking:
 
     # ----- search ---------------------------------------------------------------------------------------------------
     def search(self, arguments: dict[str, Any]) -> Result:
-        query = string(arguments, "query")
-        k = integer(arguments, "k", SEARCH_FILES, high=SEARCH_MAX) or SEARCH_FILES
+        given = SEARCH.given(arguments)
+        query, k = given.text("query"), given.number("k")
         ranking = rank(self.index(), query, limit=k, embed_budget=0)  # vectors already made; a call must be quick
         terms = set(tokenize(query))
         blocks = []
@@ -69,8 +69,8 @@ class Looking:
 
     # ----- grep -----------------------------------------------------------------------------------------------------
     def grep(self, arguments: dict[str, Any]) -> Result:
-        pattern = string(arguments, "pattern")
-        glob = string(arguments, "path_glob", required=False)
+        given = GREP.given(arguments)
+        pattern, glob = given.text("pattern"), given.text("path_glob")
         try:
             compiled = regex.compile(pattern, regex.MULTILINE)
         except (regex.error, ValueError, OverflowError) as exc:
@@ -95,13 +95,14 @@ class Looking:
 
     # ----- read -----------------------------------------------------------------------------------------------------
     def read(self, arguments: dict[str, Any]) -> Result:
-        rel = self.view.resolve(string(arguments, "path"))
+        given = READ.given(arguments)
+        rel = self.view.resolve(given.text("path"))
         lines = self.view.read(rel).splitlines()
         total = len(lines)
-        start = integer(arguments, "start", 1) or 1
+        start = given.number("start")
         if total and start > total:
             raise ToolError(f"{rel} has {total} lines; start={start} is past its end")
-        end = integer(arguments, "end", None, low=start)
+        end = given.optional_number("end", low=start)
         last = min(total, end or start + READ_LINES - 1, start + READ_LINES - 1)
         body, size = [], 0
         for n in range(start, last + 1):
@@ -118,7 +119,7 @@ class Looking:
 
     # ----- symbol ---------------------------------------------------------------------------------------------------
     def symbol(self, arguments: dict[str, Any]) -> Result:
-        name = string(arguments, "name").strip()
+        name = SYMBOL.given(arguments).text("name").strip()
         short = name.split(".")[-1].split("::")[-1]
         if not re.fullmatch(r"[A-Za-z_$][\w$]*", short):
             raise ToolError(f"{name!r} is not a name (give an identifier such as max_age or Cookie.max_age)")

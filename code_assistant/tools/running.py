@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from code_assistant.tools import Result, Tool, integer, string
-from code_assistant.tools.specs import RUN, RUN_TIMEOUT_S
+from code_assistant.tools import Result, Tool
+from code_assistant.tools.specs import RUN
 from code_assistant.verify.runner import TestRunner
 
 HEAD_LINES, TAIL_LINES = 40, 80  # of its output
@@ -31,8 +31,8 @@ class Running:
         return [Tool(RUN, self.run)]
 
     def run(self, arguments: dict[str, Any]) -> Result:
-        command = string(arguments, "command")
-        timeout = integer(arguments, "timeout", RUN_TIMEOUT_S, high=RUN_TIMEOUT_S) or RUN_TIMEOUT_S
+        given = RUN.given(arguments)
+        command, timeout = given.text("command"), given.number("timeout")
         done = self.shell(command, timeout=timeout, head_lines=HEAD_LINES, tail_lines=TAIL_LINES).run()
         short = command if len(command) <= 60 else command[:57] + "..."
         if done.timed_out:
