@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import os
 import runpy
+import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -334,3 +336,61 @@ def test_the_run_options_given_to_eval_are_passed_on_as_a_run_spells_them() -> N
     assert evaluate.measured(words.run_args) == ("--no-tools", "--pass-env", "A", "--pass-env", "B",
                                                   "--max-iterations", "2", "--no-reproduce")
     assert (words.workers, words.out) == (3, Path("eval-runs") / "cases")
+
+
+# ----- what eval says (issue 61, item 4) ------------------------------------------------------------------------------
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_each_case_line_says_why_it_was_not_resolved_and_the_summary_names_the_errors(user: dict[str, Any]) -> None:
+    """A git case whose server refuses (its error's cause at the end of a long line), and a wrong fix the agent calls
+    green: the case lines say the whole cause and the hidden test that failed; the summary names the error case with
+    the option that runs it again, and no stop reason reads 'none'."""
+    url = f"http://127.0.0.1:{_closed_port()}/" + "a-long-path/" * 12 + "repository.git"
+    cases = user["root"] / "says.jsonl"
+    cases.write_text(json.dumps({"id": "unreachable", "repo": {"git": url, "commit": "abc1234"}, "task": "t",
+                                 "test_command": PYTEST}) + "\n"
+                     + json.dumps(_cases(user["repo"])[3]) + "\n")
+    model = Model(_answers())
+    with model.server() as server:
+        proc = eval_cli([str(cases), "--out", "eval-says"], server, user["work"])
+    assert proc.returncode == 0, proc.stderr
+    lines = {line.split(":")[0].removeprefix("[eval] "): line for line in proc.stderr.splitlines()
+             if line.startswith("[eval] ")}
+    assert lines["unreachable"].startswith("[eval] unreachable: ERROR (agent not run, 0 iterations, ")
+    assert f"unable to access '{url}/': " in lines["unreachable"], lines["unreachable"]
+    assert lines["unreachable"].endswith("Couldn't connect to server"), lines["unreachable"]  # curl's cause, whole
+    assert lines["green-not-resolved"].startswith("[eval] green-not-resolved: UNRESOLVED (passed, 1 iteration, "
+                                                  "failing 0, ")
+    assert "; judged tests failed: tests/test_hidden.py::test_add_floats" in lines["green-not-resolved"]
+    stops = next(line for line in proc.stdout.splitlines() if line.startswith("Stop reasons: "))
+    assert sorted(stops.removeprefix("Stop reasons: ").split(", ")) == ["agent not run 1", "passed 1"], stops
+    assert "[Not judged: unreachable; add --rerun-errors to the same command to run them again]" in proc.stdout
+    summary = json.loads(eval_cli(["compare", "eval-says", "eval-says", "--json"], None, user["work"]).stdout)
+    assert summary["first"]["error_ids"] == ["unreachable"]
+
+
+def test_a_scheduler_that_refuses_the_connection_fails_at_once_and_leaves_nothing(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    from distributed.security import Security
+
+    security = Security.temporary()
+    env = {**os.environ, "OPENAI_API_KEY": "test-key"}
+    for variable, name, text in (("CA_FILE", "ca.pem", security.tls_ca_file),
+                                 ("CLIENT__CERT", "client.pem", security.tls_client_cert),
+                                 ("CLIENT__KEY", "client.key", security.tls_client_key)):
+        (tmp_path / name).write_text(str(text))
+        env[f"DASK_DISTRIBUTED__COMM__TLS__{variable}"] = str(tmp_path / name)
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "a", "repo": ".", "task": "t", "test_command": "pytest"}) + "\n")
+    address = f"tls://127.0.0.1:{_closed_port()}"
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, str(ROOT / "main.py"), "eval", str(cases), "--out", "out", "--cluster",
+                           address], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert time.monotonic() - start < 15, "Dask's client retries for 30 s; a refused connection is known at once"
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(f"error: eval: no Dask scheduler answered at {address}: Connection refused")
+    assert not (tmp_path / "out").exists()

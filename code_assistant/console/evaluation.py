@@ -12,24 +12,35 @@ from typing import TYPE_CHECKING, Any
 
 from code_assistant.console import _err, say, write
 from code_assistant.evaluate.batch import EvalOutcome, Event, Finished, Planned
-from code_assistant.evaluate.summary import Comparison, Summary
+from code_assistant.evaluate.summary import Comparison, Summary, stop_label
 
 if TYPE_CHECKING:
     from code_assistant.evaluate.results import CaseResult
 
+NAMED = 5  # judged tests named on a case's line; the rest counted (all of them are in results.jsonl)
+
 
 def case_line(result: CaseResult) -> str:
-    """One finished case: its verdict, then what the agent did."""
-    stop = result.stop_reason or "no stop reason"
+    """One finished case: its verdict, what the agent did, the judged tests that did not pass, and the whole message
+    (an error's cause is often at its end)."""
     plural = "" if result.iterations == 1 else "s"
     failing = ""
     if result.failing_tests:
         failing = ", failing " + " → ".join("?" if n is None else str(n) for n in result.failing_tests)
-    line = f"{result.id}: {result.verdict.upper()} ({stop}, {result.iterations} iteration{plural}{failing}, " \
-           f"{result.seconds:.1f} s)"
+    line = f"{result.id}: {result.verdict.upper()} ({stop_label(result)}, {result.iterations} iteration{plural}" \
+           f"{failing}, {result.seconds:.1f} s)"
+    if result.verdict == "unresolved":
+        for status, said in (("failed", "judged tests failed"), ("missing", "judged tests never run")):
+            if named := [test for test, seen in result.tests.items() if seen == status]:
+                line += f"; {said}: {_some(named)}"
     if result.verdict != "resolved" and result.message:
-        line += f" — {result.message.splitlines()[0][:200]}"
+        line += " — " + " / ".join(part.strip() for part in result.message.splitlines() if part.strip())
     return line
+
+
+def _some(names: list[str]) -> str:
+    shown = ", ".join(names[:NAMED])
+    return shown + (f" and {len(names) - NAMED} more" if len(names) > NAMED else "")
 
 
 @contextmanager
@@ -73,6 +84,8 @@ def show(outcome: EvalOutcome, summary: Summary, *, as_json: bool) -> None:
         return
     for line in summary_lines(summary):
         say(line)
+    if summary.error_ids:
+        say(f"[Not judged: {_some(summary.error_ids)}; add --rerun-errors to the same command to run them again]")
     if outcome.missing:
         say(f"[Not finished: {', '.join(outcome.missing)}; run the same command again to resume]")
     say(f"[Results: {outcome.out / 'results.jsonl'}]")

@@ -62,21 +62,23 @@ def run_eval(options: EvalOptions, on_event: Callable[[Event], None] = lambda ev
     cases = _selected(read_cases(options.cases), options.only)
     sandbox_for(options.config)  # no sandbox to be had is an error now, before anything runs
     results = ResultsFile(options.out)
-    results.check_manifest({"cases": str(options.cases.resolve()), "options": list(options.measured)})
+    manifest = {"cases": str(options.cases.resolve()), "options": list(options.measured)}
+    results.check_manifest(manifest)
     done = results.done()
     if options.rerun_errors:
         done = {case: result for case, result in done.items() if result.verdict != Verdict.ERROR}
     todo = [case for case in cases if case.id not in done]
-    on_event(Planned(total=len(cases), done=len(cases) - len(todo), to_run=[case.id for case in todo]))
-    if todo:
-        pool = _pool(options)
-        try:
-            for run in pool.run(todo, options.config):
-                result = _stored(options.out, run)
-                results.append(result)
-                done[result.id] = result
-                on_event(Finished(result))
-        finally:
+    pool = _pool(options) if todo else None  # a pool that cannot be had (no scheduler there) leaves no folder behind
+    try:
+        results.write_manifest(manifest)
+        on_event(Planned(total=len(cases), done=len(cases) - len(todo), to_run=[case.id for case in todo]))
+        for run in pool.run(todo, options.config) if pool is not None else ():
+            result = _stored(options.out, run)
+            results.append(result)
+            done[result.id] = result
+            on_event(Finished(result))
+    finally:
+        if pool is not None:
             pool.close()
     finished = [done[case.id] for case in cases if case.id in done]
     return EvalOutcome(out=options.out, results=finished, ran=len(todo),

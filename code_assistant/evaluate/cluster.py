@@ -27,6 +27,7 @@ in its environment or in the options; a case whose repository is a path needs th
 from __future__ import annotations
 
 import logging
+import socket
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
@@ -40,6 +41,8 @@ logger = logging.getLogger(__name__)
 
 LOCAL = "local"
 TLS = "tls://"
+DEFAULT_PORT = 8786  # a scheduler's, when the address names none
+PROBE_S = 10.0  # how long the first connection to a scheduler may take (a refused one fails at once)
 INSTALL = "pip install 'code-assistant[cluster]' (or: pip install distributed cryptography)"
 # what Dask's configuration must name to join a running scheduler (docs/eval.md)
 TLS_CONFIG = ("DASK_DISTRIBUTED__COMM__TLS__CA_FILE", "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT",
@@ -52,6 +55,18 @@ def check_address(address: str) -> str:
         return address
     raise ConfigError(f"eval --cluster: {address!r} is not local or tls://HOST:PORT (a scheduler without TLS runs "
                       "whatever anyone who reaches it submits; see docs/eval.md)")
+
+
+def reachable(address: str) -> None:
+    """A scheduler that refuses the connection (nothing listens there) is a ConfigError at once: Dask's client would
+    retry it for its whole timeout."""
+    host, _, port = address[len(TLS):].rpartition(":")
+    if not host or not port.isdigit():
+        host, port = address[len(TLS):], str(DEFAULT_PORT)
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_S).close()
+    except OSError as exc:
+        raise ConfigError(f"eval: no Dask scheduler answered at {address}: {exc.strerror or exc}") from None
 
 
 def on_worker(case: Case, config: EvalConfig) -> CaseRun | None:
@@ -94,6 +109,7 @@ class DaskCluster:
             if not (security.tls_ca_file and security.tls_client_cert):
                 raise ConfigError(f"eval --cluster {address}: Dask's configuration names no CA and client "
                                   f"certificate: set {', '.join(TLS_CONFIG)} (docs/eval.md)")
+            reachable(address)
             try:
                 self.client = Client(address, timeout="30s", security=security)
             except (OSError, ValueError) as exc:
