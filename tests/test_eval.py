@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.repos import PYTEST, ROOT, answer, modify, python_repo, snapshot
+from tests.repos import PYTEST, ROOT, Terminal, answer, modify, python_repo, snapshot
 from tests.scripted_server import ScriptedServer
 
 HIDDEN_TEST = """\
@@ -177,6 +177,17 @@ def test_the_summary_says_the_rate_the_disagreements_and_the_long_loops(first: d
     shown = first["proc"].stderr
     assert "[eval: 4 of 4 cases to run]" in shown
     assert "rolled-back: UNRESOLVED (max_iterations, 4 iterations, failing 1 → 1 → 1 → 1" in shown
+
+
+def test_without_a_terminal_each_phase_of_each_case_is_a_line_as_it_begins(first: dict[str, Any]) -> None:
+    lines = first["proc"].stderr.splitlines()
+    said = [line.removeprefix("[eval] rolled-back: ") for line in lines if line.startswith("[eval] rolled-back: ")]
+    assert said[:6] == ["fetching the repository", *(f"agent, iteration {n}" for n in range(1, 5)), "judging"], said
+    assert said[6].startswith("UNRESOLVED (max_iterations, 4 iterations") and len(said) == 7
+    resolved = [line for line in lines if line.startswith("[eval] resolved: ")]
+    assert [line.split(": ", 1)[1] for line in resolved[:3]] == ["fetching the repository", "agent, iteration 1",
+                                                                  "judging"]
+    assert Path(_results(first["out"])["rolled-back"]["agent_log"]) == first["out"] / "logs" / "rolled-back.log"
 
 
 def test_a_second_run_resumes_and_runs_only_what_is_not_done(first: dict[str, Any], user: dict[str, Any]) -> None:
@@ -371,6 +382,36 @@ def test_each_case_line_says_why_it_was_not_resolved_and_the_summary_names_the_e
     assert "[Not judged: unreachable; add --rerun-errors to the same command to run them again]" in proc.stdout
     summary = json.loads(eval_cli(["compare", "eval-says", "eval-says", "--json"], None, user["work"]).stdout)
     assert summary["first"]["error_ids"] == ["unreachable"]
+
+
+def test_on_a_terminal_the_bar_says_where_a_running_case_is_and_its_log_fills_as_it_runs(user: dict[str, Any]) -> None:
+    """The model holds its answer: meanwhile the bar's line says the case is in the agent's first iteration, and
+    the case's log already holds what the agent said (its baseline), before any result."""
+    release = threading.Event()
+
+    def held(body: dict[str, Any]) -> str:
+        release.wait(60)
+        return RIGHT
+    out = user["work"] / "eval-live"
+    with ScriptedServer([held]) as server:
+        terminal = Terminal(["eval", str(user["cases"]), "--out", str(out), "--only", "resolved", "--base-url",
+                             server.url, *RUN_OPTIONS])
+        try:
+            terminal.expect(r"resolved: agent, iteration 1")
+            log = out / "logs" / "resolved.log"
+            deadline = time.monotonic() + 60
+            while "[Baseline: " not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert "[Baseline: " in log.read_text() and not server.chat_requests[1:]
+            assert not (out / "results.jsonl").exists()
+            release.set()
+            terminal.expect(r"resolved: judging")
+            assert terminal.wait(120) == 0, terminal.seen
+        finally:
+            release.set()
+            terminal.close()
+    assert _results(out)["resolved"]["verdict"] == "resolved"
+    assert "[Tests passed on iteration 1]" in log.read_text()
 
 
 def test_a_scheduler_that_refuses_the_connection_fails_at_once_and_leaves_nothing(tmp_path: Path) -> None:

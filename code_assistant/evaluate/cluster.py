@@ -34,7 +34,7 @@ from dataclasses import replace
 from typing import Any
 
 from code_assistant.errors import ConfigError
-from code_assistant.evaluate.case_run import CaseInterrupted, CaseRun, EvalConfig, run_case
+from code_assistant.evaluate.case_run import CaseInterrupted, CaseRun, EvalConfig, Watch, run_case
 from code_assistant.evaluate.cases import Case
 
 logger = logging.getLogger(__name__)
@@ -115,9 +115,11 @@ class DaskCluster:
             except (OSError, ValueError) as exc:
                 raise ConfigError(f"eval: no Dask scheduler answered at {address}: {exc}") from None
 
-    def run(self, cases: list[Case], config: EvalConfig) -> Iterator[CaseRun]:
+    def run(self, cases: list[Case], config: EvalConfig, watch: Watch) -> Iterator[CaseRun]:
+        """`watch` is not told: a case's phases happen on a worker (its log is returned with its result)."""
         from distributed import as_completed
 
+        config = replace(config, logs=None)  # a worker may be another machine: the agent's log comes back as text
         batch = uuid.uuid4().hex[:8]  # a scheduler may hold an earlier eval's tasks of the same cases
         futures = [self.client.submit(on_worker, case, config, key=f"eval-{batch}-{case.id}", pure=False)
                    for case in cases]
