@@ -90,6 +90,12 @@ CASES: list[tuple[str, Facts, Ending | None]] = [
      Ending(reason=Stop.REFUSED, message="two answers in a row were refused: the change touches 50 lines, over the "
                                          "limit of 10")),
     ("one refused answer", at_test(untested="x", applied=REFUSED, refused_in_a_row=1), None),
+    ("a refused answer on the last iteration is refused, not out of iterations",
+     at_test(untested="refused: the change touches 50 lines, over the limit of 10", applied=REFUSED, iteration=3),
+     Ending(reason=Stop.REFUSED, message="refused: the change touches 50 lines, over the limit of 10")),
+    ("edits that failed on the last iteration", at_test(untested="none of the answer's edits could be applied",
+                                                        applied=FAILED_EDIT, iteration=3),
+     Ending(reason=Stop.MAX_ITERATIONS, message="none of the answer's edits could be applied")),
     # answered
     ("a fix", Facts(point=Point.ANSWERED, answer=Answer(ops=[EDIT], said=("{}",))), None),
     ("no further change", Facts(point=Point.ANSWERED, answer=Answer(), changed=True),

@@ -414,6 +414,24 @@ def test_on_a_terminal_the_bar_says_where_a_running_case_is_and_its_log_fills_as
     assert "[Tests passed on iteration 1]" in log.read_text()
 
 
+def test_an_answer_the_guardrails_refuse_is_reported_refused(user: dict[str, Any]) -> None:
+    """The model's only answer weakens the failing test instead of fixing the code: the guardrails refuse it, and
+    the case says `refused` with the guardrail's reason, not that its edits could not be applied."""
+    weaken = answer(modify("tests/test_calc.py", "    assert add(2, 3) == 5", "    assert True"))
+    model = Model({"resolved": [weaken]})
+    with model.server() as server:
+        proc = eval_cli([str(user["cases"]), "--out", "eval-refused", "--only", "resolved", "--base-url", server.url,
+                         "--max-iterations", "1", "--no-reproduce"], None, user["work"])
+    assert proc.returncode == 0, proc.stderr
+    result = _results(user["work"] / "eval-refused")["resolved"]
+    assert (result["verdict"], result["stop_reason"], result["iterations"]) == ("unresolved", "refused", 1)
+    assert result["message"].startswith("refused: tests/test_calc.py: "), result["message"]
+    line = next(line for line in proc.stderr.splitlines() if line.startswith("[eval] resolved: UNRESOLVED"))
+    assert line.startswith("[eval] resolved: UNRESOLVED (refused, 1 iteration, ") and "— refused: " in line
+    assert "could not be applied" not in line
+    assert "Stop reasons: refused 1" in proc.stdout
+
+
 def test_a_scheduler_that_refuses_the_connection_fails_at_once_and_leaves_nothing(tmp_path: Path) -> None:
     pytest.importorskip("distributed")
     from distributed.security import Security
