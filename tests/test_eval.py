@@ -240,6 +240,11 @@ def test_the_same_cases_on_a_local_dask_cluster_get_the_same_results(first: dict
                         user["work"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert _verdicts(_results(user["work"] / "eval-cluster")) == _verdicts(_results(first["out"]))
+    lines = proc.stderr.splitlines()
+    assert "[eval] rolled-back: fetching the repository" in lines and "[eval] rolled-back: agent, iteration 2" in lines
+    for case in TASKS:  # each phase sent by the worker as a Dask event, none shown after the case's result
+        said = [line.split(": ", 1)[1] for line in lines if line.startswith(f"[eval] {case}: ")]
+        assert said[-1].split()[0] in ("RESOLVED", "UNRESOLVED", "ERROR"), said
     workers = {r["worker"] for r in _results(user["work"] / "eval-cluster").values()}
     assert workers and all(w.startswith("tls://127.0.0.1:") for w in workers), workers  # Dask's, on loopback, TLS
 

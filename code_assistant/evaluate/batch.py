@@ -70,10 +70,15 @@ def run_eval(options: EvalOptions, on_event: Callable[[Event], None] = lambda ev
         done = {case: result for case, result in done.items() if result.verdict != Verdict.ERROR}
     todo = [case for case in cases if case.id not in done]
     pool = _pool(options) if todo else None  # a pool that cannot be had (no scheduler there) leaves no folder behind
-    told = threading.Lock()  # the workers' threads tell their phases
+    told = threading.Lock()  # the workers' threads (or a cluster client's) tell their phases
+    ended: set[str] = set()
 
     def tell(event: Event) -> None:
         with told:
+            if isinstance(event, Finished):
+                ended.add(event.result.id)
+            elif isinstance(event, CasePhase) and event.case in ended:
+                return  # a cluster's event that arrived after the case's result
             on_event(event)
     try:
         results.write_manifest(manifest)

@@ -34,7 +34,7 @@ from dataclasses import replace
 from typing import Any
 
 from code_assistant.errors import ConfigError
-from code_assistant.evaluate.case_run import CaseInterrupted, CaseRun, EvalConfig, Watch, run_case
+from code_assistant.evaluate.case_run import CaseInterrupted, CasePhase, CaseRun, EvalConfig, Phase, Watch, run_case
 from code_assistant.evaluate.cases import Case
 
 logger = logging.getLogger(__name__)
@@ -69,13 +69,17 @@ def reachable(address: str) -> None:
         raise ConfigError(f"eval: no Dask scheduler answered at {address}: {exc.strerror or exc}") from None
 
 
-def on_worker(case: Case, config: EvalConfig) -> CaseRun | None:
-    """A task: the case in a scratch directory under the worker's own; None when it was stopped from outside."""
+def on_worker(case: Case, config: EvalConfig, topic: str) -> CaseRun | None:
+    """A task: the case in a scratch directory under the worker's own, each phase sent to the eval as an event of
+    `topic` (over the cluster's own TLS connections); None when it was stopped from outside."""
     from distributed import get_worker
 
     worker = get_worker()
+
+    def told(phase: CasePhase) -> None:
+        worker.log_event(topic, {"case": phase.case, "phase": phase.phase.value, "iteration": phase.iteration})
     try:
-        run = run_case(case, config, scratch_root=str(worker.local_directory))
+        run = run_case(case, config, scratch_root=str(worker.local_directory), watch=told)
     except CaseInterrupted:
         return None
     return replace(run, result=replace(run.result, worker=str(worker.address)))
@@ -116,12 +120,19 @@ class DaskCluster:
                 raise ConfigError(f"eval: no Dask scheduler answered at {address}: {exc}") from None
 
     def run(self, cases: list[Case], config: EvalConfig, watch: Watch) -> Iterator[CaseRun]:
-        """`watch` is not told: a case's phases happen on a worker (its log is returned with its result)."""
+        """Each case's phases come back as events of this eval's topic (`watch` is called from the client's thread);
+        the agent's log comes back with its result, as text (a worker may be another machine)."""
         from distributed import as_completed
 
-        config = replace(config, logs=None)  # a worker may be another machine: the agent's log comes back as text
+        config = replace(config, logs=None)
         batch = uuid.uuid4().hex[:8]  # a scheduler may hold an earlier eval's tasks of the same cases
-        futures = [self.client.submit(on_worker, case, config, key=f"eval-{batch}-{case.id}", pure=False)
+        topic = f"eval-{batch}-phases"
+
+        def told(event: tuple[float, dict[str, Any]]) -> None:
+            msg = event[1]
+            watch(CasePhase(str(msg["case"]), Phase(msg["phase"]), int(msg["iteration"])))
+        self.client.subscribe_topic(topic, told)
+        futures = [self.client.submit(on_worker, case, config, topic, key=f"eval-{batch}-{case.id}", pure=False)
                    for case in cases]
         try:
             for future in as_completed(futures):
@@ -130,6 +141,7 @@ class DaskCluster:
                     yield run
         finally:
             self.client.cancel([f for f in futures if not f.done()])
+            self.client.unsubscribe_topic(topic)
 
     def close(self) -> None:
         self.client.close()

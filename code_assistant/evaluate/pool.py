@@ -16,7 +16,7 @@ logger = logging.getLogger(__name__)
 
 class Pool(Protocol):
     """Runs cases, yielding each one's run as it finishes (in no set order); a case stopped from outside is not
-    yielded. Where it can, it tells `watch` each phase of a case as it begins."""
+    yielded. It tells `watch` each phase of a case as it begins (from another thread)."""
 
     def run(self, cases: list[Case], config: EvalConfig, watch: Watch) -> Iterator[CaseRun]: ...
 
