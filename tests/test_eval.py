@@ -430,9 +430,10 @@ def test_an_answer_the_guardrails_refuse_is_reported_refused(user: dict[str, Any
     assert proc.returncode == 0, proc.stderr
     result = _results(user["work"] / "eval-refused")["resolved"]
     assert (result["verdict"], result["stop_reason"], result["iterations"]) == ("unresolved", "refused", 1)
-    assert result["message"].startswith("refused: tests/test_calc.py: "), result["message"]
+    assert result["message"].startswith("nothing of the answer was written: tests/test_calc.py: "), result["message"]
     line = next(line for line in proc.stderr.splitlines() if line.startswith("[eval] resolved: UNRESOLVED"))
-    assert line.startswith("[eval] resolved: UNRESOLVED (refused, 1 iteration, ") and "— refused: " in line
+    assert line.startswith("[eval] resolved: UNRESOLVED (refused, 1 iteration, ")
+    assert "— nothing of the answer was written: tests/test_calc.py: " in line
     assert "could not be applied" not in line
     assert "Stop reasons: refused 1" in proc.stdout
 

@@ -228,7 +228,7 @@ class Run:
         """Why this answer's edits are not worth a test run (None: run the tests). Not when nothing was asked:
         a failing baseline with no change is tested once (it may pass: flaky tests)."""
         if applied.refused and not applied.wrote:
-            return "refused: " + "; ".join(applied.refused)
+            return "nothing of the answer was written: " + "; ".join(applied.refused)
         if applied.results and not applied.wrote:
             return "none of the answer's edits could be applied"
         broken = self.kit.editor.broken()
