@@ -15,6 +15,7 @@ from code_assistant.verify.runner import TestResult
 EDIT = EditOperation(file_path="calc.py", search="a - b", replace="a + b")
 WROTE = Applied(results=[EditResult(ok=True, file_path="calc.py", action="edit", message="")], guardrails=(False,))
 FAILED_EDIT = Applied(results=[EditResult(ok=False, file_path="calc.py", action="edit", message="search not found\nmore")])
+NOTHING_WRITTEN = "nothing of the answer was written: the change touches 50 lines, over the limit of 10"
 REFUSED = Applied(refused=["the change touches 50 lines, over the limit of 10"], whole_batch_refused=True,
                   guardrails=(True,))
 
@@ -90,6 +91,12 @@ CASES: list[tuple[str, Facts, Ending | None]] = [
      Ending(reason=Stop.REFUSED, message="two answers in a row were refused: the change touches 50 lines, over the "
                                          "limit of 10")),
     ("one refused answer", at_test(untested="x", applied=REFUSED, refused_in_a_row=1), None),
+    ("a refused answer on the last iteration is refused, not out of iterations",
+     at_test(untested=NOTHING_WRITTEN, applied=REFUSED, iteration=3), Ending(reason=Stop.REFUSED,
+                                                                            message=NOTHING_WRITTEN)),
+    ("edits that failed on the last iteration", at_test(untested="none of the answer's edits could be applied",
+                                                        applied=FAILED_EDIT, iteration=3),
+     Ending(reason=Stop.MAX_ITERATIONS, message="none of the answer's edits could be applied")),
     # answered
     ("a fix", Facts(point=Point.ANSWERED, answer=Answer(ops=[EDIT], said=("{}",))), None),
     ("no further change", Facts(point=Point.ANSWERED, answer=Answer(), changed=True),

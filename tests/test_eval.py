@@ -11,16 +11,18 @@ from __future__ import annotations
 import json
 import os
 import runpy
+import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.repos import PYTEST, ROOT, answer, modify, python_repo, snapshot
+from tests.repos import PYTEST, ROOT, Terminal, answer, modify, python_repo, snapshot
 from tests.scripted_server import ScriptedServer
 
 HIDDEN_TEST = """\
@@ -177,6 +179,17 @@ def test_the_summary_says_the_rate_the_disagreements_and_the_long_loops(first: d
     assert "rolled-back: UNRESOLVED (max_iterations, 4 iterations, failing 1 → 1 → 1 → 1" in shown
 
 
+def test_without_a_terminal_each_phase_of_each_case_is_a_line_as_it_begins(first: dict[str, Any]) -> None:
+    lines = first["proc"].stderr.splitlines()
+    said = [line.removeprefix("[eval] rolled-back: ") for line in lines if line.startswith("[eval] rolled-back: ")]
+    assert said[:6] == ["fetching the repository", *(f"agent, iteration {n}" for n in range(1, 5)), "judging"], said
+    assert said[6].startswith("UNRESOLVED (max_iterations, 4 iterations") and len(said) == 7
+    resolved = [line for line in lines if line.startswith("[eval] resolved: ")]
+    assert [line.split(": ", 1)[1] for line in resolved[:3]] == ["fetching the repository", "agent, iteration 1",
+                                                                  "judging"]
+    assert Path(_results(first["out"])["rolled-back"]["agent_log"]) == first["out"] / "logs" / "rolled-back.log"
+
+
 def test_a_second_run_resumes_and_runs_only_what_is_not_done(first: dict[str, Any], user: dict[str, Any]) -> None:
     out = first["out"]
     kept = (out / "results.jsonl").read_text()
@@ -227,6 +240,11 @@ def test_the_same_cases_on_a_local_dask_cluster_get_the_same_results(first: dict
                         user["work"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert _verdicts(_results(user["work"] / "eval-cluster")) == _verdicts(_results(first["out"]))
+    lines = proc.stderr.splitlines()
+    assert "[eval] rolled-back: fetching the repository" in lines and "[eval] rolled-back: agent, iteration 2" in lines
+    for case in TASKS:  # each phase sent by the worker as a Dask event, none shown after the case's result
+        said = [line.split(": ", 1)[1] for line in lines if line.startswith(f"[eval] {case}: ")]
+        assert said[-1].split()[0] in ("RESOLVED", "UNRESOLVED", "ERROR"), said
     workers = {r["worker"] for r in _results(user["work"] / "eval-cluster").values()}
     assert workers and all(w.startswith("tls://127.0.0.1:") for w in workers), workers  # Dask's, on loopback, TLS
 
@@ -334,3 +352,110 @@ def test_the_run_options_given_to_eval_are_passed_on_as_a_run_spells_them() -> N
     assert evaluate.measured(words.run_args) == ("--no-tools", "--pass-env", "A", "--pass-env", "B",
                                                   "--max-iterations", "2", "--no-reproduce")
     assert (words.workers, words.out) == (3, Path("eval-runs") / "cases")
+
+
+# ----- what eval says (issue 61, item 4) ------------------------------------------------------------------------------
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_each_case_line_says_why_it_was_not_resolved_and_the_summary_names_the_errors(user: dict[str, Any]) -> None:
+    """A git case whose server refuses (its error's cause at the end of a long line), and a wrong fix the agent calls
+    green: the case lines say the whole cause and the hidden test that failed; the summary names the error case with
+    the option that runs it again, and no stop reason reads 'none'."""
+    url = f"http://127.0.0.1:{_closed_port()}/" + "a-long-path/" * 12 + "repository.git"
+    cases = user["root"] / "says.jsonl"
+    cases.write_text(json.dumps({"id": "unreachable", "repo": {"git": url, "commit": "abc1234"}, "task": "t",
+                                 "test_command": PYTEST}) + "\n"
+                     + json.dumps(_cases(user["repo"])[3]) + "\n")
+    model = Model(_answers())
+    with model.server() as server:
+        proc = eval_cli([str(cases), "--out", "eval-says"], server, user["work"])
+    assert proc.returncode == 0, proc.stderr
+    lines = {line.split(":")[0].removeprefix("[eval] "): line for line in proc.stderr.splitlines()
+             if line.startswith("[eval] ")}
+    assert lines["unreachable"].startswith("[eval] unreachable: ERROR (agent not run, 0 iterations, ")
+    assert f"unable to access '{url}/': " in lines["unreachable"], lines["unreachable"]
+    assert lines["unreachable"].endswith("Couldn't connect to server"), lines["unreachable"]  # curl's cause, whole
+    assert lines["green-not-resolved"].startswith("[eval] green-not-resolved: UNRESOLVED (passed, 1 iteration, "
+                                                  "failing 0, ")
+    assert "; judged tests failed: tests/test_hidden.py::test_add_floats" in lines["green-not-resolved"]
+    stops = next(line for line in proc.stdout.splitlines() if line.startswith("Stop reasons: "))
+    assert sorted(stops.removeprefix("Stop reasons: ").split(", ")) == ["agent not run 1", "passed 1"], stops
+    assert "[Not judged: unreachable; add --rerun-errors to the same command to run them again]" in proc.stdout
+    summary = json.loads(eval_cli(["compare", "eval-says", "eval-says", "--json"], None, user["work"]).stdout)
+    assert summary["first"]["error_ids"] == ["unreachable"]
+
+
+def test_on_a_terminal_the_bar_says_where_a_running_case_is_and_its_log_fills_as_it_runs(user: dict[str, Any]) -> None:
+    """The model holds its answer: meanwhile the bar's line says the case is in the agent's first iteration, and
+    the case's log already holds what the agent said (its baseline), before any result."""
+    release = threading.Event()
+
+    def held(body: dict[str, Any]) -> str:
+        release.wait(60)
+        return RIGHT
+    out = user["work"] / "eval-live"
+    with ScriptedServer([held]) as server:
+        terminal = Terminal(["eval", str(user["cases"]), "--out", str(out), "--only", "resolved", "--base-url",
+                             server.url, *RUN_OPTIONS])
+        try:
+            terminal.expect(r"resolved: agent, iteration 1")
+            log = out / "logs" / "resolved.log"
+            deadline = time.monotonic() + 60
+            while "[Baseline: " not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert "[Baseline: " in log.read_text() and not server.chat_requests[1:]
+            assert not (out / "results.jsonl").exists()
+            release.set()
+            terminal.expect(r"resolved: judging")
+            assert terminal.wait(120) == 0, terminal.seen
+        finally:
+            release.set()
+            terminal.close()
+    assert _results(out)["resolved"]["verdict"] == "resolved"
+    assert "[Tests passed on iteration 1]" in log.read_text()
+
+
+def test_an_answer_the_guardrails_refuse_is_reported_refused(user: dict[str, Any]) -> None:
+    """The model's only answer weakens the failing test instead of fixing the code: the guardrails refuse it, and
+    the case says `refused` with the guardrail's reason, not that its edits could not be applied."""
+    weaken = answer(modify("tests/test_calc.py", "    assert add(2, 3) == 5", "    assert True"))
+    model = Model({"resolved": [weaken]})
+    with model.server() as server:
+        proc = eval_cli([str(user["cases"]), "--out", "eval-refused", "--only", "resolved", "--base-url", server.url,
+                         "--max-iterations", "1", "--no-reproduce"], None, user["work"])
+    assert proc.returncode == 0, proc.stderr
+    result = _results(user["work"] / "eval-refused")["resolved"]
+    assert (result["verdict"], result["stop_reason"], result["iterations"]) == ("unresolved", "refused", 1)
+    assert result["message"].startswith("nothing of the answer was written: tests/test_calc.py: "), result["message"]
+    line = next(line for line in proc.stderr.splitlines() if line.startswith("[eval] resolved: UNRESOLVED"))
+    assert line.startswith("[eval] resolved: UNRESOLVED (refused, 1 iteration, ")
+    assert "— nothing of the answer was written: tests/test_calc.py: " in line
+    assert "could not be applied" not in line
+    assert "Stop reasons: refused 1" in proc.stdout
+
+
+def test_a_scheduler_that_refuses_the_connection_fails_at_once_and_leaves_nothing(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    from distributed.security import Security
+
+    security = Security.temporary()
+    env = {**os.environ, "OPENAI_API_KEY": "test-key"}
+    for variable, name, text in (("CA_FILE", "ca.pem", security.tls_ca_file),
+                                 ("CLIENT__CERT", "client.pem", security.tls_client_cert),
+                                 ("CLIENT__KEY", "client.key", security.tls_client_key)):
+        (tmp_path / name).write_text(str(text))
+        env[f"DASK_DISTRIBUTED__COMM__TLS__{variable}"] = str(tmp_path / name)
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "a", "repo": ".", "task": "t", "test_command": "pytest"}) + "\n")
+    address = f"tls://127.0.0.1:{_closed_port()}"
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, str(ROOT / "main.py"), "eval", str(cases), "--out", "out", "--cluster",
+                           address], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert time.monotonic() - start < 15, "Dask's client retries for 30 s; a refused connection is known at once"
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(f"error: eval: no Dask scheduler answered at {address}: Connection refused")
+    assert not (tmp_path / "out").exists()

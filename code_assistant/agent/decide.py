@@ -111,8 +111,9 @@ def _planned(f: Facts) -> Ending | None:
 def _tested(f: Facts) -> Ending | None:
     last = f.iteration >= f.max_iterations
     if f.untested is not None:
-        if last:
-            return Ending(reason=Stop.MAX_ITERATIONS, message=f.untested)
+        if last:  # an answer the guardrails (or the person) refused whole is said so, whatever the count
+            refused = f.applied is not None and bool(f.applied.refused) and not f.applied.wrote
+            return Ending(reason=Stop.REFUSED if refused else Stop.MAX_ITERATIONS, message=f.untested)
     else:
         assert f.result is not None and f.baseline is not None
         if f.result.passed:

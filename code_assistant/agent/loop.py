@@ -227,7 +227,9 @@ class Run:
     def untested(self, applied: Applied) -> str | None:
         """Why this answer's edits are not worth a test run (None: run the tests). Not when nothing was asked:
         a failing baseline with no change is tested once (it may pass: flaky tests)."""
-        if (applied.results or applied.refused) and not applied.wrote:
+        if applied.refused and not applied.wrote:
+            return "nothing of the answer was written: " + "; ".join(applied.refused)
+        if applied.results and not applied.wrote:
             return "none of the answer's edits could be applied"
         broken = self.kit.editor.broken()
         if broken:

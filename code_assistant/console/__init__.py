@@ -38,6 +38,7 @@ def _err() -> Console:
     return Console(stderr=True, highlight=False)
 
 
+PROGRESS_ENV = "CODE_ASSISTANT_PROGRESS"  # "stderr": --json's progress lines there (eval sets it for its agents)
 _line_open = False  # a streamed answer is on the terminal without its last newline
 _open_on_stdout = False  # that answer is --ask's, on stdout (a run's answers stream dim on stderr with -v)
 _status: Waits | None = None  # the waits shown (display() makes it): held while a streamed answer is open
@@ -47,6 +48,15 @@ _typeahead: Typeahead | None = None  # a session's terminal, read while a task r
 def say(line: str) -> None:
     end_stream()
     write(line + "\n")
+
+
+def say_on_stderr(line: str) -> None:
+    """A progress line when stdout holds only the outcome (--json)."""
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):  # stderr's reader has gone, or it was closed
+        pass
 
 
 def write(text: str) -> None:
@@ -278,11 +288,15 @@ def display(*, as_json: bool, streams: bool, verbose: bool = False) -> Display:
     """What an operation shows while it works: progress lines, a status line for every wait (live on a terminal,
     every ten seconds in a log), the run's answers counted as they stream (`streams`) but shown raw only with -v,
     --ask's answer streamed as plain text; for --json, nothing on stdout but the outcome (a full embedding's
-    progress goes to stderr)."""
+    progress goes to stderr; with CODE_ASSISTANT_PROGRESS=stderr, the progress lines and a line per wait every ten
+    seconds too)."""
     global _status
     from code_assistant.console.status import LiveLine, PlainLines
     from code_assistant.workspace import Display
 
+    if as_json and os.environ.get(PROGRESS_ENV) == "stderr":  # eval's agents: their logs/ID.log fills as they run
+        return Display(say=say_on_stderr, review=review, status=PlainLines(say_on_stderr),
+                       embed_progress=embed_progress)
     if as_json:
         return Display(review=review, embed_progress=embed_progress)
     _status = LiveLine(_out) if sys.stdout.isatty() else PlainLines(say)

@@ -1,6 +1,6 @@
-"""What `eval` shows: a progress bar with an ETA while cases run (on a terminal; a line per finished case in a log),
-then the summary; `eval compare` shows the cases whose verdict changed and the totals side by side. --json: one
-object on stdout."""
+"""What `eval` shows: while cases run, on a terminal a progress bar with an ETA and where each running case is
+(fetching, the agent's iteration, judging), elsewhere a line per phase and per finished case; then the summary.
+`eval compare` shows the cases whose verdict changed and the totals side by side. --json: one object on stdout."""
 from __future__ import annotations
 
 import dataclasses
@@ -11,51 +11,82 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from code_assistant.console import _err, say, write
-from code_assistant.evaluate.batch import EvalOutcome, Event, Finished, Planned
-from code_assistant.evaluate.summary import Comparison, Summary
+from code_assistant.evaluate.batch import EvalOutcome, Event, Planned
+from code_assistant.evaluate.case_run import CasePhase, Phase
+from code_assistant.evaluate.summary import Comparison, Summary, stop_label
 
 if TYPE_CHECKING:
     from code_assistant.evaluate.results import CaseResult
 
+PHASES = {Phase.FETCHING: "fetching the repository", Phase.AGENT: "agent", Phase.JUDGING: "judging"}
+NAMED = 5  # judged tests named on a case's line; the rest counted (all of them are in results.jsonl)
+
 
 def case_line(result: CaseResult) -> str:
-    """One finished case: its verdict, then what the agent did."""
-    stop = result.stop_reason or "no stop reason"
+    """One finished case: its verdict, what the agent did, the judged tests that did not pass, and the whole message
+    (an error's cause is often at its end)."""
     plural = "" if result.iterations == 1 else "s"
     failing = ""
     if result.failing_tests:
         failing = ", failing " + " → ".join("?" if n is None else str(n) for n in result.failing_tests)
-    line = f"{result.id}: {result.verdict.upper()} ({stop}, {result.iterations} iteration{plural}{failing}, " \
-           f"{result.seconds:.1f} s)"
+    line = f"{result.id}: {result.verdict.upper()} ({stop_label(result)}, {result.iterations} iteration{plural}" \
+           f"{failing}, {result.seconds:.1f} s)"
+    if result.verdict == "unresolved":
+        for status, said in (("failed", "judged tests failed"), ("missing", "judged tests never run")):
+            if named := [test for test, seen in result.tests.items() if seen == status]:
+                line += f"; {said}: {_some(named)}"
     if result.verdict != "resolved" and result.message:
-        line += f" — {result.message.splitlines()[0][:200]}"
+        line += " — " + " / ".join(part.strip() for part in result.message.splitlines() if part.strip())
     return line
+
+
+def _some(names: list[str]) -> str:
+    shown = ", ".join(names[:NAMED])
+    return shown + (f" and {len(names) - NAMED} more" if len(names) > NAMED else "")
+
+
+def phase_line(event: CasePhase) -> str:
+    """A case's phase as it begins: `flask-123: agent, iteration 2`."""
+    said = PHASES[event.phase]
+    return f"{event.case}: {said}" + (f", iteration {event.iteration}" if event.iteration else "")
 
 
 @contextmanager
 def progress(verbose: bool = False) -> Iterator[Callable[[Event], None]]:
-    """What to call with each event of an eval: a bar with an ETA on a terminal (stderr), else a line a case."""
+    """What to call with each event of an eval: on a terminal (stderr) a bar with an ETA whose line says where each
+    running case is; else a line a phase of a case, and one a finished case."""
     if not sys.stderr.isatty():
         def plain(event: Event) -> None:
-            line = _planned(event) if isinstance(event, Planned) else f"[eval] {case_line(event.result)}"
+            if isinstance(event, Planned):
+                line = _planned(event)
+            elif isinstance(event, CasePhase):
+                line = f"[eval] {phase_line(event)}"
+            else:
+                line = f"[eval] {case_line(event.result)}"
             sys.stderr.write(line + "\n")
             sys.stderr.flush()
         yield plain
         return
     from rich import progress as bars
 
-    bar = bars.Progress(bars.TextColumn("[bold]eval[/bold] {task.description}"), bars.BarColumn(),
-                        bars.MofNCompleteColumn(), bars.TimeElapsedColumn(), bars.TextColumn("ETA"),
-                        bars.TimeRemainingColumn(), console=_err(), transient=False)
+    bar = bars.Progress(bars.TextColumn("[bold]eval[/bold] cases"), bars.BarColumn(), bars.MofNCompleteColumn(),
+                        bars.TimeElapsedColumn(), bars.TextColumn("ETA"), bars.TimeRemainingColumn(),
+                        bars.TextColumn("{task.description}", markup=False), console=_err(), transient=False)
     task: list[Any] = []
+    running: dict[str, str] = {}  # case -> where it is, in the order they began
 
     def shown(event: Event) -> None:
         if isinstance(event, Planned):
             bar.console.print(_planned(event), markup=False, highlight=False)
-            task.append(bar.add_task("cases", total=len(event.to_run)))
-        elif isinstance(event, Finished):
+            task.append(bar.add_task("", total=len(event.to_run)))
+            return
+        if isinstance(event, CasePhase):
+            running[event.case] = phase_line(event)
+        else:
+            running.pop(event.result.id, None)
             bar.console.print(case_line(event.result), markup=False, highlight=False)
             bar.advance(task[0])
+        bar.update(task[0], description=" · ".join(running.values()))
 
     with bar:
         yield shown
@@ -73,6 +104,8 @@ def show(outcome: EvalOutcome, summary: Summary, *, as_json: bool) -> None:
         return
     for line in summary_lines(summary):
         say(line)
+    if summary.error_ids:
+        say(f"[Not judged: {_some(summary.error_ids)}; add --rerun-errors to the same command to run them again]")
     if outcome.missing:
         say(f"[Not finished: {', '.join(outcome.missing)}; run the same command again to resume]")
     say(f"[Results: {outcome.out / 'results.jsonl'}]")

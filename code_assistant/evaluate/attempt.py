@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,12 +52,14 @@ def agent_command() -> list[str]:
 
 
 def attempt(*, repo: Path, task: str, test_command: str, run_args: tuple[str, ...], log_dir: Path, scratch: Path,
-            stderr_file: Path, timeout: float, stop: threading.Event | None = None) -> Attempt:
+            stderr_file: Path, timeout: float, stop: threading.Event | None = None,
+            polled: Callable[[], None] = lambda: None) -> Attempt:
     """One run of the agent on `repo`, to its end, the time limit or `stop` (then SIGINT: it rolls back; then, if it
-    does not end, killed)."""
+    does not end, killed); `polled` is called every POLL_S while it runs."""
     argv = [*agent_command(), "--repo", str(repo), "--task", task, "--test-command", test_command, "--json",
             "--log-dir", str(log_dir), "--index-path", str(scratch / "index"), *run_args]
-    env = {**os.environ, "CODE_ASSISTANT_STATE_PATH": str(scratch / "state")}
+    env = {**os.environ, "CODE_ASSISTANT_STATE_PATH": str(scratch / "state"),
+           "CODE_ASSISTANT_PROGRESS": "stderr"}  # its progress lines into the case's log as it runs
     start = time.monotonic()
     stderr_file.parent.mkdir(parents=True, exist_ok=True)
     with stderr_file.open("w", encoding="utf-8") as err:
@@ -69,6 +72,7 @@ def attempt(*, repo: Path, task: str, test_command: str, run_args: tuple[str, ..
                     code: int | None = proc.returncode
                     break
                 except subprocess.TimeoutExpired:
+                    polled()
                     if stop is not None and stop.is_set():
                         out, code = _stopped(proc), EXIT_INTERRUPTED
                         break

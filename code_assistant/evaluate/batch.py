@@ -4,12 +4,13 @@ file already holds is not run again. What happens is told through `on_event` (th
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from code_assistant.errors import ConfigError
-from code_assistant.evaluate.case_run import CaseRun, EvalConfig, sandbox_for
+from code_assistant.evaluate.case_run import CasePhase, CaseRun, EvalConfig, sandbox_for
 from code_assistant.evaluate.cases import Case, read_cases
 from code_assistant.evaluate.judge import Verdict
 from code_assistant.evaluate.pool import Pool, Workers
@@ -47,7 +48,7 @@ class Finished:
     result: CaseResult
 
 
-Event = Planned | Finished
+Event = Planned | CasePhase | Finished
 
 
 @dataclass(frozen=True)
@@ -62,21 +63,35 @@ def run_eval(options: EvalOptions, on_event: Callable[[Event], None] = lambda ev
     cases = _selected(read_cases(options.cases), options.only)
     sandbox_for(options.config)  # no sandbox to be had is an error now, before anything runs
     results = ResultsFile(options.out)
-    results.check_manifest({"cases": str(options.cases.resolve()), "options": list(options.measured)})
+    manifest = {"cases": str(options.cases.resolve()), "options": list(options.measured)}
+    results.check_manifest(manifest)
     done = results.done()
     if options.rerun_errors:
         done = {case: result for case, result in done.items() if result.verdict != Verdict.ERROR}
     todo = [case for case in cases if case.id not in done]
-    on_event(Planned(total=len(cases), done=len(cases) - len(todo), to_run=[case.id for case in todo]))
-    if todo:
-        pool = _pool(options)
-        try:
-            for run in pool.run(todo, options.config):
-                result = _stored(options.out, run)
-                results.append(result)
-                done[result.id] = result
-                on_event(Finished(result))
-        finally:
+    pool = _pool(options) if todo else None  # a pool that cannot be had (no scheduler there) leaves no folder behind
+    told = threading.Lock()  # the workers' threads (or a cluster client's) tell their phases
+    ended: set[str] = set()
+
+    def tell(event: Event) -> None:
+        with told:
+            if isinstance(event, Finished):
+                ended.add(event.result.id)
+            elif isinstance(event, CasePhase) and event.case in ended:
+                return  # a cluster's event that arrived after the case's result
+            on_event(event)
+    try:
+        results.write_manifest(manifest)
+        (options.out / "logs").mkdir(exist_ok=True)
+        config = replace(options.config, logs=options.out / "logs")  # filled as the agents run (Workers)
+        tell(Planned(total=len(cases), done=len(cases) - len(todo), to_run=[case.id for case in todo]))
+        for run in pool.run(todo, config, tell) if pool is not None else ():
+            result = _stored(options.out, run)
+            results.append(result)
+            done[result.id] = result
+            tell(Finished(result))
+    finally:
+        if pool is not None:
             pool.close()
     finished = [done[case.id] for case in cases if case.id in done]
     return EvalOutcome(out=options.out, results=finished, ran=len(todo),
@@ -102,9 +117,11 @@ def _pool(options: EvalOptions) -> Pool:
 
 
 def _stored(out: Path, run: CaseRun) -> CaseResult:
-    """The case's run log and the agent's stderr written into the eval's folder; the result naming them."""
+    """The case's run log, and the agent's stderr when it came back as text (a cluster's worker), written into the
+    eval's folder; the result naming them."""
     result = run.result
-    trajectory = agent_log = None
+    trajectory = None
+    agent_log = result.agent_log  # written there as the agent ran
     if run.run_log:
         path = out / "trajectories" / f"{result.id}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,9 @@ import socket
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from pathlib import Path
 
 from code_assistant.errors import EXIT_USAGE, AssistantError
@@ -21,7 +23,7 @@ from code_assistant.evaluate.cases import Case
 from code_assistant.evaluate.judge import Judgement, Verdict, judge
 from code_assistant.evaluate.results import CaseResult
 from code_assistant.evaluate.scratch import materialize
-from code_assistant.evaluate.steps import RunLog, summarize
+from code_assistant.evaluate.steps import RunLog, iterations_recorded, summarize
 from code_assistant.verify.sandbox import Sandbox, resolve
 
 logger = logging.getLogger(__name__)
@@ -42,6 +44,28 @@ class EvalConfig:
     case_timeout: float = 3600.0  # the agent's wall time on one case before it is stopped
     scratch: Path | None = None  # where scratch directories go (None: the system's temporary directory)
     keep_scratch: bool = False
+    logs: Path | None = None  # where each case's agent writes its stderr (ID.log) as it runs, when the folder is on
+    # this machine (None: into the scratch directory, the text returned)
+
+
+class Phase(StrEnum):
+    """Where a case is."""
+
+    FETCHING = "fetching"  # its repository into the scratch directory
+    AGENT = "agent"
+    JUDGING = "judging"
+
+
+@dataclass(frozen=True)
+class CasePhase:
+    """A case began a phase, or (the agent) an iteration."""
+
+    case: str
+    phase: Phase
+    iteration: int = 0  # the agent's iteration under way (0: before the first plan, or not the agent)
+
+
+Watch = Callable[[CasePhase], None]
 
 
 class CaseInterrupted(Exception):
@@ -61,20 +85,22 @@ def sandbox_for(config: EvalConfig, protected: tuple[Path, ...] = ()) -> Sandbox
 
 
 def run_case(case: Case, config: EvalConfig, scratch_root: str | None = None,
-             stop: threading.Event | None = None) -> CaseRun:
+             stop: threading.Event | None = None, watch: Watch = lambda phase: None) -> CaseRun:
     """The case run and judged, in a scratch directory under `scratch_root` (else config.scratch, else the system's
-    temporary directory); CaseInterrupted when the agent was stopped from outside or by `stop`."""
+    temporary directory), each phase told to `watch` as it begins; CaseInterrupted when the agent was stopped from
+    outside or by `stop`."""
     start = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix=f"eval-{case.id[:40]}-", dir=scratch_root or config.scratch))
     try:
-        run = _run(case, config, root, start, stop)
+        run = _run(case, config, root, start, stop, watch)
         return replace(run, result=replace(run.result, scratch=str(root))) if config.keep_scratch else run
     finally:
         if not config.keep_scratch:
             shutil.rmtree(root, ignore_errors=True)
 
 
-def _run(case: Case, config: EvalConfig, root: Path, start: float, stop: threading.Event | None) -> CaseRun:
+def _run(case: Case, config: EvalConfig, root: Path, start: float, stop: threading.Event | None,
+         watch: Watch) -> CaseRun:
     base = CaseResult(id=case.id, verdict=Verdict.ERROR, resolved=False, language=case.language,
                       host=socket.gethostname(), worker=threading.current_thread().name)
     missing = [tool for tool in case.requires if tool != "network" and shutil.which(tool) is None]
@@ -83,6 +109,7 @@ def _run(case: Case, config: EvalConfig, root: Path, start: float, stop: threadi
                                seconds=time.monotonic() - start))
     sandbox = sandbox_for(config, protected=(root / "index", root / "state", root / "runs"))
     repo = root / "repo"
+    watch(CasePhase(case.id, Phase.FETCHING))
     try:
         materialize(case.source, repo, sandbox)
     except AssistantError as exc:
@@ -91,18 +118,40 @@ def _run(case: Case, config: EvalConfig, root: Path, start: float, stop: threadi
     # the judge's sandbox decided before the agent's tests can write what it reads (sandbox.py: freeze)
     if sandbox.active:
         sandbox.freeze(repo, sandbox.environment(os.environ).env, shlex.split(case.judged_by))
+    live = config.logs / f"{case.id}.log" if config.logs is not None else None
+    stderr_file = live or root / "agent.log"
+    watch(CasePhase(case.id, Phase.AGENT, 1))
     done = attempt(repo=repo, task=case.task, test_command=case.test_command, run_args=config.run_args,
-                   log_dir=root / "runs", scratch=root, stderr_file=root / "agent.log", timeout=config.case_timeout,
-                   stop=stop)
+                   log_dir=root / "runs", scratch=root, stderr_file=stderr_file, timeout=config.case_timeout,
+                   stop=stop, polled=_iterations(case.id, root / "runs", watch))
     if done.interrupted:
         raise CaseInterrupted(case.id)
     log_path = done.outcome.get("log")
     run_log = Path(log_path).read_text(encoding="utf-8", errors="replace") if log_path and Path(
         log_path).is_file() else ""
+    watch(CasePhase(case.id, Phase.JUDGING))
     judged = judge(case, repo, sandbox, timeout=config.test_timeout)
     result = _result(base, done, summarize(run_log.splitlines()), judged, seconds=time.monotonic() - start)
-    return CaseRun(result, run_log=run_log,
-                   agent_log=(root / "agent.log").read_text(encoding="utf-8", errors="replace"))
+    if live is not None:  # already in the eval's folder
+        return CaseRun(replace(result, agent_log=str(live)), run_log=run_log)
+    return CaseRun(result, run_log=run_log, agent_log=stderr_file.read_text(encoding="utf-8", errors="replace"))
+
+
+def _iterations(case: str, log_dir: Path, watch: Watch) -> Callable[[], None]:
+    """What the agent's polling calls: each iteration its run log shows begun told to `watch`, once. Iteration n+1
+    is under way once n is recorded and the run has not ended by the next poll (it decides, and rolls back, in
+    milliseconds)."""
+    told, last = [1], [0]
+
+    def polled() -> None:
+        logs = sorted(log_dir.glob("*.jsonl"))
+        recorded, ended = iterations_recorded(logs[-1]) if logs else (0, False)
+        begun = recorded + 1 if recorded == last[0] and not ended else recorded
+        last[0] = recorded
+        for iteration in range(told[0] + 1, begun + 1):  # one that began and ended between two polls too
+            watch(CasePhase(case, Phase.AGENT, iteration))
+        told[0] = max(told[0], begun)
+    return polled
 
 
 def _result(base: CaseResult, done: Attempt, log: RunLog, judged: Judgement, *, seconds: float) -> CaseResult:

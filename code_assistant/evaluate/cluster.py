@@ -27,19 +27,22 @@ in its environment or in the options; a case whose repository is a path needs th
 from __future__ import annotations
 
 import logging
+import socket
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 from code_assistant.errors import ConfigError
-from code_assistant.evaluate.case_run import CaseInterrupted, CaseRun, EvalConfig, run_case
+from code_assistant.evaluate.case_run import CaseInterrupted, CasePhase, CaseRun, EvalConfig, Phase, Watch, run_case
 from code_assistant.evaluate.cases import Case
 
 logger = logging.getLogger(__name__)
 
 LOCAL = "local"
 TLS = "tls://"
+DEFAULT_PORT = 8786  # a scheduler's, when the address names none
+PROBE_S = 10.0  # how long the first connection to a scheduler may take (a refused one fails at once)
 INSTALL = "pip install 'code-assistant[cluster]' (or: pip install distributed cryptography)"
 # what Dask's configuration must name to join a running scheduler (docs/eval.md)
 TLS_CONFIG = ("DASK_DISTRIBUTED__COMM__TLS__CA_FILE", "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT",
@@ -54,13 +57,29 @@ def check_address(address: str) -> str:
                       "whatever anyone who reaches it submits; see docs/eval.md)")
 
 
-def on_worker(case: Case, config: EvalConfig) -> CaseRun | None:
-    """A task: the case in a scratch directory under the worker's own; None when it was stopped from outside."""
+def reachable(address: str) -> None:
+    """A scheduler that refuses the connection (nothing listens there) is a ConfigError at once: Dask's client would
+    retry it for its whole timeout."""
+    host, _, port = address[len(TLS):].rpartition(":")
+    if not host or not port.isdigit():
+        host, port = address[len(TLS):], str(DEFAULT_PORT)
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_S).close()
+    except OSError as exc:
+        raise ConfigError(f"eval: no Dask scheduler answered at {address}: {exc.strerror or exc}") from None
+
+
+def on_worker(case: Case, config: EvalConfig, topic: str) -> CaseRun | None:
+    """A task: the case in a scratch directory under the worker's own, each phase sent to the eval as an event of
+    `topic` (over the cluster's own TLS connections); None when it was stopped from outside."""
     from distributed import get_worker
 
     worker = get_worker()
+
+    def told(phase: CasePhase) -> None:
+        worker.log_event(topic, {"case": phase.case, "phase": phase.phase.value, "iteration": phase.iteration})
     try:
-        run = run_case(case, config, scratch_root=str(worker.local_directory))
+        run = run_case(case, config, scratch_root=str(worker.local_directory), watch=told)
     except CaseInterrupted:
         return None
     return replace(run, result=replace(run.result, worker=str(worker.address)))
@@ -94,16 +113,26 @@ class DaskCluster:
             if not (security.tls_ca_file and security.tls_client_cert):
                 raise ConfigError(f"eval --cluster {address}: Dask's configuration names no CA and client "
                                   f"certificate: set {', '.join(TLS_CONFIG)} (docs/eval.md)")
+            reachable(address)
             try:
                 self.client = Client(address, timeout="30s", security=security)
             except (OSError, ValueError) as exc:
                 raise ConfigError(f"eval: no Dask scheduler answered at {address}: {exc}") from None
 
-    def run(self, cases: list[Case], config: EvalConfig) -> Iterator[CaseRun]:
+    def run(self, cases: list[Case], config: EvalConfig, watch: Watch) -> Iterator[CaseRun]:
+        """Each case's phases come back as events of this eval's topic (`watch` is called from the client's thread);
+        the agent's log comes back with its result, as text (a worker may be another machine)."""
         from distributed import as_completed
 
+        config = replace(config, logs=None)
         batch = uuid.uuid4().hex[:8]  # a scheduler may hold an earlier eval's tasks of the same cases
-        futures = [self.client.submit(on_worker, case, config, key=f"eval-{batch}-{case.id}", pure=False)
+        topic = f"eval-{batch}-phases"
+
+        def told(event: tuple[float, dict[str, Any]]) -> None:
+            msg = event[1]
+            watch(CasePhase(str(msg["case"]), Phase(msg["phase"]), int(msg["iteration"])))
+        self.client.subscribe_topic(topic, told)
+        futures = [self.client.submit(on_worker, case, config, topic, key=f"eval-{batch}-{case.id}", pure=False)
                    for case in cases]
         try:
             for future in as_completed(futures):
@@ -112,6 +141,7 @@ class DaskCluster:
                     yield run
         finally:
             self.client.cancel([f for f in futures if not f.done()])
+            self.client.unsubscribe_topic(topic)
 
     def close(self) -> None:
         self.client.close()

@@ -79,8 +79,8 @@ class ResultsFile:
             os.fsync(handle.fileno())
 
     def check_manifest(self, manifest: dict[str, Any]) -> None:
-        """Write what this eval is run with; a folder holding another eval's results is refused (its numbers would
-        mix), with the option that differs."""
+        """A folder holding another eval's results is refused (its numbers would mix), with the option that differs.
+        Writes nothing."""
         path = self.folder / MANIFEST
         if path.exists():
             before = json.loads(path.read_text(encoding="utf-8"))
@@ -88,6 +88,10 @@ class ResultsFile:
             if changed and self.path.exists() and self.path.stat().st_size:
                 raise ConfigError(f"eval: {self.folder} holds results run with another {changed[0]} "
                                   f"({before[changed[0]]!r}); give another --out, or remove it to start again")
+
+    def write_manifest(self, manifest: dict[str, Any]) -> None:
+        """What this eval is run with, in run.json (checked first: check_manifest)."""
+        path = self.folder / MANIFEST
         self.folder.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
 

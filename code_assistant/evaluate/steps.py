@@ -39,3 +39,21 @@ def summarize(lines: list[str]) -> RunLog:
             failed = record.get("tests_failed") or []
             failing.append(len(failed) if failed or record.get("test_exit_code") == 0 else None)
     return RunLog(failing=tuple(failing), prompt_versions=tuple(versions), model=model)
+
+
+def iterations_recorded(path: Path) -> tuple[int, bool]:
+    """A running agent's run log so far (written after every step): how many iterations it has recorded, and
+    whether it has ended (its final record)."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return 0, False
+    kinds: list[str | None] = []
+    for line in lines:
+        try:
+            record = json.loads(line) if line.strip() else None
+        except ValueError:
+            continue  # the line being written
+        if isinstance(record, dict) and record.get("candidate") is None:
+            kinds.append(record.get("kind"))
+    return sum(kind in _ITERATIONS for kind in kinds), StepKind.FINAL in kinds

@@ -28,6 +28,7 @@ class Summary:
     cases: int
     resolved: int
     errors: int
+    error_ids: list[str]  # the cases that could not be judged, to run again with --rerun-errors
     agent_green: int  # cases whose agent said it was done
     green_but_unresolved: list[str]  # the agent said done, the judge did not agree
     cost_usd: float | None  # None: no case had a price
@@ -47,6 +48,16 @@ class Summary:
         return self.resolved / self.cases if self.cases else 0.0
 
 
+def stop_label(result: CaseResult) -> str:
+    """Why the case's agent stopped, as the results say it; a case whose agent gave no reason is named for what
+    happened (it never ran: the repository could not be had, a tool was missing; or it ended without a word)."""
+    if result.stop_reason:
+        return result.stop_reason
+    if result.exit_code is None and not result.agent_seconds:
+        return "agent not run"
+    return f"agent exit {result.exit_code}" if result.exit_code is not None else "agent gave no reason"
+
+
 def summarize(results: list[CaseResult]) -> Summary:
     resolved = [r for r in results if r.resolved]
     priced = [r.cost_usd for r in results if r.cost_usd is not None]
@@ -57,6 +68,7 @@ def summarize(results: list[CaseResult]) -> Summary:
         languages[r.language or "?"] = (done + r.resolved, total + 1)
     return Summary(
         cases=len(results), resolved=len(resolved), errors=sum(r.verdict == "error" for r in results),
+        error_ids=[r.id for r in results if r.verdict == "error"],
         agent_green=sum(bool(r.agent_success) for r in results),
         green_but_unresolved=[r.id for r in results if r.agent_success and not r.resolved],
         cost_usd=cost, cost_per_resolved=round(cost / len(resolved), 6) if cost is not None and resolved else None,
@@ -64,7 +76,7 @@ def summarize(results: list[CaseResult]) -> Summary:
         completion_tokens=sum(r.completion_tokens for r in results),
         seconds=round(sum(r.seconds for r in results), 2),
         iterations=dict(sorted(Counter(r.iterations for r in results).items())),
-        stop_reasons=dict(Counter(r.stop_reason or "none" for r in results).most_common()),
+        stop_reasons=dict(Counter(stop_label(r) for r in results).most_common()),
         by_language=dict(sorted(languages.items())),
         long_loops=[LongLoop(id=r.id, iterations=r.iterations, stop_reason=r.stop_reason,
                              failing_tests=r.failing_tests, verdict=r.verdict)
