@@ -186,7 +186,7 @@ class Workspace:
             self.settings = dataclasses.replace(self.settings, model=name, model_named=True)
         key = self.api_key()
         self.hold_secrets()
-        check_server(self.settings.base_url, self.settings.api_key)
+        check_server(self.settings.base_url, self.settings.api_key, named_by=self.settings.base_url_from)
         return run_model(self.settings, key)
 
     def hold_secrets(self) -> None:
@@ -527,7 +527,7 @@ def chat_model(settings: Settings, key: str, schema: dict | None) -> OpenAIChat:
     own_key = key if settings.api_key else None
     name = model_name(settings.model, settings.model_named, settings.base_url, own_key)
     window = resolve_window(settings.context_window, settings.base_url, name, own_key,
-                            load_timeout=settings.request_timeout)
+                            load_timeout=settings.request_timeout, state=settings.state_path)
     accepts = Accepts.known(catalogued(settings.base_url, name), settings.wire)  # the rest: learned from refusals
     return OpenAIChat(name, api_key=key, base_url=settings.base_url, timeout=settings.request_timeout,
                       max_retries=settings.max_retries, window=window, schema=schema, accepts=accepts,

@@ -83,8 +83,23 @@ def test_an_unreachable_server_is_named_before_any_work_and_is_a_configuration_e
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and url in lines[0] and "does not answer" in lines[0], proc.stderr
+    assert "OPENAI_BASE_URL is right" in lines[0]
     assert "[Indexing" not in proc.stdout and not (repo / "BASELINE_RAN").exists()
     assert snapshot(repo) == before
+
+
+def test_an_unreachable_base_url_is_blamed_on_what_named_it(tmp_path: Path) -> None:
+    """Issue 61: --base-url naming a server that is not there was blamed on OPENAI_BASE_URL, which was not set (or
+    named another server). The line names the flag that named it."""
+    repo = python_repo(tmp_path)
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    with ScriptedServer([]) as server:  # OPENAI_BASE_URL names a server that is there; the flag wins
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--base-url", url],
+                       server_url=server.url)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert url in line and "check that it is running and that --base-url is right" in line
+    assert "OPENAI_BASE_URL" not in line and server.chat_requests == []
 
 
 def test_a_server_without_a_models_route_is_still_a_server(tmp_path: Path) -> None:

@@ -125,7 +125,7 @@ def test_ask_learns_the_window_from_the_refusal_and_streams_to_the_terminal(llam
     assert last["status"] == 200 and last["stream"] and last["content"].strip()
     assert "response_format" not in last["request"], "a question is answered in prose"
     assert " ".join(last["content"].split()) in " ".join(terminal.split()), "the answer streamed to the terminal"
-    assert "[Indexing repository:" in terminal and f"[Window: {WINDOW} tokens, from the server's refusal]" in terminal
+    assert "[Indexing repository:" in terminal and f"[Window: {WINDOW} tokens, from the server's refusal;" in terminal
 
 
 def test_a_run_without_a_window_learns_it_from_the_first_answer_the_server_cuts_at_it(llama: LlamaServer,
@@ -151,7 +151,7 @@ def test_a_run_without_a_window_learns_it_from_the_first_answer_the_server_cuts_
     cut, asked_again = proxy.chats
     assert cut["status"] == 200 and cut["events"] > 0, "the server refused the first request: see the docstring"
     assert cut["request"]["max_tokens"] == 1024, "sized for the default window"
-    assert proc.stdout.count(f"[Window: {WINDOW} tokens, from an answer cut off at the server's window]") == 1, \
+    assert proc.stdout.count(f"[Window: {WINDOW} tokens, from an answer cut off at the server's window;") == 1, \
         proc.stdout
     assert "answer limit" not in proc.stdout and "could not be read" not in proc.stdout
     assert "retry" not in proc.stderr and "Connection error" not in proc.stderr, proc.stderr
