@@ -53,6 +53,7 @@ class Operation:
     described: str = ""  # for another agent (the MCP server's tool description; `{actions}`: a plan's edit actions);
     #                      a tool's own words by default
     repository: bool = True  # it works on a repository (the command line takes the repository's options for it)
+    reports: bool = False  # its outcome is what stdout is for (read by a pipe): its progress lines go to stderr
 
     @property
     def words(self) -> str:
@@ -92,7 +93,7 @@ def _looking(spec: Spec, summary: str, name: str = "", *, effect: Effect = Effec
              doors: Door = Door.PERSON | Door.MCP) -> Operation:
     """An operation that calls one of the model's tools (tools/specs.py declares its arguments)."""
     return Operation(name or spec.name, summary, o.ToolOptions, "look", spec.arguments, doors=doors, effect=effect,
-                     tool=spec)
+                     tool=spec, reports=True)
 
 
 _TASK = Argument("task", "what to do, in plain words (without it, on a terminal: a session)", required=True,
@@ -106,7 +107,7 @@ OPERATIONS: dict[str, Operation] = {op.name: op for op in (
               effect=Effect.LOOKS),
     Operation("context", "show the context a task would get; no model, no key, nothing changed", o.ContextOptions,
               "context", (Argument("task", "the task whose context to show", words=True),),
-              doors=Door.PERSON | Door.MCP, effect=Effect.LOOKS,
+              doors=Door.PERSON | Door.MCP, effect=Effect.LOOKS, reports=True,
               described="The ranked first context a task would get: files ranked, those shown and how, as JSON."),
     Operation("test", "run the test command in the sandbox and show its summary", o.TestOptions, "test",
               doors=Door.PERSON | Door.MCP, effect=Effect.TESTS,
