@@ -68,6 +68,7 @@ class Workspace:
         self._indexer: Indexer | None = None
         self._sandbox: Sandbox | None = None
         self._sandbox_said = False
+        self._mcp_skipped_said = False  # the MCP servers a small window does not start were named
         self._mcp: Connections | None = None
         self._env_file = env_files.work_begins(settings.repo, settings.repo_state_dir)
 
@@ -421,6 +422,10 @@ class Workspace:
         words = small or mode == ToolsMode.JSON or not model.native_tools  # refused once: words from then on
         form = Form.JSON if words else Form.NATIVE
 
+        if small and not self._mcp_skipped_said:
+            self._mcp_skipped_said = True
+            self.say_mcp_skipped(model.window.tokens)
+
         def tools(repo: Path, index: Callable[[], RepoIndex]) -> Toolbox:
             box = self.toolbox(repo, index, read_only=read_only, form=form, recorded=recorded, auto=auto, mcp=not small)
             return box.only(list(SHORT_LIST)) if small else box
@@ -448,6 +453,15 @@ class Workspace:
             found += self.mcp_tools(read_only=read_only)
         return Toolbox(found, max_calls=settings.max_tool_calls, form=form or Form.NATIVE, recorded=recorded,
                        say=self.display.say, auto=auto)
+
+    def say_mcp_skipped(self, window: int) -> None:
+        """One line naming the user's MCP servers not started for a window --tools auto offers grep and read only."""
+        from code_assistant.mcp.client.config import configured
+
+        servers, _ = configured(self.settings.repo)
+        if servers:
+            self.say(f"[MCP: {', '.join(s.name for s in servers)} not started: the {window}-token context window is "
+                     f"offered grep and read only (a larger window, or --tools native, offers them)]")
 
     def mcp_tools(self, *, read_only: bool = False) -> list[Tool]:
         """The user's MCP servers' tools: started once a workspace, on first need, and stopped when it closes. The
