@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from code_assistant.mcp.client.connections import Connections
     from code_assistant.model.chat import ChatModel, OpenAIChat, Usage
     from code_assistant.model.trajectory import Trajectory
+    from code_assistant.model.window import ContextWindow
     from code_assistant.tools import Tool
     from code_assistant.tools.box import Form, Toolbox, ToolsFor
     from code_assistant.verify.runner import TestRunner
@@ -453,6 +454,34 @@ class Workspace:
             found += self.mcp_tools(read_only=read_only)
         return Toolbox(found, max_calls=settings.max_tool_calls, form=form or Form.NATIVE, recorded=recorded,
                        say=self.display.say, auto=auto)
+
+    def room_for_code(self, index: RepoIndex, task: str) -> tuple[int, ContextWindow] | None:
+        """What a run's first request would give the code for `task` (its tests passing), and in which window: the
+        window a run starts with that no server needs to be asked for (--context-window, or the one remembered for
+        this server and model), with the tools --tools offers it (no MCP server started for a report); None when
+        neither is known."""
+        from code_assistant.agent.requests import Requests
+        from code_assistant.model.remembered import FILE_NAME, remembered_window
+        from code_assistant.model.window import ContextWindow as Window
+        from code_assistant.settings import TOOLS_MIN_WINDOW, ToolsMode
+        from code_assistant.tools.box import Form
+        from code_assistant.tools.specs import SHORT_LIST
+
+        s = self.settings
+        if s.context_window:
+            window: ContextWindow | None = Window(tokens=s.context_window, source="--context-window")
+        else:
+            window = remembered_window(s.state_path / FILE_NAME, s.base_url, s.model, s.model_named) if (
+                s.base_url) else None
+        if window is None:
+            return None
+        box = None
+        if s.tools != ToolsMode.OFF and s.max_tool_calls:
+            small = s.tools == ToolsMode.AUTO and window.tokens < TOOLS_MIN_WINDOW
+            form = Form.JSON if small or s.tools == ToolsMode.JSON else Form.NATIVE
+            box = self.toolbox(s.repo, lambda: index, form=form, auto=s.tools == ToolsMode.AUTO)
+            box = box.only(list(SHORT_LIST)) if small else box
+        return Requests(self.request_config(), window, tools=box).context_room(index, task), window
 
     def say_mcp_skipped(self, window: int) -> None:
         """One line naming the user's MCP servers not started for a window --tools auto offers grep and read only."""

@@ -333,6 +333,34 @@ def test_the_window_learned_is_remembered_for_the_next_run_against_the_same_serv
     assert "context window 8192 tokens, from the default" in third.stdout, "another model served: learned again"
 
 
+def test_context_only_reports_the_room_a_run_will_really_have(tmp_path: Path) -> None:
+    """Issue 61: --context-only promised "631 tokens of 12000" where the run then showed 226 tokens in a 2,048-token
+    window. Its budget is now what a run's first request leaves for code in the window the run starts with, when that
+    is known without asking the server (--context-window, or the window remembered for the server and model), and the
+    line says which; without either it is --context-tokens, and says that the model's window may leave less."""
+    repo = _big_repo(tmp_path)
+    task = ["--task", "What do the helpers in helpers.py return?", "--context-only", "--model", "local-model"]
+    unknown = run_cli(["--repo", str(repo), *task], server_url="http://127.0.0.1:9/v1")
+    assert unknown.returncode == 0, unknown.stdout + unknown.stderr
+    assert re.search(r"^Total: \d+ tokens of 12000 \(--context-tokens; the model's window, not asked for, may leave "
+                     r"less\)$", unknown.stdout, re.MULTILINE), unknown.stdout
+    with ScriptedServer([answer(FIX_ADD)], context_window=2048, overflow="llama-cpp-python",
+                        stream_usage=False) as server:
+        run = run_cli(["--repo", str(repo), "--task", "Fix add() so the tests pass", "--test-command", PYTEST,
+                       "--model", "local-model", "--no-reproduce"], server_url=server.url)
+        assert run.returncode == 0, run.stdout + run.stderr
+        subprocess.run(["git", "checkout", "-q", "--", "."], cwd=repo, check=True)
+        remembered = run_cli(["--repo", str(repo), *task], server_url=server.url)
+        set_by_hand = run_cli(["--repo", str(repo), *task, "--context-window", "2048"], server_url=server.url)
+    for proc, source in ((remembered, "remembered: the server's refusal, "), (set_by_hand, "--context-window)")):
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        total = re.search(r"^Total: (\d+) tokens of (\d+) \(what a run's first request leaves for code in the "
+                          r"2048-token window, from (.+)$", proc.stdout, re.MULTILINE)
+        assert total is not None and total.group(3).startswith(source), proc.stdout
+        shown, budget = int(total.group(1)), int(total.group(2))
+        assert shown <= budget < 2048 * 0.6, "the room of a request in 2,048 tokens, after the prompt and the answer"
+
+
 def test_an_answer_llama_cpp_python_cut_at_its_window_is_read_as_the_window_and_asked_again_at_once(
         tmp_path: Path) -> None:
     """Issue 53's case: no window set, llama-cpp-python serving 2,048 tokens and no usage in its streams. The plan

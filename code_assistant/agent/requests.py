@@ -288,6 +288,17 @@ class Requests:
                     prompts.PLAN.version, budget, room)
         return self.fitted(render(context.render() or "(no files indexed)", owner, context.paths)), context
 
+    def context_room(self, index: RepoIndex, task: str) -> int:
+        """The context's budget in a first request for `task` whose tests passed (no failing output to show): what a
+        run's plan request really gives the code in this window, with these tools."""
+        self.task = task
+        self.fit_tools()
+        user = prompts.PLAN.render(task=task, test_command=self.config.test_command, baseline="", baseline_failures="",
+                                   context="")
+        budget, _ = self._split(self.room(), [{"role": "system", "content": self.system()},
+                                              {"role": "user", "content": user}], index)
+        return budget
+
     def warm_up(self, request: PlanRequest) -> None:
         """The plan request built once and set aside, for what building it does: the task's chunks embedded (up to
         the embed budget) and a window too small for it found now. Best of N calls this before its attempts, which

@@ -174,7 +174,7 @@ def context_lines(outcome: o.ContextOutcome) -> list[Part]:
             *([f"{len(built.listed)} more paths"] if built.listed else [])]
     if more:
         lines.append(f"  and {' and '.join(more)} (the model may ask to read one)")
-    lines.append(f"Total: {built.tokens} tokens of {built.budget}")
+    lines.append(f"Total: {built.tokens} tokens of {built.budget}" + (f" ({outcome.room})" if outcome.room else ""))
     return [*lines, *(f"  {line}" for line in built.budget_log)] if outcome.verbose else lines
 
 

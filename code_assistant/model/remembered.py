@@ -52,12 +52,14 @@ class WindowMemory:
     def key(self) -> str:
         return f"{self.base_url.rstrip('/')} {self.model}"
 
-    def recall(self) -> ContextWindow | None:
-        """The window learned by an earlier run, or None (none, unreadable, or the server answers otherwise now)."""
+    def recall(self, checked: bool = True) -> ContextWindow | None:
+        """The window learned by an earlier run, or None (none, unreadable, or the server answers otherwise now).
+        `checked`: only when the server's GET /models answers as it did (else, unasked: what a command that asks no
+        server reports, as what a run against the same server will start from)."""
         entry = self._entries().get(self.key)
         if not isinstance(entry, dict) or not isinstance(entry.get("tokens"), int):
             return None
-        if entry.get("server", "") != self.seen:
+        if checked and entry.get("server", "") != self.seen:
             logger.info("%s answers GET /models otherwise than when its window was learned; learned again", self.key)
             return None
         samples = tuple(float(s) for s in entry.get("samples", []) if isinstance(s, (int, float)))[-RATIO_SAMPLES:]
@@ -95,3 +97,14 @@ class WindowMemory:
             return {}
         windows = data.get("windows") if isinstance(data, dict) and data.get("format") == FORMAT else None
         return dict(windows) if isinstance(windows, dict) else {}
+
+
+def remembered_window(path: Path, base_url: str, model: str, named: bool) -> ContextWindow | None:
+    """The window remembered for this server and `model`, unchecked (no server is asked); a model not named by the
+    user (a local server's one model, which a run asks the server for): the server's only remembered window."""
+    memory = WindowMemory(path, base_url, model)
+    if (window := memory.recall(checked=False)) is not None or named:
+        return window
+    server = f"{base_url.rstrip('/')} "
+    keys = [key for key in memory._entries() if key.startswith(server)]
+    return WindowMemory(path, base_url, keys[0][len(server):]).recall(checked=False) if len(keys) == 1 else None
