@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -89,11 +90,18 @@ def test_three_wrong_fixes_say_how_each_iteration_went_and_which_came_closest(tm
          "test_multiply]")]
     assert "[Tests failed. Analyzing errors...]" not in proc.stdout
     assert ("Result: FAILED (max_iterations: 1 passed, 2 failed) — best: iteration 2, 1 failed (test_subtract), 2 "
-            "passed; rolled back to the start") in proc.stdout
+            "passed; rolled back to the start (git apply ") in proc.stdout
     fix_request = server.chat_requests[1]["messages"][-1]["content"]
     assert "test_add" in fix_request and "test_subtract" in fix_request, "the fix request names the failing tests"
     assert "return a * b" in fix_request, "the fix request shows the current content of the file"
     assert snapshot(repo) == before
+    # issue 61: the best iteration's change is kept as a patch, and the line says how to have it back
+    patch = re.search(r"\(git apply (\S+\.iteration-2\.patch) brings it back\)", proc.stdout)
+    assert patch is not None, proc.stdout
+    subprocess.run(["git", "apply", patch.group(1)], cwd=repo, check=True)
+    assert (repo / "calc.py").read_text() == THREE["calc.py"].replace(
+        "def add(a, b):\n    return a - b", "def add(a, b):\n    return a + b").replace(
+        "def subtract(a, b):\n    return a - b", "def subtract(a, b):\n    return a + b")
 
 
 def test_exhaustion_rolls_back_byte_for_byte_including_created_files(tmp_path: Path) -> None:
