@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from code_assistant.model.window import RATIO_SAMPLES, ContextWindow
+from code_assistant.model.window import RATIO_MARGIN, RATIO_SAMPLES, ContextWindow
 
 logger = logging.getLogger(__name__)
 
@@ -64,8 +64,9 @@ class WindowMemory:
             return None
         samples = tuple(float(s) for s in entry.get("samples", []) if isinstance(s, (int, float)))[-RATIO_SAMPLES:]
         when = time.strftime("%Y-%m-%d", time.localtime(float(entry.get("at", 0))))
+        ratio = float(entry.get("ratio", ContextWindow.ratio))  # measured on another run's prompts: one more margin
         window = ContextWindow(tokens=entry["tokens"], source=f"remembered: {entry.get('source', 'learned')}, {when}",
-                               ratio=float(entry.get("ratio", ContextWindow.ratio)),
+                               ratio=ratio * RATIO_MARGIN if entry.get("measured") else ratio,
                                measured=bool(entry.get("measured")), samples=samples)
         window.keep = self.keep
         return window
@@ -76,7 +77,8 @@ class WindowMemory:
         source = window.source.removeprefix("remembered: ").rsplit(", ", 1)[0] if window.source.startswith(
             "remembered: ") else window.source
         entries.pop(self.key, None)
-        entries[self.key] = {"tokens": window.tokens, "source": source, "ratio": round(window.ratio, 4),
+        ratio = max(window.samples) * RATIO_MARGIN if window.samples else window.ratio  # as measured, not as recalled
+        entries[self.key] = {"tokens": window.tokens, "source": source, "ratio": round(ratio, 4),
                              "measured": window.measured, "samples": list(window.samples), "server": self.seen,
                              "at": time.time()}
         entries = dict(list(entries.items())[-MAX_ENTRIES:])
