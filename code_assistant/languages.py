@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,6 +105,8 @@ class Framework:
 
 PYTEST = "a pytest file named test_<module>.py in the directory of the module it tests (pytest puts that directory " \
          "on the import path), importing the module by its name and asserting with plain assert"
+PYTEST_FLAT = "a pytest file named test_<module>.py (in tests/ or beside the module it tests), importing the module " \
+              "by its name (the test command puts the repository on the import path) and asserting with plain assert"
 PYTHON_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini", "conftest.py", "requirements.txt")
 NPM_PLACEHOLDER = "no test specified"  # `npm init`'s test script, which only fails
 
@@ -123,7 +126,13 @@ def framework(repo: Path) -> Framework:
             "name (or, for a binary crate, a test file the binary's main module declares)"))
     if (repo / "package.json").is_file():
         return _node(repo / "package.json")
-    return Framework(command="pytest", found="the default: no manifest names another", first_test=PYTEST)
+    return Framework(command=f"{_python()} -m pytest", found="the default: no manifest names another; `-m` puts the "
+                     "repository on the import path, so a test anywhere imports its modules", first_test=PYTEST_FLAT)
+
+
+def _python() -> str:
+    """The interpreter a flat repository's tests run with: `python`, or `python3` where only that is installed."""
+    return "python" if shutil.which("python") else "python3"
 
 
 def _node(manifest: Path) -> Framework:

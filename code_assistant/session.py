@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from code_assistant.workspace import Workspace
 
 KEYS = ("Anything else is a task (/run WORD sends a command's name as one). Alt-Enter (or Esc, Enter) starts a new "
-        "line; Ctrl-C cancels a task and rolls it back; Ctrl-D leaves; what is typed during a task runs after it.")
+        "line; Ctrl-C cancels a task and rolls it back; Ctrl-D leaves; what is typed during a task runs after it "
+        "(after a Ctrl-C, it waits at the prompt).")
 
 
 class Word(StrEnum):

@@ -114,6 +114,8 @@ class Settings:
     model_named: bool = False  # --model or OPENAI_MODEL named it (else a local server's only model is asked for)
     api_key: str | None = None
     base_url: str | None = None
+    base_url_from: str = ""         # what named base_url, for a message that blames it: "--base-url",
+    #                                 "OPENAI_BASE_URL", "OPENAI_BASE_URL in /path/.env" ("": none, OpenAI's)
     env_base_url: EnvBaseUrl | None = None  # the repository's .env names a server not approved yet (approved_base_url)
     embedding_backend: EmbeddingBackend = EmbeddingBackend.LOCAL
     embedding_model: str = "text-embedding-3-small"
@@ -190,10 +192,13 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
     env = {**theirs.settings, **own}
     settings.api_key = env.get("OPENAI_API_KEY") or None
     settings.base_url = own.get("OPENAI_BASE_URL") or None
+    if settings.base_url:
+        settings.base_url_from = "OPENAI_BASE_URL" + ("" if os.environ.get("OPENAI_BASE_URL") else
+                                                      f" in {Path.cwd() / env_files.FILE}")
     if settings.base_url is None and (url := theirs.values.get("OPENAI_BASE_URL")):
         asked = EnvBaseUrl(url=url, file=theirs.path, digest=theirs.digest or "", written=theirs.written)
         if not asked.written and Approvals(settings.repo_state_dir / BASE_URL_APPROVALS).approved(asked.identity()):
-            settings.base_url = url
+            settings.base_url, settings.base_url_from = url, f"OPENAI_BASE_URL in {theirs.path}"
         else:
             settings.env_base_url = asked
     settings.model = env.get("OPENAI_MODEL") or DEFAULT_MODEL
@@ -228,6 +233,8 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
     if cli.get("test_command") is None:  # none given: the repository's framework says it (and the run says so)
         named = framework(repo_path)
         settings.test_command, settings.test_command_from = named.command, named.found
+    if cli.get("base_url") is not None:
+        settings.base_url_from = "--base-url"
     if settings.base_url:
         settings.env_base_url = None  # the command line named the server
     if settings.embedding_backend not in tuple(EmbeddingBackend):
@@ -287,7 +294,8 @@ def approved_base_url(settings: Settings, confirm: Callable[[str], bool] | None)
         Approvals(settings.repo_state_dir / BASE_URL_APPROVALS).ask(asked.identity(), question, confirm)
     if not verdict.granted:
         raise base_url_refusal(asked, verdict)
-    return dataclasses.replace(settings, base_url=asked.url, env_base_url=None)
+    return dataclasses.replace(settings, base_url=asked.url, env_base_url=None,
+                               base_url_from=f"OPENAI_BASE_URL in {asked.file}")
 
 
 def base_url_refusal(asked: EnvBaseUrl, verdict: Verdict = Verdict.UNASKED) -> ConfigError:

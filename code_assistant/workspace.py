@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from code_assistant.mcp.client.connections import Connections
     from code_assistant.model.chat import ChatModel, OpenAIChat, Usage
     from code_assistant.model.trajectory import Trajectory
+    from code_assistant.model.window import ContextWindow
     from code_assistant.tools import Tool
     from code_assistant.tools.box import Form, Toolbox, ToolsFor
     from code_assistant.verify.runner import TestRunner
@@ -85,6 +86,7 @@ class Workspace:
         self._sandbox: Sandbox | None = None
         self._sandbox_said = False
         self._secret_files_held = False
+        self._mcp_skipped_said = False  # the MCP servers a small window does not start were named
         self._mcp: Connections | None = None
         self._env_file = env_files.work_begins(settings.repo, settings.repo_state_dir)
 
@@ -203,7 +205,7 @@ class Workspace:
             self.settings = dataclasses.replace(self.settings, model=name, model_named=True)
         key = self.api_key()
         self.hold_secrets()
-        check_server(self.settings.base_url, self.settings.api_key)
+        check_server(self.settings.base_url, self.settings.api_key, named_by=self.settings.base_url_from)
         return run_model(self.settings, key)
 
     def hold_secrets(self) -> None:
@@ -457,6 +459,10 @@ class Workspace:
         words = small or mode == ToolsMode.JSON or not model.native_tools  # refused once: words from then on
         form = Form.JSON if words else Form.NATIVE
 
+        if small and not self._mcp_skipped_said:
+            self._mcp_skipped_said = True
+            self.say_mcp_skipped(model.window.tokens)
+
         def tools(repo: Path, index: Callable[[], RepoIndex]) -> Toolbox:
             box = self.toolbox(repo, index, read_only=read_only, form=form, recorded=recorded, auto=auto, mcp=not small)
             return box.only(list(SHORT_LIST)) if small else box
@@ -484,6 +490,43 @@ class Workspace:
             found += self.mcp_tools(read_only=read_only)
         return Toolbox(found, max_calls=settings.max_tool_calls, form=form or Form.NATIVE, recorded=recorded,
                        say=self.display.say, auto=auto)
+
+    def room_for_code(self, index: RepoIndex, task: str) -> tuple[int, ContextWindow] | None:
+        """What a run's first request would give the code for `task` (its tests passing), and in which window: the
+        window a run starts with that no server needs to be asked for (--context-window, or the one remembered for
+        this server and model), with the tools --tools offers it (no MCP server started for a report); None when
+        neither is known."""
+        from code_assistant.agent.requests import Requests
+        from code_assistant.model.remembered import FILE_NAME, remembered_window
+        from code_assistant.model.window import ContextWindow as Window
+        from code_assistant.settings import TOOLS_MIN_WINDOW, ToolsMode
+        from code_assistant.tools.box import Form
+        from code_assistant.tools.specs import SHORT_LIST
+
+        s = self.settings
+        if s.context_window:
+            window: ContextWindow | None = Window(tokens=s.context_window, source="--context-window")
+        else:
+            window = remembered_window(s.state_path / FILE_NAME, s.base_url, s.model, s.model_named) if (
+                s.base_url) else None
+        if window is None:
+            return None
+        box = None
+        if s.tools != ToolsMode.OFF and s.max_tool_calls:
+            small = s.tools == ToolsMode.AUTO and window.tokens < TOOLS_MIN_WINDOW
+            form = Form.JSON if small or s.tools == ToolsMode.JSON else Form.NATIVE
+            box = self.toolbox(s.repo, lambda: index, form=form, auto=s.tools == ToolsMode.AUTO)
+            box = box.only(list(SHORT_LIST)) if small else box
+        return Requests(self.request_config(), window, tools=box).context_room(index, task), window
+
+    def say_mcp_skipped(self, window: int) -> None:
+        """One line naming the user's MCP servers not started for a window --tools auto offers grep and read only."""
+        from code_assistant.mcp.client.config import configured
+
+        servers, _ = configured(self.settings.repo)
+        if servers:
+            self.say(f"[MCP: {', '.join(s.name for s in servers)} not started: the {window}-token context window is "
+                     f"offered grep and read only (a larger window, or --tools native, offers them)]")
 
     def mcp_tools(self, *, read_only: bool = False) -> list[Tool]:
         """The user's MCP servers' tools: started once a workspace, on first need, and stopped when it closes. The
@@ -563,7 +606,7 @@ def chat_model(settings: Settings, key: str, schema: dict | None) -> OpenAIChat:
     own_key = key if settings.api_key else None
     name = model_name(settings.model, settings.model_named, settings.base_url, own_key)
     window = resolve_window(settings.context_window, settings.base_url, name, own_key,
-                            load_timeout=settings.request_timeout)
+                            load_timeout=settings.request_timeout, state=settings.state_path)
     accepts = Accepts.known(catalogued(settings.base_url, name), settings.wire)  # the rest: learned from refusals
     return OpenAIChat(name, api_key=key, base_url=settings.base_url, timeout=settings.request_timeout,
                       max_retries=settings.max_retries, window=window, schema=schema, accepts=accepts,

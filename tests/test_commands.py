@@ -58,13 +58,19 @@ def test_the_context_subcommand_through_the_cli(tmp_path: Path) -> None:
 
 
 def test_output_cut_short_by_head_ends_quietly_with_exit_0(tmp_path: Path) -> None:
-    """`| head -1` closes the pipe after the first line; what the command writes after it goes nowhere, unsaid."""
+    """`| head -1` closes the pipe after the first line; what the command writes after it goes nowhere, unsaid. The
+    first line is the context's own: its progress lines are on stderr (issue 61: `[Indexing repository: …]` came
+    first)."""
     repo = python_repo(tmp_path)
     line = shlex.join([sys.executable, str(ROOT / "main.py"), "context", "--repo", str(repo), "add sums"])
     proc = subprocess.run(["bash", "-c", f"{line} | head -1; exit ${{PIPESTATUS[0]}}"], check=False, capture_output=True,
                           text=True, env=_cli_env(None, None, None), timeout=120, stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
-    assert proc.stdout == f"[Indexing repository: {repo}]\n"
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.startswith(f"[Indexing repository: {repo}]\n[Indexed: "), proc.stderr
+    assert proc.stdout.count("\n") == 1 and "Indexing" not in proc.stdout
+    whole = subprocess.run([sys.executable, str(ROOT / "main.py"), "context", "--repo", str(repo), "add sums"],
+                           capture_output=True, text=True, env=_cli_env(None, None, None), timeout=120, check=False)
+    assert proc.stdout == whole.stdout.splitlines(keepends=True)[0]
 
 
 def test_a_mistyped_choice_names_the_closest() -> None:

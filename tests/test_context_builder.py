@@ -358,3 +358,15 @@ def test_a_paired_test_lives_where_the_language_keeps_the_files_tests() -> None:
     assert nearest_test("packages/a/src/utils.ts", files) is None, "another workspace's utils is not its test"
     assert nearest_test("packages/c/src/parse.ts", files) == "packages/c/test/parse.test.ts"
     assert nearest_test("src/flask/config.py", files) == "tests/test_config.py"
+
+
+def test_in_a_budget_too_small_for_a_map_a_core_file_too_long_to_outline_shows_its_first_definitions(
+        index: RepoIndex) -> None:
+    """Issue 61: in a small window (a budget under the map's minimum), a ranked file whose outline alone is longer than
+    what is left was skipped, leaving most of the budget unused (226 tokens of a 2,048-token window). It is shown by
+    the outline of as many of its first definitions as fit, saying how many more there are."""
+    context = build_context(index, "Warehouse restock and stock_3 are wrong", 600)
+    assert context.map == [] and context.tokens <= 600
+    big = next(f for f in context.files if f.path == "shop/big.py")
+    assert big.mode == "outline" and "more definitions)" in big.text and "class Warehouse" in big.text
+    assert context.tokens > 600 // 2, "the budget is used, not left"

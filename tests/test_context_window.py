@@ -237,7 +237,7 @@ def test_cli_learns_the_window_from_the_refusal_and_sends_nothing_over_it(tmp_pa
                         "--model", "local-model"], server_url=server.url)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "context window 8192 tokens, from the default" in proc.stdout
-    assert "[Window: 2048 tokens, from the server's refusal]" in proc.stdout
+    assert "[Window: 2048 tokens, from the server's refusal;" in proc.stdout
     first, second = server.chat_requests
     assert len(str(first)) > len(str(second)), "the request was built again, smaller"
     assert server.usages[0]["prompt_tokens"] + second["max_tokens"] <= 2048
@@ -254,7 +254,7 @@ def test_ask_learns_the_window_from_the_refusal_as_a_run_does(tmp_path: Path) ->
         shown = run_cli_on_a_terminal(["--repo", str(repo), "--ask", question, "--model", "local-model"],
                                       server_url=server.url)
     assert shown.returncode == 0, shown.stdout + shown.stderr
-    assert "[Window: 2048 tokens, from the server's refusal]" in shown.stdout
+    assert "[Window: 2048 tokens, from the server's refusal;" in shown.stdout
     assert "[Thinking...][Done thinking]" in shown.stdout and "draft" not in shown.stderr + shown.stdout
     assert "add() is in calc.py:1." in shown.stdout
     with ScriptedServer([reply], context_window=2048) as server:
@@ -287,7 +287,7 @@ def test_a_run_against_llama_cpp_python_learns_its_window_at_once(tmp_path: Path
                         "--model", "local-model"], server_url=server.url)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "context window 8192 tokens, from the default" in proc.stdout
-    assert proc.stdout.count("[Window: 2048 tokens, from the server's refusal]") == 1
+    assert proc.stdout.count("[Window: 2048 tokens, from the server's refusal;") == 1
     assert "warning:" not in proc.stderr and "retry" not in proc.stderr, proc.stderr
     refused, asked_why, answered = server.chat_requests
     assert refused["stream"] and refused.get("tools") and not asked_why.get("stream") and answered["stream"]
@@ -297,6 +297,68 @@ def test_a_run_against_llama_cpp_python_learns_its_window_at_once(tmp_path: Path
     assert sent[1] < first[1], "the Context line said again, for the smaller request that was answered"
     assert proc.stdout.index("[Window: ") < proc.stdout.index(f"[Context: {sent[0]} files, {sent[1]} tokens]",
                                                                 proc.stdout.index("[Context: ") + 1)
+
+
+def test_the_window_learned_is_remembered_for_the_next_run_against_the_same_server(tmp_path: Path) -> None:
+    """Issue 61: each run against the same llama-cpp-python spent its first request on a refusal. The first run's
+    refusal is learned, said with the setting that spares it, and remembered (the state folder's windows.json); the
+    next run against the same server and model starts within the window: no request refused. A server that answers
+    GET /models otherwise (restarted with another model) is asked again from the default."""
+    repo = _big_repo(tmp_path)
+    args = ["--repo", str(repo), "--task", "Fix add() so the tests pass", "--test-command", PYTEST,
+            "--model", "local-model", "--no-reproduce"]
+    models = {"/v1/models": {"object": "list", "data": [{"id": "smollm2.gguf", "object": "model"}]}}
+    with ScriptedServer([answer(FIX_ADD), answer(FIX_ADD), answer(FIX_ADD)], context_window=2048,
+                        overflow="llama-cpp-python", stream_usage=False, info=models) as server:
+        first = run_cli(args, server_url=server.url)
+        assert first.returncode == 0, first.stdout + first.stderr
+        assert ("[Window: 2048 tokens, from the server's refusal; remembered for this server and model "
+                "(--context-window 2048 sets it)]") in first.stdout
+        learned = len(server.chat_requests)
+        assert learned == 3, "refused, asked why unstreamed, answered"
+        subprocess.run(["git", "checkout", "-q", "--", "."], cwd=repo, check=True)
+
+        second = run_cli(args, server_url=server.url)
+        assert second.returncode == 0, second.stdout + second.stderr
+        assert "context window 2048 tokens, from remembered: the server's refusal, " in second.stdout
+        assert "[Window: " not in second.stdout
+        asked = server.chat_requests[learned:]
+        assert len(asked) == 1 and asked[0]["stream"], "one request, answered: none refused"
+        assert prompt_tokens(asked[0]) + asked[0]["max_tokens"] <= 2048
+        subprocess.run(["git", "checkout", "-q", "--", "."], cwd=repo, check=True)
+
+        server.info["/v1/models"] = {"object": "list", "data": [{"id": "qwen2.5-coder.gguf", "object": "model"}]}
+        third = run_cli(args, server_url=server.url)
+    assert third.returncode == 0, third.stdout + third.stderr
+    assert "context window 8192 tokens, from the default" in third.stdout, "another model served: learned again"
+
+
+def test_context_only_reports_the_room_a_run_will_really_have(tmp_path: Path) -> None:
+    """Issue 61: --context-only promised "631 tokens of 12000" where the run then showed 226 tokens in a 2,048-token
+    window. Its budget is now what a run's first request leaves for code in the window the run starts with, when that
+    is known without asking the server (--context-window, or the window remembered for the server and model), and the
+    line says which; without either it is --context-tokens, and says that the model's window may leave less."""
+    repo = _big_repo(tmp_path)
+    task = ["--task", "What do the helpers in helpers.py return?", "--context-only", "--model", "local-model"]
+    unknown = run_cli(["--repo", str(repo), *task], server_url="http://127.0.0.1:9/v1")
+    assert unknown.returncode == 0, unknown.stdout + unknown.stderr
+    assert re.search(r"^Total: \d+ tokens of 12000 \(--context-tokens; the model's window, not asked for, may leave "
+                     r"less\)$", unknown.stdout, re.MULTILINE), unknown.stdout
+    with ScriptedServer([answer(FIX_ADD)], context_window=2048, overflow="llama-cpp-python",
+                        stream_usage=False) as server:
+        run = run_cli(["--repo", str(repo), "--task", "Fix add() so the tests pass", "--test-command", PYTEST,
+                       "--model", "local-model", "--no-reproduce"], server_url=server.url)
+        assert run.returncode == 0, run.stdout + run.stderr
+        subprocess.run(["git", "checkout", "-q", "--", "."], cwd=repo, check=True)
+        remembered = run_cli(["--repo", str(repo), *task], server_url=server.url)
+        set_by_hand = run_cli(["--repo", str(repo), *task, "--context-window", "2048"], server_url=server.url)
+    for proc, source in ((remembered, "remembered: the server's refusal, "), (set_by_hand, "--context-window)")):
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        total = re.search(r"^Total: (\d+) tokens of (\d+) \(what a run's first request leaves for code in the "
+                          r"2048-token window, from (.+)$", proc.stdout, re.MULTILINE)
+        assert total is not None and total.group(3).startswith(source), proc.stdout
+        shown, budget = int(total.group(1)), int(total.group(2))
+        assert shown <= budget < 2048 * 0.6, "the room of a request in 2,048 tokens, after the prompt and the answer"
 
 
 def test_an_answer_llama_cpp_python_cut_at_its_window_is_read_as_the_window_and_asked_again_at_once(
@@ -316,7 +378,7 @@ def test_an_answer_llama_cpp_python_cut_at_its_window_is_read_as_the_window_and_
                         "--model", "local-model"], server_url=server.url)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "context window 8192 tokens, from the default" in proc.stdout
-    assert proc.stdout.count("[Window: 2048 tokens, from an answer cut off at the server's window]") == 1
+    assert proc.stdout.count("[Window: 2048 tokens, from an answer cut off at the server's window;") == 1
     assert "answer limit" not in proc.stdout and "could not be read" not in proc.stdout
     cut, asked_again = server.chat_requests
     assert prompt_tokens(cut) < 2048 < prompt_tokens(cut) + cut["max_tokens"], "the prompt fit; its answer did not"
@@ -334,7 +396,7 @@ def test_a_session_keeps_the_window_it_learned(tmp_path: Path) -> None:
                               input="Fix add() so the tests pass\n/ask What do the functions in helpers.py return?\n",
                               capture_output=True, text=True, env=_cli_env(server.url, "k", None), timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.count("[Window: 2048 tokens, from the server's refusal]") == 1
+    assert proc.stdout.count("[Window: 2048 tokens, from the server's refusal;") == 1
     assert "warning:" not in proc.stderr, proc.stderr
     assert [r.get("stream", False) for r in server.chat_requests] == [True, False, True, True]
     assert all(prompt_tokens(body) + body["max_tokens"] <= 2048 for body in server.chat_requests[2:])

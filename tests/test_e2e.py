@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -13,9 +14,11 @@ from pathlib import Path
 import pytest
 
 from tests.repos import (
+    CALC_PY,
     GO_FIX,
     NODE_FIX,
     ROOT,
+    TEST_CALC_PY,
     answer,
     create,
     go_repo,
@@ -87,11 +90,18 @@ def test_three_wrong_fixes_say_how_each_iteration_went_and_which_came_closest(tm
          "test_multiply]")]
     assert "[Tests failed. Analyzing errors...]" not in proc.stdout
     assert ("Result: FAILED (max_iterations: 1 passed, 2 failed) — best: iteration 2, 1 failed (test_subtract), 2 "
-            "passed; rolled back to the start") in proc.stdout
+            "passed; rolled back to the start (git apply ") in proc.stdout
     fix_request = server.chat_requests[1]["messages"][-1]["content"]
     assert "test_add" in fix_request and "test_subtract" in fix_request, "the fix request names the failing tests"
     assert "return a * b" in fix_request, "the fix request shows the current content of the file"
     assert snapshot(repo) == before
+    # issue 61: the best iteration's change is kept as a patch, and the line says how to have it back
+    patch = re.search(r"\(git apply (\S+\.iteration-2\.patch) brings it back\)", proc.stdout)
+    assert patch is not None, proc.stdout
+    subprocess.run(["git", "apply", patch.group(1)], cwd=repo, check=True)
+    assert (repo / "calc.py").read_text() == THREE["calc.py"].replace(
+        "def add(a, b):\n    return a - b", "def add(a, b):\n    return a + b").replace(
+        "def subtract(a, b):\n    return a - b", "def subtract(a, b):\n    return a + b")
 
 
 def test_exhaustion_rolls_back_byte_for_byte_including_created_files(tmp_path: Path) -> None:
@@ -248,7 +258,6 @@ def test_a_second_answer_quoting_a_partial_line_is_applied_and_goes_green(tmp_pa
         proc = _run(repo, server, "--log-dir", str(tmp_path / "runs"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "[Tests passed on iteration 2]" in proc.stdout
-    from tests.repos import CALC_PY
     assert (repo / "calc.py").read_text() == CALC_PY.replace("return a - b", "return a + b")
     records = [json.loads(line) for log in (tmp_path / "runs").glob("*.jsonl") for line in log.read_text().splitlines()]
     assert [r["kind"] for r in records] == ["plan", "fix", "final"]
@@ -296,12 +305,50 @@ def test_a_repository_without_tests_ends_green_with_its_first_test_which_failed_
     with ScriptedServer(script) as server:
         proc = run_cli(["--repo", str(repo), "--task", "greet should say Hello, <name>!"], server_url=server.url)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "[Test command: pytest (the default: no manifest names another; --test-command to give another)]" \
-        in proc.stdout
+    assert "-m pytest (the default: no manifest names another;" in proc.stdout
     assert "[Baseline: no tests yet" in proc.stdout and "the first one is written before the fix]" in proc.stdout
     assert "[Reproduced: test_greet.py fails before any fix" in proc.stdout
     assert "Result: SUCCESS (verified: test_greet.py failed before, passes now; iteration 1)" in proc.stdout
     assert (repo / "test_greet.py").read_text() == first_test and 'f"Hello, {name}!"' in (repo / "greet.py").read_text()
     first_request = server.chat_requests[0]["messages"][-1]["content"]
     assert "The repository has no tests yet: this test is its first" in first_request
-    assert "test_<module>.py in the directory of the module it tests" in first_request
+    assert "test_<module>.py (in tests/ or beside the module it tests)" in first_request
+
+
+def test_a_first_test_that_cannot_import_the_code_is_no_reproduction_and_goes_back_to_the_model(tmp_path: Path) -> None:
+    """Issue 61: a first test in tests/ of a flat repository, under the default command (`python -m pytest`, which
+    puts the repository on the import path: `from greet import greet` works). One that imports a module that does
+    not exist is collected with an error: not a reproduction, said as such, and sent back to the model as what it is;
+    the test it writes next runs and fails on its assertion, and the run ends green."""
+    repo = write_tree(tmp_path / "proj", {"greet.py": GREET})
+    wrong = 'from greeting import greet\n\n\ndef test_greet():\n    assert greet("Ada") == "Hello, Ada!"\n'
+    script = [answer(create("tests/test_greet.py", wrong)),
+              answer(modify("tests/test_greet.py", "from greeting import greet", "from greet import greet")),
+              answer(modify("greet.py", 'return "Hello " + name', 'return f"Hello, {name}!"'))]
+    with ScriptedServer(script) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "greet should say Hello, <name>!"], server_url=server.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert ("[Not a reproduction: tests/test_greet.py did not run (tests/test_greet.py could not be imported: "
+            "ModuleNotFoundError: No module named 'greeting'); asking once more]") in proc.stdout
+    assert "[Reproduced: tests/test_greet.py fails before any fix" in proc.stdout
+    assert "Result: SUCCESS (verified: tests/test_greet.py failed before, passes now; iteration 1)" in proc.stdout
+    told = server.chat_requests[1]["messages"][-1]["content"]
+    assert "Your test did NOT RUN" in told and "No module named 'greeting'" in told
+
+
+def test_an_unreadable_reproduction_answer_skips_the_reproduction_and_the_run_goes_on(tmp_path: Path) -> None:
+    """Issue 61: a local model's answer to the reproduction request that cannot be read, twice, ended the run
+    (model_error); it now goes on without a reproduction test, and says so."""
+    repo = python_repo(tmp_path, {"calc.py": CALC_PY.replace("a - b", "a + b"), "tests/test_calc.py": TEST_CALC_PY,
+                                  "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"})
+    script = ["I would write a test here but", "Still no JSON, sorry.",
+              answer(modify("calc.py", "def add(a, b):", "def add(a: int, b: int) -> int:"))]
+    with ScriptedServer(script) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "Give add() type hints", "--test-command", PYTEST],
+                       server_url=server.url)
+    assert "model_error" not in proc.stdout, proc.stdout + proc.stderr
+    assert ("[Not reproduced: the model's answer could not be read; going on without a reproduction test]"
+            in proc.stdout)
+    assert len(server.chat_requests) == 3, "the plan was asked for after the reproduction was skipped"
+    assert "def add(a: int, b: int) -> int:" in (repo / "calc.py").read_text()
+    assert proc.returncode == 0, proc.stdout + proc.stderr

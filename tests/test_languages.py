@@ -2,6 +2,7 @@
 test command a repository's manifests name."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,9 @@ def test_counterparts_every_language() -> None:
 
 
 @pytest.mark.parametrize("files, command, found", [
-    ({"greet.py": ""}, "pytest", "the default: no manifest names another"),
+    ({"greet.py": ""}, f"{'python' if shutil.which('python') else 'python3'} -m pytest",
+     ("the default: no manifest names another; `-m` puts the repository on the import path, so a test anywhere "
+      "imports its modules")),
     ({"pyproject.toml": "", "package.json": "{}"}, "pytest", "from pyproject.toml"),
     ({"go.mod": "module example.com/g\n"}, "go test ./...", "from go.mod"),
     ({"Cargo.toml": "[package]\nname = \"g\"\n"}, "cargo test", "from Cargo.toml"),

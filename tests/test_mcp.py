@@ -108,6 +108,23 @@ def test_four_mcp_servers_in_a_default_window_leave_out_the_tools_that_do_not_fi
     assert answered["role"] == "tool" and "add() must return the sum" in answered["content"]
 
 
+def test_a_small_window_names_the_mcp_servers_it_does_not_start_in_one_line(tmp_path: Path) -> None:
+    """Issue 61: with --context-window 2048 the MCP servers were skipped without a word. --tools auto offers a window
+    under 4,096 tokens grep and read only, so the user's servers are not started, and one line names them."""
+    repo = python_repo(tmp_path)
+    marker = tmp_path / "started"
+    assert run_cli(["mcp", "add", "docs", "--", *_docs(tmp_path)]).returncode == 0
+    assert run_cli(["mcp", "add", "tickets", "--", "touch", str(marker)]).returncode == 0
+    with ScriptedServer([FIX_ADD]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--no-reproduce",
+                        "--context-window", "2048"], server_url=server.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [line] = [ln for ln in proc.stdout.splitlines() if ln.startswith("[MCP")]
+    assert line == ("[MCP: docs, tickets not started: the 2048-token context window is offered grep and read only (a "
+                    "larger window, or --tools native, offers them)]")
+    assert not marker.exists()
+
+
 def test_mcp_list_starts_each_server_that_would_start_and_add_refuses_a_name_already_there(
         tmp_path: Path, isolated_env: Path) -> None:
     repo = python_repo(tmp_path)

@@ -6,6 +6,7 @@ functions are tested on them, then the whole CLI on repositories that produce th
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from code_assistant.settings import SANDBOX_MODES, SandboxMode
 from code_assistant.verify.outputs import NotRunCause, never_ran
 from tests.repos import GO_SVC, answer, git_init, go_repo, modify, python_repo, run_cli, snapshot, write_tree
 from tests.scripted_server import ScriptedServer
@@ -180,3 +182,13 @@ def test_a_compile_error_in_the_repositorys_own_go_file_lets_the_run_go_on(tmp_p
                        server_url=server.url, extra_env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert len(server.chat_requests) == 1 and "syntax error" in server.chat_requests[0]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("name, status", [("go_module_download", 1), ("cargo_offline", 101)])
+def test_a_download_hint_names_the_flags_of_today(tmp_path: Path, name: str, status: int) -> None:
+    """Issue 61: the hint named `--sandbox strict`, write's older name, which no longer says anything about the
+    network; the flag that lets the tests download is --network, and every --sandbox word a hint names is a choice."""
+    found = never_ran(_output(name), status, tmp_path)
+    assert found is not None and "--network" in found.fix and "strict" not in found.fix
+    named = re.findall(r"--sandbox (\w+)", found.fix)
+    assert all(word in SANDBOX_MODES and SandboxMode(word) != SandboxMode.STRICT for word in named)

@@ -15,6 +15,7 @@ KNOWN = {
     "reask/v1.0.0": "c3acd27678dc16aca030d252b846f330d9bac5b099d0f1fc352ae354d4c9a310",
     "reproduce/v1.0.0": "9f8f4a2fc15aa3483d716ece00f5f709460f05f6b0875e5e20891c375ef7c6d7",
     "reproduce-again/v1.0.0": "956e3e3bf6b82466317e268db97f80798cb8e42bef85e5ffb18e966c7cc30de6",
+    "reproduce-unrun/v1.0.0": "43fc0281b933360961fcccaa102fb0cd11dd77c2b33e79a614478b62722cbdfc",
     "reproduced/v1.0.0": "bb0177c5c4df5aa73ba503310d4cfe79d5df705127dfc15b782532cd77ab4a20",
     "read/v1.0.0": "021aa1d55dce0a941de00eac01f2fbc2bd872bdaa0035748f8bbe88b5cf77713",
     "instructions/v1.0.0": "98e8e4b6be9c2931880667a16702b03f63205d5e2d468cccada27b100e08201f",

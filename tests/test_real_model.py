@@ -12,6 +12,7 @@ import os
 import pty
 import subprocess
 import sys
+import threading
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -106,6 +107,9 @@ def test_ask_learns_the_window_from_the_refusal_and_streams_to_the_terminal(llam
     with RecordingProxy(llama.url) as proxy:
         env["OPENAI_BASE_URL"] = proxy.url
         terminal_side, process_side = pty.openpty()
+        shown: list[str] = []  # the terminal is read while the command runs: a full one would stop its status line
+        reader = threading.Thread(target=lambda: shown.append(_drain(terminal_side)), daemon=True)
+        reader.start()
         try:
             proc = subprocess.run([sys.executable, str(ROOT / "main.py"), "--repo", str(repo), "--ask",
                                    "Why does add() return the wrong sum? And what does helpers.py do?", "--model", "smollm2", "--index-path",
@@ -113,7 +117,8 @@ def test_ask_learns_the_window_from_the_refusal_and_streams_to_the_terminal(llam
                                   stdin=subprocess.DEVNULL, env=env, timeout=600, text=True, check=False)
         finally:
             os.close(process_side)
-        terminal = _drain(terminal_side)
+            reader.join(30)
+        terminal = "".join(shown)
     assert proc.returncode == 0, terminal + proc.stderr
     assert "Traceback" not in proc.stderr and snapshot(repo) == before
     assert len(proxy.chats) == 3, [(c["status"], c.get("usage"), c.get("response")) for c in proxy.chats]
@@ -125,7 +130,34 @@ def test_ask_learns_the_window_from_the_refusal_and_streams_to_the_terminal(llam
     assert last["status"] == 200 and last["stream"] and last["content"].strip()
     assert "response_format" not in last["request"], "a question is answered in prose"
     assert " ".join(last["content"].split()) in " ".join(terminal.split()), "the answer streamed to the terminal"
-    assert "[Indexing repository:" in terminal and f"[Window: {WINDOW} tokens, from the server's refusal]" in terminal
+    assert "[Indexing repository:" in terminal and f"[Window: {WINDOW} tokens, from the server's refusal;" in terminal
+
+
+def test_the_window_learned_from_the_refusal_is_remembered_and_the_second_ask_is_refused_nothing(
+        llama: LlamaServer, repo: Path, index_dir: Path) -> None:
+    """Issue 61: each run against the same server spent its first request on a refusal to learn the 2,048 window. The
+    first --ask learns it (refused, asked why, answered) and remembers it in the state folder; the second, a new
+    process with the same state folder, starts within it: every request answered (none refused, none cut at the
+    window), each within the window by the server's own count."""
+    before = _restore(repo)
+    args = ["--repo", str(repo), "--ask", "Why does add() return the wrong sum? And what does helpers.py do?",
+            "--model", "smollm2", "--index-path", str(index_dir)]
+    with RecordingProxy(llama.url) as proxy:
+        first = run_cli(args, server_url=proxy.url, timeout=600)
+        assert first.returncode == 0, first.stdout + first.stderr
+        learned = len(proxy.chats)
+        assert [c["status"] for c in proxy.chats][1:] == [400, 200], [c["status"] for c in proxy.chats]
+        assert f"[Window: {WINDOW} tokens, from the server's refusal; remembered for this server and model " \
+               f"(--context-window {WINDOW} sets it)]" in first.stdout
+        second = run_cli(args, server_url=proxy.url, timeout=600)
+        assert second.returncode == 0, second.stdout + second.stderr
+        asked = proxy.chats[learned:]
+    assert f"context window {WINDOW} tokens, from remembered: the server's refusal" in second.stdout
+    assert "[Window: " not in second.stdout, "nothing learned again: no refusal, no answer cut at the window"
+    assert asked and all(c["status"] == 200 and c["events"] > 0 for c in asked), [c["status"] for c in asked]
+    for chat in asked:  # the first answered at once; another is the model's tool calls answered
+        assert _prompt_tokens(llama, chat["request"]) + chat["request"]["max_tokens"] <= WINDOW
+    assert snapshot(repo) == before
 
 
 def test_a_run_without_a_window_learns_it_from_the_first_answer_the_server_cuts_at_it(llama: LlamaServer,
@@ -151,7 +183,7 @@ def test_a_run_without_a_window_learns_it_from_the_first_answer_the_server_cuts_
     cut, asked_again = proxy.chats
     assert cut["status"] == 200 and cut["events"] > 0, "the server refused the first request: see the docstring"
     assert cut["request"]["max_tokens"] == 1024, "sized for the default window"
-    assert proc.stdout.count(f"[Window: {WINDOW} tokens, from an answer cut off at the server's window]") == 1, \
+    assert proc.stdout.count(f"[Window: {WINDOW} tokens, from an answer cut off at the server's window;") == 1, \
         proc.stdout
     assert "answer limit" not in proc.stdout and "could not be read" not in proc.stdout
     assert "retry" not in proc.stderr and "Connection error" not in proc.stderr, proc.stderr

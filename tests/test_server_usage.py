@@ -87,7 +87,7 @@ def test_a_prompt_the_server_cut_silently_is_warned_about_and_the_next_request_f
     first, second = server.chat_requests
     assert len(str(second["messages"])) < len(str(first["messages"])) / 2, "the next request was built smaller"
     assert server.usages[1]["prompt_tokens"] + second["max_tokens"] <= 2048, "and the server read all of it"
-    assert "[Window: 2048 tokens, from a prompt the server cut]" in proc.stdout
+    assert "[Window: 2048 tokens, from a prompt the server cut;" in proc.stdout
     assert proc.stdout.count("[Testing (iteration") == 1, "the answer to the cut prompt was set aside, not applied"
     assert "tools" in first and "tools" not in second, "a 2,048 window has no room for the tools' schema"
 
@@ -98,7 +98,7 @@ def test_a_refusal_naming_the_window_is_still_learned_and_the_request_rebuilt(tm
     with ScriptedServer(THREE_ROUNDS, context_window=2048, fixed_prompt_tokens=100) as server:
         proc = _run(repo, server)
     _green_in_three(proc, repo)
-    assert "[Window: 2048 tokens, from the server's refusal]" in proc.stdout
+    assert "[Window: 2048 tokens, from the server's refusal;" in proc.stdout
     refused, *answered = server.chat_requests
     assert len(answered) == 3 and len(str(refused)) > len(str(answered[0])), "the request was built again, smaller"
     assert all(prompt_tokens(body) + body["max_tokens"] <= 2048 for body in answered), "the window was kept"

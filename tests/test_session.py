@@ -137,6 +137,51 @@ def test_ctrl_c_during_a_tasks_tests_rolls_it_back_and_returns_to_the_prompt(tmp
             term.close()
 
 
+def test_what_is_typed_during_a_task_shows_below_its_status_line_and_ctrl_c_leaves_it_waiting(tmp_path: Path) -> None:
+    """Issue 61: while a task ran, its status line was redrawn over what was typed, and Ctrl-C cancelled the task and
+    then ran the queued line at once. Now the line being typed is drawn below the status line by the same display
+    (the terminal's own echo off), so every redraw of the status line redraws it too; a finished line is queued; and
+    Ctrl-C cancels the task only: the queued line waits at the prompt, said so, and runs when Enter is pressed."""
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    released = threading.Event()
+
+    def slow(request: dict[str, Any]) -> str:  # the model thinks until the test is done with the terminal
+        released.wait(120)
+        return FIX_ADD
+
+    with ScriptedServer([slow]) as server:
+        term = Terminal(["--repo", str(repo), "--test-command", PYTEST, "--no-reproduce"], server_url=server.url)
+        try:
+            term.expect(PROMPT)
+            term.send("fix add\r")
+            term.expect(r"Asking [^\n]*: 1 s")  # the status line is up
+            term.send("/di")
+            term.expect(r"> /di \(after this task\)")
+            mark = len(term.raw)
+            term.expect(r"Asking [^\n]*: 3 s")  # two more seconds of the status line redrawn
+            term.expect(r"> /di \(after this task\)")
+            redrawn = term.raw[mark:]
+            assert redrawn.count("/di") >= 2, "the typed line is redrawn with the status line, not drawn over"
+            assert "\n/di" not in redrawn and not redrawn.startswith("/di"), "no echo of the terminal's own"
+            term.send("ff\r")
+            term.expect(r"\[Queued: /diff — after this task\]")
+            term.send("\x03")  # Ctrl-C: a real SIGINT
+            shown = term.expect(r"> /diff\s*\Z")
+            assert "Result: FAILED (interrupted)" in shown or "[Cancelled]" in shown, shown
+            assert "[Cancelled: the 1 line(s) typed meanwhile wait, each offered at the prompt: Enter runs it, " \
+                   "Ctrl-C drops it]" in shown
+            assert "No changes" not in shown, "the queued line did not run by itself"
+            assert snapshot(repo) == before
+            term.send("\r")
+            assert "[No changes of this session are in effect]" in term.expect(PROMPT)
+            term.send("\x04")
+            assert term.wait() == 0
+        finally:
+            released.set()
+            term.close()
+
+
 # ----- piped ---------------------------------------------------------------------------------------------------------
 def test_piped_tasks_with_json_give_one_object_each(tmp_path: Path) -> None:
     repo = python_repo(tmp_path)

@@ -354,6 +354,20 @@ def test_a_small_window_gets_grep_and_read_described_in_words_and_the_box_says_w
     assert box.names == ["grep", "read"] and box.declared() is None and box.call("run", {}).result.error
 
 
+def test_the_tools_left_out_are_said_in_one_short_line_a_server_at_a_time() -> None:
+    """Issue 61: the `[Tools: left out …]` line ran to six wrapped lines, a server's tools one by one. A server some
+    of whose tools stay is said once, with how many of its tools went; one tool of a server, by its name."""
+    build = [_server_tool("build", f"action_{i}", 3) for i in range(7)]
+    said: list[str] = []
+    box = Toolbox([Tool(s, lambda args: Result(text="", summary="")) for s in [*OURS, *SERVERS, *build]],
+                  say=said.append)
+    keep = [*fit.SHORT_LIST, "search", "symbol", "run", "docs__lookup", "build__action_0", "build__action_1"]
+    assert box.narrow([*keep, "git__log"], Form.NATIVE, "the 8192-token context window")
+    assert box.narrow(keep, Form.NATIVE, "the 8192-token context window")
+    assert said == ["[Tools: left out to fit the 8192-token context window: files (all 2 tools), build (5 of 7 tools)]",
+                    "[Tools: left out to fit the 8192-token context window: git__log]"]
+
+
 def test_tool_results_are_shortened_oldest_first_before_anything_else() -> None:
     big = "line of a result\n" * 400
     messages = [{"role": "system", "content": "rules"}, {"role": "user", "content": "the task and its context"},

@@ -17,6 +17,7 @@ from code_assistant.answers.tool_calls import ToolCallError, WrittenCall, argume
 from code_assistant.model import prompts
 from code_assistant.model.chat import ChatModel, ChatResponse, ContextOverflow, Message, ToolsRefused
 from code_assistant.model.names import shown as shown_name
+from code_assistant.model.window import ContextWindow
 from code_assistant.retrieve.context import Context
 from code_assistant.tools.box import Form, Made, Toolbox, call_words
 from code_assistant.waiting import SILENT, Status, waiting
@@ -74,7 +75,7 @@ def _complete(model: ChatModel, conversation: Conversation, tools: Toolbox | Non
             if attempt == 2:
                 raise
             logger.info("%s; asking again with a smaller request", exc)
-            say(f"[Window: {model.window.describe()}]")
+            say(window_line(model.window))
             conversation.shrink()  # the tools too are fitted to the window again
             say(context_line(conversation.context))
         except ToolsRefused as exc:
@@ -85,6 +86,14 @@ def _complete(model: ChatModel, conversation: Conversation, tools: Toolbox | Non
             tools.form = Form.JSON
             conversation.shrink()  # the system message now describes the tools
     raise AssertionError("unreachable")
+
+
+def window_line(window: ContextWindow) -> str:
+    """What a run says when the server names a smaller window: the window, that it is remembered for the next run,
+    and the setting that spares even the first refusal."""
+    remembered = "; remembered for this server and model" if window.keep is not None else ""
+    setting = "" if window.source == "--context-window" else f" (--context-window {window.tokens} sets it)"
+    return f"[Window: {window.describe()}{remembered}{setting}]"
 
 
 def context_line(context: Context | None) -> str:

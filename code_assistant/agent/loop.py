@@ -61,6 +61,7 @@ class Run:
         self.index: RepoIndex | None = None  # the repository's index: what the model may ask to read
         self.reproduction: Reproduction | None = None
         self.tested: list[tuple[int, TestResult]] = []  # every test run of an iteration, with its iteration
+        self.changes: dict[int, str] = {}  # each tested iteration's change, as a diff (a rollback keeps the best's)
         attempt = kit.candidate is not None  # an attempt's tools look at the index the run started from
         self.parts = build_parts(kit, config, ask=self.ask, iteration=lambda: self.iteration, index=lambda: self.index,
                                  tools_index=self._started_index if attempt else kit.current_index, budget=budget,
@@ -166,9 +167,10 @@ class Run:
         logger.info("rolled back %d file(s) after %s", len(taken_back), ending.reason)
         left = changed_since(tree.root, self.started, tree.kept_out, files) if self.started is not None else []
         closest = best(self.tested)
+        patch = recorder.keep_patch(closest[0], self.changes.get(closest[0], "")) if closest else None
         return recorder.result(success=False, files=files, rolled_back=bool(taken_back), iterations=self.iteration,
                                taken_back=taken_back, left_behind=left, best_iteration=closest[0] if closest else None,
-                               best_tests=counts(closest[1]) if closest else "", **said)
+                               best_tests=counts(closest[1]) if closest else "", best_patch=patch, **said)
 
     # ----- the steps the loop names -----------------------------------------------------------------------
     def ask(self, request: Request) -> Answer:
@@ -221,6 +223,7 @@ class Run:
         p.recorder.record(applied, result, n)
         before = self.tested[-1][1] if self.tested else prepared.baseline
         self.tested.append((n, result))
+        self.changes[n] = self.kit.editor.diff()
         self.say(f"[Tests passed on iteration {n}]" if result.passed else iteration_line(n, result, before))
         return result, None
 

@@ -109,7 +109,7 @@ class Recorder:
                reproduction: Reproduction | None, diff: str = "", message: str = "",
                taken_back: list[FileOutcome] | None = None, verified: bool = False,
                verification: str = "", left_behind: list[Leftover] | None = None, best_iteration: int | None = None,
-               best_tests: str = "") -> RunResult:
+               best_tests: str = "", best_patch: str | None = None) -> RunResult:
         return RunResult(success=success, stop_reason=reason, iterations=iterations, files_modified=files,
                          rolled_back=rolled_back, diff=diff, message=message, usage=self.usage(), cost_usd=self.cost(),
                          log_path=str(self.trajectory.path) if self.trajectory else None,
@@ -117,7 +117,19 @@ class Recorder:
                          taken_back=taken_back or [], left_behind=left_behind or [],
                          tests_failed=list(self.tests_failed), verified=verified, verification=verification,
                          tool_calls=self.tools.count if self.tools else 0, best_iteration=best_iteration,
-                         best_tests=best_tests)
+                         best_tests=best_tests, best_patch=best_patch)
+
+    def keep_patch(self, iteration: int, diff: str) -> str | None:
+        """A rolled-back iteration's change kept beside the run log as a patch (`git apply` brings it back); None
+        without a run log or a change."""
+        if not self.trajectory or not diff:
+            return None
+        path = self.trajectory.path.with_name(f"{self.trajectory.path.stem}.iteration-{iteration}.patch")
+        try:
+            path.write_text(diff, encoding="utf-8")
+        except OSError:
+            return None
+        return str(path)
 
     def close(self, outcome: RunResult | None, files: list[str], iteration: int,
               reproduction: Reproduction | None) -> None:

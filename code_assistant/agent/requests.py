@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -34,6 +33,7 @@ from code_assistant.retrieve.context import Context, build_context
 from code_assistant.settings import TOOLS_MIN_WINDOW
 from code_assistant.tools.box import Toolbox
 from code_assistant.tools.fit import TOOLS_SHARE, declared_tokens, fit, paragraph, price
+from code_assistant.verify.outputs_common import IMPORT_ERROR_RE
 from code_assistant.verify.runner import TestResult
 
 logger = logging.getLogger(__name__)
@@ -46,14 +46,11 @@ NOTES_SHARE = 8           # a session's notes of earlier tasks an eighth
 PLAN_ANSWER = "the JSON object of changes only"  # what a run's requests end with, once the model knows enough
 ASK_ANSWER = "your answer, citing path:line"  # what a question ends with
 MANIFESTS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "package.json", "go.mod", "Cargo.toml")
-_IMPORT_ERROR_RE = re.compile(r"ImportError|ModuleNotFoundError|Cannot find module|ERR_MODULE_NOT_FOUND|"
-                              r"no required module provides|cannot find package|unresolved import")
-
 
 def _import_error(result: TestResult) -> bool:
     """A failure to import brings the dependency manifest into the fix request."""
-    return any(_IMPORT_ERROR_RE.search(f.message) for f in result.failures) or bool(
-        _IMPORT_ERROR_RE.search(result.output[-4000:]))
+    return any(IMPORT_ERROR_RE.search(f.message) for f in result.failures) or bool(
+        IMPORT_ERROR_RE.search(result.output[-4000:]))
 
 
 def too_small(window: ContextWindow, needed: int, *, tools: bool = False, over: int = 0) -> ContextWindowError:
@@ -290,6 +287,17 @@ class Requests:
         logger.info("prompts %s + %s; context budget %d of a %d-token room", prompts.SYSTEM.version,
                     prompts.PLAN.version, budget, room)
         return self.fitted(render(context.render() or "(no files indexed)", owner, context.paths)), context
+
+    def context_room(self, index: RepoIndex, task: str) -> int:
+        """The context's budget in a first request for `task` whose tests passed (no failing output to show): what a
+        run's plan request really gives the code in this window, with these tools."""
+        self.task = task
+        self.fit_tools()
+        user = prompts.PLAN.render(task=task, test_command=self.config.test_command, baseline="", baseline_failures="",
+                                   context="")
+        budget, _ = self._split(self.room(), [{"role": "system", "content": self.system()},
+                                              {"role": "user", "content": user}], index)
+        return budget
 
     def warm_up(self, request: PlanRequest) -> None:
         """The plan request built once and set aside, for what building it does: the task's chunks embedded (up to

@@ -126,3 +126,4 @@ class RunResult:
     tool_calls: int = 0  # the calls the model made to look around
     best_iteration: int | None = None  # a run rolled back: its tested iteration closest to green (None: none tested)
     best_tests: str = ""  # how that iteration's tests went ("1 failed (test_total), 5 passed")
+    best_patch: str | None = None  # that iteration's change, kept as a patch beside the run log (None: not kept)

@@ -285,9 +285,11 @@ def execute(parsed: Parsed) -> int:
 
         return session.chat(parsed.settings, parsed.options, as_json=parsed.as_json,  # type: ignore[arg-type]
                             streams=parsed.streams)
-    display = console.display(as_json=parsed.as_json, streams=parsed.streams, verbose=parsed.settings.verbose)
+    operation = OPERATIONS[parsed.command.operation or parsed.command.name]
+    display = console.display(as_json=parsed.as_json, streams=parsed.streams, verbose=parsed.settings.verbose,
+                              report=operation.reports)
     with Workspace(parsed.settings, display) as workspace:
-        outcome = OPERATIONS[parsed.command.operation or parsed.command.name].execute(workspace, parsed.options)
+        outcome = operation.execute(workspace, parsed.options)
     render.show(outcome, as_json=parsed.as_json)
     return outcome.exit_code
 

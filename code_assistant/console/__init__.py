@@ -7,6 +7,7 @@ import functools
 import logging
 import os
 import sys
+from collections import deque
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,8 +51,9 @@ def say(line: str) -> None:
     write(line + "\n")
 
 
-def say_on_stderr(line: str) -> None:
-    """A progress line when stdout holds only the outcome (--json)."""
+def say_progress(line: str) -> None:
+    """A progress line on stderr, for an operation whose stdout is its report or its outcome (--json)."""
+    end_stream()
     try:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
@@ -152,12 +154,17 @@ class LogLines(logging.Handler):
 def prompt_lines(history: Path) -> Generator[str, None, None]:
     """A session's input on a terminal: line editing, the repository's own history (kept in `history`), a pasted
     block as one input, Alt-Enter (or Esc, Enter) for a newline; Ctrl-C clears the line, Ctrl-D ends. While the
-    consumer works on a line, what is typed is queued (typeahead.py) and comes next, shown after the prompt."""
+    consumer works on a line, what is typed is shown below the status line and queued (typeahead.py), and comes
+    next, shown after the prompt; a line still being typed comes back to the prompt to be finished. When the work was
+    cancelled (Ctrl-C), what was queued waits: each line is offered at the prompt in turn, Enter runs it, Ctrl-C
+    drops it."""
     global _typeahead
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory
     from prompt_toolkit.key_binding import KeyBindings
 
+    from code_assistant import interrupts
+    from code_assistant.console.status import LiveLine
     from code_assistant.console.typeahead import END, Typeahead
 
     history.parent.mkdir(parents=True, exist_ok=True)
@@ -168,17 +175,28 @@ def prompt_lines(history: Path) -> Generator[str, None, None]:
         event.current_buffer.insert_text("\n")
 
     session: PromptSession[str] = PromptSession(history=FileHistory(str(history)), key_bindings=keys)
-    _typeahead = ahead = Typeahead(sys.stdin.fileno(), say)
+    shows = _status.typing if isinstance(_status, LiveLine) else None
+    _typeahead = ahead = Typeahead(sys.stdin.fileno(), say, show=shows)
+    waiting: deque[str] = deque()  # queued during a task that was cancelled: offered at the prompt, not run
+    first = True
     while True:
         stop_status()
-        if ahead.queued:
+        if not first and interrupts.interrupted() and ahead.queued:
+            lines = [line for line in ahead.queued if line is not END]  # Ctrl-D meant "after that task": gone too
+            ahead.queued.clear()
+            waiting.extend(lines)
+            say(f"[Cancelled: the {len(lines)} line(s) typed meanwhile wait, each offered at the prompt: Enter runs "
+                f"it, Ctrl-C drops it]" if lines else "[Cancelled: the session goes on (Ctrl-D leaves)]")
+        first = False
+        typed, ahead.typed = ahead.typed, ""
+        if ahead.queued and not waiting:
             line = ahead.queued.popleft()
             if line is END:
                 return
             say(f"> {line}")
         else:
             try:
-                line = session.prompt("> ")
+                line = session.prompt("> ", default=waiting.popleft() if waiting else typed)
             except KeyboardInterrupt:
                 continue
             except EOFError:
@@ -284,21 +302,26 @@ def embed_progress(files: int, enabled: bool = True) -> Iterator[_EmbedProgress]
         progress.close()
 
 
-def display(*, as_json: bool, streams: bool, verbose: bool = False) -> Display:
+def display(*, as_json: bool, streams: bool, verbose: bool = False, report: bool = False) -> Display:
     """What an operation shows while it works: progress lines, a status line for every wait (live on a terminal,
     every ten seconds in a log), the run's answers counted as they stream (`streams`) but shown raw only with -v,
     --ask's answer streamed as plain text; for --json, nothing on stdout but the outcome (a full embedding's
     progress goes to stderr; with CODE_ASSISTANT_PROGRESS=stderr, the progress lines and a line per wait every ten
-    seconds too)."""
+    seconds too). `report`: the outcome is what stdout is for (`context`, `search`: read by a pipe, `| head`), so the
+    progress lines and the status line go to stderr."""
     global _status
     from code_assistant.console.status import LiveLine, PlainLines
     from code_assistant.workspace import Display
 
     if as_json and os.environ.get(PROGRESS_ENV) == "stderr":  # eval's agents: their logs/ID.log fills as they run
-        return Display(say=say_on_stderr, review=review, status=PlainLines(say_on_stderr),
+        return Display(say=say_progress, review=review, status=PlainLines(say_progress),
                        embed_progress=embed_progress)
     if as_json:
         return Display(review=review, embed_progress=embed_progress)
+    if report:
+        _status = LiveLine(_err) if sys.stderr.isatty() else PlainLines(say_progress)
+        return Display(say=say_progress, end_stream=end_stream, review=review, status=_status,
+                       embed_progress=embed_progress, confirm=confirm if sys.stdin.isatty() else None)
     _status = LiveLine(_out) if sys.stdout.isatty() else PlainLines(say)
     return Display(say=say, run_tokens=(stream if verbose else _unshown) if streams else None,
                    answer_tokens=answer if streams else None, end_stream=end_stream, review=review, status=_status,

@@ -174,7 +174,7 @@ def context_lines(outcome: o.ContextOutcome) -> list[Part]:
             *([f"{len(built.listed)} more paths"] if built.listed else [])]
     if more:
         lines.append(f"  and {' and '.join(more)} (the model may ask to read one)")
-    lines.append(f"Total: {built.tokens} tokens of {built.budget}")
+    lines.append(f"Total: {built.tokens} tokens of {built.budget}" + (f" ({outcome.room})" if outcome.room else ""))
     return [*lines, *(f"  {line}" for line in built.budget_log)] if outcome.verbose else lines
 
 
@@ -224,12 +224,13 @@ def result_line(result: RunResult) -> str:
 
 
 def closest(result: RunResult) -> str:
-    """A rolled-back run's tested iteration closest to green, and where the rollback went ("" when none was
-    tested)."""
+    """A rolled-back run's tested iteration closest to green, where the rollback went, and how to have that
+    iteration back ("" when none was tested)."""
     if result.best_iteration is None:
         return ""
     back = "rolled back to the start" if result.rolled_back else "nothing was written"
-    return f" — best: iteration {result.best_iteration}, {result.best_tests}; {back}"
+    again = f" (git apply {result.best_patch} brings it back)" if result.best_patch and result.rolled_back else ""
+    return f" — best: iteration {result.best_iteration}, {result.best_tests}; {back}{again}"
 
 
 def summary(result: RunResult) -> None:

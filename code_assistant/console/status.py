@@ -78,18 +78,33 @@ class Waits:
 
 class LiveLine(Waits):
     """A terminal: rich's Live on stdout, transient; what is printed meanwhile (stdout, and stderr when it is the
-    terminal too) goes above the line."""
+    terminal too) goes above the line. Below the waits, the line a person is typing while a session's task runs
+    (`typing`): drawn by the same display, so a wait's line redrawn never draws over it."""
 
     def __init__(self, console: Callable[[], Console]) -> None:
         super().__init__()
         self._console = console
         self._live: Live | None = None
         self._held = False
+        self._typed = ""
+
+    def typing(self, text: str | None) -> None:
+        """The line being typed ('' or None: none now)."""
+        with self.lock:
+            self._typed = text or ""
+            self.changed()
+            if self._live is not None:
+                self._live.refresh()
+
+    def stop(self) -> None:
+        with self.lock:
+            self._typed = ""
+            super().stop()
 
     def changed(self) -> None:
-        if self.waits and not self._held:
+        if (self.waits or self._typed) and not self._held:
             self._start()
-        elif not self.waits:
+        elif not self.waits and not self._typed:
             self._stop()
 
     def hold(self) -> None:
@@ -119,13 +134,16 @@ class LiveLine(Waits):
     def _render(self) -> Any:
         from rich.console import Group
         from rich.spinner import Spinner
+        from rich.text import Text
 
-        lines = []
+        lines: list[Any] = []
         for wait in list(self.waits):  # no lock: stopping the line waits for this thread while holding it
             if wait.seconds() >= SHOW_AFTER_S:
                 wait.spinner = wait.spinner or Spinner("dots", style="dim")
                 wait.spinner.update(text=wait.words())
                 lines.append(wait.spinner)
+        if typed := self._typed:
+            lines.append(Text(f"> {typed}", style="bold") + Text(" (after this task)", style="dim"))
         return Group(*lines)
 
 

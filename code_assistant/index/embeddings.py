@@ -102,8 +102,7 @@ def int8_outliers() -> dict[str, np.ndarray]:
 def int8_session(threads: int | None = 1) -> minilm_int8.Int8MiniLM:
     """The int8 session, once per process and thread count, from the graph kept in the model cache: built (and
     kept) the first time these weights meet this onnxruntime, read back after that."""
-    import onnxruntime
-
+    onnxruntime = minilm_int8.untracked_onnxruntime()
     try:
         path = minilm_int8.model_file(model_cache(), weights_sha256(), onnxruntime.__version__)
         if not path.is_file():

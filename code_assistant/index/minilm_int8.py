@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -229,14 +231,26 @@ def model_file(cache: Path, weights_sha256: str, runtime_version: str) -> Path:
     return cache / f"all-MiniLM-L6-v2-{SCHEME}-{key}.onnx"
 
 
+def untracked_onnxruntime() -> ModuleType:
+    """onnxruntime, imported with its telemetry off. Its Linux wheels (1.32 here) write a device id under
+    ~/.cache/Microsoft/DeveloperTools/.onnxruntime/ and start an uploader when the module loads, unless the
+    environment says no: ORT_DISABLE_TELEMETRY in this release, ORT_TELEMETRY_DISABLED in later ones
+    (microsoft/onnxruntime#29843: "the provider returns early ... no device-id file"). Set before the import
+    (and so for what this process starts) where the user has not set them."""
+    for name in ("ORT_DISABLE_TELEMETRY", "ORT_TELEMETRY_DISABLED"):
+        os.environ.setdefault(name, "1")
+    import onnxruntime
+
+    return onnxruntime
+
+
 class Int8MiniLM:
     """An onnxruntime session of the int8 graph (the serialized model, or its file). `threads` is onnxruntime's
     intra-op thread count (None: its default, one per core); the session never spins waiting for work, so idle
     threads leave the cores to other jobs."""
 
     def __init__(self, model: bytes | Path, max_seq_length: int, threads: int | None = 1) -> None:
-        import onnxruntime
-
+        onnxruntime = untracked_onnxruntime()
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads or 0
         options.inter_op_num_threads = 1

@@ -114,6 +114,13 @@ Your test PASSES on the current code, so it does not capture the task:
 Change it so that it fails now, for the reason the task describes (search text must match the test file as it is
 NOW). Reply with the JSON object only.""")
 
+REPRODUCE_UNRUN = Prompt("reproduce-unrun/v1.0.0", """\
+Your test did NOT RUN, so it reproduces nothing: {why}.
+{output}
+A reproduction test must run and fail on an assertion (or on the error the task describes), not fail to be collected
+or imported. Change the test (its imports, where it is, how it names the code it tests) so that the test command runs
+it (search text must match the test file as it is NOW). Reply with the JSON object only.""")
+
 REPRODUCED = Prompt("reproduced/v1.0.0", """\
 # A test that reproduces the task
 {paths} was added and fails on the current code, as it should:
@@ -166,6 +173,7 @@ TOOLS_DONE = Prompt("tools-done/v1.0.0", "You have made the {max_calls} tool cal
                                           "tools. Reply now with {answer}.")
 
 ALL: dict[str, Prompt] = {p.version.split("/")[0]: p for p in (SYSTEM, PLAN, FIX, SYNTAX, REASK, ASK, REPRODUCE,
-                                                                 REPRODUCE_AGAIN, REPRODUCED, READ, INSTRUCTIONS, FIRST_TEST,
+                                                                 REPRODUCE_AGAIN, REPRODUCE_UNRUN, REPRODUCED, READ,
+                                                                 INSTRUCTIONS, FIRST_TEST,
                                                                  SESSION, UNAPPLIED, TOOLS_NATIVE, TOOLS_JSON,
                                                                  TOOLS_DONE)}

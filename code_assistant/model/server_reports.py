@@ -11,7 +11,8 @@ is fine):
   (the model is loaded first if it is not); else Ollama's old default of 2,048. Ollama's /v1 endpoint takes no
   num_ctx per request (it silently cuts what does not fit), so the tool sizes its requests to the window Ollama
   really runs.
-llama-cpp-python's server reports nothing; its window is learned from its first refusal (window.py).
+llama-cpp-python's server reports nothing; its window is learned from its first refusal (window.py) and remembered
+for the next run against the same server and model (remembered.py).
 
 Which model a local server serves, when no model was named: the one model its GET /v1/models lists (llama.cpp,
 llama-cpp-python, vLLM, a single loaded model in LM Studio); a server listing several (Ollama's pulled models) says
@@ -24,12 +25,14 @@ import logging
 import re
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from code_assistant.errors import ConfigError
 from code_assistant.model.catalogue import ModelInfo, lookup
 from code_assistant.model.prices import is_local
+from code_assistant.model.remembered import FILE_NAME, WindowMemory, fingerprint
 from code_assistant.model.window import DEFAULT_SOURCE, DEFAULT_WINDOW, OPENAI_RATIO, ContextWindow
 
 logger = logging.getLogger(__name__)
@@ -149,10 +152,12 @@ def v1_hint(base_url: str | None, api_key: str | None = None) -> str:
     return f"; it answers at {with_v1}: set OPENAI_BASE_URL={with_v1}" if isinstance(answer, dict) else ""
 
 
-def check_server(base_url: str | None, api_key: str | None, timeout: float = CHECK_TIMEOUT_S) -> None:
+def check_server(base_url: str | None, api_key: str | None, timeout: float = CHECK_TIMEOUT_S,
+                 named_by: str = "") -> None:
     """One GET /models before any work, so that a wrong OPENAI_BASE_URL or key is found in seconds, not after the
     index and a test run. No answer at all, a refused key (401/403), or a 404 from a base URL that lacks the /v1 the
-    server answers under, is a ConfigError naming the URL; any other answer means a server is there (a 404 included:
+    server answers under, is a ConfigError naming the URL and what named it (`named_by`: "--base-url",
+    "OPENAI_BASE_URL", ...; "": nothing did, OpenAI's); any other answer means a server is there (a 404 included:
     some servers have no such route)."""
     url = f"{(base_url or OPENAI_URL).rstrip('/')}/models"
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -172,8 +177,10 @@ def check_server(base_url: str | None, api_key: str | None, timeout: float = CHE
         logger.debug("GET %s answered %d: a server is there", url, exc.code)
     except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
         reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+        named = (f"that {named_by} is right" if named_by else
+                 "the network (no --base-url or OPENAI_BASE_URL names another server)")
         raise ConfigError(f"the model server at {base_url or OPENAI_URL} does not answer ({reason}); check that it "
-                          f"is running and that OPENAI_BASE_URL is right") from exc
+                          f"is running and {named}") from exc
 
 
 def server_window(base_url: str, model: str, api_key: str | None = None,
@@ -194,21 +201,43 @@ def server_window(base_url: str, model: str, api_key: str | None = None,
 
 
 def resolve_window(setting: int | None, base_url: str | None, model: str, api_key: str | None = None,
-                   load_timeout: float = 120.0) -> ContextWindow:
-    """--context-window / OPENAI_CONTEXT_WINDOW, else the server's report, else the catalogue, else DEFAULT_WINDOW."""
+                   load_timeout: float = 120.0, state: Path | None = None) -> ContextWindow:
+    """--context-window / OPENAI_CONTEXT_WINDOW, else the server's report, else the window an earlier run learned from
+    this server and model (remembered.py, under `state`), else the catalogue, else DEFAULT_WINDOW. What the run
+    learns from the server is remembered in `state` (not a window set by hand)."""
     info = catalogued(base_url, model)
+    memory = window_memory(state, base_url, model, api_key)
     if setting:
         window = ContextWindow(tokens=setting, source="--context-window")
     elif base_url and (reported := server_window(base_url, model, api_key, load_timeout)):
         window = ContextWindow(*reported)
+    elif memory is not None and (recalled := memory.recall()):
+        window = recalled
     elif info and info.window:
         window = ContextWindow(tokens=info.window, source=f"{info.source} ({info.entry})")
     else:
         window = ContextWindow(tokens=DEFAULT_WINDOW, source=DEFAULT_SOURCE)
     if info and _openai_made(info):
         window.ratio = OPENAI_RATIO  # OpenAI's tokenizers, whichever gateway forwards the request
+    if memory is not None and not setting:
+        window.keep = memory.keep
     logger.info("context window of %s: %s", model, window.describe())
     return window
+
+
+def window_memory(state: Path | None, base_url: str | None, model: str,
+                  api_key: str | None = None) -> WindowMemory | None:
+    """The memory of this server's window for `model` (None without a state folder or a base URL: a hosted API's
+    windows are reported or catalogued), with the fingerprint of its GET /models answer (asked already by
+    check_server, else once now)."""
+    if state is None or not base_url:
+        return None
+    url = f"{base_url.rstrip('/')}/models"
+    try:
+        models = _MODEL_LISTS[url] if url in _MODEL_LISTS else _call(url, api_key=api_key)
+    except _Unreachable:
+        models = None
+    return WindowMemory(state / FILE_NAME, base_url, model, seen=fingerprint(models))
 
 
 def catalogued(base_url: str | None, model: str) -> ModelInfo | None:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import logging
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from code_assistant.errors import AssistantError
@@ -67,6 +68,8 @@ class ContextWindow:
     measured: bool = False      # the ratio comes from the server's own counts
     samples: tuple[float, ...] = ()  # the last measured ratios (a tuple: best of N's attempts copy the window)
     warned: bool = False        # the run was told once that the server's counts are below ours
+    keep: Callable[[ContextWindow], None] | None = field(default=None, repr=False, compare=False)  # told of what
+    #                             is learned from the server, to remember it for the next run (remembered.py)
 
     @classmethod
     def unlimited(cls) -> ContextWindow:
@@ -123,6 +126,7 @@ class ContextWindow:
         if size is None:
             return False
         self.tokens, self.source = size, FILLED_SOURCE
+        self._learned()
         return True
 
     def learn(self, limit: WindowLimit, counted: int) -> None:
@@ -131,6 +135,11 @@ class ContextWindow:
         if limit.prompt_tokens and counted >= MIN_OBSERVED and (
                 TRUNCATED_RATIO <= limit.prompt_tokens / counted <= MAX_RATIO):
             self._measured(limit.prompt_tokens / counted, refused=True)
+        self._learned()
+
+    def _learned(self) -> None:
+        if self.keep is not None:
+            self.keep(self)
 
     def _measured(self, ratio: float, refused: bool = False) -> None:
         """A measured ratio. From usage numbers it never grows so far that the room falls below what a run needs
@@ -145,6 +154,7 @@ class ContextWindow:
         """A count no cache explains: a prompt cut to the server's window, or numbers that are not counts at all."""
         if server_prompt < self.tokens and _room(server_prompt, self.ratio) >= MIN_USEFUL_ROOM:
             self.tokens, self.source, self.warned = server_prompt, CUT_SOURCE, True
+            self._learned()
             return (f"the server read only {server_prompt} tokens of a prompt of about {counted}: it cut the prompt "
                     f"to fit a smaller context window; requests now fit {self.tokens} tokens (set --context-window "
                     f"or OPENAI_CONTEXT_WINDOW to the server's real window)")

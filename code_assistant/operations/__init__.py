@@ -53,6 +53,7 @@ class Operation:
     described: str = ""  # for another agent (the MCP server's tool description; `{actions}`: a plan's edit actions);
     #                      a tool's own words by default
     repository: bool = True  # it works on a repository (the command line takes the repository's options for it)
+    reports: bool = False  # its outcome is what stdout is for (read by a pipe): its progress lines go to stderr
 
     @property
     def words(self) -> str:
@@ -94,7 +95,7 @@ def _calling(spec: Spec) -> Operation:
     sandbox."""
     return Operation(spec.command or spec.name, spec.summary, o.ToolOptions, "look", spec.arguments,
                      doors=Door.PERSON | Door.MCP if spec.agents else Door.PERSON,
-                     effect=Effect.LOOKS if spec.read_only else Effect.TESTS, tool=spec)
+                     effect=Effect.LOOKS if spec.read_only else Effect.TESTS, tool=spec, reports=True)
 
 
 _TASK = Argument("task", "what to do, in plain words (without it, on a terminal: a session)", required=True,
@@ -108,7 +109,7 @@ OPERATIONS: dict[str, Operation] = {op.name: op for op in (
               effect=Effect.LOOKS),
     Operation("context", "show the context a task would get; no model, no key, nothing changed", o.ContextOptions,
               "context", (Argument("task", "the task whose context to show", words=True),),
-              doors=Door.PERSON | Door.MCP, effect=Effect.LOOKS,
+              doors=Door.PERSON | Door.MCP, effect=Effect.LOOKS, reports=True,
               described="The ranked first context a task would get: files ranked, those shown and how, as JSON."),
     Operation("test", "run the test command in the sandbox and show its summary", o.TestOptions, "test",
               doors=Door.PERSON | Door.MCP, effect=Effect.TESTS,

@@ -1,6 +1,8 @@
 """`context`: the context a task would get — ranked files, what is shown whole, as an outline or on the map — with
 no model, no key and nothing changed. In a session it shows the session's pins too, and the last task's context when
-no task is given."""
+no task is given. Its budget is the room a run's first request would really give the code, when the window a run
+starts with is known without asking the model's server (--context-window, or a window remembered for it); else
+--context-tokens, and the line says so."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -20,6 +22,12 @@ def execute(ws: Workspace, options: ContextOptions) -> ContextOutcome:
     if not task:
         raise UsageError("context needs a task (no task yet)")
     index, _ = ws.index()
-    built = build_context(index, task, ws.settings.context_tokens, must_include=ws.memory.shown(),
+    budget, room = ws.settings.context_tokens, "--context-tokens; the model's window, not asked for, may leave less"
+    if found := ws.room_for_code(index, task):
+        fits, window = found
+        budget = min(budget, fits)
+        room = (f"what a run's first request leaves for code in the {window.tokens}-token window, from "
+                f"{window.source}")
+    built = build_context(index, task, budget, must_include=ws.memory.shown(),
                           numbered=options.numbered, embed_budget=ws.settings.query_embed_budget)
-    return ContextOutcome(task=task, context=built, verbose=ws.settings.verbose)
+    return ContextOutcome(task=task, context=built, verbose=ws.settings.verbose, room=room)

@@ -60,10 +60,12 @@ class ContextOutcome:
     context: Context
     verbose: bool = False  # the budget's log too
     exit_code: int = EXIT_OK
+    room: str = ""  # where the budget came from, in words
 
     def as_json(self) -> dict[str, Any]:
         built = self.context
-        return {"files": [r.path for r in built.ranking], "tokens": built.tokens, "context_files": built.paths,
+        return {"files": [r.path for r in built.ranking], "tokens": built.tokens, "budget": built.budget,
+                "budget_from": self.room, "context_files": built.paths,
                 "map_files": built.map, "listed_files": built.listed, "chunks_embedded": built.embedded}
 
 

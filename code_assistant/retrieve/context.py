@@ -16,6 +16,7 @@ from code_assistant.retrieve.forms import (
     fitting_form,
     head_form,
     numbered_text,
+    outline_within,
     pair_form,
     read_text,
 )
@@ -88,7 +89,8 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
     seats = core_count(ranked.files)
     if seats > CORE_FILES:
         log.append(f"{seats} core files: the scores of ranks 2-{seats} are within {CLOSE:g} of each other")
-    files = _choose(index, order, keep, numbered, budget - reserve, log, pairs, seats)  # the code: the budget but
+    files = _choose(index, order, keep, numbered, budget - reserve, log, pairs, seats,
+                    mapped=reserve > 0)  # the code: the budget less the map's
     used = sum(f.tokens for f in files)
     running = 0
     tested = {test: source for source, test in pairs.items()}
@@ -121,13 +123,16 @@ def _order(index: RepoIndex, ranked: Ranking, must_include: list[str], with_test
 
 
 def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]], numbered: bool, budget: int,
-            log: list[str], pairs: dict[str, str] | None = None, seats: int = CORE_FILES) -> list[ContextFile]:
+            log: list[str], pairs: dict[str, str] | None = None, seats: int = CORE_FILES,
+            mapped: bool = False) -> list[ContextFile]:
     """The forms of the files shown, in `order`, within budget: 1. a seat for each of the `seats` core files in its
     cheapest form (its first lines when it has no definitions and does not fit whole), 2. upgrades in rank order of
     every core file to a skeleton, 3. the test paired with a core file (`pairs`: source -> test) in its richest form
     up to PAIR_MAX_TOKENS (whole, skeleton, outline, else its first lines), 4. upgrades of core files to the whole
     file in rank order (the first may take the budget unless the seats were widened: then no file takes more than
-    MAX_SHARE), 5. more files while room is left."""
+    MAX_SHARE), 5. without a map of the files not shown (`mapped`: a budget too small for one), a core file with no
+    seat yet (even its outline too long) shown by the outline of its first definitions that fits what is left,
+    6. more files while room is left."""
     pairs = pairs or {}
     tests = set(pairs.values())
     core = [p for p in order if p not in tests][:seats]
@@ -167,7 +172,12 @@ def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]],
             else:
                 log.append(f"skip {test} (the test of {source}): no form fits in {PAIR_MAX_TOKENS} tokens")
     upgrade(FileForm.FULL)  # 4
-    for path in order:  # 5: more files while room is left
+    for path in [] if mapped else core:  # 5: a core file with no seat, by its first definitions that fit
+        if path not in chosen and budget - used >= MIN_USEFUL_TOKENS and (
+                cut := outline_within(path, index, budget - used)):
+            chosen[path] = cut
+            used += cut.tokens
+    for path in order:  # 6: more files while room is left
         if path in chosen or path in forms or path in tests:
             continue
         if budget - used < MIN_USEFUL_TOKENS:

@@ -67,7 +67,7 @@ def pair_form(path: str, text: str, keep: set[str], numbered: bool, index: RepoI
 
 def _outline(path: str, record: IndexedFile | None) -> ContextFile | None:
     """The file's definitions, a line each with its line number, cut to OUTLINE_MAX_TOKENS; None without any."""
-    heads = [f"{start:>5}  {sig or qual}" for qual, _kind, start, _end, sig in (record.symbols if record else [])]
+    heads = _heads(record)
     if not heads:
         return None
     outline = _form(path, "\n".join(heads), FileForm.OUTLINE)
@@ -75,6 +75,22 @@ def _outline(path: str, record: IndexedFile | None) -> ContextFile | None:
         heads = heads[: len(heads) * 3 // 4]
         outline = _form(path, "\n".join([*heads, "⋮"]), FileForm.OUTLINE)
     return outline
+
+
+def _heads(record: IndexedFile | None) -> list[str]:
+    return [f"{start:>5}  {sig or qual}" for qual, _kind, start, _end, sig in (record.symbols if record else [])]
+
+
+def outline_within(path: str, index: RepoIndex, room: int) -> ContextFile | None:
+    """The outline of the file's first definitions that fits `room` tokens, saying how many more there are; None
+    when not even one fits."""
+    heads = every = _heads(index.files.get(path))
+    while heads:
+        more = [f"    ⋮  ({len(every) - len(heads)} more definitions)"] if len(heads) < len(every) else []
+        if (form := _form(path, "\n".join([*heads, *more]), FileForm.OUTLINE)).tokens <= room:
+            return form
+        heads = heads[: len(heads) * 3 // 4]
+    return None
 
 
 def file_forms(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex) -> list[ContextFile]:

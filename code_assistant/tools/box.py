@@ -153,15 +153,15 @@ def call_words(name: str, arguments: dict[str, Any]) -> str:
 
 
 def _grouped(left_out: list[Spec], offered: list[Spec]) -> str:
-    """The tools left out, by name; an MCP server whose every tool goes (of several), as the server (`docs (all 3
-    tools)`)."""
-    kept = {s.server for s in offered if s.server and s not in left_out}
+    """The tools left out, short enough for one line: ours by name; an MCP server's by name when it is the only one of
+    its server left out, else as the server (`docs (all 3 tools)`, `build (5 of 7 tools)`)."""
     said: list[str] = []
     for spec in left_out:
         count = sum(s.server == spec.server for s in offered)
-        if not spec.server or spec.server in kept or count == 1:
+        gone = sum(s.server == spec.server for s in left_out)
+        if not spec.server or count == 1 or gone == 1:
             said.append(spec.name)
-        elif (whole := f"{spec.server} (all {count} tools)") not in said:
+        elif (whole := f"{spec.server} ({'all' if gone == count else f'{gone} of'} {count} tools)") not in said:
             said.append(whole)
     return ", ".join(said)
 

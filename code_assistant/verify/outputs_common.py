@@ -10,6 +10,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 MAX_MESSAGE_CHARS = 1500
+IMPORT_ERROR_RE = re.compile(r"ImportError|ModuleNotFoundError|Cannot find module|ERR_MODULE_NOT_FOUND|"
+                             r"no required module provides|cannot find package|unresolved import")  # a module the
+#                             code or a test imports cannot be found: Python, Node, Go, Rust
 MAX_FRAMES = 5
 
 # path fragments that mark a frame as belonging to a toolchain or dependency, never to the repository

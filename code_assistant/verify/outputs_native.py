@@ -156,7 +156,7 @@ def go_not_run(output: str, exit_code: int | None, repo: Path | None) -> NotRun 
                           f"{wants} (package {missing.group(1)} came with Go {added})")
     if download := _GO_DOWNLOAD.search(output):
         return NotRun(NotRunCause.NO_DOWNLOAD, download.group(0), "the modules downloaded first (`go mod download` "
-                      "with network; --sandbox strict runs the tests without it), or vendored")
+                      "with network: the sandbox runs the tests without it unless --network), or vendored")
     return None
 
 
@@ -234,5 +234,5 @@ def cargo_not_run(output: str, exit_code: int | None) -> NotRun | None:
     """cargo could not resolve or download the crates the repository depends on (offline, or no network)."""
     if exit_code != 101 or not (failed := _CARGO_OFFLINE.search(output)):
         return None
-    return NotRun(NotRunCause.NO_DOWNLOAD, failed.group(0), "the crates downloaded first (`cargo fetch` with network; "
-                  "--sandbox strict runs the tests without it)")
+    return NotRun(NotRunCause.NO_DOWNLOAD, failed.group(0), "the crates downloaded first (`cargo fetch` with network: "
+                  "the sandbox runs the tests without it unless --network)")
