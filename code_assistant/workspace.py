@@ -496,7 +496,6 @@ class Workspace:
         window a run starts with that no server needs to be asked for (--context-window, or the one remembered for
         this server and model), with the tools --tools offers it (no MCP server started for a report); None when
         neither is known."""
-        from code_assistant.agent.requests import Requests
         from code_assistant.model.remembered import FILE_NAME, remembered_window
         from code_assistant.model.window import ContextWindow as Window
         from code_assistant.settings import TOOLS_MIN_WINDOW, ToolsMode
@@ -511,6 +510,8 @@ class Workspace:
                 s.base_url) else None
         if window is None:
             return None
+        from code_assistant.agent.requests import Requests  # the model client with it: only when there is a window
+
         box = None
         if s.tools != ToolsMode.OFF and s.max_tool_calls:
             small = s.tools == ToolsMode.AUTO and window.tokens < TOOLS_MIN_WINDOW
