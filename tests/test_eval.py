@@ -452,10 +452,10 @@ def test_a_scheduler_that_refuses_the_connection_fails_at_once_and_leaves_nothin
     cases = tmp_path / "cases.jsonl"
     cases.write_text(json.dumps({"id": "a", "repo": ".", "task": "t", "test_command": "pytest"}) + "\n")
     address = f"tls://127.0.0.1:{_closed_port()}"
-    start = time.monotonic()
     proc = subprocess.run([sys.executable, str(ROOT / "main.py"), "eval", str(cases), "--out", "out", "--cluster",
                            address], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
-    assert time.monotonic() - start < 15, "Dask's client retries for 30 s; a refused connection is known at once"
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    # the refusal itself, not Dask's 30 s of retries ending in "Timed out trying to connect"
     assert proc.stderr.startswith(f"error: eval: no Dask scheduler answered at {address}: Connection refused")
+    assert "Timed out" not in proc.stderr
     assert not (tmp_path / "out").exists()
