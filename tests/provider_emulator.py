@@ -51,12 +51,14 @@ CHAT, RESPONSES = "chat", "responses"
 
 @dataclass(frozen=True)
 class Rule:
-    """A documented refusal: a request to `endpoint` that `when` holds for is answered `status`, `body`."""
+    """A documented refusal: a request to `endpoint` that `when` holds for is answered `status`, `body` (JSON, or
+    text as some servers send it), with `headers`."""
 
     endpoint: str
     when: Callable[[dict[str, Any]], bool]
     status: int
-    body: dict[str, Any]
+    body: Any
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 def openai_error(message: str, param: str | None = None, code: str | None = None,
@@ -109,6 +111,61 @@ LM_STUDIO_JSON_OBJECT = Rule(CHAT, lambda b: (b.get("response_format") or {}).ge
                              {"error": "'response_format.type' must be 'json_schema' or 'text'"})
 
 
+# ----- refusals that pass, and those that do not (given as `ahead`: the next requests' answers, once each) ----------
+def azure_rate_limit(seconds: int, endpoint: str = CHAT) -> Rule:
+    """Azure OpenAI's 429, its wait in the message and in retry-after / retry-after-ms
+    (https://github.com/openai/openai-node/issues/1108, https://github.com/microsoft/action-python/issues/12)."""
+    return Rule(endpoint, always, 429, {"error": {"code": "429", "message": (
+        "Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-02-15-preview have "
+        f"exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after {seconds} seconds. "
+        "Please go here: https://aka.ms/oai/quotaincrease if you would like to further increase the default rate "
+        "limit.")}}, headers=(("retry-after", str(seconds)), ("retry-after-ms", str(seconds * 1000))))
+
+
+def openai_rate_limit(reset_tokens: str, endpoint: str = CHAT) -> Rule:
+    """OpenAI's 429 for tokens per minute, its wait in x-ratelimit-reset-tokens only
+    (https://github.com/continuedev/continue/issues/10502; the headers: https://thoughtbot.com/blog/openai-rate-limits)."""
+    return Rule(endpoint, always, 429, openai_error(
+        "Rate limit reached for gpt-4.1 in organization org-vyUrKHsIdLcZGKR3zqCqllrS on tokens per min (TPM): Limit "
+        f"30000, Used 28039, Requested 3906. Please try again in {reset_tokens}. Visit "
+        "https://platform.openai.com/account/rate-limits to learn more.", code="rate_limit_exceeded", kind="tokens"),
+        headers=(("x-ratelimit-reset-requests", "120ms"), ("x-ratelimit-reset-tokens", reset_tokens)))
+
+
+# https://github.com/ChatGPTNextWeb/NextChat/issues/3123: OpenAI's 429 for an account out of quota
+OPENAI_QUOTA = Rule(CHAT, always, 429, openai_error(
+    "You exceeded your current quota, please check your plan and billing details.", code="insufficient_quota",
+    kind="insufficient_quota"))
+# https://github.com/BerriAI/litellm/pull/20837: LiteLLM without a database, asked with a key that is not its master key,
+# on every route (GET /v1/models the first)
+LITELLM_NO_DB = Rule(CHAT, always, 400, {"error": {"message": "No connected db.", "type": "no_db_connection",
+                                                   "param": "None", "code": "400"}})
+
+
+def _tool_turns(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in body.get("messages") or [] if m.get("role") == "assistant" and m.get("tool_calls")]
+
+
+# https://api-docs.deepseek.com/guides/thinking_mode: "For turns that do perform tool calls, the reasoning_content must
+# be fully passed back to the API in all subsequent requests. If your code does not correctly pass back
+# reasoning_content, the API will return a 400 error." The body: https://github.com/anomalyco/opencode/issues/24083
+DEEPSEEK_REASONING_BACK = Rule(CHAT, lambda b: any("reasoning_content" not in m for m in _tool_turns(b)), 400,
+                               openai_error("The reasoning_content in the thinking mode must be passed back to the "
+                                            "API.", code="invalid_request_error"))
+# https://ai.google.dev/gemini-api/docs/thought-signatures: "When using Gemini 3 models, you must pass back thought
+# signatures during function calling, otherwise you will get a validation error (4xx status code)"; the body, an array,
+# as its OpenAI endpoint sends it: https://github.com/manthanabc/paws/issues/103
+GEMINI_SIGNATURE = Rule(CHAT, lambda b: any(
+    not ((m["tool_calls"][0].get("extra_content") or {}).get("google") or {}).get("thought_signature")
+    for m in _tool_turns(b)), 400, [{"error": {"code": 400, "message": (
+        "Function call is missing a thought_signature in functionCall parts. This is required for tools to work "
+        "correctly, and missing thought_signature may lead to degraded model performance. Additional data, function "
+        "call `default_api:grep` , position 2. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures "
+        "for more details."), "status": "INVALID_ARGUMENT"}}])
+# a server's own failure, as a proxy in front of it words it: plain text
+PLAIN_500 = Rule(CHAT, always, 500, "Internal Server Error")
+
+
 # OpenAI's prompt cache: "works automatically for prompts containing 1024 tokens or more, with cache hits occurring in
 # increments of 128 tokens" (https://github.com/openai/openai-cookbook, examples/Prompt_Caching_201.ipynb)
 CACHED_FROM, CACHED_STEP = 1024, 128
@@ -158,6 +215,7 @@ class Profile:
     routes: dict[str, Any] = field(default_factory=dict)
     reasoning_field: str = ""  # the delta field a reasoning parser's text comes in ("": none sent)
     local: bool = False  # a server people run on their own machine (its model is its own, whatever its name)
+    signs_calls: bool = False  # each tool call streamed with extra_content.google.thought_signature (Gemini 3)
 
 
 def _models(*entries: dict[str, Any]) -> dict[str, Any]:
@@ -177,11 +235,17 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
             reasoning_field="reasoning",
             routes={"/api/v1/models": _models({"id": "openai/gpt-5.2", "context_length": 400_000})}),
     Profile("litellm-gpt-5", "gpt-5", rules=(LITELLM_TEMPERATURE,), usage=usage_openai, reasoning=160),
+    Profile("litellm-no-db", "gpt-5", rules=(LITELLM_NO_DB,), routes={"/v1/models": LITELLM_NO_DB}),
     # Anthropic's compatible endpoint ignores response_format, seed and reasoning_effort
     # (https://platform.claude.com/docs/en/api/openai-sdk): nothing of ours is refused
     Profile("anthropic-claude-sonnet-4-5", "claude-sonnet-4-5"),
     Profile("google-gemini-2.5-flash", "gemini-2.5-flash", api="/v1beta/openai", usage=usage_thoughts_apart,
             reasoning=300),
+    Profile("google-gemini-3-flash", "gemini-3-flash-preview", api="/v1beta/openai", usage=usage_thoughts_apart,
+            reasoning=300, rules=(GEMINI_SIGNATURE,), signs_calls=True),
+    # DeepSeek: https://api.deepseek.com, thinking mode on by default, its reasoning streamed as reasoning_content
+    Profile("deepseek-v4-flash", "deepseek-v4-flash", api="", rules=(DEEPSEEK_REASONING_BACK,), usage=usage_openai,
+            reasoning=120, reasoning_field="reasoning_content"),
     Profile("ollama-gemma3", "gemma3:4b", rules=(OLLAMA_TOOLS,), local=True, routes={
         "/api/show": {"parameters": "num_ctx                        8192",
                       "model_info": {"gemma3.context_length": 131072}}}),
@@ -196,9 +260,12 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
 
 
 class ProviderEmulator(LoopbackServer):
-    def __init__(self, profile: Profile | str, script: list[Step] | None = None) -> None:
+    def __init__(self, profile: Profile | str, script: list[Step] | None = None, ahead: list[Rule] | None = None) -> None:
         self.profile = PROFILES[profile] if isinstance(profile, str) else profile
         self.script: list[Step] = list(script or [])
+        self.ahead: list[Rule] = list(ahead or [])  # the next requests' answers, each once, before the profile's
+        self.times: list[float] = []  # when each chat or Responses request came (time.monotonic())
+        self.signatures: dict[str, str] = {}  # call id -> the thought signature it was streamed with
         self.requests: list[dict[str, Any]] = []
         self.refused: list[dict[str, Any]] = []  # the requests answered with a documented refusal
         self.encrypted: dict[str, str] = {}  # reasoning item id -> the encrypted content sent with it
@@ -218,6 +285,7 @@ class ProviderEmulator(LoopbackServer):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 with emulator.lock:
                     emulator.requests.append({"path": self.path, "body": body})
+                    emulator.times.append(time.monotonic())
                 api = emulator.profile.api
                 if self.path == f"{api}/chat/completions":
                     return emulator.chat(self, body)
@@ -227,6 +295,8 @@ class ProviderEmulator(LoopbackServer):
 
             def _route(self, body: Any) -> None:
                 profile = emulator.profile
+                if isinstance(route := profile.routes.get(self.path), Rule):
+                    return send_json(self, route.status, route.body, route.headers)
                 if self.path in profile.routes:
                     return send_json(self, 200, profile.routes[self.path])
                 if self.path == f"{profile.api}/models":
@@ -240,6 +310,9 @@ class ProviderEmulator(LoopbackServer):
         served = self.profile.chat if endpoint == CHAT else self.profile.responses
         if not served:
             return Rule(endpoint, always, 404, openai_error(f"no route /{endpoint}", code="not_found"))
+        with self.lock:
+            if self.ahead and self.ahead[0].endpoint == endpoint:
+                return self.ahead.pop(0)
         return next((r for r in self.profile.rules if r.endpoint == endpoint and r.when(body)), None)
 
     def next_step(self, body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
@@ -263,7 +336,7 @@ class ProviderEmulator(LoopbackServer):
     def chat(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         if rule := self.refusal(CHAT, body):
             self.refused.append(body)
-            return send_json(handler, rule.status, rule.body)
+            return send_json(handler, rule.status, rule.body, rule.headers)
         answer, calls = self.next_step(body)
         reasoning = self.profile.reasoning
         usage = self.profile.usage(prompt_tokens(body), tokens.count_tokens(answer), reasoning,
@@ -273,8 +346,12 @@ class ProviderEmulator(LoopbackServer):
             deltas.append({self.profile.reasoning_field: "Thinking about the failing test first."})
         deltas += [{"content": answer[i:i + 16]} for i in range(0, len(answer), 16)]
         for index, call in enumerate(calls):
-            deltas.append({"tool_calls": [{"index": index, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
-                                           "function": {"name": call["name"], "arguments": call["arguments"]}}]})
+            piece = {"index": index, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
+                     "function": {"name": call["name"], "arguments": call["arguments"]}}
+            if self.profile.signs_calls:
+                self.signatures[piece["id"]] = f"CiQB{uuid.uuid4().hex}"
+                piece["extra_content"] = {"google": {"thought_signature": self.signatures[piece["id"]]}}
+            deltas.append({"tool_calls": [piece]})
         chunk = {"id": "chatcmpl-emulated", "object": "chat.completion.chunk", "created": int(time.time()),
                  "model": self.profile.model}
         events = [{**chunk, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
@@ -287,7 +364,7 @@ class ProviderEmulator(LoopbackServer):
         rule = self.refusal(RESPONSES, body) or self.unmatched(body)
         if rule:
             self.refused.append(body)
-            return send_json(handler, rule.status, rule.body)
+            return send_json(handler, rule.status, rule.body, rule.headers)
         answer, calls = self.next_step(body)
         events = self.events(body, answer, calls)
         send_events(handler, [json.dumps(e) for e in events], names=[e["type"] for e in events])
@@ -374,10 +451,15 @@ class ProviderEmulator(LoopbackServer):
         return [r["body"] for r in self.requests if r["path"] == path]
 
 
-def send_json(handler: BaseHTTPRequestHandler, status: int, payload: Any) -> None:
-    data = json.dumps(payload).encode()
+def send_json(handler: BaseHTTPRequestHandler, status: int, payload: Any,
+              headers: tuple[tuple[str, str], ...] = ()) -> None:
+    """A JSON answer (a str payload goes as plain text, as some servers' errors do)."""
+    text = isinstance(payload, str)
+    data = payload.encode() if text else json.dumps(payload).encode()
     handler.send_response(status)
-    handler.send_header("Content-Type", "application/json")
+    for name, value in headers:
+        handler.send_header(name, value)
+    handler.send_header("Content-Type", "text/plain" if text else "application/json")
     handler.send_header("Content-Length", str(len(data)))
     handler.end_headers()
     handler.wfile.write(data)

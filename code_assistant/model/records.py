@@ -167,9 +167,11 @@ class ChatModel(Protocol):
         ...
 
     def complete(self, messages: list[Message], on_token: Callable[[str], None] | None = None, *,
-                 tools: list[dict[str, Any]] | None = None, schema: bool = True) -> ChatResponse:
+                 tools: list[dict[str, Any]] | None = None, schema: bool = True,
+                 on_wait: Callable[[str], None] | None = None) -> ChatResponse:
         """The answer to `messages`; `tools`: declared in OpenAI's chat form (the answer may ask for calls);
-        `schema`: False when the answer may be something else than a plan (tool calls written as text)."""
+        `schema`: False when the answer may be something else than a plan (tool calls written as text); `on_wait`:
+        told in words why and how long the model waits before asking again (for the waiting line)."""
         ...
 
 

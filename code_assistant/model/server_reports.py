@@ -29,7 +29,9 @@ from urllib.parse import urlsplit
 
 from code_assistant.errors import ConfigError
 from code_assistant.model.catalogue import ModelInfo, lookup
+from code_assistant.model.error_bodies import body_codes, body_message
 from code_assistant.model.prices import is_local
+from code_assistant.model.retry import lasting_cause
 from code_assistant.model.window import DEFAULT_SOURCE, DEFAULT_WINDOW, OPENAI_RATIO, ContextWindow
 
 logger = logging.getLogger(__name__)
@@ -44,6 +46,25 @@ _NUM_CTX_RE = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
 
 class _Unreachable(Exception):
     pass
+
+
+# A key refused, as gateways type it beside 401: LiteLLM's auth_error (https://github.com/BerriAI/litellm/issues/4880),
+# Anthropic's authentication_error, OpenAI's invalid_api_key.
+_KEY_REFUSED = {"auth_error", "authentication_error", "invalid_api_key"}
+# LiteLLM without a database, asked with a key that is not its master key: 400 {"error": {"message": "No connected
+# db.", "type": "no_db_connection", "code": "400"}} (https://github.com/BerriAI/litellm/pull/20837)
+_NO_KEY_STORE = {"no_db_connection"}
+
+
+def _error_body(exc: urllib.error.HTTPError) -> Any:
+    try:
+        text = exc.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def _call(url: str, body: dict[str, Any] | None = None, timeout: float = PROBE_TIMEOUT_S,
@@ -151,9 +172,10 @@ def v1_hint(base_url: str | None, api_key: str | None = None) -> str:
 
 def check_server(base_url: str | None, api_key: str | None, timeout: float = CHECK_TIMEOUT_S) -> None:
     """One GET /models before any work, so that a wrong OPENAI_BASE_URL or key is found in seconds, not after the
-    index and a test run. No answer at all, a refused key (401/403), or a 404 from a base URL that lacks the /v1 the
-    server answers under, is a ConfigError naming the URL; any other answer means a server is there (a 404 included:
-    some servers have no such route)."""
+    index and a test run. No answer at all, a refused key (401/403, or a body that types it so whatever the status),
+    a gateway that cannot check keys (LiteLLM without a database), a refusal no wait will change (retry.py), or a 404
+    from a base URL that lacks the /v1 the server answers under, is a ConfigError naming the URL and the cause; any
+    other answer means a server is there (a 404 included: some servers have no such route)."""
     url = f"{(base_url or OPENAI_URL).rstrip('/')}/models"
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
@@ -164,9 +186,17 @@ def check_server(base_url: str | None, api_key: str | None, timeout: float = CHE
                 pass
             return
     except urllib.error.HTTPError as exc:
-        if exc.code in (401, 403):
-            raise ConfigError(f"the model server at {base_url or OPENAI_URL} refused the API key ({exc.code} on GET "
-                              f"/models); check OPENAI_API_KEY") from exc
+        where, body = base_url or OPENAI_URL, _error_body(exc)
+        said = f": {message}" if (message := " ".join(body_message(body).split())[:300]) else ""
+        if exc.code in (401, 403) or body_codes(body) & _KEY_REFUSED:
+            raise ConfigError(f"the model server at {where} refused the API key ({exc.code} on GET /models{said}); "
+                              f"check OPENAI_API_KEY") from exc
+        if body_codes(body) & _NO_KEY_STORE:
+            raise ConfigError(f"the gateway at {where} cannot check the API key: without a database LiteLLM takes only "
+                              f"its master key ({exc.code} on GET /models{said}); set OPENAI_API_KEY to the master "
+                              f"key, or give the gateway a DATABASE_URL") from exc
+        if cause := lasting_cause(exc.code, body):
+            raise ConfigError(f"the model server at {where} refused: {cause} ({exc.code} on GET /models{said})") from exc
         if exc.code == 404 and (hint := v1_hint(base_url, api_key)):
             raise ConfigError(f"the model server at {base_url} has no GET /models (404){hint}") from exc
         logger.debug("GET %s answered %d: a server is there", url, exc.code)
