@@ -33,7 +33,7 @@ def test_deepseek_thinking_with_tools_goes_green_its_reasoning_back_with_the_cal
         proc = _run(repo, emulator)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert emulator.refused == [], "asked right the first time"
-    first, second = emulator.bodies(CHAT)
+    _, second = emulator.bodies(CHAT)
     [turn] = [m for m in second["messages"] if m.get("tool_calls")]
     assert turn["reasoning_content"] == "Thinking about the failing test first.", "as streamed"
     assert all("reasoning_content" not in m for m in second["messages"] if not m.get("tool_calls"))
@@ -71,7 +71,7 @@ def test_a_history_without_what_must_go_back_is_learned_from_the_400_never_taken
         chat = OpenAIChat(emulator.profile.model, api_key="k", base_url=emulator.url, sleep=lambda s: None)
         response = chat.complete(HISTORY, tools=TOOLS)
     assert response.text == FIX_ADD and chat.native_tools, "tools kept"
-    refused, accepted = emulator.bodies(CHAT)
+    _, accepted = emulator.bodies(CHAT)
     [turn] = [m for m in accepted["messages"] if m.get("tool_calls")]
     assert sent(turn) and len(emulator.refused) == 1
     [line] = response.notes
