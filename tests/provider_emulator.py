@@ -192,6 +192,13 @@ def usage_openrouter(prompt: int, completion: int, reasoning: int, cached: int =
             "cost_details": {"upstream_inference_cost": None}}
 
 
+def usage_litellm(prompt: int, completion: int, reasoning: int, cached: int = 0) -> dict[str, Any]:
+    """LiteLLM 1.108.7's, in front of OpenAI: OpenAI's, with the proxy's own price of the call in `cost` (seen in its
+    stream on this machine; BerriAI/litellm's "include_cost_in_streaming_usage")."""
+    return {**usage_openai(prompt, completion, reasoning, cached),
+            "cost": round((prompt * 1.75 + (completion + reasoning) * 14.0) / 1e6, 8)}
+
+
 def usage_thoughts_apart(prompt: int, completion: int, reasoning: int, cached: int = 0) -> dict[str, Any]:
     """Gemini's thoughts outside completion_tokens, inside total_tokens, named in completion_tokens_details
     (https://github.com/router-for-me/CLIProxyAPI/issues/5733, https://github.com/mozilla-ai/any-llm/issues/1290)."""
@@ -216,6 +223,10 @@ class Profile:
     reasoning_field: str = ""  # the delta field a reasoning parser's text comes in ("": none sent)
     local: bool = False  # a server people run on their own machine (its model is its own, whatever its name)
     signs_calls: bool = False  # each tool call streamed with extra_content.google.thought_signature (Gemini 3)
+    recount: float = 0.0  # answers cut at the cap sent, their tokens recounted by a gateway's tokenizer at this share of
+    #                       the model's (LiteLLM's 922 for llama-cpp-python's 1024: issue 59, item 6); 0: not cut here
+    window: int = 0  # the model's window behind a gateway: a request over it (prompt and cap) is answered, streamed,
+    #                  with an empty 200 stream, and unstreamed with the 400 that names it (0: no window)
 
 
 def _models(*entries: dict[str, Any]) -> dict[str, Any]:
@@ -236,6 +247,21 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
             routes={"/api/v1/models": _models({"id": "openai/gpt-5.2", "context_length": 400_000})}),
     Profile("litellm-gpt-5", "gpt-5", rules=(LITELLM_TEMPERATURE,), usage=usage_openai, reasoning=160),
     Profile("litellm-no-db", "gpt-5", rules=(LITELLM_NO_DB,), routes={"/v1/models": LITELLM_NO_DB}),
+    # LiteLLM 1.108.7 on this machine in front of OpenAI, as its GET /v1/models and GET /v1/model/info answered here
+    # for `model_name: openai/gpt-5.2` (no model_info in its config: the window and prices are LiteLLM's own table's)
+    Profile("litellm-local-gpt-5.2", "openai/gpt-5.2", usage=usage_litellm, reasoning=128, local=True, routes={
+        "/v1/models": _models({"id": "openai/gpt-5.2", "mode": "chat", "max_input_tokens": 272000,
+                               "max_output_tokens": 128000}),
+        "/v1/model/info": {"data": [{"model_name": "openai/gpt-5.2", "model_info": {
+            "max_tokens": 128000, "max_input_tokens": 272000, "max_output_tokens": 128000,
+            "input_cost_per_token": 1.75e-06, "output_cost_per_token": 1.4e-05, "litellm_provider": "openai"}}]}}),
+    # LiteLLM in front of llama-cpp-python (n_ctx 4096): a prompt over the window drops llama-cpp-python's stream, which
+    # LiteLLM passes on as a 200 stream with finish_reason "stop" and no content (issue 59, item 5); unstreamed, the
+    # proxy forwards llama-cpp-python's OpenAI-worded 400
+    Profile("litellm-llama-cpp-python", "smollm2", usage=usage_plain, local=True, window=4096, recount=0.9),
+    # a gateway on this machine that reports no window for a hosted model's exact name (an older LiteLLM; a proxy of
+    # one's own): the catalogue's entry for that exact name
+    Profile("gateway-local-no-window", "openai/gpt-5.2", usage=usage_openai, reasoning=128, local=True),
     # Anthropic's compatible endpoint ignores response_format, seed and reasoning_effort
     # (https://platform.claude.com/docs/en/api/openai-sdk): nothing of ours is refused
     Profile("anthropic-claude-sonnet-4-5", "claude-sonnet-4-5"),
@@ -337,10 +363,26 @@ class ProviderEmulator(LoopbackServer):
         if rule := self.refusal(CHAT, body):
             self.refused.append(body)
             return send_json(handler, rule.status, rule.body, rule.headers)
+        if self.profile.window and (requested := self.requested(body)) > self.profile.window:
+            self.refused.append(body)
+            if body.get("stream"):
+                chunk = {"id": "chatcmpl-emulated", "object": "chat.completion.chunk", "created": int(time.time()),
+                         "model": self.profile.model, "choices": [
+                             {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": "stop"}]}
+                return send_events(handler, [json.dumps(chunk)])
+            return send_json(handler, 400, openai_error(
+                "litellm.ContextWindowExceededError: litellm.BadRequestError: ContextWindowExceededError: "
+                f"OpenAIException - This model's maximum context length is {self.profile.window} tokens. However, you "
+                f"requested {requested} tokens ({prompt_tokens(body)} in the messages, {self.cap(body)} in the "
+                "completion). Please reduce the length of the messages or completion.", code="400"))
+        if not body.get("stream"):
+            return self.completion(handler, body)
         answer, calls = self.next_step(body)
-        reasoning = self.profile.reasoning
-        usage = self.profile.usage(prompt_tokens(body), tokens.count_tokens(answer), reasoning,
-                                   self.cached(prompt_ids(body)))
+        reasoning, cap, completion = self.profile.reasoning, self.cap(body), tokens.count_tokens(answer)
+        cut = bool(self.profile.recount and cap and completion > cap)
+        if cut:
+            answer, completion = answer[:len(answer) * cap // completion], round(cap * self.profile.recount)
+        usage = self.profile.usage(prompt_tokens(body), completion, reasoning, self.cached(prompt_ids(body)))
         deltas: list[dict[str, Any]] = []
         if self.profile.reasoning_field and reasoning:
             deltas.append({self.profile.reasoning_field: "Thinking about the failing test first."})
@@ -355,10 +397,31 @@ class ProviderEmulator(LoopbackServer):
         chunk = {"id": "chatcmpl-emulated", "object": "chat.completion.chunk", "created": int(time.time()),
                  "model": self.profile.model}
         events = [{**chunk, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
-        events.append({**chunk, "choices": [{"index": 0, "delta": {},
-                                             "finish_reason": "tool_calls" if calls else "stop"}]})
+        events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "length" if cut else
+                                             "tool_calls" if calls else "stop"}]})
         events.append({**chunk, "choices": [], "usage": usage})
         send_events(handler, [json.dumps(e) for e in events])
+
+    @staticmethod
+    def cap(body: dict[str, Any]) -> int:
+        return int(body.get("max_completion_tokens") or body.get("max_tokens") or 0)
+
+    def requested(self, body: dict[str, Any]) -> int:
+        return prompt_tokens(body) + self.cap(body)
+
+    def completion(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        """An unstreamed chat answer: the completion object."""
+        answer, calls = self.next_step(body)
+        message: dict[str, Any] = {"role": "assistant", "content": answer or None}
+        if calls:
+            message["tool_calls"] = [{"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function", "function": call}
+                                     for call in calls]
+        send_json(handler, 200, {"id": "chatcmpl-emulated", "object": "chat.completion", "created": int(time.time()),
+                                 "model": self.profile.model, "choices": [{
+                                     "index": 0, "message": message,
+                                     "finish_reason": "tool_calls" if calls else "stop"}],
+                                 "usage": self.profile.usage(prompt_tokens(body), tokens.count_tokens(answer),
+                                                             self.profile.reasoning, 0)})
 
     def respond(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         rule = self.refusal(RESPONSES, body) or self.unmatched(body)

@@ -4,7 +4,8 @@ one of two wires — chat completions (completions.py) or the Responses API (res
 
 What a local server needs is here too: answers capped at the window's reserve, a window learned from a refusal that
 names it (ContextOverflow: the caller builds a smaller request and asks once more; a stream closed before any event,
-llama-cpp-python's refusal, is asked about once without streaming, which names it) or from an answer cut off where it
+llama-cpp-python's refusal, or an empty answer near the window, the same refusal through a gateway, is asked about
+once without streaming, which names it) or from an answer cut off where it
 filled the window (window.filled_window), structured output in the first
 form the server takes (structured.py), and answers always streamed, so that the timeout is the gap between two tokens,
 not the answer; the first gap allows for reading the prompt at the speed the server has shown (pace.py). A server
@@ -54,7 +55,14 @@ from code_assistant.model.refusals import Lesson, Read, error_body, error_detail
 from code_assistant.model.retry import MAX_WAIT_S, Pause, lasting_cause, server_pause, transient
 from code_assistant.model.structured import FORMS, refuses_response_format
 from code_assistant.model.usage import SentPrompts
-from code_assistant.model.window import CUT_SOURCE, FILLED_SOURCE, ContextWindow, WindowLimit, window_limit
+from code_assistant.model.window import (
+    CUT_SOURCE,
+    DEFAULT_SOURCE,
+    FILLED_SOURCE,
+    ContextWindow,
+    WindowLimit,
+    window_limit,
+)
 
 __all__ = ["CARRIED", "ChatModel", "ChatResponse", "ContextOverflow", "Message", "ModelError", "ModelStalled",
            "OpenAIChat", "ToolCall", "ToolsRefused", "Usage", "redact_messages"]
@@ -63,6 +71,7 @@ logger = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_S = 10.0
 _TOOLS_REFUSAL_STATUSES = (400, 422, 500, 501)
+NEAR_WINDOW = 0.75  # an empty answer to a request this near the window is asked about once more, unstreamed
 
 
 def _transport_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
@@ -294,11 +303,16 @@ class OpenAIChat:
         if streamed is None:
             logger.info("the model server closed the stream before any event; asking once without streaming")
             response = self._unstreamed(wire, request, timeout)
+        elif _empty(streamed.response) and self._near_window(counted, ask.cap):
+            logger.info("an empty answer to a request near the context window (%d of %d tokens, from %s); asking once "
+                        "without streaming", round(counted * self.window.ratio) + (ask.cap or 0), self.window.tokens,
+                        self.window.source)
+            response = self._unstreamed(wire, request, timeout)
         else:
             response, reported = streamed.response, streamed.response.reported
             self._pace.learn(streamed.timings, reported.prompt - (reported.cached or 0) if reported
                              else counted * self.window.ratio, streamed.first)
-        response.wire = self.accepts.wire.value
+        response.wire, response.cap = self.accepts.wire.value, ask.cap
         if response.reported is None:  # the server sent no counts
             response.prompt_tokens = round(counted * self.window.ratio)
             response.completion_tokens = tokens.count_tokens(response.text)
@@ -322,14 +336,25 @@ class OpenAIChat:
             logger.info("an answer cut off after %.0f tokens of a %d cap, to a prompt of %.0f%s: the server's window "
                         "is %d tokens", answer, cap, prompt, " (estimated)" if estimated else "", self.window.tokens)
 
+    def _near_window(self, counted: int, cap: int | None) -> bool:
+        """A request whose prompt and answer may not fit: within NEAR_WINDOW of the window, or a window nobody
+        reported (the default)."""
+        needed = counted * self.window.ratio + (cap or 0)
+        return self.window.source == DEFAULT_SOURCE or needed >= NEAR_WINDOW * self.window.tokens
+
     def _unstreamed(self, wire: ModuleType, request: dict[str, Any], timeout: openai.Timeout) -> ChatResponse:
-        """The request asked once more without streaming, after the server closed its stream before any event: that
-        is how llama-cpp-python refuses a prompt over its window, and unstreamed it says why (a 400 that names the
-        window). It drops the connection after such a stream, so a request sent on it next would be reset
+        """The request asked once more without streaming, after the server closed its stream before any event (or,
+        near the window, answered nothing: llama-cpp-python's dropped stream as LiteLLM passes it on, a 200 with
+        finish_reason "stop" and no content): that is how llama-cpp-python refuses a prompt over its window, and
+        unstreamed it says why (a 400 that names the window). It drops the connection after such a stream, so a request sent on it next would be reset
         ("Connection error.", taken for the network); this one goes on a new connection."""
         self._client.close()
         self._client = self._connect()
         return wire.once(self._client, request, timeout)
+
+
+def _empty(response: ChatResponse) -> bool:
+    return not (response.text.strip() or response.reasoning or response.tool_calls)
 
 
 def _unseen(piece: str) -> None:

@@ -108,6 +108,8 @@ _LASTING: dict[str, str] = {
 # larger than the whole per-minute limit, code rate_limit_exceeded like a passing one
 # (https://github.com/TheR1D/shell_gpt/issues/653: "Request too large for gpt-4o in organization ... on tokens per min
 # (TPM): Limit 30000, Requested 31538. The input or output tokens must be reduced in order to run successfully.").
+# Not Gemini's: its 429 RESOURCE_EXHAUSTED says "You exceeded your current quota, please check your plan and billing
+# details" for a per-minute limit too (https://github.com/google-gemini/gemini-cli/issues/8437), which waiting passes.
 _LASTING_WORDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"Request too large for .* per min", re.IGNORECASE),
      "the request is larger than the account's per-minute token limit"),
@@ -123,6 +125,8 @@ def lasting_cause(status: int, body: Any) -> str | None:
     codes = body_codes(body)
     if cause := next((_LASTING[c] for c in sorted(codes) if c in _LASTING), None):
         return cause
+    if "resource_exhausted" in codes:  # Gemini words a per-minute limit as OpenAI words a quota: it passes
+        return None
     message = body_message(body)
     return next((cause for pattern, cause in _LASTING_WORDS if pattern.search(message)), None)
 

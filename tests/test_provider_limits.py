@@ -1,7 +1,8 @@
-"""Refusals that pass and refusals that do not, as providers send them (tests/provider_emulator.py, each with its
-source): a rate limit is asked again after the wait the server names (retry-after-ms, retry-after, OpenAI's
-x-ratelimit-reset-*), never longer than MAX_WAIT_S, and the waiting line says how long and why in full; an account
-out of quota, a key refused or a model the server lacks ends the run at once with one line that names the cause."""
+"""A provider's limits as it sends them (tests/provider_emulator.py, each with its source): a rate limit is asked
+again after the wait the server names (retry-after-ms, retry-after, OpenAI's x-ratelimit-reset-*), never longer than
+MAX_WAIT_S, and the waiting line says how long and why in full; an account out of quota, a key refused or a key a
+gateway cannot check ends the run at once with one line that names the cause (the key: before any test runs); a
+window overflow that a gateway passes on as an empty answer is asked about once unstreamed, and learned."""
 from __future__ import annotations
 
 import time
@@ -20,7 +21,7 @@ from tests.provider_emulator import (
     azure_rate_limit,
     openai_rate_limit,
 )
-from tests.repos import PYTEST, answer, modify, python_repo, run_cli, snapshot
+from tests.repos import CALC_PY, PYTEST, TEST_CALC_PY, answer, modify, python_repo, run_cli, snapshot
 
 FIX_ADD = answer(modify("calc.py", "    return a - b", "    return a + b"))
 PROMPT = [{"role": "user", "content": "Fix add() in calc.py."}]
@@ -106,6 +107,10 @@ def test_a_plain_text_500_is_retried_with_backoff_and_said_as_the_server_said_it
                                 "min (TPM): Limit 30000, Requested 31538. The input or output tokens must be reduced "
                                 "in order to run successfully.", "type": "tokens", "param": None,
                      "code": "rate_limit_exceeded"}}, "larger than the account's per-minute token limit"),
+    # https://github.com/google-gemini/gemini-cli/issues/8437: Gemini's per-minute limit, in a quota's words
+    (429, {"error": {"code": 429, "message": "You exceeded your current quota, please check your plan and billing "
+                     "details. For more information on this error, head to: "
+                     "https://ai.google.dev/gemini-api/docs/rate-limits.", "status": "RESOURCE_EXHAUSTED"}}, None),
     (429, openai_rate_limit("1s").body, None),
     (429, azure_rate_limit(3).body, None),
     (500, "Internal Server Error", None),
@@ -154,3 +159,64 @@ def test_a_key_a_gateway_cannot_check_is_named_at_the_first_contact_before_any_t
     assert "cannot check the API key: without a database LiteLLM takes only its master key (400 on GET /models: No " \
            "connected db.); set OPENAI_API_KEY to the master key" in line, line
     assert "[Baseline" not in proc.stdout and emulator.bodies(CHAT) == [] and snapshot(repo) == before
+
+
+# ----- an overflow that arrives as an empty answer ----------------------------------------------------------------------
+def test_an_empty_answer_near_the_window_is_asked_once_unstreamed_and_the_window_learned() -> None:
+    """LiteLLM in front of llama-cpp-python: the dropped stream arrives as a 200 with nothing in it; asked once without
+    streaming, the proxy names the window, the caller builds a smaller request and it is answered."""
+    from code_assistant.model.records import ContextOverflow
+    from code_assistant.model.window import DEFAULT_SOURCE, DEFAULT_WINDOW, ContextWindow
+
+    long = [{"role": "user", "content": "Fix add() in calc.py. " + "def f(): return 1\n" * 700}]
+    with ProviderEmulator("litellm-llama-cpp-python", [FIX_ADD]) as emulator:
+        chat = OpenAIChat("smollm2", api_key="k", base_url=emulator.url, sleep=lambda s: None,
+                          window=ContextWindow(DEFAULT_WINDOW, DEFAULT_SOURCE))
+        with pytest.raises(ContextOverflow) as raised:
+            chat.complete(long)
+        assert (chat.window.tokens, chat.window.source) == (4096, "the server's refusal")
+        assert "context window of 4096 tokens" in str(raised.value)
+        streamed, unstreamed = emulator.bodies(CHAT)
+        assert streamed["stream"] is True and "stream" not in unstreamed or unstreamed["stream"] is False
+        response = chat.complete(PROMPT)
+    assert response.text == FIX_ADD and len(emulator.bodies(CHAT)) == 3
+
+
+def test_an_empty_answer_far_from_a_reported_window_is_not_asked_again() -> None:
+    from code_assistant.model.window import ContextWindow
+
+    with ProviderEmulator("anthropic-claude-sonnet-4-5", [""]) as emulator:
+        chat = OpenAIChat(emulator.profile.model, api_key="k", base_url=emulator.url, sleep=lambda s: None,
+                          window=ContextWindow(200_000, "the catalogue"))
+        response = chat.complete(PROMPT)
+    assert response.text == "" and len(emulator.bodies(CHAT)) == 1
+
+
+def test_a_run_through_a_gateway_that_empties_an_overflow_learns_the_window_and_goes_green(tmp_path: Path) -> None:
+    helpers = "".join(f"\n\ndef helper_{i}(a, b):\n    \"\"\"Add helper number {i}.\"\"\"\n    return add(a, b) + {i}\n"
+                      for i in range(250))
+    repo = python_repo(tmp_path, {"calc.py": CALC_PY + helpers, "tests/test_calc.py": TEST_CALC_PY,
+                                  "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"})
+    task = "fix add so that it returns the sum. " + "The helpers rely on add being right; keep each as it is. " * 60
+    with ProviderEmulator("litellm-llama-cpp-python", [FIX_ADD]) as emulator:
+        proc = run_cli(["--repo", str(repo), "--task", task, "--test-command", PYTEST, "--no-reproduce", "--model",
+                        "smollm2"], server_url=emulator.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[Window: 4096 tokens, from the server's refusal]" in proc.stdout and "empty" not in proc.stdout
+    streamed, unstreamed, answered = emulator.bodies(CHAT)
+    assert (streamed.get("stream"), unstreamed.get("stream"), answered.get("stream")) == (True, None, True)
+    assert emulator.requested(answered) <= 4096 < emulator.requested(streamed)
+
+
+def test_an_answer_cut_off_is_said_to_be_cut_at_the_limit_sent_with_the_servers_recount_beside_it(
+        tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    long_plan = answer(*[modify("calc.py", f"# line {i} " + "x" * 60, "y") for i in range(20)])  # over 256 tokens
+    with ProviderEmulator("litellm-llama-cpp-python", [long_plan, FIX_ADD]) as emulator:
+        proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--no-reproduce",
+                        "--context-window", "2048", "--model", "smollm2"], server_url=emulator.url)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first, again = emulator.bodies(CHAT)
+    reask = again["messages"][-1]["content"]
+    assert f"cut off at the limit for an answer ({first['max_tokens']} tokens; the server counted " \
+           f"{round(first['max_tokens'] * 0.9)}), so it is incomplete" in reask, reask
