@@ -11,7 +11,7 @@ import pytest
 from tests.litellm_proxy import INSTALL, LiteLLMProxy, proxy_command, route
 from tests.llama_server import LlamaServer
 from tests.provider_emulator import CHAT, Profile, ProviderEmulator, usage_openai
-from tests.repos import CALC_PY, PYTEST, TEST_CALC_PY, answer, modify, python_repo, run_cli, snapshot
+from tests.repos import PYTEST, answer, modify, python_repo, run_cli, snapshot
 
 pytestmark = pytest.mark.skipif(proxy_command() is None, reason=INSTALL)
 
@@ -52,14 +52,16 @@ def test_a_key_litellm_cannot_check_is_named_before_any_test_runs(tmp_path: Path
 
 
 def test_llama_cpp_pythons_overflow_through_litellm_is_learned_not_an_empty_answer(tmp_path: Path) -> None:
-    """The dropped stream arrives as an empty 200; asked once unstreamed, the proxy names the window."""
-    helpers = "".join(f"\n\ndef helper_{i}(a, b):\n    \"\"\"Add helper number {i}.\"\"\"\n    return add(a, b) + {i}\n"
-                      for i in range(250))
-    repo = python_repo(tmp_path, {"calc.py": CALC_PY + helpers, "tests/test_calc.py": TEST_CALC_PY,
-                                  "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"})
-    task = "fix add so that it returns the sum. " + "The helpers rely on add being right; keep each as it is. " * 60
+    """A task over llama-cpp-python's 4,096 tokens but within the default window: the server refuses it at once (it
+    drops the stream), the proxy passes that on, and asked once unstreamed it names the window; the task alone does
+    not fit that window, which ends the run with one line naming --context-window."""
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    task = "fix add so that it returns the sum. " + "The helpers rely on add being right; keep each as it is. " * 230
     with LlamaServer(n_ctx=4096, log=tmp_path / "llama.log") as llama, \
             LiteLLMProxy([route("smollm2", "openai/smollm2", llama.url)], tmp_path) as proxy:
-        proc = _run(repo, proxy, "smollm2", "--max-iterations", "1", task=task)
-    assert "[Window: 4096 tokens, from the server's refusal]" in proc.stdout, proc.stdout + proc.stderr
-    assert "the answer is empty" not in proc.stdout + proc.stderr
+        proc = _run(repo, proxy, "smollm2", task=task)
+    said = proc.stdout + proc.stderr
+    assert "[Window: 4096 tokens, from the server's refusal]" in proc.stdout, said
+    assert "the answer is empty" not in said and proc.returncode == 2 and "--context-window" in proc.stderr, said
+    assert snapshot(repo) == before
