@@ -100,3 +100,21 @@ def test_gemini_refusing_the_placeholder_too_ends_with_its_reason_not_no_tools()
 ])
 def test_an_error_body_is_read_in_every_documented_shape(body: Any, message: str, codes: set[str]) -> None:
     assert body_message(json.loads(json.dumps(body))) == message and body_codes(body) == codes
+
+
+def test_what_a_chat_turn_carried_stays_off_the_responses_wire_and_off_turns_without_calls() -> None:
+    """A session that moved to the Responses API keeps its history: a chat turn's carried parts are the chat wire's."""
+    from code_assistant.model.accepts import Ask
+    from code_assistant.model.completions import body
+    from code_assistant.model.responses import input_items
+
+    carried = [{"type": "chat.reasoning_content", "text": "looked at calc.py"},
+               {"type": "chat.extra_content", "call_id": "call_1", "extra_content": {"google": {"thought_signature": "s"}}}]
+    messages = [HISTORY[0], {**HISTORY[1], "carried": carried}, HISTORY[2],
+                {"role": "assistant", "content": "done", "carried": carried}]
+    _, items = input_items(messages)
+    assert all(item.get("type") not in ("chat.reasoning_content", "chat.extra_content") for item in items)
+    sent = body(Ask(model="m", messages=messages))["messages"]
+    assert sent[1]["reasoning_content"] == "looked at calc.py" and sent[1]["tool_calls"][0]["extra_content"] == {
+        "google": {"thought_signature": "s"}}
+    assert "reasoning_content" not in sent[3] and "carried" not in sent[3], "a turn without calls goes without it"
