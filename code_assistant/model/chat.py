@@ -71,7 +71,7 @@ logger = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_S = 10.0
 _TOOLS_REFUSAL_STATUSES = (400, 422, 500, 501)
-NEAR_WINDOW = 0.75  # an empty answer to a request this near the window is asked about once more, unstreamed
+NEAR_WINDOW = 0.75  # an empty answer to a prompt this near the window is asked about once more, unstreamed
 
 
 def _transport_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
@@ -303,9 +303,9 @@ class OpenAIChat:
         if streamed is None:
             logger.info("the model server closed the stream before any event; asking once without streaming")
             response = self._unstreamed(wire, request, timeout)
-        elif _empty(streamed.response) and self._near_window(counted, ask.cap):
-            logger.info("an empty answer to a request near the context window (%d of %d tokens, from %s); asking once "
-                        "without streaming", round(counted * self.window.ratio) + (ask.cap or 0), self.window.tokens,
+        elif _empty(streamed.response) and self._near_window(counted):
+            logger.info("an empty answer to a prompt near the context window (about %d of %d tokens, from %s); asking "
+                        "once without streaming", round(counted * self.window.ratio), self.window.tokens,
                         self.window.source)
             response = self._unstreamed(wire, request, timeout)
         else:
@@ -336,11 +336,11 @@ class OpenAIChat:
             logger.info("an answer cut off after %.0f tokens of a %d cap, to a prompt of %.0f%s: the server's window "
                         "is %d tokens", answer, cap, prompt, " (estimated)" if estimated else "", self.window.tokens)
 
-    def _near_window(self, counted: int, cap: int | None) -> bool:
-        """A request whose prompt and answer may not fit: within NEAR_WINDOW of the window, or a window nobody
-        reported (the default)."""
-        needed = counted * self.window.ratio + (cap or 0)
-        return self.window.source == DEFAULT_SOURCE or needed >= NEAR_WINDOW * self.window.tokens
+    def _near_window(self, counted: int) -> bool:
+        """A prompt that may not fit: within NEAR_WINDOW of the window, or under a window nobody reported (the
+        default). Only the prompt: llama-cpp-python shortens the answer's limit to the room left, and refuses only a
+        prompt over its window."""
+        return self.window.source == DEFAULT_SOURCE or counted * self.window.ratio >= NEAR_WINDOW * self.window.tokens
 
     def _unstreamed(self, wire: ModuleType, request: dict[str, Any], timeout: openai.Timeout) -> ChatResponse:
         """The request asked once more without streaming, after the server closed its stream before any event (or,
