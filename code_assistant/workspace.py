@@ -240,15 +240,23 @@ class Workspace:
         that cannot be kept."""
         from code_assistant.model.names import shown
         from code_assistant.model.prices import estimate_cost
+        from code_assistant.model.server_reports import gateway_info
 
         through = ", asked through the Responses API" if model.wire == "responses" else ""
         self.say(f"[Model: {shown(model.name)}, context window {model.window.describe()}{through}]")
         if line := self.instructions_line():
             self.say(line)
-        if self.settings.max_cost is not None and estimate_cost(model.name, 1, 1, self.settings.base_url) is None:
+        if self.settings.max_cost is None or estimate_cost(model.name, 1, 1, self.settings.base_url) is not None:
+            return
+        priced = gateway_info(self.settings.base_url, model.name, self.settings.api_key or None) \
+            if self.settings.base_url else None
+        if priced and priced[2] is not None and priced[3] is not None:
+            self.say(f"[--max-cost: priced by the gateway (GET /model/info: ${priced[2]:.2f} in, ${priced[3]:.2f} out "
+                     "per million tokens); the cap holds on the charge it reports with each answer (usage.cost)]")
+        else:
             self.say("[--max-cost: this model has no price here (a local server or an unknown model): the cap holds "
-                     "only if the server reports its charge (OpenRouter's usage.cost); --max-tokens caps the run "
-                     "whatever the server says]")
+                     "only if the server reports its charge (OpenRouter's and LiteLLM's usage.cost); --max-tokens "
+                     "caps the run whatever the server says]")
 
     def instructions_line(self) -> str | None:
         """The header's line naming the repository owner's instructions (None: there are none, or
@@ -602,13 +610,14 @@ def chat_model(settings: Settings, key: str, schema: dict | None) -> OpenAIChat:
     """The chat seam with the model's context window: the setting, else the server's report, else known, else 8192."""
     from code_assistant.model.accepts import Accepts
     from code_assistant.model.chat import OpenAIChat
-    from code_assistant.model.server_reports import catalogued, model_name, resolve_window
+    from code_assistant.model.server_reports import catalogued, model_name, output_limit, resolve_window
 
     own_key = key if settings.api_key else None
     name = model_name(settings.model, settings.model_named, settings.base_url, own_key)
     window = resolve_window(settings.context_window, settings.base_url, name, own_key,
                             load_timeout=settings.request_timeout, state=settings.state_path)
     accepts = Accepts.known(catalogued(settings.base_url, name), settings.wire)  # the rest: learned from refusals
+    accepts.max_output = accepts.max_output or output_limit(settings.base_url, name, own_key)  # a gateway's word
     return OpenAIChat(name, api_key=key, base_url=settings.base_url, timeout=settings.request_timeout,
                       max_retries=settings.max_retries, window=window, schema=schema, accepts=accepts,
                       reasoning_effort=settings.reasoning_effort)

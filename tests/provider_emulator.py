@@ -51,12 +51,14 @@ CHAT, RESPONSES = "chat", "responses"
 
 @dataclass(frozen=True)
 class Rule:
-    """A documented refusal: a request to `endpoint` that `when` holds for is answered `status`, `body`."""
+    """A documented refusal: a request to `endpoint` that `when` holds for is answered `status`, `body` (JSON, or
+    text as some servers send it), with `headers`."""
 
     endpoint: str
     when: Callable[[dict[str, Any]], bool]
     status: int
-    body: dict[str, Any]
+    body: Any
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 def openai_error(message: str, param: str | None = None, code: str | None = None,
@@ -109,6 +111,61 @@ LM_STUDIO_JSON_OBJECT = Rule(CHAT, lambda b: (b.get("response_format") or {}).ge
                              {"error": "'response_format.type' must be 'json_schema' or 'text'"})
 
 
+# ----- refusals that pass, and those that do not (given as `ahead`: the next requests' answers, once each) ----------
+def azure_rate_limit(seconds: int, endpoint: str = CHAT) -> Rule:
+    """Azure OpenAI's 429, its wait in the message and in retry-after / retry-after-ms
+    (https://github.com/openai/openai-node/issues/1108, https://github.com/microsoft/action-python/issues/12)."""
+    return Rule(endpoint, always, 429, {"error": {"code": "429", "message": (
+        "Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-02-15-preview have "
+        f"exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after {seconds} seconds. "
+        "Please go here: https://aka.ms/oai/quotaincrease if you would like to further increase the default rate "
+        "limit.")}}, headers=(("retry-after", str(seconds)), ("retry-after-ms", str(seconds * 1000))))
+
+
+def openai_rate_limit(reset_tokens: str, endpoint: str = CHAT) -> Rule:
+    """OpenAI's 429 for tokens per minute, its wait in x-ratelimit-reset-tokens only
+    (https://github.com/continuedev/continue/issues/10502; the headers: https://thoughtbot.com/blog/openai-rate-limits)."""
+    return Rule(endpoint, always, 429, openai_error(
+        "Rate limit reached for gpt-4.1 in organization org-vyUrKHsIdLcZGKR3zqCqllrS on tokens per min (TPM): Limit "
+        f"30000, Used 28039, Requested 3906. Please try again in {reset_tokens}. Visit "
+        "https://platform.openai.com/account/rate-limits to learn more.", code="rate_limit_exceeded", kind="tokens"),
+        headers=(("x-ratelimit-reset-requests", "120ms"), ("x-ratelimit-reset-tokens", reset_tokens)))
+
+
+# https://github.com/ChatGPTNextWeb/NextChat/issues/3123: OpenAI's 429 for an account out of quota
+OPENAI_QUOTA = Rule(CHAT, always, 429, openai_error(
+    "You exceeded your current quota, please check your plan and billing details.", code="insufficient_quota",
+    kind="insufficient_quota"))
+# https://github.com/BerriAI/litellm/pull/20837: LiteLLM without a database, asked with a key that is not its master key,
+# on every route (GET /v1/models the first)
+LITELLM_NO_DB = Rule(CHAT, always, 400, {"error": {"message": "No connected db.", "type": "no_db_connection",
+                                                   "param": "None", "code": "400"}})
+
+
+def _tool_turns(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in body.get("messages") or [] if m.get("role") == "assistant" and m.get("tool_calls")]
+
+
+# https://api-docs.deepseek.com/guides/thinking_mode: "For turns that do perform tool calls, the reasoning_content must
+# be fully passed back to the API in all subsequent requests. If your code does not correctly pass back
+# reasoning_content, the API will return a 400 error." The body: https://github.com/anomalyco/opencode/issues/24083
+DEEPSEEK_REASONING_BACK = Rule(CHAT, lambda b: any("reasoning_content" not in m for m in _tool_turns(b)), 400,
+                               openai_error("The reasoning_content in the thinking mode must be passed back to the "
+                                            "API.", code="invalid_request_error"))
+# https://ai.google.dev/gemini-api/docs/thought-signatures: "When using Gemini 3 models, you must pass back thought
+# signatures during function calling, otherwise you will get a validation error (4xx status code)"; the body, an array,
+# as its OpenAI endpoint sends it: https://github.com/manthanabc/paws/issues/103
+GEMINI_SIGNATURE = Rule(CHAT, lambda b: any(
+    not ((m["tool_calls"][0].get("extra_content") or {}).get("google") or {}).get("thought_signature")
+    for m in _tool_turns(b)), 400, [{"error": {"code": 400, "message": (
+        "Function call is missing a thought_signature in functionCall parts. This is required for tools to work "
+        "correctly, and missing thought_signature may lead to degraded model performance. Additional data, function "
+        "call `default_api:grep` , position 2. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures "
+        "for more details."), "status": "INVALID_ARGUMENT"}}])
+# a server's own failure, as a proxy in front of it words it: plain text
+PLAIN_500 = Rule(CHAT, always, 500, "Internal Server Error")
+
+
 # OpenAI's prompt cache: "works automatically for prompts containing 1024 tokens or more, with cache hits occurring in
 # increments of 128 tokens" (https://github.com/openai/openai-cookbook, examples/Prompt_Caching_201.ipynb)
 CACHED_FROM, CACHED_STEP = 1024, 128
@@ -135,6 +192,13 @@ def usage_openrouter(prompt: int, completion: int, reasoning: int, cached: int =
             "cost_details": {"upstream_inference_cost": None}}
 
 
+def usage_litellm(prompt: int, completion: int, reasoning: int, cached: int = 0) -> dict[str, Any]:
+    """LiteLLM 1.108.7's, in front of OpenAI: OpenAI's, with the proxy's own price of the call in `cost` (seen in its
+    stream on this machine; BerriAI/litellm's "include_cost_in_streaming_usage")."""
+    return {**usage_openai(prompt, completion, reasoning, cached),
+            "cost": round((prompt * 1.75 + (completion + reasoning) * 14.0) / 1e6, 8)}
+
+
 def usage_thoughts_apart(prompt: int, completion: int, reasoning: int, cached: int = 0) -> dict[str, Any]:
     """Gemini's thoughts outside completion_tokens, inside total_tokens, named in completion_tokens_details
     (https://github.com/router-for-me/CLIProxyAPI/issues/5733, https://github.com/mozilla-ai/any-llm/issues/1290)."""
@@ -158,6 +222,11 @@ class Profile:
     routes: dict[str, Any] = field(default_factory=dict)
     reasoning_field: str = ""  # the delta field a reasoning parser's text comes in ("": none sent)
     local: bool = False  # a server people run on their own machine (its model is its own, whatever its name)
+    signs_calls: bool = False  # each tool call streamed with extra_content.google.thought_signature (Gemini 3)
+    recount: float = 0.0  # answers cut at the cap sent, their tokens recounted by a gateway's tokenizer at this share of
+    #                       the model's (LiteLLM's 922 for llama-cpp-python's 1024: issue 59, item 6); 0: not cut here
+    window: int = 0  # the model's window behind a gateway: a request over it (prompt and cap) is answered, streamed,
+    #                  with an empty 200 stream, and unstreamed with the 400 that names it (0: no window)
 
 
 def _models(*entries: dict[str, Any]) -> dict[str, Any]:
@@ -177,11 +246,32 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
             reasoning_field="reasoning",
             routes={"/api/v1/models": _models({"id": "openai/gpt-5.2", "context_length": 400_000})}),
     Profile("litellm-gpt-5", "gpt-5", rules=(LITELLM_TEMPERATURE,), usage=usage_openai, reasoning=160),
+    Profile("litellm-no-db", "gpt-5", rules=(LITELLM_NO_DB,), routes={"/v1/models": LITELLM_NO_DB}),
+    # LiteLLM 1.108.7 on this machine in front of OpenAI, as its GET /v1/models and GET /v1/model/info answered here
+    # for `model_name: openai/gpt-5.2` (no model_info in its config: the window and prices are LiteLLM's own table's)
+    Profile("litellm-local-gpt-5.2", "openai/gpt-5.2", usage=usage_litellm, reasoning=128, local=True, routes={
+        "/v1/models": _models({"id": "openai/gpt-5.2", "mode": "chat", "max_input_tokens": 272000,
+                               "max_output_tokens": 128000}),
+        "/v1/model/info": {"data": [{"model_name": "openai/gpt-5.2", "model_info": {
+            "max_tokens": 128000, "max_input_tokens": 272000, "max_output_tokens": 128000,
+            "input_cost_per_token": 1.75e-06, "output_cost_per_token": 1.4e-05, "litellm_provider": "openai"}}]}}),
+    # LiteLLM in front of llama-cpp-python (n_ctx 4096): a prompt over the window drops llama-cpp-python's stream, which
+    # LiteLLM passes on as a 200 stream with finish_reason "stop" and no content (issue 59, item 5); unstreamed, the
+    # proxy forwards llama-cpp-python's OpenAI-worded 400
+    Profile("litellm-llama-cpp-python", "smollm2", usage=usage_plain, local=True, window=4096, recount=0.9),
+    # a gateway on this machine that reports no window for a hosted model's exact name (an older LiteLLM; a proxy of
+    # one's own): the catalogue's entry for that exact name
+    Profile("gateway-local-no-window", "openai/gpt-5.2", usage=usage_openai, reasoning=128, local=True),
     # Anthropic's compatible endpoint ignores response_format, seed and reasoning_effort
     # (https://platform.claude.com/docs/en/api/openai-sdk): nothing of ours is refused
     Profile("anthropic-claude-sonnet-4-5", "claude-sonnet-4-5"),
     Profile("google-gemini-2.5-flash", "gemini-2.5-flash", api="/v1beta/openai", usage=usage_thoughts_apart,
             reasoning=300),
+    Profile("google-gemini-3-flash", "gemini-3-flash-preview", api="/v1beta/openai", usage=usage_thoughts_apart,
+            reasoning=300, rules=(GEMINI_SIGNATURE,), signs_calls=True),
+    # DeepSeek: https://api.deepseek.com, thinking mode on by default, its reasoning streamed as reasoning_content
+    Profile("deepseek-v4-flash", "deepseek-v4-flash", api="", rules=(DEEPSEEK_REASONING_BACK,), usage=usage_openai,
+            reasoning=120, reasoning_field="reasoning_content"),
     Profile("ollama-gemma3", "gemma3:4b", rules=(OLLAMA_TOOLS,), local=True, routes={
         "/api/show": {"parameters": "num_ctx                        8192",
                       "model_info": {"gemma3.context_length": 131072}}}),
@@ -196,9 +286,12 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
 
 
 class ProviderEmulator(LoopbackServer):
-    def __init__(self, profile: Profile | str, script: list[Step] | None = None) -> None:
+    def __init__(self, profile: Profile | str, script: list[Step] | None = None, ahead: list[Rule] | None = None) -> None:
         self.profile = PROFILES[profile] if isinstance(profile, str) else profile
         self.script: list[Step] = list(script or [])
+        self.ahead: list[Rule] = list(ahead or [])  # the next requests' answers, each once, before the profile's
+        self.times: list[float] = []  # when each chat or Responses request came (time.monotonic())
+        self.signatures: dict[str, str] = {}  # call id -> the thought signature it was streamed with
         self.requests: list[dict[str, Any]] = []
         self.refused: list[dict[str, Any]] = []  # the requests answered with a documented refusal
         self.encrypted: dict[str, str] = {}  # reasoning item id -> the encrypted content sent with it
@@ -218,6 +311,7 @@ class ProviderEmulator(LoopbackServer):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 with emulator.lock:
                     emulator.requests.append({"path": self.path, "body": body})
+                    emulator.times.append(time.monotonic())
                 api = emulator.profile.api
                 if self.path == f"{api}/chat/completions":
                     return emulator.chat(self, body)
@@ -227,6 +321,8 @@ class ProviderEmulator(LoopbackServer):
 
             def _route(self, body: Any) -> None:
                 profile = emulator.profile
+                if isinstance(route := profile.routes.get(self.path), Rule):
+                    return send_json(self, route.status, route.body, route.headers)
                 if self.path in profile.routes:
                     return send_json(self, 200, profile.routes[self.path])
                 if self.path == f"{profile.api}/models":
@@ -240,6 +336,9 @@ class ProviderEmulator(LoopbackServer):
         served = self.profile.chat if endpoint == CHAT else self.profile.responses
         if not served:
             return Rule(endpoint, always, 404, openai_error(f"no route /{endpoint}", code="not_found"))
+        with self.lock:
+            if self.ahead and self.ahead[0].endpoint == endpoint:
+                return self.ahead.pop(0)
         return next((r for r in self.profile.rules if r.endpoint == endpoint and r.when(body)), None)
 
     def next_step(self, body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
@@ -263,31 +362,72 @@ class ProviderEmulator(LoopbackServer):
     def chat(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         if rule := self.refusal(CHAT, body):
             self.refused.append(body)
-            return send_json(handler, rule.status, rule.body)
+            return send_json(handler, rule.status, rule.body, rule.headers)
+        if self.profile.window and (requested := self.requested(body)) > self.profile.window:
+            self.refused.append(body)
+            if body.get("stream"):
+                chunk = {"id": "chatcmpl-emulated", "object": "chat.completion.chunk", "created": int(time.time()),
+                         "model": self.profile.model, "choices": [
+                             {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": "stop"}]}
+                return send_events(handler, [json.dumps(chunk)])
+            return send_json(handler, 400, openai_error(
+                "litellm.ContextWindowExceededError: litellm.BadRequestError: ContextWindowExceededError: "
+                f"OpenAIException - This model's maximum context length is {self.profile.window} tokens. However, you "
+                f"requested {requested} tokens ({prompt_tokens(body)} in the messages, {self.cap(body)} in the "
+                "completion). Please reduce the length of the messages or completion.", code="400"))
+        if not body.get("stream"):
+            return self.completion(handler, body)
         answer, calls = self.next_step(body)
-        reasoning = self.profile.reasoning
-        usage = self.profile.usage(prompt_tokens(body), tokens.count_tokens(answer), reasoning,
-                                   self.cached(prompt_ids(body)))
+        reasoning, cap, completion = self.profile.reasoning, self.cap(body), tokens.count_tokens(answer)
+        cut = bool(self.profile.recount and cap and completion > cap)
+        if cut:
+            answer, completion = answer[:len(answer) * cap // completion], round(cap * self.profile.recount)
+        usage = self.profile.usage(prompt_tokens(body), completion, reasoning, self.cached(prompt_ids(body)))
         deltas: list[dict[str, Any]] = []
         if self.profile.reasoning_field and reasoning:
             deltas.append({self.profile.reasoning_field: "Thinking about the failing test first."})
         deltas += [{"content": answer[i:i + 16]} for i in range(0, len(answer), 16)]
         for index, call in enumerate(calls):
-            deltas.append({"tool_calls": [{"index": index, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
-                                           "function": {"name": call["name"], "arguments": call["arguments"]}}]})
+            piece = {"index": index, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
+                     "function": {"name": call["name"], "arguments": call["arguments"]}}
+            if self.profile.signs_calls:
+                self.signatures[piece["id"]] = f"CiQB{uuid.uuid4().hex}"
+                piece["extra_content"] = {"google": {"thought_signature": self.signatures[piece["id"]]}}
+            deltas.append({"tool_calls": [piece]})
         chunk = {"id": "chatcmpl-emulated", "object": "chat.completion.chunk", "created": int(time.time()),
                  "model": self.profile.model}
         events = [{**chunk, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
-        events.append({**chunk, "choices": [{"index": 0, "delta": {},
-                                             "finish_reason": "tool_calls" if calls else "stop"}]})
+        events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "length" if cut else
+                                             "tool_calls" if calls else "stop"}]})
         events.append({**chunk, "choices": [], "usage": usage})
         send_events(handler, [json.dumps(e) for e in events])
+
+    @staticmethod
+    def cap(body: dict[str, Any]) -> int:
+        return int(body.get("max_completion_tokens") or body.get("max_tokens") or 0)
+
+    def requested(self, body: dict[str, Any]) -> int:
+        return prompt_tokens(body) + self.cap(body)
+
+    def completion(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        """An unstreamed chat answer: the completion object."""
+        answer, calls = self.next_step(body)
+        message: dict[str, Any] = {"role": "assistant", "content": answer or None}
+        if calls:
+            message["tool_calls"] = [{"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function", "function": call}
+                                     for call in calls]
+        send_json(handler, 200, {"id": "chatcmpl-emulated", "object": "chat.completion", "created": int(time.time()),
+                                 "model": self.profile.model, "choices": [{
+                                     "index": 0, "message": message,
+                                     "finish_reason": "tool_calls" if calls else "stop"}],
+                                 "usage": self.profile.usage(prompt_tokens(body), tokens.count_tokens(answer),
+                                                             self.profile.reasoning, 0)})
 
     def respond(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         rule = self.refusal(RESPONSES, body) or self.unmatched(body)
         if rule:
             self.refused.append(body)
-            return send_json(handler, rule.status, rule.body)
+            return send_json(handler, rule.status, rule.body, rule.headers)
         answer, calls = self.next_step(body)
         events = self.events(body, answer, calls)
         send_events(handler, [json.dumps(e) for e in events], names=[e["type"] for e in events])
@@ -374,10 +514,15 @@ class ProviderEmulator(LoopbackServer):
         return [r["body"] for r in self.requests if r["path"] == path]
 
 
-def send_json(handler: BaseHTTPRequestHandler, status: int, payload: Any) -> None:
-    data = json.dumps(payload).encode()
+def send_json(handler: BaseHTTPRequestHandler, status: int, payload: Any,
+              headers: tuple[tuple[str, str], ...] = ()) -> None:
+    """A JSON answer (a str payload goes as plain text, as some servers' errors do)."""
+    text = isinstance(payload, str)
+    data = payload.encode() if text else json.dumps(payload).encode()
     handler.send_response(status)
-    handler.send_header("Content-Type", "application/json")
+    for name, value in headers:
+        handler.send_header(name, value)
+    handler.send_header("Content-Type", "text/plain" if text else "application/json")
     handler.send_header("Content-Length", str(len(data)))
     handler.end_headers()
     handler.wfile.write(data)

@@ -105,7 +105,7 @@ def test_max_cost_holds_on_what_the_server_charged_and_says_when_nothing_can_hol
     with ProviderEmulator("openrouter-gpt-5.2", [FIX_ADD]) as emulator:
         capped = _run(repo, emulator, "--max-cost", "0.000001")
     assert capped.returncode == 1, capped.stdout + capped.stderr
-    assert "the cap holds only if the server reports its charge (OpenRouter's usage.cost)" in capped.stdout
+    assert "the cap holds only if the server reports its charge (OpenRouter's and LiteLLM's usage.cost)" in capped.stdout
     [result] = [line for line in capped.stdout.splitlines() if line.startswith("Result: ")]
     assert re.fullmatch(r"Result: FAILED \(cost_cap: \$0\.\d{4} spent, over --max-cost \$0\.000001\)", result), result
     assert snapshot(repo) == before
@@ -150,6 +150,9 @@ CONTRACTS = {
     "vllm-qwen2.5-coder": (1, False, 0, False, (32768, "GET /v1/models")),
     "lmstudio-qwen2.5-coder": (0, True, 0, False, (16384, "GET /api/v0/models")),
     "llama.cpp-no-jinja": (1, False, 0, False, (8192, "GET /props")),
+    "litellm-local-gpt-5.2": (0, True, 128, True, (272000, "GET /v1/models (max_input_tokens)")),
+    "gateway-local-no-window": (0, True, 128, False, (400000, (f"{lookup('openai/gpt-5.2').source} (openai/gpt-5.2; "
+                                                               "the exact name, through a server on this machine)"))),
 }
 
 
@@ -218,3 +221,29 @@ def test_a_chosen_wire_is_kept_and_a_refusal_that_wants_the_other_names_the_sett
     env = run_cli(["--repo", str(repo), "--task", "fix add"], server_url="http://127.0.0.1:9/v1",
                   extra_env={"OPENAI_REASONING_EFFORT": "maximal"})
     assert env.returncode == 2 and "OPENAI_REASONING_EFFORT" in env.stderr
+
+
+# ----- a gateway on this machine, asked what it knows ------------------------------------------------------------------
+def test_a_local_gateway_is_asked_its_window_output_limit_and_price_and_the_header_says_where_each_comes_from(
+        tmp_path: Path) -> None:
+    """LiteLLM as 1.108.7 answered on this machine: its window and output limit for a hosted name, its price in GET
+    /model/info, its charge in usage.cost, which the cap holds on."""
+    repo = python_repo(tmp_path)
+    with ProviderEmulator("litellm-local-gpt-5.2", [FIX_ADD]) as emulator:
+        proc = _run(repo, emulator, "--max-cost", "5")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[Model: openai/gpt-5.2, context window 272000 tokens, from GET /v1/models (max_input_tokens)]" \
+        in proc.stdout
+    assert "[--max-cost: priced by the gateway (GET /model/info: $1.75 in, $14.00 out per million tokens); the cap " \
+           "holds on the charge it reports with each answer (usage.cost)]" in proc.stdout
+    [body] = emulator.bodies(CHAT)
+    assert body["max_completion_tokens"] <= 128000, "within the gateway's output limit"
+    assert "has no price here" not in proc.stdout
+
+
+def test_a_bare_name_on_a_server_here_is_not_the_catalogues_but_its_exact_prefixed_name_is() -> None:
+    assert resolve_window(None, "http://127.0.0.1:9/v1", "gpt-5.2").source.startswith("the default")
+    found = resolve_window(None, "http://127.0.0.1:9/v1", "openai/gpt-5.2")
+    assert found.tokens == 400_000 and found.source.endswith("(openai/gpt-5.2; the exact name, through a server on "
+                                                             "this machine)")
+    assert resolve_window(None, "http://127.0.0.1:9/v1", "openai/gpt-5.2-2025-12-11").source.startswith("the default")

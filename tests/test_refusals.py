@@ -96,6 +96,20 @@ PUBLISHED: list[tuple[int, Any, Lesson, str]] = [
     # https://github.com/openai/openai-python/issues/1724
     (400, _openai("Unrecognized request argument supplied: max_completion_tokens"), Lesson.MAX_TOKENS,
      "max_completion_tokens"),
+    # https://github.com/anomalyco/opencode/issues/24083 (DeepSeek's thinking mode, a tool-call turn without it)
+    (400, {"error": {"message": "The reasoning_content in the thinking mode must be passed back to the API.",
+                     "type": "invalid_request_error", "param": None, "code": "invalid_request_error"}},
+     Lesson.REASONING_BACK, ""),
+    # https://github.com/warpdotdev/warp/issues/11587 (the same through a gateway, the field in backticks, a flat body)
+    (400, {"message": "Error from provider (DeepSeek): The `reasoning_content` in the thinking mode must be passed back "
+                      "to the API.", "type": "invalid_request_error", "param": None, "code": "invalid_request_error"},
+     Lesson.REASONING_BACK, ""),
+    # https://github.com/nearai/ironclaw/issues/1521 (Gemini's OpenAI endpoint: its body an array)
+    (400, [{"error": {"code": 400, "message": "Function call is missing a thought_signature in functionCall parts. This "
+                      "is required for tools to work correctly, and missing thought_signature may lead to degraded "
+                      "model performance. Additional data, function call default_api:skill_list , position 21. "
+                      "Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.",
+                      "status": "INVALID_ARGUMENT"}}], Lesson.SIGNATURE_BACK, ""),
     # https://github.com/langchain-ai/langchain-azure/issues/82
     (400, {"detail": [{"type": "extra_forbidden", "loc": ["body", "seed"], "msg": "Extra inputs are not permitted",
                        "input": 123}]}, Lesson.NO_SEED, "seed"),

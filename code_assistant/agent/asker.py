@@ -203,7 +203,9 @@ def _why(error: PlanParseError, response: ChatResponse, visible: str) -> str:
     """What the re-ask tells the model: an answer cut off at max_tokens is said to be cut off, whatever broke."""
     if not response.cut_off:
         return str(error)
-    limit = f"it was cut off at the limit for an answer ({response.completion_tokens} tokens)"
+    recount = f"; the server counted {response.completion_tokens}" \
+        if response.cap and response.completion_tokens not in (0, response.cap) else ""
+    limit = f"it was cut off at the limit for an answer ({response.cap or response.completion_tokens} tokens{recount})"
     if error.only_reasoning or (not visible.strip() and response.reasoning):
         return f"{limit} while still reasoning, before any plan; reason briefly, then send the plan"
     return f"{limit}, so it is incomplete; send fewer or shorter changes"

@@ -145,7 +145,7 @@ def _streamed(model: ChatModel, messages: list[Message], on_token: Callable[[str
                 shown(text)
 
         try:
-            return model.complete(messages, on_token=piece, tools=tools, schema=schema)
+            return model.complete(messages, on_token=piece, tools=tools, schema=schema, on_wait=wait.tick)
         finally:
             if shown is not None:
                 shown.close()

@@ -32,6 +32,9 @@ WHAT: dict[Lesson, str] = {  # what a lesson says of the model, for its line
     Lesson.NO_REASONING_EFFORT: "takes no reasoning effort (--reasoning-effort is not sent)",
     Lesson.NO_ENCRYPTED_REASONING: "returns no encrypted reasoning (it is not asked for)",
     Lesson.RESPONSES: "is served by the Responses API only: asked at /responses",
+    Lesson.REASONING_BACK: "thinks with its tool calls: each tool-call turn goes back with its reasoning_content",
+    Lesson.SIGNATURE_BACK: "signs its tool calls: a call without its thought signature goes back with the "
+                           "placeholder Google documents",
 }
 
 
@@ -48,6 +51,8 @@ class Accepts:
     reasoning_effort: bool | None = None
     encrypted_reasoning: bool | None = None  # Responses: its reasoning returned encrypted, carried between turns
     tools: bool | None = None  # native tool calls (False: described in words)
+    reasoning_back: bool = False  # DeepSeek's thinking mode refused a tool-call turn without reasoning_content
+    signature_back: bool = False  # Gemini refused a call without its thought signature
     structured: bool | None = None  # response_format (False: free text from the start)
     max_output: int | None = None  # the most tokens an answer may have (a catalogue's output limit)
     learned: set[Lesson] = field(default_factory=set)
@@ -115,6 +120,10 @@ class Accepts:
                     self.wire = Wire.RESPONSES
                 case Lesson.NO_TOOLS:
                     self.tools = False
+                case Lesson.REASONING_BACK:
+                    self.reasoning_back = True
+                case Lesson.SIGNATURE_BACK:
+                    self.signature_back = True
             return True
 
 
@@ -142,3 +151,5 @@ class Ask:
     cap_name: str = "max_tokens"  # chat completions: max_tokens or max_completion_tokens
     effort: str | None = None  # the reasoning effort
     encrypted_reasoning: bool = False  # Responses: the reasoning returned encrypted, to carry between turns
+    reasoning_back: bool = False  # chat: every tool-call turn with a reasoning_content (DeepSeek's thinking mode)
+    signature_back: bool = False  # chat: every tool-call turn's first call with a thought signature (Gemini)

@@ -172,3 +172,15 @@ def lookup(model: str) -> ModelInfo | None:
     catalogue = _catalogue() if model.strip() else None
     found = _find(catalogue, model) if catalogue else None
     return _info(found[0], found[1], catalogue.source) if catalogue and found else None
+
+
+def exact(model: str) -> ModelInfo | None:
+    """The catalogue's entry for a name given exactly as `provider/model-id` (a prefix LiteLLM or OpenRouter uses
+    counts: `gemini/` is google's), no spelling varied; None for a bare name or any other."""
+    provider, _, model_id = model.strip().lower().partition("/")
+    catalogue = _catalogue() if provider and model_id else None
+    if catalogue is None:
+        return None
+    provider = _ALIASES.get(provider, provider)
+    found = catalogue.by_provider.get(provider, {}).get(model_id)
+    return _info(provider, found, catalogue.source) if found is not None else None

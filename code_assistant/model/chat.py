@@ -4,7 +4,8 @@ one of two wires — chat completions (completions.py) or the Responses API (res
 
 What a local server needs is here too: answers capped at the window's reserve, a window learned from a refusal that
 names it (ContextOverflow: the caller builds a smaller request and asks once more; a stream closed before any event,
-llama-cpp-python's refusal, is asked about once without streaming, which names it) or from an answer cut off where it
+llama-cpp-python's refusal, or an empty answer near the window, the same refusal through a gateway, is asked about
+once without streaming, which names it) or from an answer cut off where it
 filled the window (window.filled_window), structured output in the first
 form the server takes (structured.py), and answers always streamed, so that the timeout is the gap between two tokens,
 not the answer; the first gap allows for reading the prompt at the speed the server has shown (pace.py). A server
@@ -51,9 +52,17 @@ from code_assistant.model.records import (
     Usage,
 )
 from code_assistant.model.refusals import Lesson, Read, error_body, error_detail, fatal_message, read_refusal
+from code_assistant.model.retry import MAX_WAIT_S, Pause, lasting_cause, server_pause, transient
 from code_assistant.model.structured import FORMS, refuses_response_format
 from code_assistant.model.usage import SentPrompts
-from code_assistant.model.window import CUT_SOURCE, FILLED_SOURCE, ContextWindow, WindowLimit, window_limit
+from code_assistant.model.window import (
+    CUT_SOURCE,
+    DEFAULT_SOURCE,
+    FILLED_SOURCE,
+    ContextWindow,
+    WindowLimit,
+    window_limit,
+)
 
 __all__ = ["CARRIED", "ChatModel", "ChatResponse", "ContextOverflow", "Message", "ModelError", "ModelStalled",
            "OpenAIChat", "ToolCall", "ToolsRefused", "Usage", "redact_messages"]
@@ -62,6 +71,7 @@ logger = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_S = 10.0
 _TOOLS_REFUSAL_STATUSES = (400, 422, 500, 501)
+NEAR_WINDOW = 0.75  # an empty answer to a prompt this near the window is asked about once more, unstreamed
 
 
 def _transport_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
@@ -143,8 +153,10 @@ class OpenAIChat:
             window=self.window if isinstance(window, Keep) else window)
 
     def complete(self, messages: list[Message], on_token: Callable[[str], None] | None = None, *,
-                 tools: list[dict[str, Any]] | None = None, schema: bool = True) -> ChatResponse:
+                 tools: list[dict[str, Any]] | None = None, schema: bool = True,
+                 on_wait: Callable[[str], None] | None = None) -> ChatResponse:
         messages = redact_messages(messages)
+        waited = on_wait or _unseen
         counted = message_tokens(messages)
         shared = self.sent.record(messages)
         attempt = 0
@@ -177,24 +189,25 @@ class OpenAIChat:
                 if read is not None and self._learned(read, exc, tools=bool(tools), version=version):
                     attempt -= 1
                     continue
-                if tools and exc.status_code in _TOOLS_REFUSAL_STATUSES and "tool" in detail.lower():
+                lasting = lasting_cause(exc.status_code, error_body(exc))
+                if tools and read is None and not lasting and exc.status_code in _TOOLS_REFUSAL_STATUSES and \
+                        "tool" in detail.lower():  # a refusal the table reads (a thought signature's) is not this
                     self._tools_refused(exc)
-                transient = exc.status_code in (408, 409, 429) or exc.status_code >= 500
-                if not transient or attempt > self.max_retries:
+                if lasting or not transient(exc.status_code) or attempt > self.max_retries:
                     raise ModelError(fatal_message(exc, self.base_url, self._hint(read, exc.status_code)),
-                                     exit_code=2 if exc.status_code in (401, 403, 404) else 1) from exc
-                self._backoff(attempt, exc)
+                                     exit_code=2 if lasting or exc.status_code in (401, 403, 404) else 1) from exc
+                self._backoff(attempt, exc, waited, server_pause(exc.response.headers))
             except _TIMEOUTS as exc:
                 raise ModelStalled(self._pace.gave_up(self.timeout, counted * self.window.ratio)) from exc
             except _TRANSPORT as exc:
                 if attempt > self.max_retries:
                     raise ModelError(f"the model server did not answer after {attempt} tries: {_short(exc)}") from exc
-                self._backoff(attempt, exc)
+                self._backoff(attempt, exc, waited)
             except openai.APIError as exc:  # an error event inside a stream
                 self._overflow(exc, counted)
                 if attempt > self.max_retries:
                     raise ModelError(f"the model server failed after {attempt} tries: {_short(exc)}") from exc
-                self._backoff(attempt, exc)
+                self._backoff(attempt, exc, waited)
 
     @property
     def _pace(self) -> PromptPace:
@@ -247,10 +260,22 @@ class OpenAIChat:
         self.window.learn(WindowLimit(limit.window, prompt), counted)
         raise ContextOverflow(f"the request did not fit the model's context window of {limit.window} tokens") from exc
 
-    def _backoff(self, attempt: int, exc: Exception) -> None:
-        delay = self.backoff_s * (2 ** (attempt - 1)) * (1 + random.random() / 4)
-        logger.warning("model call failed (%s); retry %d/%d in %.1fs", _short(exc), attempt, self.max_retries, delay)
+    def _backoff(self, attempt: int, exc: Exception, on_wait: Callable[[str], None], pause: Pause | None = None) -> None:
+        """The wait before asking again: the one the server named (retry.py), else exponential; said in full in the
+        log and in the waiting line. A server that asks for longer than MAX_WAIT_S ends the run instead."""
+        why = _why(exc)
+        if pause is not None and pause.seconds > MAX_WAIT_S:
+            raise ModelError(f"the model server at {self.base_url or 'api.openai.com'} asks to wait {pause.words()}, "
+                             f"longer than the {MAX_WAIT_S:.0f} s a run waits ({why})") from exc
+        if pause is not None:
+            delay, how = pause.seconds, pause.words()
+        else:
+            delay = self.backoff_s * (2 ** (attempt - 1)) * (1 + random.random() / 4)
+            how = f"{delay:.1f} s"
+        logger.warning("the model call failed (%s); retry %d/%d in %s", why, attempt, self.max_retries, how)
+        on_wait(f"{why}; asking again in {how} (retry {attempt}/{self.max_retries})")
         self.sleep(delay)
+        on_wait(f"asked again (retry {attempt}/{self.max_retries}), waiting for the first token")
 
     def _request(self, messages: list[Message], counted: int, *, tools: list[dict[str, Any]] | None,
                  schema: bool) -> Ask:
@@ -264,7 +289,8 @@ class OpenAIChat:
                    temperature=self.temperature if accepts.sends_temperature else None,
                    seed=self.seed if accepts.sends_seed else None, cap=cap, cap_name=accepts.cap_name,
                    effort=self.reasoning_effort if accepts.sends_effort(self.reasoning_effort) else None,
-                   encrypted_reasoning=accepts.asks_encrypted_reasoning)
+                   encrypted_reasoning=accepts.asks_encrypted_reasoning, reasoning_back=accepts.reasoning_back,
+                   signature_back=accepts.signature_back)
 
     def _ask(self, messages: list[Message], on_token: Callable[[str], None] | None, counted: int, shared: int,
              wait: float, *, tools: list[dict[str, Any]] | None, schema: bool) -> ChatResponse:
@@ -277,11 +303,16 @@ class OpenAIChat:
         if streamed is None:
             logger.info("the model server closed the stream before any event; asking once without streaming")
             response = self._unstreamed(wire, request, timeout)
+        elif _empty(streamed.response) and self._near_window(counted):
+            logger.info("an empty answer to a prompt near the context window (about %d of %d tokens, from %s); asking "
+                        "once without streaming", round(counted * self.window.ratio), self.window.tokens,
+                        self.window.source)
+            response = self._unstreamed(wire, request, timeout)
         else:
             response, reported = streamed.response, streamed.response.reported
             self._pace.learn(streamed.timings, reported.prompt - (reported.cached or 0) if reported
                              else counted * self.window.ratio, streamed.first)
-        response.wire = self.accepts.wire.value
+        response.wire, response.cap = self.accepts.wire.value, ask.cap
         if response.reported is None:  # the server sent no counts
             response.prompt_tokens = round(counted * self.window.ratio)
             response.completion_tokens = tokens.count_tokens(response.text)
@@ -305,14 +336,25 @@ class OpenAIChat:
             logger.info("an answer cut off after %.0f tokens of a %d cap, to a prompt of %.0f%s: the server's window "
                         "is %d tokens", answer, cap, prompt, " (estimated)" if estimated else "", self.window.tokens)
 
+    def _near_window(self, counted: int) -> bool:
+        """A prompt that may not fit: within NEAR_WINDOW of the window, or under a window nobody reported (the
+        default). Only the prompt: llama-cpp-python shortens the answer's limit to the room left, and refuses only a
+        prompt over its window."""
+        return self.window.source == DEFAULT_SOURCE or counted * self.window.ratio >= NEAR_WINDOW * self.window.tokens
+
     def _unstreamed(self, wire: ModuleType, request: dict[str, Any], timeout: openai.Timeout) -> ChatResponse:
-        """The request asked once more without streaming, after the server closed its stream before any event: that
-        is how llama-cpp-python refuses a prompt over its window, and unstreamed it says why (a 400 that names the
-        window). It drops the connection after such a stream, so a request sent on it next would be reset
+        """The request asked once more without streaming, after the server closed its stream before any event (or,
+        near the window, answered nothing: llama-cpp-python's dropped stream as LiteLLM passes it on, a 200 with
+        finish_reason "stop" and no content): that is how llama-cpp-python refuses a prompt over its window, and
+        unstreamed it says why (a 400 that names the window). It drops the connection after such a stream, so a request sent on it next would be reset
         ("Connection error.", taken for the network); this one goes on a new connection."""
         self._client.close()
         self._client = self._connect()
         return wire.once(self._client, request, timeout)
+
+
+def _empty(response: ChatResponse) -> bool:
+    return not (response.text.strip() or response.reasoning or response.tool_calls)
 
 
 def _unseen(piece: str) -> None:
@@ -339,6 +381,14 @@ def redact_messages(messages: list[Message]) -> list[Message]:
     if total:
         logger.info("redacted %d secret(s) before calling the model", total)
     return cleaned
+
+
+def _why(exc: Exception) -> str:
+    """What went wrong, in full: a refusal's status and the message its body carries (one line), else the error's."""
+    if isinstance(exc, openai.APIStatusError):
+        detail = " ".join(error_detail(exc).split())
+        return f"the server answered {exc.status_code}" + (f": {detail}" if detail else "")
+    return _short(exc)
 
 
 def _short(exc: Exception) -> str:

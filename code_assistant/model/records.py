@@ -66,6 +66,7 @@ class ChatResponse:
     completion_tokens: int = 0  # the whole output as billed: the reasoning too
     estimated: bool = False  # the server sent no counts (a stream without usage): counted here
     cut_off: bool = False    # the answer stopped at its token limit (finish_reason "length", status "incomplete")
+    cap: int | None = None   # the token limit the answer was asked with (None: none was sent)
     reported: ReportedPrompt | None = None  # the server's own numbers for the prompt (its cache's part, if named)
     reasoning: str = ""  # what a reasoning parser sent apart (reasoning_content / reasoning): never the answer
     tool_calls: list[ToolCall] = field(default_factory=list)  # native calls the answer asks for, in order
@@ -167,9 +168,11 @@ class ChatModel(Protocol):
         ...
 
     def complete(self, messages: list[Message], on_token: Callable[[str], None] | None = None, *,
-                 tools: list[dict[str, Any]] | None = None, schema: bool = True) -> ChatResponse:
+                 tools: list[dict[str, Any]] | None = None, schema: bool = True,
+                 on_wait: Callable[[str], None] | None = None) -> ChatResponse:
         """The answer to `messages`; `tools`: declared in OpenAI's chat form (the answer may ask for calls);
-        `schema`: False when the answer may be something else than a plan (tool calls written as text)."""
+        `schema`: False when the answer may be something else than a plan (tool calls written as text); `on_wait`:
+        told in words why and how long the model waits before asking again (for the waiting line)."""
         ...
 
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import openai
 
+from code_assistant.model.error_bodies import body_message
+from code_assistant.model.retry import lasting_cause
 from code_assistant.model.server_reports import v1_hint
 
 
@@ -34,6 +36,8 @@ class Lesson(StrEnum):
     NO_TOOLS = "tools"  # the tools described in words (exchange.py)
     RESPONSES = "responses"  # the model is served by the Responses API only
     WINDOW = "window"  # the refusal names the context window (window.py reads it)
+    REASONING_BACK = "reasoning_content"  # tool-call turns go back with their reasoning_content (DeepSeek)
+    SIGNATURE_BACK = "thought_signature"  # tool calls go back with a thought signature (Gemini)
 
 
 PARAMETERS: dict[str, Lesson] = {  # a refused parameter, as the generic rows name it
@@ -87,6 +91,14 @@ REFUSALS: tuple[Refusal, ...] = (
     # https://github.com/caozhiyuan/copilot-api/issues/102: "model gpt-5.3-codex is not accessible via the
     # /chat/completions endpoint", code unsupported_api_for_model
     _row("GitHub Copilot's API", r"unsupported_api_for_model", Lesson.RESPONSES),
+    # https://github.com/anomalyco/opencode/issues/24083, https://github.com/MGdaasLab/WHartTest/issues/95: 400 {"error":
+    # {"message": "The reasoning_content in the thinking mode must be passed back to the API.", "type":
+    # "invalid_request_error", "code": "invalid_request_error"}}
+    _row("DeepSeek", r"reasoning_content.{0,20} in the thinking mode must be passed back", Lesson.REASONING_BACK),
+    # https://github.com/manthanabc/paws/issues/103 (its body an array), https://github.com/nearai/ironclaw/issues/1521:
+    # 400 "Function call is missing a thought_signature in functionCall parts. This is required for tools to work
+    # correctly, ...", status INVALID_ARGUMENT
+    _row("Gemini", r"missing a thought_signature", Lesson.SIGNATURE_BACK),
     # https://github.com/vllm-project/vllm/issues/9986: 400 "\"auto\" tool choice requires --enable-auto-tool-choice
     # and --tool-call-parser to be set"
     _row("vLLM", r'"auto" tool choice requires --enable-auto-tool-choice', Lesson.NO_TOOLS),
@@ -158,20 +170,17 @@ def read_refusal(status: int, body: Any) -> Read | None:
 
 
 def error_body(exc: openai.APIError) -> Any:
+    """The error answer's body: parsed JSON in whatever shape it came (object, array), else its text."""
     response = getattr(exc, "response", None)
+    if response is None:
+        return {"error": exc.body}
     try:
-        return response.json() if response is not None else {"error": exc.body}
-    except Exception:  # noqa: BLE001 - a non-JSON error body is still an error
-        return None
-
-
-def body_message(body: Any) -> str:
-    """The message of an error body: OpenAI's {"error": {"message"}}, or vLLM's {"object": "error", "message"}."""
-    error = body.get("error") if isinstance(body, dict) else None
-    detail = error.get("message") if isinstance(error, dict) else error if isinstance(error, str) else None
-    if detail is None and isinstance(body, dict) and isinstance(body.get("message"), str):
-        detail = body["message"]
-    return str(detail or "")
+        return response.json()
+    except Exception:  # noqa: BLE001 - a non-JSON error body is still an error: its text says what
+        try:
+            return response.text or None
+        except Exception:  # noqa: BLE001 - a streamed body already closed
+            return None
 
 
 def error_detail(exc: openai.APIError) -> str:
@@ -179,7 +188,8 @@ def error_detail(exc: openai.APIError) -> str:
 
 
 def fatal_message(exc: openai.APIStatusError, base_url: str | None, hint: str = "") -> str:
-    """401, 403 and 404 end the run: what the server said, and what to check (a 404: the /v1 the URL may lack)."""
+    """A refusal that ends the run: its lasting cause where the body names one (retry.py), else what the server said
+    and what to check (401, 403; a 404: the /v1 the URL may lack)."""
     where = base_url or "api.openai.com"
     detail = error_detail(exc).splitlines()[0][:300] if error_detail(exc) else ""
     suffix = f": {detail}" if detail else ""
@@ -191,4 +201,6 @@ def fatal_message(exc: openai.APIStatusError, base_url: str | None, hint: str = 
         found = v1_hint(base_url)
         return (f"the model or endpoint was not found at {where} (404){suffix}"
                 f"{found or hint or '; check OPENAI_MODEL and OPENAI_BASE_URL'}")
+    if cause := lasting_cause(exc.status_code, error_body(exc)):
+        return f"the model server at {where} refused the request: {cause} ({exc.status_code}{suffix})"
     return f"the model server at {where} answered {exc.status_code}{suffix}{hint}"

@@ -66,7 +66,7 @@ def input_items(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[s
             items.append({"type": "function_call_output", "call_id": message.get("tool_call_id", ""),
                           "output": content or ""})
         elif role == "assistant":
-            items += message.get(CARRIED) or []
+            items += [i for i in message.get(CARRIED) or [] if i.get("type") == "reasoning"]  # the chat wire's: not here
             if content:
                 items.append({"role": "assistant", "content": content})
             items += [{"type": "function_call", "call_id": call["id"], "name": call["function"]["name"],

@@ -30,9 +30,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from code_assistant.errors import ConfigError
-from code_assistant.model.catalogue import ModelInfo, lookup
+from code_assistant.model.catalogue import ModelInfo, exact, lookup
+from code_assistant.model.error_bodies import body_codes, body_message
 from code_assistant.model.prices import is_local
 from code_assistant.model.remembered import FILE_NAME, WindowMemory, fingerprint
+from code_assistant.model.retry import lasting_cause
 from code_assistant.model.window import DEFAULT_SOURCE, DEFAULT_WINDOW, OPENAI_RATIO, ContextWindow
 
 logger = logging.getLogger(__name__)
@@ -41,12 +43,32 @@ PROBE_TIMEOUT_S = 3.0
 CHECK_TIMEOUT_S = 10.0  # the first question of a run: a server that is up answers GET /models in well under a second
 OPENAI_URL = "https://api.openai.com/v1"
 _MODEL_LISTS: dict[str, Any] = {}  # GET /models answers this process has had, by URL
+_MODEL_INFOS: dict[str, Any] = {}  # GET /model/info answers (LiteLLM's), by URL
 OLLAMA_OLD_DEFAULT = 2048
 _NUM_CTX_RE = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
 
 
 class _Unreachable(Exception):
     pass
+
+
+# A key refused, as gateways type it beside 401: LiteLLM's auth_error (https://github.com/BerriAI/litellm/issues/4880),
+# Anthropic's authentication_error, OpenAI's invalid_api_key.
+_KEY_REFUSED = {"auth_error", "authentication_error", "invalid_api_key"}
+# LiteLLM without a database, asked with a key that is not its master key: 400 {"error": {"message": "No connected
+# db.", "type": "no_db_connection", "code": "400"}} (https://github.com/BerriAI/litellm/pull/20837)
+_NO_KEY_STORE = {"no_db_connection"}
+
+
+def _error_body(exc: urllib.error.HTTPError) -> Any:
+    try:
+        text = exc.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def _call(url: str, body: dict[str, Any] | None = None, timeout: float = PROBE_TIMEOUT_S,
@@ -85,11 +107,62 @@ def from_props(body: Any) -> int | None:
     return _int(settings.get("n_ctx")) if isinstance(settings, dict) else _int(body.get("n_ctx"))
 
 
-def from_models(body: Any, model: str) -> int | None:
+# The window's field in a model list, and who sends it: vLLM's max_model_len, OpenRouter's context_length, LiteLLM's
+# max_input_tokens (its GET /v1/models, for a model whose window it knows: 272000 for openai/gpt-5.2 in 1.108.7).
+_WINDOW_FIELDS = ("max_model_len", "context_length", "context_window", "max_input_tokens")
+
+
+def models_window(body: Any, model: str) -> tuple[int, str] | None:
+    """(window, the field that said it) from an OpenAI-style model list, or None."""
     entry = _entry(body, model)
     if entry is None:
         return None
-    return next((n for k in ("max_model_len", "context_length", "context_window") if (n := _int(entry.get(k)))), None)
+    return next(((n, k) for k in _WINDOW_FIELDS if (n := _int(entry.get(k)))), None)
+
+
+def from_models(body: Any, model: str) -> int | None:
+    found = models_window(body, model)
+    return found[0] if found else None
+
+
+def from_model_info(body: Any, model: str) -> tuple[int | None, int | None, float | None, float | None] | None:
+    """LiteLLM's GET /model/info for the model: (max_input_tokens, max_output_tokens, input and output dollars per
+    million tokens), or None when this is not that answer or does not list the model."""
+    entries = body.get("data") if isinstance(body, dict) else None
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, dict) or entry.get("model_name") != model or not isinstance(entry.get("model_info"),
+                                                                                               dict):
+            continue
+        info = entry["model_info"]
+        prices = [info.get(k) for k in ("input_cost_per_token", "output_cost_per_token")]
+        dollars = [p * 1e6 if isinstance(p, int | float) and not isinstance(p, bool) else None for p in prices]
+        return _int(info.get("max_input_tokens")), _int(info.get("max_output_tokens")), dollars[0], dollars[1]
+    return None
+
+
+def gateway_info(base_url: str, model: str, api_key: str | None = None) -> tuple[int | None, int | None,
+                                                                                   float | None, float | None] | None:
+    """What a LiteLLM gateway's GET /model/info says of the model (asked once per process), or None."""
+    url = f"{base_url.rstrip('/')}/model/info"
+    try:
+        if url not in _MODEL_INFOS:
+            _MODEL_INFOS[url] = _call(url, api_key=api_key)
+    except _Unreachable:
+        return None
+    return from_model_info(_MODEL_INFOS[url], model)
+
+
+def output_limit(base_url: str | None, model: str, api_key: str | None = None) -> int | None:
+    """The most tokens an answer may have, as a gateway reports it (LiteLLM's max_output_tokens in GET /v1/models or
+    /model/info), or None."""
+    if not base_url:
+        return None
+    listed = _MODEL_LISTS.get(f"{base_url.rstrip('/')}/models")
+    entry = _entry(listed, model) if listed is not None else None
+    if entry is not None and (most := _int(entry.get("max_output_tokens"))):
+        return most
+    info = gateway_info(base_url, model, api_key)
+    return info[1] if info else None
 
 
 def from_lmstudio(body: Any, model: str) -> int | None:
@@ -155,10 +228,11 @@ def v1_hint(base_url: str | None, api_key: str | None = None) -> str:
 def check_server(base_url: str | None, api_key: str | None, timeout: float = CHECK_TIMEOUT_S,
                  named_by: str = "") -> None:
     """One GET /models before any work, so that a wrong OPENAI_BASE_URL or key is found in seconds, not after the
-    index and a test run. No answer at all, a refused key (401/403), or a 404 from a base URL that lacks the /v1 the
-    server answers under, is a ConfigError naming the URL and what named it (`named_by`: "--base-url",
-    "OPENAI_BASE_URL", ...; "": nothing did, OpenAI's); any other answer means a server is there (a 404 included:
-    some servers have no such route)."""
+    index and a test run. No answer at all, a refused key (401/403, or a body that types it so whatever the status),
+    a gateway that cannot check keys (LiteLLM without a database), a refusal no wait will change (retry.py), or a 404
+    from a base URL that lacks the /v1 the server answers under, is a ConfigError naming the URL, the cause and what
+    named the URL (`named_by`: "--base-url", "OPENAI_BASE_URL", ...; "": nothing did, OpenAI's); any other answer means
+    a server is there (a 404 included: some servers have no such route)."""
     url = f"{(base_url or OPENAI_URL).rstrip('/')}/models"
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
@@ -169,9 +243,17 @@ def check_server(base_url: str | None, api_key: str | None, timeout: float = CHE
                 pass
             return
     except urllib.error.HTTPError as exc:
-        if exc.code in (401, 403):
-            raise ConfigError(f"the model server at {base_url or OPENAI_URL} refused the API key ({exc.code} on GET "
-                              f"/models); check OPENAI_API_KEY") from exc
+        where, body = base_url or OPENAI_URL, _error_body(exc)
+        said = f": {message}" if (message := " ".join(body_message(body).split())[:300]) else ""
+        if exc.code in (401, 403) or body_codes(body) & _KEY_REFUSED:
+            raise ConfigError(f"the model server at {where} refused the API key ({exc.code} on GET /models{said}); "
+                              f"check OPENAI_API_KEY") from exc
+        if body_codes(body) & _NO_KEY_STORE:
+            raise ConfigError(f"the gateway at {where} cannot check the API key: without a database LiteLLM takes only "
+                              f"its master key ({exc.code} on GET /models{said}); set OPENAI_API_KEY to the master "
+                              f"key, or give the gateway a DATABASE_URL") from exc
+        if cause := lasting_cause(exc.code, body):
+            raise ConfigError(f"the model server at {where} refused: {cause} ({exc.code} on GET /models{said})") from exc
         if exc.code == 404 and (hint := v1_hint(base_url, api_key)):
             raise ConfigError(f"the model server at {base_url} has no GET /models (404){hint}") from exc
         logger.debug("GET %s answered %d: a server is there", url, exc.code)
@@ -190,10 +272,15 @@ def server_window(base_url: str, model: str, api_key: str | None = None,
     try:
         if window := from_props(_call(f"{root}/props", api_key=api_key)):
             return window, "GET /props"
-        if window := from_models(_call(f"{base_url.rstrip('/')}/models", api_key=api_key), model):
-            return window, "GET /v1/models"
+        listed = _MODEL_LISTS.get(f"{base_url.rstrip('/')}/models") or \
+            _call(f"{base_url.rstrip('/')}/models", api_key=api_key)
+        if found := models_window(listed, model):
+            return found[0], "GET /v1/models" if found[1] in ("max_model_len", "context_length") else \
+                f"GET /v1/models ({found[1]})"
         if window := from_lmstudio(_call(f"{root}/api/v0/models", api_key=api_key), model):
             return window, "GET /api/v0/models"
+        if (info := gateway_info(base_url, model, api_key)) and info[0]:
+            return info[0], "GET /model/info (max_input_tokens)"
         return _ollama(root, model, load_timeout)
     except _Unreachable as exc:
         logger.info("no window reported by %s: %s", base_url, exc)
@@ -214,7 +301,8 @@ def resolve_window(setting: int | None, base_url: str | None, model: str, api_ke
     elif memory is not None and (recalled := memory.recall()):
         window = recalled
     elif info and info.window:
-        window = ContextWindow(tokens=info.window, source=f"{info.source} ({info.entry})")
+        through = "; the exact name, through a server on this machine" if is_local(base_url) else ""
+        window = ContextWindow(tokens=info.window, source=f"{info.source} ({info.entry}{through})")
     else:
         window = ContextWindow(tokens=DEFAULT_WINDOW, source=DEFAULT_SOURCE)
     if info and _openai_made(info):
@@ -241,9 +329,10 @@ def window_memory(state: Path | None, base_url: str | None, model: str,
 
 
 def catalogued(base_url: str | None, model: str) -> ModelInfo | None:
-    """The catalogue's entry for a hosted model; None for a server on this machine, which runs its own model
-    whatever it is called (a GGUF named gpt-4o is no gpt-4o)."""
-    return None if is_local(base_url) else lookup(model)
+    """The catalogue's entry for a hosted model. A server on this machine runs its own model whatever it is called (a
+    GGUF named gpt-4o is no gpt-4o): only a name the catalogue lists exactly with its provider's prefix
+    (`openai/gpt-5.2`, as a gateway such as LiteLLM is asked for a hosted model) is looked up for it."""
+    return exact(model) if is_local(base_url) else lookup(model)
 
 
 def _openai_made(info: ModelInfo) -> bool:

@@ -166,7 +166,8 @@ class ReplayModel:
         return ReplayModel(self.answers, name=self.name, window=self.window if isinstance(window, Keep) else window)
 
     def complete(self, messages: list[Message], on_token: Callable[[str], None] | None = None, *,
-                 tools: list[dict[str, Any]] | None = None, schema: bool = True) -> ChatResponse:
+                 tools: list[dict[str, Any]] | None = None, schema: bool = True,
+                 on_wait: Callable[[str], None] | None = None) -> ChatResponse:
         """The next recorded answer (a native call was recorded in the JSON form, which the caller reads alike)."""
         if not self.answers:
             raise ModelError("the recorded run has no more model answers to replay")
