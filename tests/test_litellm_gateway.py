@@ -62,6 +62,6 @@ def test_llama_cpp_pythons_overflow_through_litellm_is_learned_not_an_empty_answ
             LiteLLMProxy([route("smollm2", "openai/smollm2", llama.url)], tmp_path) as proxy:
         proc = _run(repo, proxy, "smollm2", task=task)
     said = proc.stdout + proc.stderr
-    assert "[Window: 4096 tokens, from the server's refusal]" in proc.stdout, said
+    assert "[Window: 4096 tokens, from the server's refusal; remembered for this server and model" in proc.stdout, said
     assert "the answer is empty" not in said and proc.returncode == 2 and "--context-window" in proc.stderr, said
     assert snapshot(repo) == before
