@@ -47,10 +47,15 @@ def free_port() -> int:
 class LlamaServer:
     """`python -m llama_cpp.server` on a free port in its own process group; stopped (the whole group) on exit."""
 
-    def __init__(self, model: Path | None = None, n_ctx: int = 2048, log: Path | None = None) -> None:
+    def __init__(self, model: Path | None = None, n_ctx: int = 2048, log: Path | None = None, *,
+                 alias: str | None = None, prompt_cache_bytes: int = 0, port: int | None = None) -> None:
+        """`alias`: the model's name on the wire (else the file's path); `prompt_cache_bytes`: llama-cpp-python's
+        RAM cache of prompt states (`--cache`), so that a request whose prompt starts as an earlier one's (not only
+        the last one's) reads only the rest; 0 leaves it off."""
         if importlib.util.find_spec("llama_cpp") is None:
             raise RuntimeError("llama-cpp-python is not installed: pip install --no-cache-dir -r requirements-server.txt")
-        self.model, self.n_ctx, self.port = model or smollm2_gguf(), n_ctx, free_port()
+        self.model, self.n_ctx, self.port = model or smollm2_gguf(), n_ctx, port or free_port()
+        self.alias, self.prompt_cache_bytes = alias, prompt_cache_bytes
         self.log = log or Path(os.environ.get("TMPDIR", "/tmp")) / f"llama-server-{self.port}.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -62,7 +67,7 @@ class LlamaServer:
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model), "--host", "127.0.0.1",
-                 "--port", str(self.port), "--n_ctx", str(self.n_ctx)],
+                 "--port", str(self.port), "--n_ctx", str(self.n_ctx), *self._options()],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -77,6 +82,11 @@ class LlamaServer:
                 time.sleep(0.3)
         self.__exit__()
         raise RuntimeError(f"llama_cpp.server did not answer within {STARTUP_TIMEOUT_S} s: {self._log_tail()}")
+
+    def _options(self) -> list[str]:
+        alias = ["--model_alias", self.alias] if self.alias else []
+        cache = ["--cache", "true", "--cache_type", "ram", "--cache_size", str(self.prompt_cache_bytes)]
+        return [*alias, *(cache if self.prompt_cache_bytes else [])]
 
     def _first_token(self) -> None:
         """One token, so that a build the CPU cannot run fails here, named, not as "connection refused" mid-test."""
