@@ -8,9 +8,11 @@ wall-clock limit per case and comparable step limits; then our judge on each tre
 
 Per case and agent: the judge's verdict (the case's test patch applied after the agent stops, its FAIL_TO_PASS and
 PASS_TO_PASS read from the test run), wall seconds, model requests, prompt and generated tokens. The tokens are what
-the server said in each answer's `usage`, read by the proxy (tests/llama_server.py's RecordingProxy), the one count
-that is the same for all three; a streamed answer carries no usage under llama-cpp-python, so aider runs with
-`--no-stream` and a stream that shows up anyway is counted as unknown, never guessed. Every command line and config is
+the server said in each answer's `usage`, read by a recording proxy in front of it (tests/llama_server.py), the one
+count that is the same for all three. llama-cpp-python sends no usage in a stream, so the proxy asks the server for
+a streamed request's answer unstreamed and relays it as a stream of one piece (ours and aider stream): the same
+answer, its pieces arriving together; an answer whose usage is not seen anyway is counted as unknown, never guessed.
+Every command line and config is
 written to DIR/commands.jsonl; a record a case and agent to DIR/results.jsonl; the table to stdout.
 
 Ours is the product as `eval` runs it: `main.py --json` in a subprocess on the scratch copy (evaluate/attempt.py).
@@ -146,7 +148,7 @@ def aider_invocation(setup: Setup, url: str, work: Path, task: str, test_command
     argv = [str(peer_bin(setup, Agent.AIDER)), "--model", f"openai/{setup.model}", "--openai-api-base", url,
             "--openai-api-key", "local", "--model-metadata-file", str(metadata_file), "--yes-always",
             "--no-auto-commits", "--no-gitignore", "--no-check-update", "--no-analytics", "--no-pretty",
-            "--no-fancy-input", "--no-stream", "--test-cmd", test_command, "--auto-test", "--message", task]
+            "--no-fancy-input", "--test-cmd", test_command, "--auto-test", "--message", task]
     return Invocation(argv, {"HOME": str(work / "home")}, {"aider-model.json": text})
 
 
@@ -219,7 +221,7 @@ def run_one(case: Case, agent: Agent, setup: Setup, root: Path, out: Path | None
     if agent != Agent.OURS and peer_bin(setup, agent) is None:
         return AgentRun(case.id, agent.value, Verdict.ERROR,
                         message=f"{agent.value} is not installed under {setup.peers} (python -m bench.peers --install)")
-    with RecordingProxy(setup.base_url) as proxy:
+    with RecordingProxy(setup.base_url, unstream=True) as proxy:
         if agent == Agent.OURS:
             args = ours_args(setup, proxy.url)
             invocation = Invocation(["main.py", "--repo", str(repo), "--task", case.task, "--test-command",

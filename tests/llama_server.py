@@ -128,9 +128,14 @@ class RecordingProxy(LoopbackServer):
     Connections are relayed as they are: each client connection has its own connection to the server, kept alive
     while the server keeps it, and dropped when the server drops it — a request the server never answers (it had
     closed the connection: llama-cpp-python does so after refusing a stream) is recorded with status None and the
-    client's connection closed without an answer, as the server's would be."""
+    client's connection closed without an answer, as the server's would be.
 
-    def __init__(self, upstream: str) -> None:
+    `unstream=True`: a streamed chat request is asked of the server unstreamed, and its answer relayed to the client
+    as one stream (an event with the whole content and any tool calls, one with the usage, then [DONE]). The model's
+    answer is the same; only the pieces arrive together. llama-cpp-python sends no usage in a stream, so this is how
+    a client that streams gets the server's own count of its tokens recorded (the record says `unstreamed`)."""
+
+    def __init__(self, upstream: str, *, unstream: bool = False) -> None:
         parts = urlsplit(upstream)
         host, port = parts.hostname or "127.0.0.1", parts.port or 80
         self.exchanges: list[dict[str, Any]] = []
@@ -158,6 +163,11 @@ class RecordingProxy(LoopbackServer):
             def _relay(self, body: bytes | None) -> None:
                 request = json.loads(body) if body else None
                 record: dict[str, Any] = {"path": self.path, "request": request}
+                wants_stream = isinstance(request, dict) and bool(request.get("stream"))
+                if unstream and wants_stream:
+                    body = json.dumps({k: v for k, v in request.items() if k not in ("stream", "stream_options")}
+                                      ).encode()
+                    record["unstreamed"] = True
                 if self.upstream_conn is None:
                     self.upstream_conn = http.client.HTTPConnection(host, port, timeout=600)
                 try:
@@ -173,7 +183,8 @@ class RecordingProxy(LoopbackServer):
                 record["status"] = reply.status
                 streamed = "text/event-stream" in (reply.getheader("Content-Type") or "")
                 self.send_response(reply.status)
-                self.send_header("Content-Type", reply.getheader("Content-Type") or "application/json")
+                self.send_header("Content-Type", "text/event-stream" if record.get("unstreamed") and reply.status == 200
+                                 else reply.getheader("Content-Type") or "application/json")
                 raw = b""
                 if streamed:
                     self.send_header("Transfer-Encoding", "chunked")
@@ -188,6 +199,14 @@ class RecordingProxy(LoopbackServer):
                         record["broken"] = True  # the server broke the stream off: so it is for the client
                         self.close_connection = True
                     record.update(_stream_record(raw))
+                elif record.get("unstreamed") and reply.status == 200:
+                    raw = reply.read()
+                    record["response"] = json.loads(raw)
+                    events = as_stream(record["response"])
+                    self.send_header("Content-Length", str(len(events)))
+                    self.send_header("Cache-Control", "no-cache")
+                    self.end_headers()
+                    self.wfile.write(events)
                 else:
                     raw = reply.read()
                     self.send_header("Content-Length", str(len(raw)))
@@ -211,6 +230,25 @@ class RecordingProxy(LoopbackServer):
     @property
     def chats(self) -> list[dict[str, Any]]:
         return [e for e in self.exchanges if e["path"].endswith("/chat/completions")]
+
+
+def as_stream(completion: dict[str, Any]) -> bytes:
+    """A chat completion as server-sent events: one chunk a choice with its whole message as the delta (tool calls
+    indexed, as streams carry them), then the usage, then [DONE]."""
+    def event(choices: list[dict[str, Any]], **more: Any) -> bytes:
+        chunk = {"id": completion.get("id"), "object": "chat.completion.chunk", "created": completion.get("created"),
+                 "model": completion.get("model"), "choices": choices, **more}
+        return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+    chunks = []
+    for choice in completion.get("choices") or []:
+        message = dict(choice.get("message") or {})
+        calls = [{**call, "index": i} for i, call in enumerate(message.pop("tool_calls", None) or [])]
+        delta = {k: v for k, v in message.items() if v is not None} | ({"tool_calls": calls} if calls else {})
+        chunks.append(event([{"index": choice.get("index", 0), "delta": delta,
+                              "finish_reason": choice.get("finish_reason")}]))
+    chunks.append(event([], usage=completion.get("usage")))
+    return b"".join(chunks) + b"data: [DONE]\n\n"
 
 
 def _stream_record(raw: bytes) -> dict[str, Any]:

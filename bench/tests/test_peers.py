@@ -92,7 +92,7 @@ def _run(tmp_path: Path, agent: Agent, right: bool) -> tuple[AgentRun, Model, Sc
     model = Model(right)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    with ScriptedServer([model] * 12) as server:
+    with ScriptedServer([model] * 12, stream_usage=False) as server:  # as llama-cpp-python's
         setup = Setup(base_url=server.url, model="scripted", n_ctx=8192, wall_s=240, peers=DEFAULT_PEERS,
                       ours_args=("--no-reproduce",))
         run = run_one(read_cases(cases)[0], agent, setup, scratch, out=tmp_path / "out")
@@ -112,7 +112,7 @@ def test_each_agent_is_judged_by_our_judge_in_its_own_copy(tmp_path: Path, agent
         expected["tests/test_hidden.py::test_add_floats"] = "failed"  # add(0.5, 0.25) is 5: only the hidden test sees
     assert run.tests == expected
     assert not run.timed_out and run.wall_s > 0
-    # what the proxy saw is what the server answered
+    # what the proxy saw is what the server answered, streams too (they carry no usage from this server)
     assert run.requests == len(server.chat_requests) >= 1 and run.refused == 0
     assert run.prompt_tokens == sum(u["prompt_tokens"] for u in server.usages) > 0
     assert run.completion_tokens == sum(u["completion_tokens"] for u in server.usages) > 0
