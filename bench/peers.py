@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -153,8 +154,28 @@ def aider_invocation(setup: Setup, url: str, work: Path, task: str, test_command
 
 
 def ours_args(setup: Setup, url: str) -> tuple[str, ...]:
+    """Our run's options. --request-timeout is the wall limit: the proxy relays a streamed answer whole, so the
+    first token comes when the last does (the peers wait as long: neither has a stall guard)."""
     return ("--base-url", url, "--model", setup.model, "--context-window", str(setup.n_ctx),
-            "--max-iterations", str(OURS_ITERATIONS), *setup.ours_args)
+            "--max-iterations", str(OURS_ITERATIONS), "--request-timeout", str(int(setup.wall_s)), *setup.ours_args)
+
+
+def settle(setup: Setup) -> float:
+    """Wait until the server answers a one-token request: an agent stopped at the limit may have left a request the
+    server is still working on (llama-cpp-python answers one at a time), which the next agent must not pay for.
+    Returns the seconds waited."""
+    start = time.monotonic()
+    body = json.dumps({"model": setup.model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}).encode()
+    while True:
+        request = urllib.request.Request(f"{setup.base_url}/chat/completions", data=body,
+                                         headers={"Content-Type": "application/json", "Authorization": "Bearer local"})
+        try:
+            with urllib.request.urlopen(request, timeout=setup.wall_s):
+                return time.monotonic() - start
+        except OSError:
+            if time.monotonic() - start > setup.wall_s:
+                raise
+            time.sleep(2)
 
 
 def run_peer(invocation: Invocation, repo: Path, work: Path, wall_s: float) -> tuple[int | None, float]:
@@ -221,6 +242,7 @@ def run_one(case: Case, agent: Agent, setup: Setup, root: Path, out: Path | None
     if agent != Agent.OURS and peer_bin(setup, agent) is None:
         return AgentRun(case.id, agent.value, Verdict.ERROR,
                         message=f"{agent.value} is not installed under {setup.peers} (python -m bench.peers --install)")
+    settle(setup)
     with RecordingProxy(setup.base_url, unstream=True) as proxy:
         if agent == Agent.OURS:
             args = ours_args(setup, proxy.url)
