@@ -133,7 +133,9 @@ class RecordingProxy(LoopbackServer):
     `unstream=True`: a streamed chat request is asked of the server unstreamed, and its answer relayed to the client
     as one stream (an event with the whole content and any tool calls, one with the usage, then [DONE]). The model's
     answer is the same; only the pieces arrive together. llama-cpp-python sends no usage in a stream, so this is how
-    a client that streams gets the server's own count of its tokens recorded (the record says `unstreamed`)."""
+    a client that streams gets the server's own count of its tokens recorded (the record says `unstreamed`). Each
+    request then goes to the server on a connection of its own: a kept-alive one that the server closed while an
+    agent ran its commands (uvicorn keeps an idle one 5 s) would drop the agent's next request."""
 
     def __init__(self, upstream: str, *, unstream: bool = False) -> None:
         parts = urlsplit(upstream)
@@ -168,7 +170,7 @@ class RecordingProxy(LoopbackServer):
                     body = json.dumps({k: v for k, v in request.items() if k not in ("stream", "stream_options")}
                                       ).encode()
                     record["unstreamed"] = True
-                if self.upstream_conn is None:
+                if self.upstream_conn is None or unstream:  # unstream: a connection a request (see above)
                     self.upstream_conn = http.client.HTTPConnection(host, port, timeout=600)
                 try:
                     self.upstream_conn.request(self.command, self.path, body=body,
