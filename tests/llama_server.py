@@ -47,10 +47,15 @@ def free_port() -> int:
 class LlamaServer:
     """`python -m llama_cpp.server` on a free port in its own process group; stopped (the whole group) on exit."""
 
-    def __init__(self, model: Path | None = None, n_ctx: int = 2048, log: Path | None = None) -> None:
+    def __init__(self, model: Path | None = None, n_ctx: int = 2048, log: Path | None = None, *,
+                 alias: str | None = None, prompt_cache_bytes: int = 0, port: int | None = None) -> None:
+        """`alias`: the model's name on the wire (else the file's path); `prompt_cache_bytes`: llama-cpp-python's
+        RAM cache of prompt states (`--cache`), so that a request whose prompt starts as an earlier one's (not only
+        the last one's) reads only the rest; 0 leaves it off."""
         if importlib.util.find_spec("llama_cpp") is None:
             raise RuntimeError("llama-cpp-python is not installed: pip install --no-cache-dir -r requirements-server.txt")
-        self.model, self.n_ctx, self.port = model or smollm2_gguf(), n_ctx, free_port()
+        self.model, self.n_ctx, self.port = model or smollm2_gguf(), n_ctx, port or free_port()
+        self.alias, self.prompt_cache_bytes = alias, prompt_cache_bytes
         self.log = log or Path(os.environ.get("TMPDIR", "/tmp")) / f"llama-server-{self.port}.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -62,7 +67,7 @@ class LlamaServer:
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model), "--host", "127.0.0.1",
-                 "--port", str(self.port), "--n_ctx", str(self.n_ctx)],
+                 "--port", str(self.port), "--n_ctx", str(self.n_ctx), *self._options()],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -77,6 +82,11 @@ class LlamaServer:
                 time.sleep(0.3)
         self.__exit__()
         raise RuntimeError(f"llama_cpp.server did not answer within {STARTUP_TIMEOUT_S} s: {self._log_tail()}")
+
+    def _options(self) -> list[str]:
+        alias = ["--model_alias", self.alias] if self.alias else []
+        cache = ["--cache", "true", "--cache_type", "ram", "--cache_size", str(self.prompt_cache_bytes)]
+        return [*alias, *(cache if self.prompt_cache_bytes else [])]
 
     def _first_token(self) -> None:
         """One token, so that a build the CPU cannot run fails here, named, not as "connection refused" mid-test."""
@@ -118,9 +128,16 @@ class RecordingProxy(LoopbackServer):
     Connections are relayed as they are: each client connection has its own connection to the server, kept alive
     while the server keeps it, and dropped when the server drops it — a request the server never answers (it had
     closed the connection: llama-cpp-python does so after refusing a stream) is recorded with status None and the
-    client's connection closed without an answer, as the server's would be."""
+    client's connection closed without an answer, as the server's would be.
 
-    def __init__(self, upstream: str) -> None:
+    `unstream=True`: a streamed chat request is asked of the server unstreamed, and its answer relayed to the client
+    as one stream (an event with the whole content and any tool calls, one with the usage, then [DONE]). The model's
+    answer is the same; only the pieces arrive together. llama-cpp-python sends no usage in a stream, so this is how
+    a client that streams gets the server's own count of its tokens recorded (the record says `unstreamed`). Each
+    request then goes to the server on a connection of its own: a kept-alive one that the server closed while an
+    agent ran its commands (uvicorn keeps an idle one 5 s) would drop the agent's next request."""
+
+    def __init__(self, upstream: str, *, unstream: bool = False) -> None:
         parts = urlsplit(upstream)
         host, port = parts.hostname or "127.0.0.1", parts.port or 80
         self.exchanges: list[dict[str, Any]] = []
@@ -148,7 +165,12 @@ class RecordingProxy(LoopbackServer):
             def _relay(self, body: bytes | None) -> None:
                 request = json.loads(body) if body else None
                 record: dict[str, Any] = {"path": self.path, "request": request}
-                if self.upstream_conn is None:
+                wants_stream = isinstance(request, dict) and bool(request.get("stream"))
+                if unstream and wants_stream:
+                    body = json.dumps({k: v for k, v in request.items() if k not in ("stream", "stream_options")}
+                                      ).encode()
+                    record["unstreamed"] = True
+                if self.upstream_conn is None or unstream:  # unstream: a connection a request (see above)
                     self.upstream_conn = http.client.HTTPConnection(host, port, timeout=600)
                 try:
                     self.upstream_conn.request(self.command, self.path, body=body,
@@ -163,7 +185,8 @@ class RecordingProxy(LoopbackServer):
                 record["status"] = reply.status
                 streamed = "text/event-stream" in (reply.getheader("Content-Type") or "")
                 self.send_response(reply.status)
-                self.send_header("Content-Type", reply.getheader("Content-Type") or "application/json")
+                self.send_header("Content-Type", "text/event-stream" if record.get("unstreamed") and reply.status == 200
+                                 else reply.getheader("Content-Type") or "application/json")
                 raw = b""
                 if streamed:
                     self.send_header("Transfer-Encoding", "chunked")
@@ -178,6 +201,14 @@ class RecordingProxy(LoopbackServer):
                         record["broken"] = True  # the server broke the stream off: so it is for the client
                         self.close_connection = True
                     record.update(_stream_record(raw))
+                elif record.get("unstreamed") and reply.status == 200:
+                    raw = reply.read()
+                    record["response"] = json.loads(raw)
+                    events = as_stream(record["response"])
+                    self.send_header("Content-Length", str(len(events)))
+                    self.send_header("Cache-Control", "no-cache")
+                    self.end_headers()
+                    self.wfile.write(events)
                 else:
                     raw = reply.read()
                     self.send_header("Content-Length", str(len(raw)))
@@ -201,6 +232,25 @@ class RecordingProxy(LoopbackServer):
     @property
     def chats(self) -> list[dict[str, Any]]:
         return [e for e in self.exchanges if e["path"].endswith("/chat/completions")]
+
+
+def as_stream(completion: dict[str, Any]) -> bytes:
+    """A chat completion as server-sent events: one chunk a choice with its whole message as the delta (tool calls
+    indexed, as streams carry them), then the usage, then [DONE]."""
+    def event(choices: list[dict[str, Any]], **more: Any) -> bytes:
+        chunk = {"id": completion.get("id"), "object": "chat.completion.chunk", "created": completion.get("created"),
+                 "model": completion.get("model"), "choices": choices, **more}
+        return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+    chunks = []
+    for choice in completion.get("choices") or []:
+        message = dict(choice.get("message") or {})
+        calls = [{**call, "index": i} for i, call in enumerate(message.pop("tool_calls", None) or [])]
+        delta = {k: v for k, v in message.items() if v is not None} | ({"tool_calls": calls} if calls else {})
+        chunks.append(event([{"index": choice.get("index", 0), "delta": delta,
+                              "finish_reason": choice.get("finish_reason")}]))
+    chunks.append(event([], usage=completion.get("usage")))
+    return b"".join(chunks) + b"data: [DONE]\n\n"
 
 
 def _stream_record(raw: bytes) -> dict[str, Any]:

@@ -114,7 +114,8 @@ def test_without_tools_the_requests_are_todays(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr  # type: ignore[attr-defined]
     [request] = server.chat_requests
     assert "tools" not in request and request["response_format"]["type"] == "json_schema"
-    assert request["messages"][0]["content"] == prompts.SYSTEM.text
+    assert request["messages"][0]["content"] == prompts.SYSTEM.render()
+    assert '{"changes": [{"file_path": "<' in request["messages"][0]["content"], "the answer's form as valid JSON"
     (tmp_path / "small").mkdir()
     small, small_server = _run(python_repo(tmp_path / "small"), [FIX_ADD], "--context-window", "2048")
     assert small.returncode == 0 and "tools" not in small_server.chat_requests[0], "a 2k window: no schema by default"

@@ -208,7 +208,7 @@ class Requests:
         notes of earlier tasks, then how to call the tools. Never dropped nor clipped when a conversation is fitted to
         the window, so every request of a task carries what it holds."""
         found = self.instructions(budget, shown)
-        return prompts.SYSTEM.text + (found.text() if found else "") + self.session_notes() + self.tools_text(
+        return prompts.SYSTEM.render() + (found.text() if found else "") + self.session_notes() + self.tools_text(
             PLAN_ANSWER)
 
     def _split(self, room: int, shell: list[Message], index: RepoIndex) -> tuple[int, int]:

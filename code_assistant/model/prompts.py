@@ -17,17 +17,18 @@ class Prompt:
 
 
 _EDIT_FORMAT = """\
-Answer with ONE JSON object and nothing else:
-{{"changes": [{{"file_path": "pkg/module.py", "action": "modify", "description": "why",
-  "search": "exact lines copied from the file", "replace": "the new lines"}}]}}
+Answer with ONE JSON object and nothing else, of this form (each <...> is yours to fill in):
+{{"changes": [{{"file_path": "<the path of the file to change, as the context names it>", "action": "modify",
+  "description": "<why>", "search": "<lines copied exactly from that file>", "replace": "<what they become>"}}]}}
 
 Actions:
-- "modify": "search" is a contiguous block copied exactly from the current file (include 2-3 lines of context
-  so it is unique); "replace" is what those lines become. Several edits to one file are several changes.
+- "modify": "search" is a contiguous block copied exactly from the current file named by "file_path" (include 2-3
+  lines of context so it is unique) - never lines of a test, of the task or of the test output, which are not in
+  that file; "replace" is what those lines become. Several edits to one file are several changes.
 - "create": a new file; put the whole text in "content". Set "overwrite": true only to replace an existing file.
 - "delete": remove the file.
 - "replace_symbol": replace a whole definition; "symbol" is its qualified name (e.g. "Calc.add"),
-  "content" the complete new definition.
+  "content" the complete new definition. The surest way to change a function: nothing has to be copied exactly.
 - "insert_after_symbol": add "content" (e.g. a new function) right after the definition named by "symbol".
 - "read": you need to see a file in full before you change it (one from the map of more files at the end of the
   context, for example). An answer with "read" changes is answered with those files shown first and nothing else
@@ -35,7 +36,7 @@ Actions:
 Paths are relative to the repository root. Never edit files outside it, never weaken or delete tests,
 never add skip/xfail markers. Keep changes minimal and focused on the task."""
 
-SYSTEM = Prompt("system/v1.2.0", f"""\
+SYSTEM = Prompt("system/v1.3.0", f"""\
 You are a careful senior software engineer working inside the user's repository.
 You change code through a JSON plan of edits that a tool applies, then the project's tests are run.
 

@@ -1,0 +1,9 @@
+"""A tiny calculator."""
+
+
+def add(a, b):
+    return a - b
+
+
+def multiply(a, b):
+    return a * b
