@@ -52,8 +52,8 @@ def secret_files(home: Path) -> dict[str, object]:
 
 def shadowed_import() -> dict[str, object]:
     from code_assistant.approvals import Approvals
-    from code_assistant.mcp.client import trust
-    from code_assistant.mcp.client.config import configured
+    from code_assistant.tools.mcp import trust
+    from code_assistant.tools.mcp.config import configured
     from code_assistant.settings import load_settings
 
     tmp = Path(tempfile.mkdtemp())
