@@ -34,13 +34,13 @@ if TYPE_CHECKING:
     from code_assistant.edit.preview import Limits
     from code_assistant.edit.takeback import FileOutcome
     from code_assistant.index.indexer import Indexer, IndexStats, RepoIndex
-    from code_assistant.tools.mcp.config import ServerConfig
-    from code_assistant.tools.mcp.connections import Connections
     from code_assistant.model.chat import ChatModel, OpenAIChat, Usage
     from code_assistant.model.trajectory import Trajectory
     from code_assistant.model.window import ContextWindow
     from code_assistant.tools import Tool
     from code_assistant.tools.box import Form, Toolbox, ToolsFor
+    from code_assistant.tools.mcp.config import ServerConfig
+    from code_assistant.tools.mcp.connections import Connections
     from code_assistant.verify.runner import TestRunner
     from code_assistant.verify.sandbox import Sandbox
 
