@@ -52,9 +52,9 @@ def secret_files(home: Path) -> dict[str, object]:
 
 def shadowed_import() -> dict[str, object]:
     from code_assistant.approvals import Approvals
-    from code_assistant.mcp.client import trust
-    from code_assistant.mcp.client.config import configured
     from code_assistant.settings import load_settings
+    from code_assistant.tools.mcp import trust
+    from code_assistant.tools.mcp.config import configured
 
     tmp = Path(tempfile.mkdtemp())
     marker = tmp / "planted-ran"

@@ -16,8 +16,8 @@ One folder per stage, imports pointing down only (checked by import-linter, see 
                               the tools; the one place a run's kit is built (Workspace.kit, loop_config)
     agent/                    the loop (Run) on its kit, its parts (asker, applier, verifier, recorder), decide (every
                               stop rule), the requests and the one exchange with the model, best of N, --ask
-    mcp/client/               the user's MCP servers as tools for the model: config, approvals, connections
     tools/                    the model's tools, each declared once (specs.py), and the box a run holds them in
+    tools/mcp/                the user's MCP servers as tools for the model: config, approvals, connections
     answers/                  a model's text read into a plan: reasoning set aside, JSON and its repair,
                               SEARCH/REPLACE, unified diffs
     retrieve/  edit/  verify/  model/

@@ -34,13 +34,13 @@ if TYPE_CHECKING:
     from code_assistant.edit.preview import Limits
     from code_assistant.edit.takeback import FileOutcome
     from code_assistant.index.indexer import Indexer, IndexStats, RepoIndex
-    from code_assistant.mcp.client.config import ServerConfig
-    from code_assistant.mcp.client.connections import Connections
     from code_assistant.model.chat import ChatModel, OpenAIChat, Usage
     from code_assistant.model.trajectory import Trajectory
     from code_assistant.model.window import ContextWindow
     from code_assistant.tools import Tool
     from code_assistant.tools.box import Form, Toolbox, ToolsFor
+    from code_assistant.tools.mcp.config import ServerConfig
+    from code_assistant.tools.mcp.connections import Connections
     from code_assistant.verify.runner import TestRunner
     from code_assistant.verify.sandbox import Sandbox
 
@@ -530,7 +530,7 @@ class Workspace:
 
     def say_mcp_skipped(self, window: int) -> None:
         """One line naming the user's MCP servers not started for a window --tools auto offers grep and read only."""
-        from code_assistant.mcp.client.config import configured
+        from code_assistant.tools.mcp.config import configured
 
         servers, _ = configured(self.settings.repo)
         if servers:
@@ -540,9 +540,9 @@ class Workspace:
     def mcp_tools(self, *, read_only: bool = False) -> list[Tool]:
         """The user's MCP servers' tools: started once a workspace, on first need, and stopped when it closes. The
         user's own servers start; a repository's `.mcp.json` servers only once approved for what they run — asked
-        on a terminal (mcp/client/trust.py), or with --trust-mcp — else named as not started."""
+        on a terminal (tools/mcp/trust.py), or with --trust-mcp — else named as not started."""
         if self._mcp is None:
-            from code_assistant.mcp.client.connections import Connections
+            from code_assistant.tools.mcp.connections import Connections
 
             self._mcp = Connections(self._mcp_servers(), cwd=self.settings.repo, logs=self.settings.repo_state_dir,
                                     say=self.say)
@@ -551,8 +551,8 @@ class Workspace:
         return self._mcp.tools(read_only=read_only)
 
     def _mcp_servers(self) -> list[ServerConfig]:
-        from code_assistant.mcp.client import trust
-        from code_assistant.mcp.client.config import configured
+        from code_assistant.tools.mcp import trust
+        from code_assistant.tools.mcp.config import configured
 
         servers, unusable = configured(self.settings.repo)
         for bad in unusable:

@@ -23,9 +23,9 @@ from code_assistant.approvals import Approvals
 from code_assistant.cli import parse
 from code_assistant.edit.edits import EditOperation
 from code_assistant.edit.preview import preview_edits, refusals
-from code_assistant.mcp.client import reached, trust
-from code_assistant.mcp.client.config import Origin, ServerConfig, Transport, configured
 from code_assistant.settings import load_settings
+from code_assistant.tools.mcp import reached, trust
+from code_assistant.tools.mcp.config import Origin, ServerConfig, Transport, configured
 from code_assistant.workspace import Workspace
 from tests.repos import PYTEST, ROOT, Listener, Terminal, answer, create, modify, python_repo, run_cli, snapshot
 from tests.scripted_server import ScriptedServer

@@ -17,8 +17,9 @@ def test_imports_point_down_the_pipeline_and_siblings_have_no_cycles() -> None:
 
 
 def test_the_package_root_holds_only_the_doors_the_workspace_and_the_base() -> None:
-    """Every stage of the pipeline has its own folder; MCP has one with a room each way (the server, a door; the client,
-    the user's servers as the model's tools); loose at the root are only the session's door, the workspace every
+    """Every stage of the pipeline has its own folder; MCP's door (mcp/server) has one, and the user's servers as the
+    model's tools are tools (tools/mcp, below the workspace that starts them, so no arrow runs back up through a folder
+    holding a door); loose at the root are only the session's door, the workspace every
     operation is given, and the base (a session's memory and what a person is shown while an operation works are in
     it: the workspace, the console and the agent all use them)."""
     root = ROOT / "code_assistant"
@@ -29,7 +30,8 @@ def test_the_package_root_holds_only_the_doors_the_workspace_and_the_base() -> N
                        "display"}
     assert stages == {"cli", "console", "operations", "evaluate", "agent", "tools", "mcp", "retrieve", "answers",
                       "edit", "verify", "model", "index", "parse"}
-    assert {p.name for p in (root / "mcp").iterdir() if (p / "__init__.py").is_file()} == {"client", "server"}
+    assert {p.name for p in (root / "mcp").iterdir() if (p / "__init__.py").is_file()} == {"server"}
+    assert (root / "tools" / "mcp" / "__init__.py").is_file()
 
 
 BUILT_IN_ONE_PLACE = {"FileEditor": "edit", "TestRunner": "verify", "Limits": "edit"}

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from code_assistant.mcp.client.config import Origin, Transport, expand, parse
+from code_assistant.tools.mcp.config import Origin, Transport, expand, parse
 from tests.repos import CALC_PY, PYTEST, ROOT, Terminal, answer, modify, python_repo, run_cli
 from tests.scripted_server import ScriptedServer
 

@@ -240,7 +240,7 @@ class ListedServer:
     origin: str
     transport: str
     command: str
-    starts: str  # mcp/client/trust.py's Start
+    starts: str  # tools/mcp/trust.py's Start
     started: bool | None = None  # None: not tried (it would not start in a run)
     tools: list[str] | None = None
     error: str | None = None

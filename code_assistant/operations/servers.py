@@ -1,7 +1,7 @@
 """`mcp add`, `mcp list` and `mcp remove`: the user's MCP servers. `add NAME COMMAND...` (or a URL) writes the user's own
 config — a name already there is replaced only when asked to (`replace`) or when the person says so on a terminal;
 `remove NAME` takes one out; `list` names the user's and the repository's, each with whether it starts in a run by
-the one rule runs follow (mcp/client/trust.py: --trust-mcp included), and starts those that would, side by side,
+the one rule runs follow (tools/mcp/trust.py: --trust-mcp included), and starts those that would, side by side,
 each within the start timeout of a run, to say its tools or why it did not start."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 def execute(ws: Workspace, options: McpAddOptions | McpListOptions | McpRemoveOptions
             ) -> McpConfigOutcome | McpListOutcome:
-    from code_assistant.mcp.client import config
+    from code_assistant.tools.mcp import config
 
     if isinstance(options, McpAddOptions):
         env = dict(_pair(word) for word in options.env)
@@ -32,8 +32,8 @@ def execute(ws: Workspace, options: McpAddOptions | McpListOptions | McpRemoveOp
 
 
 def _listed(ws: Workspace) -> McpListOutcome:
-    from code_assistant.mcp.client import config, trust
-    from code_assistant.mcp.client.connections import Connections
+    from code_assistant.tools.mcp import config, trust
+    from code_assistant.tools.mcp.connections import Connections
 
     settings = ws.settings
     servers, unusable = config.configured(settings.repo)
@@ -66,7 +66,7 @@ def _pair(word: str) -> tuple[str, str]:
 
 def _replacing(ws: Workspace, options: McpAddOptions) -> bool:
     """Whether `add` replaces a server of that name: refused unless asked to, or the person says yes on a terminal."""
-    from code_assistant.mcp.client import config
+    from code_assistant.tools.mcp import config
 
     servers, unusable = config.read_file(config.user_file(), config.Origin.USER)
     old = next((s.command_line() for s in servers if s.name == options.name), None)

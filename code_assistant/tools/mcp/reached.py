@@ -1,5 +1,5 @@
 """The files of the repository a server's script imports, and those they import in turn: what an approval of a
-repository's MCP server covers beyond the files its command line names (mcp/client/trust.py). A plan that rewrites a
+repository's MCP server covers beyond the files its command line names (tools/mcp/trust.py). A plan that rewrites a
 module the approved script imports changes what runs as the user, outside the sandbox, as surely as one that rewrites
 the script.
 

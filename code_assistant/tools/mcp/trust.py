@@ -4,7 +4,7 @@ kept as hashes, like the whole approval: approvals.py), and the bytes of each fi
 (its command, or an argument naming a script or a module there), of each file of the repository those import, and
 of every module an import of any name could find first in the folders Python or Node search before the standard
 library or the installed packages: the script's folder as sys.path[0] (the repository for `-m`), PYTHONPATH's
-entries in it, `node_modules` on the way up (mcp/client/reached.py). A plan or a test that changes any of them makes its
+entries in it, `node_modules` on the way up (tools/mcp/reached.py). A plan or a test that changes any of them makes its
 next start ask again, and with nobody to ask it does not start. The user's own servers need none; --trust-mcp starts
 the repository's without asking."""
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from code_assistant.approvals import Approvals, Verdict, digest
-from code_assistant.mcp.client import reached
-from code_assistant.mcp.client.config import Origin, ServerConfig, Transport
+from code_assistant.tools.mcp import reached
+from code_assistant.tools.mcp.config import Origin, ServerConfig, Transport
 
 APPROVALS = "mcp-approved.json"  # in the repository's state
 

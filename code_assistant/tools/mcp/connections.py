@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from code_assistant import redact
-from code_assistant.mcp.client.config import ServerConfig, Transport
 from code_assistant.tools import Result, Spec, Tool
+from code_assistant.tools.mcp.config import ServerConfig, Transport
 from code_assistant.verify.environment import held_back_reason
 
 logger = logging.getLogger(__name__)
