@@ -5,10 +5,6 @@ from code_assistant.edit.edits import EditResult
 from code_assistant.verify.runner import TestResult, lost_note
 
 OUTPUT_TAIL_CHARS = 6000
-# Once the failures are read (each with its message and frames, above the tail), the raw output repeats them: its
-# last lines (the runner's own summary) are enough. On a CPU every prompt token is time (~57 a second for a 1.5B
-# model): a whole tail of tracebacks and warnings was up to 1,500 tokens of a request.
-PARSED_TAIL_CHARS = 800
 MAX_FAILURES = 20
 
 
@@ -25,9 +21,7 @@ def failure_text(result: TestResult) -> str:
         lines.append(f"- … and {len(result.failures) - MAX_FAILURES} more failing tests")
     if result.timed_out:
         lines.append(f"The test command timed out ({result.summary()}); a test probably hangs or loops forever.")
-    read = bool(result.failures) and not result.timed_out and not result.lost
-    tail = result.output[-(PARSED_TAIL_CHARS if read else OUTPUT_TAIL_CHARS):].strip()
-    lines.append(f"Test output (tail):\n```\n{tail}\n```")
+    lines.append(f"Test output (tail):\n```\n{result.output[-OUTPUT_TAIL_CHARS:].strip()}\n```")
     return "\n".join(lines)
 
 
