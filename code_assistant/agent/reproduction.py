@@ -2,6 +2,7 @@
 fails, not one that cannot be collected or imported."""
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -16,6 +17,10 @@ from code_assistant.languages import is_test_file
 from code_assistant.model import prompts
 from code_assistant.verify.outputs_common import IMPORT_ERROR_RE, FailureStatus
 from code_assistant.verify.runner import TestResult
+
+# Python's words for a module that was found (its file named in parentheses) but defines no such name: a test of a
+# function the task asks for fails so before the fix, which is the bug's own error, not a test that cannot run
+MISSING_NAME_RE = re.compile(r"cannot import name '[^']+' from '[^']+' \(")
 
 
 def reproduce(parts: Parts, editor: FileEditor, *, ask: Callable[[Request], Answer], say: Callable[[str], None],
@@ -74,14 +79,17 @@ def reproduce(parts: Parts, editor: FileEditor, *, ask: Callable[[Request], Answ
 def did_not_run(result: TestResult) -> str | None:
     """Why a failing run of a reproduction test is no reproduction, in words for the model and the user, or None when
     it ran and failed. It ran when a test failed on its own check, or errored on anything but a module that cannot
-    be imported (a setup error, a Go test that does not build because the code lacks what the task asks for, are
-    the bug's own errors); it did not when it could not be collected or imported, or no test ran at all."""
+    be imported (a setup error, a Go test that does not build or a Python import of a name its module lacks because
+    the code lacks what the task asks for, are the bug's own errors); it did not when it could not be collected or
+    imported, or no test ran at all."""
     if result.timed_out or any(f.status == FailureStatus.FAILED for f in result.failures):
         return None
     for failure in result.failures:
         if IMPORT_ERROR_RE.search(failure.message) or "SyntaxError" in failure.message:
             cause = next((line.strip() for line in reversed(failure.message.splitlines())
                           if IMPORT_ERROR_RE.search(line) or "SyntaxError" in line), failure.message.strip())
+            if MISSING_NAME_RE.search(cause):  # the module was found and lacks the name the task asks for
+                continue
             return f"{failure.test_id} could not be imported: {cause[:200]}"
     if not result.failures and result.ran == 0:
         return f"no test ran ({result.summary()})"
