@@ -95,7 +95,10 @@ def test_an_index_database_held_by_another_process(tmp_path: Path, monkeypatch: 
         holder.rollback()
         holder.close()
     assert code == 2
-    assert "index database" in _one_line_error(capsys.readouterr().err)
+    err = capsys.readouterr().err  # --context-only's progress is on stderr (its stdout is the report): then the error
+    progress = [line for line in err.strip().splitlines() if line.startswith("[")]
+    assert "index database" in _one_line_error("\n".join(line for line in err.splitlines() if line not in progress))
+    assert progress == [f"[Indexing repository: {repo}]"], err
     assert snapshot(repo) == before
 
 
