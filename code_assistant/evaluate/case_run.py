@@ -121,9 +121,11 @@ def _run(case: Case, config: EvalConfig, root: Path, start: float, stop: threadi
     live = config.logs / f"{case.id}.log" if config.logs is not None else None
     stderr_file = live or root / "agent.log"
     watch(CasePhase(case.id, Phase.AGENT, 1))
+    polled = _iterations(case.id, root / "runs", watch)
     done = attempt(repo=repo, task=case.task, test_command=case.test_command, run_args=config.run_args,
                    log_dir=root / "runs", scratch=root, stderr_file=stderr_file, timeout=config.case_timeout,
-                   stop=stop, polled=_iterations(case.id, root / "runs", watch))
+                   stop=stop, polled=polled)
+    polled()  # the iterations recorded after the last poll: said late, never left out
     if done.interrupted:
         raise CaseInterrupted(case.id)
     log_path = done.outcome.get("log")
