@@ -24,7 +24,7 @@ from code_assistant import env_files
 from code_assistant.display import Display
 from code_assistant.errors import ConfigError
 from code_assistant.memory import Memory
-from code_assistant.settings import Settings, approved_base_url, base_url_refusal
+from code_assistant.settings import TOOLS_MIN_WINDOW, Settings, ToolsMode, approved_base_url, base_url_refusal
 from code_assistant.waiting import counting_files, waiting
 
 if TYPE_CHECKING:
@@ -61,6 +61,16 @@ def secret_history(repo: Path, files: list[str]) -> str:
                   *files, timeout=20) or ""
     return "\n".join(line[1:] for line in log[:SECRET_HISTORY_BYTES].splitlines()
                      if line[:1] in "+-" and not line.startswith(("+++", "---")))
+
+
+def tools_offered(mode: ToolsMode, window: int, *, native: bool = True) -> tuple[bool, Form]:
+    """How the model's tools are offered in a `window` of tokens: `small` (--tools auto under TOOLS_MIN_WINDOW: grep
+    and read only, no MCP server) and their form (words when small, with --tools json, or once the server refused
+    native calls: `native` False). One rule for a run's requests and for the room `context` reports."""
+    from code_assistant.tools.box import Form
+
+    small = mode == ToolsMode.AUTO and window < TOOLS_MIN_WINDOW
+    return small, Form.JSON if small or mode == ToolsMode.JSON or not native else Form.NATIVE
 
 
 class Workspace:
@@ -455,17 +465,14 @@ class Workspace:
         auto, a window under TOOLS_MIN_WINDOW is offered grep and read only, described in words, and no MCP server is
         started for it. Each request offers what its window holds (tools/fit.py). `recorded`: --replay's calls, made
         afresh and compared."""
-        from code_assistant.settings import TOOLS_MIN_WINDOW, ToolsMode
-        from code_assistant.tools.box import Form
+        from code_assistant.settings import ToolsMode
         from code_assistant.tools.specs import SHORT_LIST
 
         mode = self.settings.tools
         if mode == ToolsMode.OFF or self.settings.max_tool_calls == 0:
             return None
         auto = mode == ToolsMode.AUTO
-        small = auto and model.window.tokens < TOOLS_MIN_WINDOW
-        words = small or mode == ToolsMode.JSON or not model.native_tools  # refused once: words from then on
-        form = Form.JSON if words else Form.NATIVE
+        small, form = tools_offered(mode, model.window.tokens, native=model.native_tools)  # refused once: words
 
         if small and not self._mcp_skipped_said:
             self._mcp_skipped_said = True
@@ -506,8 +513,7 @@ class Workspace:
         neither is known."""
         from code_assistant.model.remembered import FILE_NAME, remembered_window
         from code_assistant.model.window import ContextWindow as Window
-        from code_assistant.settings import TOOLS_MIN_WINDOW, ToolsMode
-        from code_assistant.tools.box import Form
+        from code_assistant.settings import ToolsMode
         from code_assistant.tools.specs import SHORT_LIST
 
         s = self.settings
@@ -522,8 +528,7 @@ class Workspace:
 
         box = None
         if s.tools != ToolsMode.OFF and s.max_tool_calls:
-            small = s.tools == ToolsMode.AUTO and window.tokens < TOOLS_MIN_WINDOW
-            form = Form.JSON if small or s.tools == ToolsMode.JSON else Form.NATIVE
+            small, form = tools_offered(s.tools, window.tokens)
             box = self.toolbox(s.repo, lambda: index, form=form, auto=s.tools == ToolsMode.AUTO)
             box = box.only(list(SHORT_LIST)) if small else box
         return Requests(self.request_config(), window, tools=box).context_room(index, task), window
