@@ -10,6 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from code_assistant.review import Verdict
+
+# set to "stderr": `run --json` says its progress lines, and a line per wait, on stderr (eval sets it for its agents,
+# so a case's log fills as it runs)
+PROGRESS_ENV = "CODE_ASSISTANT_PROGRESS"
 from code_assistant.waiting import SILENT, Status
 
 

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from code_assistant.display import PROGRESS_ENV
 from code_assistant.review import Decision, Verdict
 
 if TYPE_CHECKING:  # the CLI imports this module first: the pipeline is loaded only when a command needs it
@@ -39,7 +40,6 @@ def _err() -> Console:
     return Console(stderr=True, highlight=False)
 
 
-PROGRESS_ENV = "CODE_ASSISTANT_PROGRESS"  # "stderr": --json's progress lines there (eval sets it for its agents)
 _line_open = False  # a streamed answer is on the terminal without its last newline
 _open_on_stdout = False  # that answer is --ask's, on stdout (a run's answers stream dim on stderr with -v)
 _status: Waits | None = None  # the waits shown (display() makes it): held while a streamed answer is open

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import code_assistant
+from code_assistant.display import PROGRESS_ENV
 from code_assistant.errors import EXIT_INTERRUPTED, ConfigError
 
 logger = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ def attempt(*, repo: Path, task: str, test_command: str, run_args: tuple[str, ..
     argv = [*agent_command(), "--repo", str(repo), "--task", task, "--test-command", test_command, "--json",
             "--log-dir", str(log_dir), "--index-path", str(scratch / "index"), *run_args]
     env = {**os.environ, "CODE_ASSISTANT_STATE_PATH": str(scratch / "state"),
-           "CODE_ASSISTANT_PROGRESS": "stderr"}  # its progress lines into the case's log as it runs
+           PROGRESS_ENV: "stderr"}  # its progress lines into the case's log as it runs
     start = time.monotonic()
     stderr_file.parent.mkdir(parents=True, exist_ok=True)
     with stderr_file.open("w", encoding="utf-8") as err:
