@@ -87,6 +87,18 @@ def _call(url: str, body: dict[str, Any] | None = None, timeout: float = PROBE_T
         return None
 
 
+def _asked_once(cache: dict[str, Any], url: str, api_key: str | None) -> Any:
+    """The JSON answer of GET `url`, asked once per process (check_server's GET /models included); raises
+    _Unreachable when nothing answers (not remembered: the next question asks again)."""
+    if url not in cache:
+        cache[url] = _call(url, api_key=api_key)
+    return cache[url]
+
+
+def _model_list(base_url: str, api_key: str | None) -> Any:
+    return _asked_once(_MODEL_LISTS, f"{base_url.rstrip('/')}/models", api_key)
+
+
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
@@ -143,13 +155,10 @@ def from_model_info(body: Any, model: str) -> tuple[int | None, int | None, floa
 def gateway_info(base_url: str, model: str, api_key: str | None = None) -> tuple[int | None, int | None,
                                                                                    float | None, float | None] | None:
     """What a LiteLLM gateway's GET /model/info says of the model (asked once per process), or None."""
-    url = f"{base_url.rstrip('/')}/model/info"
     try:
-        if url not in _MODEL_INFOS:
-            _MODEL_INFOS[url] = _call(url, api_key=api_key)
+        return from_model_info(_asked_once(_MODEL_INFOS, f"{base_url.rstrip('/')}/model/info", api_key), model)
     except _Unreachable:
         return None
-    return from_model_info(_MODEL_INFOS[url], model)
 
 
 def output_limit(base_url: str | None, model: str, api_key: str | None = None) -> int | None:
@@ -272,9 +281,7 @@ def server_window(base_url: str, model: str, api_key: str | None = None,
     try:
         if window := from_props(_call(f"{root}/props", api_key=api_key)):
             return window, "GET /props"
-        listed = _MODEL_LISTS.get(f"{base_url.rstrip('/')}/models") or \
-            _call(f"{base_url.rstrip('/')}/models", api_key=api_key)
-        if found := models_window(listed, model):
+        if found := models_window(_model_list(base_url, api_key), model):
             return found[0], "GET /v1/models" if found[1] in ("max_model_len", "context_length") else \
                 f"GET /v1/models ({found[1]})"
         if window := from_lmstudio(_call(f"{root}/api/v0/models", api_key=api_key), model):
@@ -320,9 +327,8 @@ def window_memory(state: Path | None, base_url: str | None, model: str,
     check_server, else once now)."""
     if state is None or not base_url:
         return None
-    url = f"{base_url.rstrip('/')}/models"
     try:
-        models = _MODEL_LISTS[url] if url in _MODEL_LISTS else _call(url, api_key=api_key)
+        models = _model_list(base_url, api_key)
     except _Unreachable:
         models = None
     return WindowMemory(state / FILE_NAME, base_url, model, seen=fingerprint(models))
@@ -342,9 +348,8 @@ def _openai_made(info: ModelInfo) -> bool:
 def served_model(base_url: str, api_key: str | None = None) -> str | None:
     """The id of the only model the server lists at GET /v1/models; None when it lists none or several, or cannot
     be asked."""
-    url = f"{base_url.rstrip('/')}/models"
     try:
-        body = _MODEL_LISTS[url] if url in _MODEL_LISTS else _call(url, api_key=api_key)
+        body = _model_list(base_url, api_key)
     except _Unreachable as exc:
         logger.info("no model list from %s: %s", base_url, exc)
         return None
