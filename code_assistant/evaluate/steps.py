@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from code_assistant.model.trajectory import READABLE_FORMATS, StepKind
 

@@ -16,7 +16,6 @@ on the assistant message that asked for the calls, as each provider documents it
   (Lesson.SIGNATURE_BACK), goes with the placeholder those docs give for histories without signatures."""
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,11 +23,8 @@ from typing import Any
 import openai
 
 from code_assistant.model.accepts import Ask
-from code_assistant.model.records import CARRIED, ChatResponse, ModelError, Streamed, ToolCall, answered
+from code_assistant.model.records import CARRIED, ChatResponse, ModelError, Streamed, ToolCall, answered, broke_off
 from code_assistant.model.structured import response_format
-
-logger = logging.getLogger(__name__)
-
 
 REASONING_ITEM = "chat.reasoning_content"  # a carried item: {"type", "text"}, the turn's reasoning_content
 CALL_EXTRA_ITEM = "chat.extra_content"  # a carried item: {"type", "call_id", "extra_content"}, a call's own
@@ -144,10 +140,8 @@ def stream(client: openai.OpenAI, request: dict[str, Any], on_token: Callable[[s
                     if piece_of_call.function is not None:
                         call["name"] += piece_of_call.function.name or ""
                         call["arguments"] += piece_of_call.function.arguments or ""
-    except openai.APIConnectionError as exc:  # the stream broke off: after an event, a failure like any other
-        if events or isinstance(exc, openai.APITimeoutError):
-            raise
-        logger.debug("the stream broke off before any event: %s", exc)
+    except openai.APIConnectionError as exc:
+        broke_off(exc, events)
     if events == 0:
         return None
     response = answered("".join(parts), cut_off, _usage(usage), timings)

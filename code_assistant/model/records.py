@@ -11,15 +11,20 @@ https://openrouter.ai/docs/use-cases/usage-accounting) is the cost when every ca
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
 
+import openai
+
 from code_assistant.errors import EXIT_FAILED, AssistantError, GaveUpWaiting
 from code_assistant.model.prices import estimate_cost
 from code_assistant.model.usage import ReportedPrompt, count_at, reported_prompt
 from code_assistant.model.window import ContextWindow
+
+logger = logging.getLogger(__name__)
 
 Message = dict[str, Any]  # role and content; an assistant's tool_calls; a tool's answer with its tool_call_id
 CARRIED = "carried"  # an assistant message's key for what its wire needs back next turn (the Responses API's
@@ -202,3 +207,11 @@ class Streamed:
     response: ChatResponse
     first: float | None = None
     timings: Any = None
+
+
+def broke_off(exc: openai.APIConnectionError, events: int) -> None:
+    """A stream that broke off before any event is no answer (the wire returns None and the request is asked again);
+    after an event, or on a timeout, it is a failure like any other (raised again)."""
+    if events or isinstance(exc, openai.APITimeoutError):
+        raise exc
+    logger.debug("the stream broke off before any event: %s", exc)

@@ -15,7 +15,6 @@ and the usage (`input_tokens`, `output_tokens` and their details). `response.fai
 """
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -23,10 +22,8 @@ from typing import Any
 import openai
 
 from code_assistant.model.accepts import Ask
-from code_assistant.model.records import CARRIED, ChatResponse, Streamed, ToolCall, answered
+from code_assistant.model.records import CARRIED, ChatResponse, Streamed, ToolCall, answered, broke_off
 from code_assistant.model.structured import text_format
-
-logger = logging.getLogger(__name__)
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
@@ -142,10 +139,8 @@ def stream(client: openai.OpenAI, request: dict[str, Any], on_token: Callable[[s
                 message = getattr(error, "message", None) or "the response failed"
                 raise openai.APIError(message, request=events.response.request,
                                       body={"code": getattr(error, "code", None), "message": message})
-    except openai.APIConnectionError as exc:  # the stream broke off: after an event, a failure like any other
-        if count or isinstance(exc, openai.APITimeoutError):
-            raise
-        logger.debug("the stream broke off before any event: %s", exc)
+    except openai.APIConnectionError as exc:
+        broke_off(exc, count)
     if count == 0:
         return None
     return Streamed(_answer(final, pieces), first)
