@@ -1,5 +1,7 @@
-"""Applying the model's edits: previewed in a scratch copy, checked against the guardrails, shown for review, then
-written through the editor's journal; an edit that breaks a file's syntax goes back to the model before any test.
+"""Applying a plan's edits — the one way every door applies one: a run's model's answers (the loop, a reproduction
+test, best of N's winner) and another agent's or a person's plan (`apply`, from the command line and over MCP).
+Previewed in a scratch copy, checked against the guardrails, told to the git guard, shown for review, then written
+through the editor's journal; in a run, an edit that breaks a file's syntax goes back to the model before any test.
 
 The user may change a file the run wrote while the model answers. An answer whose edits fit around their change is
 applied on top of it (edit/beside.py); one that touches it is asked for once more, with the file as it is now, and
@@ -23,13 +25,15 @@ from code_assistant.review import Decision, Review
 
 
 class Applier:
-    """`ask`: the run's way to ask the model (an answer asked again, a syntax repair); `room`: the tokens a request
-    may hold now; `review`: --review's (None: no review); `guard`: told the files about to be written, before
+    """`ask`: the run's way to ask the model (an answer asked again, a syntax repair; None: no model to ask, as for
+    `apply`'s plan: an answer that no longer fits a file changed outside ends as that change); `room`: the tokens a
+    request may hold now; `review`: --review's (None: no review); `guard`: told the files about to be written, before
     anything is (the git workflow refuses some); `around`: an answer may be applied around a change the user made
     meanwhile (not when the run's change is to be committed: a commit holds the assistant's lines alone)."""
 
-    def __init__(self, tree: Tree, editor: FileEditor, limits: Limits, *, ask: Callable[[Request], Answer],
-                 room: Callable[[], int], say: Callable[[str], None], review: Review | None = None,
+    def __init__(self, tree: Tree, editor: FileEditor, limits: Limits, *, say: Callable[[str], None],
+                 ask: Callable[[Request], Answer] | None = None, room: Callable[[], int] = lambda: 0,
+                 review: Review | None = None,
                  guard: Callable[[list[str]], None] | None = None, around: bool = True) -> None:
         self.tree, self.editor, self.limits, self.ask, self.room = tree, editor, limits, ask, room
         self.say, self.review, self.guard, self.around = say, review, guard, around
@@ -50,7 +54,7 @@ class Applier:
         if outside.gone:
             raise ChangedOutsideError(list(outside.gone))
         if outside.overlaps:
-            if asked_again:
+            if asked_again or self.ask is None:
                 raise ChangedOutsideError(list(outside.overlaps))
             answer = self.ask_again(outside)
             if answer.stop is not None:
@@ -93,6 +97,7 @@ class Applier:
     def ask_again(self, outside: Outside) -> Answer:
         """The answer does not fit a file the user changed meanwhile: the model is asked once more, shown the file
         as it is now; nothing of the answer was written."""
+        assert self.ask is not None, "asked again only in a run"
         self.say(f"[Changed meanwhile by someone else: {', '.join(outside.overlaps)}; the answer's edits touch that "
                  f"change: asking again with the file as it is now]")
         budget = self.room() // (2 * len(outside.overlaps))
@@ -108,6 +113,7 @@ class Applier:
         self.say(f"[Syntax error in {', '.join(r.file_path for r in broken)}: asking for a fix before testing]")
         request = FollowUp(text=prompts.SYNTAX.render(feedback=edit_feedback(applied.results, applied.refused)),
                            prompt=prompts.SYNTAX)
+        assert self.ask is not None, "repaired only in a run"
         answer = self.ask(request)
         repaired = Applied(stopped=answer) if answer.stop is not None else self.apply(answer.ops, is_plan=False)
         return Applied(results=[*applied.results, *repaired.results], refused=[*applied.refused, *repaired.refused],

@@ -90,7 +90,7 @@ _GROUPS: dict[str, tuple[Group, ...]] = {
     "undo": (flags.repository, flags.as_json),
     "index": (flags.repository, flags.as_json),
     "recover": (flags.repository,),
-    "apply": (flags.repository, flags.as_json, ARGUMENTS),
+    "apply": (flags.repository, flags.as_json, flags.review, ARGUMENTS),
     "mcp add": (flags.as_json, ARGUMENTS),
     "mcp list": (flags.current_repository, flags.as_json, flags.trust),
     "mcp remove": (flags.as_json, ARGUMENTS),
