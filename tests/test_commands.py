@@ -237,7 +237,8 @@ def test_apply_goes_through_the_runs_applier_review_included(tmp_path: Path) -> 
     plan = json.dumps({"changes": [{"file_path": "calc.py", "action": "modify", "search": "return a - b",
                                     "replace": "return a + b"}]})
     (tmp_path / "plan.json").write_text(plan)
-    argv = [sys.executable, str(ROOT / "main.py"), "apply", "--repo", str(repo), "--review", str(tmp_path / "plan.json")]
+    argv = [sys.executable, str(ROOT / "main.py"), "apply", "--repo", str(repo), "--review",
+            str(tmp_path / "plan.json")]
 
     def answered(lines: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(argv, input=lines, capture_output=True, text=True, env=_cli_env(None, None, None),
