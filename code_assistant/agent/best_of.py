@@ -183,7 +183,7 @@ class BestOf:
         run's, if any, is every attempt's)."""
         kit = self.kit_for(scratch, number)
         self.parent.parts.meter.add(kit.model)
-        run = Run(kit, dataclasses.replace(self.parent.config, reproduce=False), budget=self.parent.parts.meter.total,
+        run = Run(kit, dataclasses.replace(self.parent.config, reproduce=False), run_usage=self.parent.parts.meter.total,
                   cancelled=self._cancelled, index_lock=self._index_lock)
         with self._lock:
             self._runs[number] = run

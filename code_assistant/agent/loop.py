@@ -44,10 +44,10 @@ def plan_line(ops: list[EditOperation]) -> str:
 
 
 class Run:
-    """One run on one working tree, from its kit. `budget` (the whole run's usage, which caps it), `cancelled` and
+    """One run on one working tree, from its kit. `run_usage` (the whole run's usage, which the budget caps), `cancelled` and
     `index_lock` (the index the attempts share): what a best-of-N attempt gets from the run it belongs to."""
 
-    def __init__(self, kit: Kit, config: LoopConfig, *, budget: Callable[[], Usage] | None = None,
+    def __init__(self, kit: Kit, config: LoopConfig, *, run_usage: Callable[[], Usage] | None = None,
                  cancelled: threading.Event | None = None,
                  index_lock: contextlib.AbstractContextManager[object] | None = None) -> None:
         self.kit, self.config = kit, config
@@ -62,7 +62,7 @@ class Run:
         self.changes: dict[int, str] = {}  # each tested iteration's change, as a diff (a rollback keeps the best's)
         attempt = kit.candidate is not None  # an attempt's tools look at the index the run started from
         self.parts = build_parts(kit, config, ask=self.ask, iteration=lambda: self.iteration, index=lambda: self.index,
-                                 tools_index=self._started_index if attempt else kit.current_index, budget=budget,
+                                 tools_index=self._started_index if attempt else kit.current_index, run_usage=run_usage,
                                  cancelled=cancelled, index_lock=index_lock)
 
     def _started_index(self) -> RepoIndex:
