@@ -56,7 +56,7 @@ class Applier:
         if outside.overlaps:
             if asked_again or self.ask is None:
                 raise ChangedOutsideError(list(outside.overlaps))
-            answer = self.ask_again(outside)
+            answer = self.ask_again(outside, self.ask)
             if answer.stop is not None:
                 return Applied(stopped=answer)
             return self.apply(answer.ops, is_plan=is_plan, limits=limits, asked_again=True)
@@ -94,26 +94,25 @@ class Applier:
                 self.say(f"[Syntax error after edit: {result.file_path}: {result.syntax_error}]")
         return Applied(results=results, refused=refused, patch_lines=preview.changed_lines, guardrails=(False,))
 
-    def ask_again(self, outside: Outside) -> Answer:
-        """The answer does not fit a file the user changed meanwhile: the model is asked once more, shown the file
-        as it is now; nothing of the answer was written."""
-        assert self.ask is not None, "asked again only in a run"
+    def ask_again(self, outside: Outside, ask: Callable[[Request], Answer]) -> Answer:
+        """The answer does not fit a file the user changed meanwhile: the model is asked once more (`ask`), shown
+        the file as it is now; nothing of the answer was written."""
         self.say(f"[Changed meanwhile by someone else: {', '.join(outside.overlaps)}; the answer's edits touch that "
                  f"change: asking again with the file as it is now]")
         budget = self.room() // (2 * len(outside.overlaps))
         feedback = "".join(_changed_meanwhile(rel, why, outside.now[rel], budget)
                            for rel, why in outside.overlaps.items())
-        return self.ask(FollowUp(text=prompts.UNAPPLIED.render(feedback=feedback), prompt=prompts.UNAPPLIED))
+        return ask(FollowUp(text=prompts.UNAPPLIED.render(feedback=feedback), prompt=prompts.UNAPPLIED))
 
     def repair_syntax(self, applied: Applied) -> Applied:
-        """An edit that broke a file's syntax goes straight back to the model, before the tests run (once)."""
+        """An edit that broke a file's syntax goes straight back to the model, before the tests run (once); with no
+        model to ask, the broken file stays said in the edit's result."""
         broken = [r for r in applied.results if r.ok and r.syntax_error]
-        if not broken:
+        if not broken or self.ask is None:
             return applied
         self.say(f"[Syntax error in {', '.join(r.file_path for r in broken)}: asking for a fix before testing]")
         request = FollowUp(text=prompts.SYNTAX.render(feedback=edit_feedback(applied.results, applied.refused)),
                            prompt=prompts.SYNTAX)
-        assert self.ask is not None, "repaired only in a run"
         answer = self.ask(request)
         repaired = Applied(stopped=answer) if answer.stop is not None else self.apply(answer.ops, is_plan=False)
         return Applied(results=[*applied.results, *repaired.results], refused=[*applied.refused, *repaired.refused],
