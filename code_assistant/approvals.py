@@ -15,7 +15,7 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 
-class Verdict(StrEnum):
+class Approval(StrEnum):
     KNOWN = "known"  # approved before, for exactly this
     APPROVED = "approved"  # asked now: yes (kept from now on)
     REFUSED = "refused"  # asked now: no
@@ -23,7 +23,7 @@ class Verdict(StrEnum):
 
     @property
     def granted(self) -> bool:
-        return self in (Verdict.KNOWN, Verdict.APPROVED)
+        return self in (Approval.KNOWN, Approval.APPROVED)
 
 
 def digest(data: str | bytes) -> str:
@@ -60,14 +60,14 @@ class Approvals:
         tmp.write_text(json.dumps({"approved": sorted(keys)}), encoding="utf-8")
         tmp.replace(self.path)
 
-    def ask(self, identity: dict[str, Any], question: str, confirm: Callable[[str], bool] | None) -> Verdict:
+    def ask(self, identity: dict[str, Any], question: str, confirm: Callable[[str], bool] | None) -> Approval:
         """Approved before, else asked (`confirm`: a yes/no question to the person; None: nobody to ask) and kept
         when the answer is yes."""
         if self.approved(identity):
-            return Verdict.KNOWN
+            return Approval.KNOWN
         if confirm is None:
-            return Verdict.UNASKED
+            return Approval.UNASKED
         if not confirm(question):
-            return Verdict.REFUSED
+            return Approval.REFUSED
         self.approve(identity)
-        return Verdict.APPROVED
+        return Approval.APPROVED

@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from code_assistant.review import Verdict
+from code_assistant.review import Reviewed
 
 # set to "stderr": `run --json` says its progress lines, and a line per wait, on stderr (eval sets it for its agents,
 # so a case's log fills as it runs)
@@ -35,7 +35,7 @@ class Display:
     run_tokens: Callable[[str], None] | None = None  # a run's answers as they arrive (None: not streamed)
     answer_tokens: Callable[[str], None] | None = None  # an answer to a question as it arrives (None: shown at the end)
     end_stream: Callable[[], None] = lambda: None  # ends a streamed answer's line
-    review: Callable[[str], Verdict] | None = None  # --review: the diff shown, what the person said
+    review: Callable[[str], Reviewed] | None = None  # --review: the diff shown, what the person said
     confirm: Callable[[str], bool] | None = None  # a yes/no question to the person (None: nobody to ask)
     status: Status = SILENT  # the waits (tests, the model, indexing) as they go
     embed_progress: Callable[[int], AbstractContextManager[Callable[[Any], None] | None]] = _no_progress

@@ -16,9 +16,9 @@ class Decision(StrEnum):
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Reviewed:
     decision: Decision
     why: str = ""  # with REJECT: what the model should do differently (optional)
 
 
-Review = Callable[[str], Verdict]  # the diff shown -> what the person said
+Review = Callable[[str], Reviewed]  # the diff shown -> what the person said

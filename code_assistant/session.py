@@ -51,7 +51,7 @@ class SessionOptions:
     resume: bool = False  # reopen the repository's last session: its notes of earlier tasks and its pins
 
 
-def session_words(operation: Operation, rest: str) -> object:
+def session_words(operation: Operation, rest: str) -> o.Options:
     """The words after `/name` as the operation's options, made from the arguments the table declares: the words in
     order, one an argument (a number must be one); the last, when it is text, runs to the end of the line (a task, a
     pattern with spaces). Options (`-k`, `--glob`) are the command line's and the other agent's: a line is free text."""
@@ -90,7 +90,7 @@ def help_lines() -> list[str]:
             f"{'/quit':<{width + 9}}leave, saying what is still in effect (Ctrl-D does too)", KEYS]
 
 
-def parse_line(text: str) -> tuple[Operation, object] | Word:
+def parse_line(text: str) -> tuple[Operation, o.Options] | Word:
     """A line as an operation and its options, or a word the door answers itself. A task is `run`; a line that is
     only a command's name is the command, or a UsageError that asks whether it was meant."""
     if not text.startswith("/"):

@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from code_assistant import env_files
-from code_assistant.approvals import Approvals, Verdict
+from code_assistant.approvals import Approval, Approvals
 from code_assistant.errors import ConfigError
 from code_assistant.languages import framework
 
@@ -290,7 +290,7 @@ def approved_base_url(settings: Settings, confirm: Callable[[str], bool] | None)
         return settings
     question = (f"The repository's .env ({asked.file}) sets OPENAI_BASE_URL={asked.url}: your API key and the "
                 f"model's requests would go to {asked.host}. Use it for this repository?")
-    verdict = Verdict.UNASKED if asked.written else \
+    verdict = Approval.UNASKED if asked.written else \
         Approvals(settings.repo_state_dir / BASE_URL_APPROVALS).ask(asked.identity(), question, confirm)
     if not verdict.granted:
         raise base_url_refusal(asked, verdict)
@@ -298,14 +298,14 @@ def approved_base_url(settings: Settings, confirm: Callable[[str], bool] | None)
                                base_url_from=f"OPENAI_BASE_URL in {asked.file}")
 
 
-def base_url_refusal(asked: EnvBaseUrl, verdict: Verdict = Verdict.UNASKED) -> ConfigError:
+def base_url_refusal(asked: EnvBaseUrl, verdict: Approval = Approval.UNASKED) -> ConfigError:
     """Why the repository's .env's server is not used, in one line that says what to do."""
     said = f"the repository's .env sets OPENAI_BASE_URL={asked.url}, which would send your key to {asked.host}"
     instead = "give the server with --base-url or OPENAI_BASE_URL"
     if asked.written:
         return ConfigError(f"{said}; that .env was written while the assistant worked on the repository (by a plan "
                            f"or a test), so it is not read: check it, then {instead}")
-    if verdict == Verdict.REFUSED:
+    if verdict == Approval.REFUSED:
         return ConfigError(f"{said}; not approved: {instead}")
     return ConfigError(f"{said}; you have not approved it for this repository and cannot be asked here (no terminal, "
                        f"or --json): approve it once on a terminal, or {instead}")

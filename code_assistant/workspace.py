@@ -358,49 +358,57 @@ class Workspace:
         """What a run on the working tree `tree` uses (the repository, a branch of it in place, a worktree with an
         index of its own): the model, an editor whose journal is kept for undo, the test runner, the tools (with
         --replay's recorded calls, made afresh), the run log, the display and the session's memory. With
-        `candidate`, what best of N's attempt of that number uses on its scratch copy `tree`: a model of its own
-        (temperature above 0, its own seed and window), an editor that keeps no history, a runner whose processes
-        are named apart, its lines prefixed, no memory, the run's `trajectory` and tools. `guard`: told the files
-        about to be written (the git workflow)."""
+        `candidate`, what best of N's attempt of that number uses on its scratch copy `tree`, built the same way but
+        for what is its own: a model (temperature above 0, its own seed and window), an editor that keeps no history
+        in a state directory beside the copy, a runner whose processes are named apart, its lines prefixed, no
+        memory and no review; the run's `trajectory`, tools and index (it starts from the run's and looks at that).
+        `guard`: told the files about to be written (the git workflow)."""
         from code_assistant.agent.kit import Kit, Tree
         from code_assistant.model.trajectory import Trajectory
 
         s = self.settings
-        if candidate is not None:
-            return self._candidate_kit(tree, candidate, trajectory)
-        trajectory = trajectory or Trajectory(s.runs_dir, task or "task")
-        if tree == s.repo:
+        attempt = candidate is not None
+        state_path = tree.parent / "state" if attempt else s.state_path  # beside the copy (agent/candidates.py)
+        if attempt:
+            log, editor = trajectory, self._attempt_editor(tree, state_path)
+        else:
+            log = trajectory or Trajectory(s.runs_dir, task or "task")
+            editor = self.editor(tree, task=task, originals=log.path.with_suffix(".originals"))
+        if attempt or tree == s.repo:
             index, current = (lambda: self.index()[0]), self.quiet_index
         else:
             indexer = build_indexer(s, tree)
             index, current = (lambda: self.index(indexer, tree)[0]), (lambda: _current(indexer, s.state_path))
-        return Kit(tree=Tree(root=tree, index_path=s.index_path, state_path=s.state_path), model=self.model,
-                   editor=self.editor(tree, task=task, originals=trajectory.path.with_suffix(".originals")),
-                   runner=self.runner(tree), index=index, current_index=current,
-                   requests=self.request_config(tree, s.state_path), tools=self._run_tools(replay),
-                   trajectory=trajectory, memory=self.memory, guard=guard,
-                   display=dataclasses.replace(self.display, review=self.display.review if s.review else None))
+        return Kit(tree=Tree(root=tree, index_path=s.index_path, state_path=state_path),
+                   model=self.model if candidate is None else self._attempt_model(candidate),
+                   editor=editor,
+                   runner=self.runner(tree, candidate=candidate), index=index, current_index=current,
+                   requests=self.request_config(tree, state_path, embed_budget=0 if attempt else None),
+                   tools=self.tools_for(self.model) if attempt else self._run_tools(replay), trajectory=log,
+                   memory=None if attempt else self.memory, guard=guard, candidate=candidate,
+                   display=self._attempt_display(candidate) if candidate is not None else
+                   dataclasses.replace(self.display, review=self.display.review if s.review else None))
 
-    def _candidate_kit(self, scratch: Path, number: int, trajectory: Trajectory | None) -> Kit:
+    def _attempt_model(self, number: int) -> ChatModel:
+        """Best of N's attempt `number`: the run's model at a temperature above 0, its own seed and window."""
         from code_assistant.agent.best_of import CANDIDATE_TEMPERATURE
-        from code_assistant.agent.kit import Kit, Tree
-        from code_assistant.edit.editor import FileEditor
-        from code_assistant.settings import repo_id
+
+        return self.model.with_(temperature=CANDIDATE_TEMPERATURE, seed=number,
+                                window=dataclasses.replace(self.model.window))
+
+    def _attempt_display(self, number: int) -> Display:
         from code_assistant.waiting import Prefixed
 
-        s = self.settings
-        state_path = scratch.parent / "state"  # beside the copy, in the scratch directory (agent/candidates.py)
-        model = self.model.with_(temperature=CANDIDATE_TEMPERATURE, seed=number,
-                                 window=dataclasses.replace(self.model.window))
-        display = Display(say=lambda line: self.say(f"[Candidate {number}] {line}"),
-                          status=Prefixed(self.display.status, f"Candidate {number}: "))
-        return Kit(tree=Tree(root=scratch, index_path=s.index_path, state_path=state_path), model=model,
-                   editor=FileEditor(scratch, state_dir=state_path / repo_id(scratch), forbidden=[s.index_path],
-                                     history=False),
-                   runner=self.runner(scratch, candidate=number), index=lambda: self.index()[0],
-                   current_index=self.quiet_index,  # (an attempt starts from the run's index and looks at that)
-                   requests=self.request_config(scratch, state_path, embed_budget=0), tools=self.tools_for(self.model),
-                   trajectory=trajectory, display=display, candidate=number)
+        return Display(say=lambda line: self.say(f"[Candidate {number}] {line}"),
+                       status=Prefixed(self.display.status, f"Candidate {number}: "))
+
+    def _attempt_editor(self, scratch: Path, state_path: Path) -> FileEditor:
+        """Best of N's attempt's editor: no history, in the attempt's own state directory."""
+        from code_assistant.edit.editor import FileEditor
+        from code_assistant.settings import repo_id
+
+        return FileEditor(scratch, state_dir=state_path / repo_id(scratch), forbidden=[self.settings.index_path],
+                          history=False)
 
     def _run_tools(self, replay: Path | None) -> ToolsFor | None:
         """The model's tools; a replay has them when the recorded run called any (each call made afresh, compared

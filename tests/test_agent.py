@@ -24,7 +24,7 @@ from code_assistant.index import embeddings, store
 from code_assistant.index.indexer import Indexer
 from code_assistant.model.chat import OpenAIChat
 from code_assistant.model.trajectory import ReplayModel, Trajectory, read_answers
-from code_assistant.review import Decision, Verdict
+from code_assistant.review import Decision, Reviewed
 from code_assistant.settings import load_settings
 from code_assistant.verify.outputs import TestFailure
 from code_assistant.verify.runner import TestResult, TestRunner, fewer_tests, lost_note
@@ -358,11 +358,11 @@ def test_secrets_never_reach_the_model(tmp_path: Path, embedder: embeddings.Embe
 # ----- review and dry run ----------------------------------------------------------------------------------------
 def test_review_no_sends_the_reason_to_the_model(tmp_path: Path, embedder: embeddings.Embedder) -> None:
     repo = python_repo(tmp_path)
-    decisions = iter([Verdict(Decision.REJECT, "keep the subtraction, add a new function instead"),
-                      Verdict(Decision.APPLY)])
+    decisions = iter([Reviewed(Decision.REJECT, "keep the subtraction, add a new function instead"),
+                      Reviewed(Decision.APPLY)])
     seen: list[str] = []
 
-    def reviewer(diff: str) -> Verdict:
+    def reviewer(diff: str) -> Reviewed:
         seen.append(diff)
         return next(decisions)
 
@@ -376,7 +376,7 @@ def test_review_no_sends_the_reason_to_the_model(tmp_path: Path, embedder: embed
 def test_review_quit_stops_with_refused(tmp_path: Path, embedder: embeddings.Embedder) -> None:
     repo = python_repo(tmp_path)
     before = snapshot(repo)
-    result, _, _ = run_agent(repo, [answer(FIX_ADD)], embedder, review=lambda diff: Verdict(Decision.QUIT))
+    result, _, _ = run_agent(repo, [answer(FIX_ADD)], embedder, review=lambda diff: Reviewed(Decision.QUIT))
     assert result.stop_reason == "refused" and snapshot(repo) == before
 
 

@@ -229,6 +229,32 @@ def test_apply_refuses_weakening_a_test_however_its_path_is_written(tmp_path: Pa
     assert snapshot(repo) == before
 
 
+def test_apply_goes_through_the_runs_applier_review_included(tmp_path: Path) -> None:
+    """`apply` applies a plan by the run's own applier: with --review the diff is shown and nothing is written
+    unless the person says y — `n` (with why) writes nothing and says so, the end of input is a quit."""
+    repo = python_repo(tmp_path)
+    before = snapshot(repo)
+    plan = json.dumps({"changes": [{"file_path": "calc.py", "action": "modify", "search": "return a - b",
+                                    "replace": "return a + b"}]})
+    (tmp_path / "plan.json").write_text(plan)
+    argv = [sys.executable, str(ROOT / "main.py"), "apply", "--repo", str(repo), "--review",
+            str(tmp_path / "plan.json")]
+
+    def answered(lines: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(argv, input=lines, capture_output=True, text=True, env=_cli_env(None, None, None),
+                              timeout=120)
+
+    rejected = answered("n\nnot this way\n")
+    assert "Apply this change?" in rejected.stdout + rejected.stderr and "+    return a + b" in rejected.stdout
+    assert rejected.returncode != 0 and "the user rejected this change at review: not this way" in rejected.stdout
+    assert snapshot(repo) == before
+    quit_ = answered("")
+    assert quit_.returncode != 0 and "[Nothing was applied]" in quit_.stdout and snapshot(repo) == before
+    accepted = answered("y\n")
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    assert "return a + b" in (repo / "calc.py").read_text() and "[Applied: calc.py]" in accepted.stdout
+
+
 def test_each_argument_is_declared_once_and_every_door_makes_its_form_of_it(tmp_path: Path) -> None:
     """An operation's arguments (grep's path_glob, read's start and end, search's k, ...) are declared once, in the
     table (tools/specs.py for the model's tools): the model's tool schema, the command line's parser, the session's

@@ -7,10 +7,12 @@ import pytest
 from code_assistant.agent.decide import NO_CHANGE, Ending, Facts, Point, decide
 from code_assistant.agent.state import Answer, Applied, Reproduction
 from code_assistant.agent.stop import Stop
+from code_assistant.edit.editor import ChangedOutsideError
 from code_assistant.edit.edits import EditOperation, EditResult
 from code_assistant.edit.preview import Preview
-from code_assistant.verify.outputs import TestFailure
-from code_assistant.verify.runner import TestResult
+from code_assistant.model.chat import ModelError
+from code_assistant.verify.outputs import NotRun, NotRunCause, TestFailure
+from code_assistant.verify.runner import TestResult, TestsNotRunError
 
 EDIT = EditOperation(file_path="calc.py", search="a - b", replace="a + b")
 WROTE = Applied(results=[EditResult(ok=True, file_path="calc.py", action="edit", message="")], guardrails=(False,))
@@ -121,4 +123,49 @@ CASES: list[tuple[str, Facts, Ending | None]] = [
 
 @pytest.mark.parametrize("facts, ending", [case[1:] for case in CASES], ids=[case[0] for case in CASES])
 def test_the_stop_rules(facts: Facts, ending: Ending | None) -> None:
+    assert decide(facts) == ending
+
+
+MODEL_GONE = ModelError("the model server could not be reached")
+NOT_RUN = TestsNotRunError(NotRun(cause=NotRunCause.NOT_FOUND, line="pytest: not found", fix="install pytest"))
+OUTSIDE = ChangedOutsideError(["calc.py"])
+BROKEN = RuntimeError("a bug of ours")
+# where the model is asked (asker.py gathers these facts, and makes the Ending the Answer that stops the run), and
+# the failures from outside (raised where they happen; the loop asks which ending each is, best of N for an attempt)
+ASKED: list[tuple[str, Facts, Ending | None]] = [
+    ("cancelled before a call", Facts(point=Point.ASKING, cancelled=True),
+     Ending(reason=Stop.INTERRUPTED, message="interrupted")),
+    ("not cancelled", Facts(point=Point.ASKING), None),
+    ("tokens over --max-tokens", Facts(point=Point.REPLIED, tokens=61, max_tokens=60),
+     Ending(reason=Stop.COST_CAP, message="61 tokens used, over --max-tokens 60")),
+    ("tokens at --max-tokens", Facts(point=Point.REPLIED, tokens=60, max_tokens=60), None),
+    ("cost over --max-cost", Facts(point=Point.REPLIED, tokens=10, cost=0.0125, max_cost=0.01),
+     Ending(reason=Stop.COST_CAP, message="$0.0125 spent, over --max-cost $0.01")),
+    ("no price known: no cost cap", Facts(point=Point.REPLIED, tokens=10, max_cost=0.01), None),
+    ("an unreadable answer, the first: sent back", Facts(point=Point.REPLIED, unreadable="no JSON", unreadable_times=1),
+     None),
+    ("an unreadable answer, the second", Facts(point=Point.REPLIED, unreadable="no JSON", unreadable_times=2),
+     Ending(reason=Stop.MODEL_ERROR, message="the model's answer could not be parsed twice: no JSON")),
+    ("the budget before the answer is read", Facts(point=Point.REPLIED, tokens=61, max_tokens=60, unreadable="x",
+                                                   unreadable_times=2),
+     Ending(reason=Stop.COST_CAP, message="61 tokens used, over --max-tokens 60")),
+    ("Ctrl-C", Facts(point=Point.FAILED, failure=KeyboardInterrupt()),
+     Ending(reason=Stop.INTERRUPTED, message="interrupted")),
+    ("a file changed outside twice", Facts(point=Point.FAILED, failure=OUTSIDE),
+     Ending(reason=Stop.CHANGED_OUTSIDE, message=str(OUTSIDE))),
+    ("the model server gone: raised again for the door", Facts(point=Point.FAILED, failure=MODEL_GONE),
+     Ending(reason=Stop.MODEL_ERROR, message=str(MODEL_GONE), raised=MODEL_GONE)),
+    ("the tests cannot run", Facts(point=Point.FAILED, failure=NOT_RUN),
+     Ending(reason=Stop.TESTS_NOT_RUN, message=str(NOT_RUN), raised=NOT_RUN)),
+    ("anything else: an error", Facts(point=Point.FAILED, failure=BROKEN),
+     Ending(reason=Stop.ERROR, message="a bug of ours", raised=BROKEN)),
+    ("best of N: Ctrl-C in an attempt", Facts(point=Point.ATTEMPT_FAILED, failure=KeyboardInterrupt()),
+     Ending(reason=Stop.INTERRUPTED, message="interrupted")),
+    ("best of N: anything else ends the attempt as the model's error",
+     Facts(point=Point.ATTEMPT_FAILED, failure=OUTSIDE), Ending(reason=Stop.MODEL_ERROR, message=str(OUTSIDE))),
+]
+
+
+@pytest.mark.parametrize("facts, ending", [case[1:] for case in ASKED], ids=[case[0] for case in ASKED])
+def test_the_stop_rules_of_asking_and_of_failures(facts: Facts, ending: Ending | None) -> None:
     assert decide(facts) == ending

@@ -310,7 +310,7 @@ def test_a_case_line_is_read_with_swe_bench_lists_and_sources_of_every_kind(tmp_
 
 def test_the_judge_names_a_test_the_runner_never_showed_missing_not_passed() -> None:
     from code_assistant.evaluate.cases import Case, Source, SourceKind
-    from code_assistant.evaluate.judge import decide, statuses
+    from code_assistant.evaluate.judge import statuses, verdict_of
     from code_assistant.verify.outputs import TestFailure
     from code_assistant.verify.runner import TestResult
 
@@ -320,10 +320,10 @@ def test_the_judge_names_a_test_the_runner_never_showed_missing_not_passed() -> 
     assert found == {"t.py::test_a": "passed", "t.py::test_b": "failed", "t.py::test_gone": "missing"}
     case = Case(id="x", source=Source(SourceKind.PATH, "/"), task="t", test_command="pytest",
                 fail_to_pass=("t.py::test_a",))
-    assert decide(case, {"t.py::test_a": "passed"}, result) == "resolved"  # the red elsewhere is not this case's
-    assert decide(case, {"t.py::test_a": "missing"}, result) == "unresolved"
+    assert verdict_of(case, {"t.py::test_a": "passed"}, result) == "resolved"  # the red elsewhere is not this case's
+    assert verdict_of(case, {"t.py::test_a": "missing"}, result) == "unresolved"
     unnamed = Case(id="x", source=Source(SourceKind.PATH, "/"), task="t", test_command="pytest")
-    assert decide(unnamed, {}, result) == "unresolved"
+    assert verdict_of(unnamed, {}, result) == "unresolved"
 
 
 def test_a_run_log_gives_the_failing_tests_per_iteration_of_the_run_itself() -> None:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+from code_assistant.edit.command_guard import check_test_definition, definitions
 from code_assistant.edit.guardrails import changed_line_count, check_test_setup, check_test_weakening
-from code_assistant.edit.test_definition import check_test_definition, definitions
 
 PYTEST = '''import pytest
 

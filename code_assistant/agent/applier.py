@@ -1,5 +1,7 @@
-"""Applying the model's edits: previewed in a scratch copy, checked against the guardrails, shown for review, then
-written through the editor's journal; an edit that breaks a file's syntax goes back to the model before any test.
+"""Applying a plan's edits — the one way every door applies one: a run's model's answers (the loop, a reproduction
+test, best of N's winner) and another agent's or a person's plan (`apply`, from the command line and over MCP).
+Previewed in a scratch copy, checked against the guardrails, told to the git guard, shown for review, then written
+through the editor's journal; in a run, an edit that breaks a file's syntax goes back to the model before any test.
 
 The user may change a file the run wrote while the model answers. An answer whose edits fit around their change is
 applied on top of it (edit/beside.py); one that touches it is asked for once more, with the file as it is now, and
@@ -23,13 +25,15 @@ from code_assistant.review import Decision, Review
 
 
 class Applier:
-    """`ask`: the run's way to ask the model (an answer asked again, a syntax repair); `room`: the tokens a request
-    may hold now; `review`: --review's (None: no review); `guard`: told the files about to be written, before
+    """`ask`: the run's way to ask the model (an answer asked again, a syntax repair; None: no model to ask, as for
+    `apply`'s plan: an answer that no longer fits a file changed outside ends as that change); `room`: the tokens a
+    request may hold now; `review`: --review's (None: no review); `guard`: told the files about to be written, before
     anything is (the git workflow refuses some); `around`: an answer may be applied around a change the user made
     meanwhile (not when the run's change is to be committed: a commit holds the assistant's lines alone)."""
 
-    def __init__(self, tree: Tree, editor: FileEditor, limits: Limits, *, ask: Callable[[Request], Answer],
-                 room: Callable[[], int], say: Callable[[str], None], review: Review | None = None,
+    def __init__(self, tree: Tree, editor: FileEditor, limits: Limits, *, say: Callable[[str], None],
+                 ask: Callable[[Request], Answer] | None = None, room: Callable[[], int] = lambda: 0,
+                 review: Review | None = None,
                  guard: Callable[[list[str]], None] | None = None, around: bool = True) -> None:
         self.tree, self.editor, self.limits, self.ask, self.room = tree, editor, limits, ask, room
         self.say, self.review, self.guard, self.around = say, review, guard, around
@@ -50,9 +54,9 @@ class Applier:
         if outside.gone:
             raise ChangedOutsideError(list(outside.gone))
         if outside.overlaps:
-            if asked_again:
+            if asked_again or self.ask is None:
                 raise ChangedOutsideError(list(outside.overlaps))
-            answer = self.ask_again(outside)
+            answer = self.ask_again(outside, self.ask)
             if answer.stop is not None:
                 return Applied(stopped=answer)
             return self.apply(answer.ops, is_plan=is_plan, limits=limits, asked_again=True)
@@ -90,20 +94,21 @@ class Applier:
                 self.say(f"[Syntax error after edit: {result.file_path}: {result.syntax_error}]")
         return Applied(results=results, refused=refused, patch_lines=preview.changed_lines, guardrails=(False,))
 
-    def ask_again(self, outside: Outside) -> Answer:
-        """The answer does not fit a file the user changed meanwhile: the model is asked once more, shown the file
-        as it is now; nothing of the answer was written."""
+    def ask_again(self, outside: Outside, ask: Callable[[Request], Answer]) -> Answer:
+        """The answer does not fit a file the user changed meanwhile: the model is asked once more (`ask`), shown
+        the file as it is now; nothing of the answer was written."""
         self.say(f"[Changed meanwhile by someone else: {', '.join(outside.overlaps)}; the answer's edits touch that "
                  f"change: asking again with the file as it is now]")
         budget = self.room() // (2 * len(outside.overlaps))
         feedback = "".join(_changed_meanwhile(rel, why, outside.now[rel], budget)
                            for rel, why in outside.overlaps.items())
-        return self.ask(FollowUp(text=prompts.UNAPPLIED.render(feedback=feedback), prompt=prompts.UNAPPLIED))
+        return ask(FollowUp(text=prompts.UNAPPLIED.render(feedback=feedback), prompt=prompts.UNAPPLIED))
 
     def repair_syntax(self, applied: Applied) -> Applied:
-        """An edit that broke a file's syntax goes straight back to the model, before the tests run (once)."""
+        """An edit that broke a file's syntax goes straight back to the model, before the tests run (once); with no
+        model to ask, the broken file stays said in the edit's result."""
         broken = [r for r in applied.results if r.ok and r.syntax_error]
-        if not broken:
+        if not broken or self.ask is None:
             return applied
         self.say(f"[Syntax error in {', '.join(r.file_path for r in broken)}: asking for a fix before testing]")
         request = FollowUp(text=prompts.SYNTAX.render(feedback=edit_feedback(applied.results, applied.refused)),

@@ -1,7 +1,7 @@
 """Asking the model: one chat call per request, through the run's conversation (conversation.py), an unusable answer
 sent back once with the reason, a smaller request when the server names a smaller window, the files the model asks to
-read shown, and the run's token and cost budget checked after every answer. What the model said goes to the run's
-recorder; what it came to comes back as an Answer."""
+read shown, and decide() asked before every call (cancelled?) and after every reply (the budget spent, an answer
+unreadable again). What the model said goes to the run's recorder; what it came to comes back as an Answer."""
 from __future__ import annotations
 
 import logging
@@ -11,12 +11,12 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from code_assistant.agent.conversation import Conversation
+from code_assistant.agent.decide import Ending, Facts, Point, decide
 from code_assistant.agent.exchange import Round, exchange
 from code_assistant.agent.kit import Budget, Tree
 from code_assistant.agent.recorder import Recorder
 from code_assistant.agent.requests import PLAN_ANSWER, PlanRequest, ReproduceRequest, Request
 from code_assistant.agent.state import Answer
-from code_assistant.agent.stop import Stop
 from code_assistant.answers.plan import PlanParseError, parse_answer
 from code_assistant.answers.reasoning import split_reasoning
 from code_assistant.answers.tool_calls import as_text
@@ -62,7 +62,7 @@ class Asker:
         self.budget, self.spent, self.iteration, self.index = budget, spent, iteration, index
         self.say, self.on_token, self.cancelled = say, on_token, cancelled
         self.tools, self.status = tools, status
-        self._over: str | None = None  # the budget spent during the answer's tool calls
+        self._over: Ending | None = None  # the budget spent during the answer's tool calls
 
     def ask(self, request: Request) -> Answer:
         """The model's changes for a request (a new step of the conversation, unless it is the one just opened)."""
@@ -125,16 +125,22 @@ class Asker:
             self.say(f"[Ignored: the model asked to read {', '.join(reads)} again; going on with its other changes]")
         return Answer(ops=[op for op in answer.ops if op.action != Action.READ], said=said)
 
-    def over_budget(self) -> str | None:
-        """Why the run must stop for its budget now (None: it may go on)."""
-        return self.budget.spent(self.spent(), self.model.name)
+    def replied(self, unreadable: str = "", times: int = 0) -> Ending | None:
+        """decide() after a reply: the usage so far against the budget; `unreadable`: why the answer could not be
+        read (`times`: how many answers to this request could not)."""
+        usage = self.spent()
+        budget = self.budget
+        return decide(Facts(point=Point.REPLIED, tokens=usage.total_tokens, cost=budget.cost(usage, self.model.name),
+                            max_tokens=budget.max_tokens, max_cost=budget.max_cost, unreadable=unreadable,
+                            unreadable_times=times))
 
     # ----- one request ------------------------------------------------------------------------------------
     def _ask(self, request: Request) -> Answer:
         """One chat call for the conversation's open step; an unusable answer is sent back once with the parse
         error."""
-        if self.cancelled is not None and self.cancelled.is_set():
-            return Answer(stop=Stop.INTERRUPTED, why="interrupted")
+        cancelled = self.cancelled is not None and self.cancelled.is_set()
+        if ending := decide(Facts(point=Point.ASKING, cancelled=cancelled)):
+            return Answer(stop=ending.reason, why=ending.message)
         recorder = self.recorder
         recorder.begin(step_kind(request), self.iteration(), request.prompt.version)  # the step before is written
         started = time.perf_counter()
@@ -143,32 +149,32 @@ class Asker:
         before = replace(self.model.usage)
         said: list[str] = []
         self._over = None
+        unreadable = 0
         try:
-            for attempt in range(2):
+            while True:
                 response = exchange(self.model, self.conversation, tools=self.tools, on_token=self.on_token,
                                     say=self.say, on_round=self._round, answer=PLAN_ANSWER, status=self.status)
                 if self._over is not None:
-                    return Answer(said=tuple(said), stop=Stop.COST_CAP, why=self._over)
+                    return Answer(said=tuple(said), stop=self._over.reason, why=self._over.message)
                 recorder.answered(response.text, response)
                 visible = _visible(response.text)
                 self.conversation.answer(visible or REASONING_ONLY)
                 said.append(visible)
-                if (over := self.over_budget()) is not None:
-                    return Answer(said=tuple(said), stop=Stop.COST_CAP, why=over)
+                if ending := self.replied():
+                    return Answer(said=tuple(said), stop=ending.reason, why=ending.message)
                 try:
                     plan = parse_answer(response.text, cut_off=response.cut_off)
                     recorder.read_as(plan.format)
                     return Answer(ops=plan.ops, said=tuple(said))
                 except PlanParseError as exc:
                     error = _why(exc, response, visible)
-                    if attempt == 1:
-                        return Answer(said=tuple(said), stop=Stop.MODEL_ERROR,
-                                      why=f"the model's answer could not be parsed twice: {error}")
+                    unreadable += 1
+                    if ending := self.replied(error, unreadable):
+                        return Answer(said=tuple(said), stop=ending.reason, why=ending.message)
                     logger.info("unparsable answer (%s); asking again", error)
                     self.say("[The model's answer could not be read" + (" (it was cut off at the answer limit)"
                              if response.cut_off else "") + "; asking once more]")
                     self.conversation.tell(prompts.REASK.render(error=error))
-            raise AssertionError("unreachable")
         finally:
             recorder.used(self.model.usage - before, time.perf_counter() - started)
 
@@ -179,7 +185,7 @@ class Asker:
         text = round_.response.text if not round_.response.tool_calls else as_text(round_.calls)
         self.recorder.answered(text, round_.response, final=False)
         self.recorder.called(round_.made)
-        self._over = self.over_budget()
+        self._over = self.replied()
         return self._over is not None
 
     def _readable(self, path: str) -> str | None:

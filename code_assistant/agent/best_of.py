@@ -126,9 +126,10 @@ class BestOf:
                                if self._cancelled.is_set() else self.attempt(number, copies[number], task, prepared))
                 except BaseException as exc:  # noqa: BLE001 - one attempt's error is its outcome, not the run's
                     logger.warning("candidate %d stopped: %s", number, exc)
-                    reason = Stop.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else Stop.MODEL_ERROR
-                    outcome = CandidateOutcome(number=number, passed=False, stop_reason=reason,
-                                               message=str(exc) or reason)
+                    ending = decide(Facts(point=Point.ATTEMPT_FAILED, failure=exc))
+                    assert ending is not None, "a failure always ends the attempt"
+                    outcome = CandidateOutcome(number=number, passed=False, stop_reason=ending.reason,
+                                               message=ending.message)
                 outcome.started_s = round(started - began, 3)
                 outcome.seconds = round(time.perf_counter() - started, 3)
                 with self._lock:
@@ -182,7 +183,7 @@ class BestOf:
         run's, if any, is every attempt's)."""
         kit = self.kit_for(scratch, number)
         self.parent.parts.meter.add(kit.model)
-        run = Run(kit, dataclasses.replace(self.parent.config, reproduce=False), budget=self.parent.parts.meter.total,
+        run = Run(kit, dataclasses.replace(self.parent.config, reproduce=False), run_usage=self.parent.parts.meter.total,
                   cancelled=self._cancelled, index_lock=self._index_lock)
         with self._lock:
             self._runs[number] = run

@@ -1,8 +1,8 @@
 """When a run ends, and why: one pure function over what the run knows at each point of the loop (Facts), which
-returns the Ending or None to go on. Every stop rule of the loop and of best of N is here; the loop gathers the
-facts, and makes the Ending into the run's outcome in one place (Run.end). Only failures from outside — the model
-server gone, the tests unable to run, a file changed by someone else, Ctrl-C — are raised instead, and end the run
-the same way."""
+returns the Ending or None to go on. Every stop rule of the loop, of its model calls and of best of N is here: the
+loop and the asker gather the facts, and the loop makes the Ending into the run's outcome in one place (Run.end).
+Failures from outside — the model server gone, the tests unable to run, a file changed by someone else, Ctrl-C — are
+raised where they happen; which ending each is, is decided here too (Point.FAILED)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,13 +11,17 @@ from typing import TYPE_CHECKING
 
 from code_assistant.agent.state import Answer, Applied, Reproduction
 from code_assistant.agent.stop import Stop
+from code_assistant.edit.editor import ChangedOutsideError
+from code_assistant.model.chat import ModelError
 from code_assistant.verify.passes import seen_passing
+from code_assistant.verify.runner import TestsNotRunError
 
 if TYPE_CHECKING:
     from code_assistant.edit.preview import Preview
     from code_assistant.verify.runner import TestResult
 
 NO_CHANGE = "no change: the model proposed none"
+UNREADABLE_TIMES = 2  # answers to one request that could not be read before the run ends (the first is sent back)
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,7 @@ class Ending:
     verified: bool = False  # a test that failed before the change passes now
     verification: str = ""  # which test shows it, or why none does
     preview: Preview | None = None
+    raised: BaseException | None = None  # a failure from outside, raised again once the run is rolled back
 
 
 class Point(StrEnum):
@@ -42,13 +47,21 @@ class Point(StrEnum):
     ANSWERED = "answered"  # the next answer is in
     CHOSEN = "chosen"  # best of N: every attempt is done, and the winner chosen if one passed
     CANDIDATE = "candidate"  # best of N: the winner applied in the repository and tested there
+    ASKING = "asking"  # a model call is about to be made
+    REPLIED = "replied"  # the model replied (an answer, or a round of tool calls): what it used, and what it said
+    FAILED = "failed"  # a failure from outside stopped the run (raised where it happened)
+    ATTEMPT_FAILED = "attempt_failed"  # best of N: a failure stopped one attempt (the others go on)
 
 
 @dataclass(frozen=True)
 class Facts:
     """What the run knows at a point. `changed`: the run's change is in the files; `untested`: why this iteration's
     change was not tested (None: it was, `result`); `same_failures`: the tests failed as at the last test run;
-    `repeated`: the answer is one the model gave before; `reproduce`: --reproduce/--no-reproduce (None: neither)."""
+    `repeated`: the answer is one the model gave before; `reproduce`: --reproduce/--no-reproduce (None: neither);
+    `cancelled`: best of N's Ctrl-C reached this attempt; `tokens` and `cost`: the model usage that counts against
+    --max-tokens and --max-cost (the run's, every attempt's with best of N; cost None: no price known);
+    `unreadable`: why the model's last answer could not be read as a plan ("": it could), `unreadable_times`: how
+    many of its answers to this request could not; `failure`: what stopped the run, raised from outside."""
 
     point: Point
     answer: Answer | None = None
@@ -67,6 +80,14 @@ class Facts:
     preview: Preview | None = None
     candidates: int = 0
     winner: int | None = None
+    cancelled: bool = False
+    tokens: int = 0
+    cost: float | None = None
+    max_tokens: int | None = None
+    max_cost: float | None = None
+    unreadable: str = ""
+    unreadable_times: int = 0
+    failure: BaseException | None = None
 
 
 def decide(f: Facts) -> Ending | None:
@@ -96,6 +117,15 @@ def decide(f: Facts) -> Ending | None:
                 if f.winner is None else None
         case Point.CANDIDATE:
             return _candidate(f)
+        case Point.ASKING:
+            return Ending(reason=Stop.INTERRUPTED, message="interrupted") if f.cancelled else None
+        case Point.REPLIED:
+            return _replied(f)
+        case Point.FAILED:
+            return failed(f.failure)
+        case Point.ATTEMPT_FAILED:
+            reason = Stop.INTERRUPTED if isinstance(f.failure, KeyboardInterrupt) else Stop.MODEL_ERROR
+            return Ending(reason=reason, message=str(f.failure or "") or reason)
 
 
 def _planned(f: Facts) -> Ending | None:
@@ -112,8 +142,8 @@ def _tested(f: Facts) -> Ending | None:
     last = f.iteration >= f.max_iterations
     if f.untested is not None:
         if last:  # an answer the guardrails (or the person) refused whole is said so, whatever the count
-            refused = f.applied is not None and bool(f.applied.refused) and not f.applied.wrote
-            return Ending(reason=Stop.REFUSED if refused else Stop.MAX_ITERATIONS, message=f.untested)
+            whole = f.applied is not None and bool(f.applied.refused) and not f.applied.wrote
+            return Ending(reason=Stop.REFUSED if whole else Stop.MAX_ITERATIONS, message=f.untested)
     else:
         assert f.result is not None and f.baseline is not None
         if f.result.passed:
@@ -139,6 +169,35 @@ def green(f: Facts) -> Ending:
                       kept=True, verification="no change was made")
     verified, why = verification(f.baseline, f.result, f.reproduction, f.reproduce)
     return Ending(reason=Stop.PASSED, kept=True, verified=verified, verification=why)
+
+
+def _replied(f: Facts) -> Ending | None:
+    """The budget (--max-tokens, --max-cost) spent, counted after every reply, tool rounds too; an answer that could
+    not be read, sent back with the reason until UNREADABLE_TIMES."""
+    if f.max_tokens and f.tokens > f.max_tokens:
+        return Ending(reason=Stop.COST_CAP, message=f"{f.tokens} tokens used, over --max-tokens {f.max_tokens}")
+    if f.max_cost is not None and f.cost is not None and f.cost > f.max_cost:
+        return Ending(reason=Stop.COST_CAP,
+                      message=f"${f.cost:.4f} spent, over --max-cost ${f.max_cost:.6f}".rstrip("0").rstrip("."))
+    if f.unreadable and f.unreadable_times >= UNREADABLE_TIMES:
+        return Ending(reason=Stop.MODEL_ERROR, message=f"the model's answer could not be parsed twice: {f.unreadable}")
+    return None
+
+
+def failed(failure: BaseException | None) -> Ending:
+    """How a failure from outside ends a run, and whether it is raised again once the run is rolled back, for the door
+    to report (Ctrl-C and a file changed outside are said by the Ending alone)."""
+    match failure:
+        case KeyboardInterrupt():
+            return Ending(reason=Stop.INTERRUPTED, message="interrupted")
+        case ChangedOutsideError():
+            return Ending(reason=Stop.CHANGED_OUTSIDE, message=str(failure))
+        case ModelError():
+            return Ending(reason=Stop.MODEL_ERROR, message=str(failure), raised=failure)
+        case TestsNotRunError():
+            return Ending(reason=Stop.TESTS_NOT_RUN, message=str(failure), raised=failure)
+        case _:
+            return Ending(reason=Stop.ERROR, message=str(failure), raised=failure)
 
 
 def _candidate(f: Facts) -> Ending | None:

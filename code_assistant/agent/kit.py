@@ -41,8 +41,9 @@ class Tree:
 
 @dataclass(frozen=True)
 class Budget:
-    """--max-tokens and --max-cost: what the run may spend on the model (None: no cap); `base_url`: the server the
-    model's price is looked up for (None: the provider's own API; a local server has none)."""
+    """--max-tokens and --max-cost: what the run may spend on the model (None: no cap; decide.py says when it is
+    spent); `base_url`: the server the model's price is looked up for (None: the provider's own API; a local server
+    has none)."""
 
     max_tokens: int | None = None
     max_cost: float | None = None
@@ -50,15 +51,6 @@ class Budget:
 
     def cost(self, usage: Usage, model: str) -> float | None:
         return usage.cost(model, self.base_url)
-
-    def spent(self, usage: Usage, model: str) -> str | None:
-        """Why the run must stop now, having used `usage` (None: it may go on)."""
-        if self.max_tokens and usage.total_tokens > self.max_tokens:
-            return f"{usage.total_tokens} tokens used, over --max-tokens {self.max_tokens}"
-        cost = self.cost(usage, model)
-        if self.max_cost is not None and cost is not None and cost > self.max_cost:
-            return f"${cost:.4f} spent, over --max-cost ${self.max_cost:.6f}".rstrip("0").rstrip(".")
-        return None
 
 
 @dataclass(frozen=True)

@@ -20,15 +20,13 @@ from code_assistant.agent.progress import best, counts, iteration_line
 from code_assistant.agent.reproduction import reproduce
 from code_assistant.agent.requests import FixRequest, FollowUp, PlanRequest, Request
 from code_assistant.agent.state import Answer, Applied, Prepared, Reproduction, RunResult
-from code_assistant.agent.stop import Stop
-from code_assistant.edit.editor import ChangedOutsideError
 from code_assistant.edit.edits import EditOperation
 from code_assistant.edit.leftovers import changed_since
 from code_assistant.edit.preview import Preview
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.languages import is_test_file
 from code_assistant.model import prompts
-from code_assistant.model.chat import ModelError, Usage
+from code_assistant.model.chat import Usage
 from code_assistant.verify.outputs import NotRunCause
 from code_assistant.verify.runner import TestResult, TestsNotRunError
 
@@ -46,10 +44,10 @@ def plan_line(ops: list[EditOperation]) -> str:
 
 
 class Run:
-    """One run on one working tree, from its kit. `budget` (the whole run's usage, which caps it), `cancelled` and
+    """One run on one working tree, from its kit. `run_usage` (the whole run's usage, which the budget caps), `cancelled` and
     `index_lock` (the index the attempts share): what a best-of-N attempt gets from the run it belongs to."""
 
-    def __init__(self, kit: Kit, config: LoopConfig, *, budget: Callable[[], Usage] | None = None,
+    def __init__(self, kit: Kit, config: LoopConfig, *, run_usage: Callable[[], Usage] | None = None,
                  cancelled: threading.Event | None = None,
                  index_lock: contextlib.AbstractContextManager[object] | None = None) -> None:
         self.kit, self.config = kit, config
@@ -64,7 +62,7 @@ class Run:
         self.changes: dict[int, str] = {}  # each tested iteration's change, as a diff (a rollback keeps the best's)
         attempt = kit.candidate is not None  # an attempt's tools look at the index the run started from
         self.parts = build_parts(kit, config, ask=self.ask, iteration=lambda: self.iteration, index=lambda: self.index,
-                                 tools_index=self._started_index if attempt else kit.current_index, budget=budget,
+                                 tools_index=self._started_index if attempt else kit.current_index, run_usage=run_usage,
                                  cancelled=cancelled, index_lock=index_lock)
 
     def _started_index(self) -> RepoIndex:
@@ -141,7 +139,9 @@ class Run:
             try:
                 ending = body()
             except BaseException as exc:  # noqa: BLE001 - every way a run can stop ends it the same way
-                ending, error = ending_of(exc)
+                failed = decide(Facts(point=Point.FAILED, failure=exc))
+                assert failed is not None, "a failure always ends the run"
+                ending, error = failed, failed.raised
             result = self.end(ending)
         finally:
             self.parts.recorder.close(result, self.kit.editor.modified_files, self.iteration, self.reproduction)
@@ -261,18 +261,3 @@ def no_tests_found(baseline: TestResult) -> bool:
         return baseline.not_run.cause == NotRunCause.NO_TESTS
     return baseline.passed and not baseline.ran
 
-
-def ending_of(exc: BaseException) -> tuple[Ending, BaseException | None]:
-    """How a failure from outside ends a run, and the error to raise again once it is rolled back (None: none, the
-    Ending says it all)."""
-    match exc:
-        case KeyboardInterrupt():
-            return Ending(reason=Stop.INTERRUPTED, message="interrupted"), None
-        case ChangedOutsideError():
-            return Ending(reason=Stop.CHANGED_OUTSIDE, message=str(exc)), None
-        case ModelError():
-            return Ending(reason=Stop.MODEL_ERROR, message=str(exc)), exc
-        case TestsNotRunError():
-            return Ending(reason=Stop.TESTS_NOT_RUN, message=str(exc)), exc
-        case _:
-            return Ending(reason=Stop.ERROR, message=str(exc)), exc

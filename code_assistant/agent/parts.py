@@ -36,11 +36,11 @@ class Parts:
 
 def build_parts(kit: Kit, config: LoopConfig, *, ask: Callable[[Request], Answer], iteration: Callable[[], int],
                 index: Callable[[], RepoIndex | None], tools_index: Callable[[], RepoIndex],
-                budget: Callable[[], Usage] | None = None, cancelled: threading.Event | None = None,
+                run_usage: Callable[[], Usage] | None = None, cancelled: threading.Event | None = None,
                 index_lock: contextlib.AbstractContextManager[object] | None = None) -> Parts:
     """`ask`, `iteration`, `index`: the run's own (its way to ask, which counts the answers; its iteration; the index
     whose files the model may ask to read); `tools_index`: the index the model's tools look at (the run's brought up
-    to date; an attempt's, the one the run started from); `budget` (the whole run's usage, which caps it),
+    to date; an attempt's, the one the run started from); `run_usage` (the whole run's usage, which --max-tokens and --max-cost cap),
     `cancelled` and `index_lock` (the shared index): what a best-of-N attempt gets from the run it belongs to."""
     model, display = kit.model, kit.display
     toolbox = kit.tools(kit.tree.root, tools_index) if kit.tools else None
@@ -50,7 +50,7 @@ def build_parts(kit: Kit, config: LoopConfig, *, ask: Callable[[Request], Answer
     recorder = Recorder(model, usage=meter.total, budget=config.budget, trajectory=kit.trajectory,
                         sandbox=kit.runner.sandbox.record() if kit.runner.sandbox else None, tools=toolbox,
                         candidate=kit.candidate)
-    asker = Asker(model, conversation, recorder, tree=kit.tree, budget=config.budget, spent=budget or meter.total,
+    asker = Asker(model, conversation, recorder, tree=kit.tree, budget=config.budget, spent=run_usage or meter.total,
                   iteration=iteration, index=index, say=display.say, on_token=display.run_tokens,
                   status=display.status, cancelled=cancelled, tools=toolbox)
     applier = Applier(kit.tree, kit.editor, config.limits, ask=ask, room=requests.room, say=display.say,

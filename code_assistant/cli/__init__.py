@@ -21,7 +21,14 @@ from code_assistant.cli.flags import SETTING_FIELDS, Parser
 from code_assistant.console import render
 from code_assistant.errors import EXIT_OK, UsageError
 from code_assistant.operations import OPERATIONS, Door, Effect, Operation, reached_from
-from code_assistant.operations.options import AskOptions, ContextOptions, IndexOptions, RecoverOptions, RunOptions
+from code_assistant.operations.options import (
+    AskOptions,
+    ContextOptions,
+    IndexOptions,
+    Options,
+    RecoverOptions,
+    RunOptions,
+)
 from code_assistant.session import SessionOptions
 from code_assistant.settings import DEFAULT_MODEL, Settings, load_settings
 
@@ -30,6 +37,8 @@ MCP = "mcp"
 MCP_SERVE = "mcp serve"
 EVAL = "eval"
 Group = Callable[[argparse.ArgumentParser], None]
+# What a command's options record is: an operation's (the table's), the session's, the eval's; None: `mcp serve`, `mcp`
+CommandOptions = Options | SessionOptions | evaluate.EvalWords | None
 
 
 def _declared(p: argparse.ArgumentParser) -> None:
@@ -48,7 +57,7 @@ class Command:
     name: str
     summary: str
     groups: tuple[Group, ...]
-    options: Callable[[argparse.Namespace], object]
+    options: Callable[[argparse.Namespace], CommandOptions]
     operation: str | None = None  # the operation of the table it executes
     repository: bool = True  # it takes --repo
 
@@ -59,7 +68,7 @@ class Parsed:
 
     command: Command
     settings: Settings
-    options: object
+    options: CommandOptions
     as_json: bool = False
     streams: bool = False  # the model's answers are shown as they come (a terminal, neither --json nor --no-stream)
 
@@ -90,12 +99,12 @@ _GROUPS: dict[str, tuple[Group, ...]] = {
     "undo": (flags.repository, flags.as_json),
     "index": (flags.repository, flags.as_json),
     "recover": (flags.repository,),
-    "apply": (flags.repository, flags.as_json, ARGUMENTS),
+    "apply": (flags.repository, flags.as_json, flags.review, ARGUMENTS),
     "mcp add": (flags.as_json, ARGUMENTS),
     "mcp list": (flags.current_repository, flags.as_json, flags.trust),
     "mcp remove": (flags.as_json, ARGUMENTS),
 }
-_BUILT: dict[str, Callable[[argparse.Namespace], object]] = {  # options not made from the declared arguments alone
+_BUILT: dict[str, Callable[[argparse.Namespace], Options]] = {  # options not made from the declared arguments alone
     "run": _run_options,
     "context": lambda args: ContextOptions(task=_task(args)),
 }
@@ -108,7 +117,7 @@ def _groups(op: Operation) -> tuple[Group, ...]:
 
 
 def _command(op: Operation) -> Command:
-    def options(args: argparse.Namespace) -> object:
+    def options(args: argparse.Namespace) -> Options:
         return op.make(flags.values(args, op.arguments, op.name))
 
     summary = op.summary + (" (the default command)" if op.name == "run" else "")
@@ -139,7 +148,7 @@ COMMANDS[MCP] = Command(MCP, "the user's MCP servers (add, list, remove), and se
                              "MCP", (_mcp_action,), lambda a: None, repository=False)
 
 
-def _legacy_switch(args: argparse.Namespace) -> tuple[Command, object]:
+def _legacy_switch(args: argparse.Namespace) -> tuple[Command, CommandOptions]:
     """The default command's switches for the others (--ask, --context-only, --index-all, --recover)."""
     if args.recover:
         return COMMANDS["recover"], RecoverOptions()
@@ -274,22 +283,22 @@ def execute(parsed: Parsed) -> int:
     shown."""
     from code_assistant.workspace import Workspace
 
-    if parsed.command.name == MCP_SERVE:
+    options = parsed.options
+    if options is None:  # `mcp serve` (bare `mcp` is refused by its parser: an action is required)
         from code_assistant.mcp import server
 
         return server.serve(parsed.settings)
-    if parsed.command.name == EVAL:
-        return evaluate.execute(parsed.settings, parsed.options, as_json=parsed.as_json)  # type: ignore[arg-type]
-    if parsed.command.name == CHAT:
+    if isinstance(options, evaluate.EvalWords):
+        return evaluate.execute(parsed.settings, options, as_json=parsed.as_json)
+    if isinstance(options, SessionOptions):
         from code_assistant import session
 
-        return session.chat(parsed.settings, parsed.options, as_json=parsed.as_json,  # type: ignore[arg-type]
-                            streams=parsed.streams)
+        return session.chat(parsed.settings, options, as_json=parsed.as_json, streams=parsed.streams)
     operation = OPERATIONS[parsed.command.operation or parsed.command.name]
     display = console.display(as_json=parsed.as_json, streams=parsed.streams, verbose=parsed.settings.verbose,
                               report=operation.reports)
     with Workspace(parsed.settings, display) as workspace:
-        outcome = operation.execute(workspace, parsed.options)
+        outcome = operation.execute(workspace, options)
     render.show(outcome, as_json=parsed.as_json)
     return outcome.exit_code
 

@@ -178,8 +178,7 @@ def run(p: argparse.ArgumentParser) -> None:
              help="let the model create or change .env* files (settings: which server gets your key)")
     _setting(g, "--max-cost", field="max_cost", type=float, help="stop when the estimated cost passes this many dollars")
     _setting(g, "--max-tokens", field="max_tokens", type=int, help="stop when the run has used this many tokens")
-    _setting(g, "--review", field="review", action="store_true", default=None,
-             help="show each diff and apply it only after y")
+    review(g)
     _setting(g, "--dry-run", field="dry_run", action="store_true", default=None,
              help="plan and print the diff; write nothing")
     v = p.add_argument_group("success that means the task is done")
@@ -190,6 +189,12 @@ def run(p: argparse.ArgumentParser) -> None:
              help="N independent attempts in scratch copies, in parallel; the best passing one is applied "
                   f"(default {default('candidates')})")
     _setting(p, "--log-dir", field="log_dir", help="where run trajectories go (default: <index-path>/runs)")
+
+
+def review(p: argparse._ActionsContainer) -> None:
+    """--review: a run's each answer, and `apply`'s plan."""
+    _setting(p, "--review", field="review", action="store_true", default=None,
+             help="show each diff and apply it only after y")
 
 
 def one_run(p: argparse.ArgumentParser) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from code_assistant.display import PROGRESS_ENV
-from code_assistant.review import Decision, Verdict
+from code_assistant.review import Decision, Reviewed
 
 if TYPE_CHECKING:  # the CLI imports this module first: the pipeline is loaded only when a command needs it
     from rich.console import Console
@@ -229,20 +229,20 @@ def show_diff(diff: str) -> None:
         write(diff if diff.endswith("\n") else diff + "\n")
 
 
-def review(diff: str) -> Verdict:
+def review(diff: str) -> Reviewed:
     """Show a proposed diff; 'y' applies, 'n' sends the refusal (and an optional reason) to the model, 'q' stops."""
     show_diff(diff)
     while True:
         say("Apply this change? [y]es / [n]o, tell the model / [q]uit")
         answer = read_line()
         if not answer:
-            return Verdict(Decision.QUIT)
+            return Reviewed(Decision.QUIT)
         choice = answer.strip().lower()[:1]
         if choice in (Decision.APPLY, Decision.QUIT):
-            return Verdict(Decision(choice))
+            return Reviewed(Decision(choice))
         if choice == Decision.REJECT:
             say("What should the model do differently? (one line, optional)")
-            return Verdict(Decision.REJECT, read_line().strip())
+            return Reviewed(Decision.REJECT, read_line().strip())
 
 
 def confirm(question: str) -> bool:

@@ -12,7 +12,7 @@ from pathlib import Path
 from code_assistant import vcs
 from code_assistant.edit.journal import Closed, Journal, JournalEntry, Op
 from code_assistant.edit.ownership import Fate
-from code_assistant.edit.takeback import FileOutcome, decide, take_out
+from code_assistant.edit.takeback import FileOutcome, take_backs, take_out
 from code_assistant.errors import AssistantError
 
 logger = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ def undo_last(repo: Path, state_dir: Path, session: str | None = None) -> Undone
     commit = next((e.commit for e in reversed(journal.entries()) if e.op == Op.COMMITTED and e.commit), None)
     if commit:
         return _revert(repo, journal, commit, task)
-    decisions = decide(repo, journal)
+    decisions = take_backs(repo, journal)
     stuck = [(record.path, d.why) for record, d in decisions if d.fate == Fate.CONFLICT]
     if stuck:
         names = "; ".join(f"{path} ({why})" for path, why in stuck)

@@ -8,10 +8,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from code_assistant.edit.command_guard import check_test_definition
 from code_assistant.edit.editor import FileEditor, link_deletion, numbered
 from code_assistant.edit.edits import EditOperation, EditResult, PathError, repo_relative, resolve_repo_path
 from code_assistant.edit.guardrails import changed_line_count, check_env_edit, check_test_setup, check_test_weakening
-from code_assistant.edit.test_definition import check_test_definition
 from code_assistant.edit.unified import unified_diff
 from code_assistant.languages import is_test_file
 

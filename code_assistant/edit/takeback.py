@@ -45,7 +45,7 @@ def exactly_as_before(outcomes: list[FileOutcome]) -> bool:
     return all(o.fate == Fate.RESTORED for o in outcomes)
 
 
-def decide(root: Path, journal: Journal) -> list[tuple[FileRecord, TakeBack]]:
+def take_backs(root: Path, journal: Journal) -> list[tuple[FileRecord, TakeBack]]:
     """What taking the run out would do to each file it touched, in the order it touched them; nothing written."""
     decisions = []
     for record in journal.files():
@@ -70,7 +70,7 @@ def take_out(root: Path, journal: Journal) -> list[FileOutcome]:
     """Take the run out of every file it touched, newest first; no ending signal cuts this short. Each file is
     decided on as it is at that moment, and written only if it still is (else decided on again)."""
     with shielded():
-        outcomes = [_apply(root, journal, record) for record, _ in reversed(decide(root, journal))]
+        outcomes = [_apply(root, journal, record) for record, _ in reversed(take_backs(root, journal))]
     return list(reversed(outcomes))
 
 

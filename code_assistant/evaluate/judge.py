@@ -68,7 +68,7 @@ def judge(case: Case, repo: Path, sandbox: Sandbox, *, timeout: float) -> Judgem
                        ", ".join(missing))
         summary += f"; {len(missing)} named test{'' if len(missing) == 1 else 's'} matched nothing: " \
                    + ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-    return Judgement(decide(case, tests, result), tests=tests, summary=summary, seconds=time.monotonic() - start)
+    return Judgement(verdict_of(case, tests, result), tests=tests, summary=summary, seconds=time.monotonic() - start)
 
 
 def statuses(ids: list[str], result: TestResult) -> dict[str, str]:
@@ -128,7 +128,7 @@ def unmatched(tests: dict[str, str]) -> list[str]:
     return [test_id for test_id, status in tests.items() if status == TestStatus.MISSING]
 
 
-def decide(case: Case, tests: dict[str, str], result: TestResult) -> Verdict:
+def verdict_of(case: Case, tests: dict[str, str], result: TestResult) -> Verdict:
     """Resolved: every named test seen passing; with none named, the test command green. Tests that never ran for a
     reason outside the repository (a missing runner, no network) leave the case unjudged."""
     if result.not_run is not None:

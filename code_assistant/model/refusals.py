@@ -50,17 +50,17 @@ PARAMETERS: dict[str, Lesson] = {  # a refused parameter, as the generic rows na
 
 
 @dataclass(frozen=True)
-class Refusal:
+class Wording:
     provider: str
     wording: re.Pattern[str]
     lesson: Lesson | None  # None: the parameter named in the wording's first group
 
 
-def _row(provider: str, wording: str, lesson: Lesson | None) -> Refusal:
-    return Refusal(provider, re.compile(wording, re.IGNORECASE | re.DOTALL), lesson)
+def _row(provider: str, wording: str, lesson: Lesson | None) -> Wording:
+    return Wording(provider, re.compile(wording, re.IGNORECASE | re.DOTALL), lesson)
 
 
-REFUSALS: tuple[Refusal, ...] = (
+REFUSALS: tuple[Wording, ...] = (
     # https://github.com/QwenLM/qwen-code/issues/921 (gpt-5-mini), https://github.com/OpenHands/OpenHands/issues/4131
     # (o1-mini), https://github.com/gabrii/Cursor-Azure-GPT-5/issues/33 (Azure): "Unsupported value: 'temperature'
     # does not support 0 with this model. Only the default (1) value is supported.", code unsupported_value
@@ -146,7 +146,7 @@ REFUSALS: tuple[Refusal, ...] = (
 class Read:
     """What a refusal was read as: its row, the lesson, and the parameter it names ("" when the row names none)."""
 
-    row: Refusal
+    row: Wording
     lesson: Lesson
     parameter: str = ""
 

@@ -4,17 +4,34 @@ through this table — the command line (cli/), the session (session.py), the MC
 its form of an operation from the entry here: its help, its arguments (each declared once, as an Argument: the
 model's tools' own for those that call one, tools/specs.py) and which doors reach it.
 
-An operation's code is imported when it runs, not when the table is read: the command line is read, and an error in
-it reported, before any of the pipeline is loaded."""
+The table imports each operation's module and holds its `execute` ("go to definition" leads from a door to the
+code); those modules import the pipeline inside `execute`, so the command line is read, and an error in it reported,
+before any of the pipeline is loaded."""
 from __future__ import annotations
 
-import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Flag, StrEnum, auto
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from code_assistant.operations import (
+    apply,
+    ask,
+    context,
+    diff,
+    index,
+    look,
+    model,
+    pins,
+    recover,
+    run,
+    servers,
+    test,
+    tokens,
+    undo,
+)
 from code_assistant.operations import options as o
+from code_assistant.operations.options import Options
 from code_assistant.tools import Argument, Spec
 from code_assistant.tools.specs import OURS
 
@@ -45,7 +62,7 @@ class Operation:
     name: str  # as typed: `undo`, `/undo`, the MCP tool `undo`; `mcp add` on the command line
     summary: str  # one line, for a person's help (the command line's and the session's)
     options: type  # its options record
-    module: str  # the module of code_assistant.operations whose `execute` does it
+    does: Callable[[Workspace, Any], Outcome]  # its module's `execute`, given an options record of that type
     arguments: tuple[Argument, ...] = ()  # what its options record is built from, in every door
     doors: Door = Door.PERSON
     effect: Effect = Effect.CHANGES
@@ -69,19 +86,19 @@ class Operation:
     def for_agents(self) -> str:
         return self.described or (self.tool.description if self.tool is not None else self.summary)
 
-    def make(self, values: Mapping[str, object]) -> object:
+    def make(self, values: Mapping[str, object]) -> Options:
         """Its options record from the values of its arguments, however a door read them (None: not given)."""
         given = {name: tuple(value) if isinstance(value, list) else value for name, value in values.items()
                  if value is not None}
         if self.tool is not None:
             return o.ToolOptions(tool=self.name, arguments=given)
-        return self.options(**given)
+        made: Options = self.options(**given)
+        return made
 
-    def execute(self, workspace: Workspace, options: object) -> Outcome:
+    def execute(self, workspace: Workspace, options: Options) -> Outcome:
         if not isinstance(options, self.options):
             raise TypeError(f"{self.name} takes {self.options.__name__}, not {type(options).__name__}")
-        module = importlib.import_module(f"{__name__}.{self.module}")
-        return module.execute(workspace, options)  # type: ignore[no-any-return]
+        return self.does(workspace, options)
 
 
 def positional(arguments: tuple[Argument, ...]) -> list[Argument]:
@@ -93,7 +110,7 @@ def _calling(spec: Spec) -> Operation:
     """The operation that calls one of the model's own tools, all of it as tools/specs.py declares the tool: its name,
     its line, its arguments; other agents reach it when the tool says so; one that does not only look runs in the
     sandbox."""
-    return Operation(spec.command or spec.name, spec.summary, o.ToolOptions, "look", spec.arguments,
+    return Operation(spec.command or spec.name, spec.summary, o.ToolOptions, look.execute, spec.arguments,
                      doors=Door.PERSON | Door.MCP if spec.agents else Door.PERSON,
                      effect=Effect.LOOKS if spec.read_only else Effect.TESTS, tool=spec, reports=True)
 
@@ -103,54 +120,55 @@ _TASK = Argument("task", "what to do, in plain words (without it, on a terminal:
 _NAME = Argument("name", "the server's name", required=True)
 
 OPERATIONS: dict[str, Operation] = {op.name: op for op in (
-    Operation("run", "plan, edit, test and fix until green, or roll back", o.RunOptions, "run", (_TASK,)),
+    Operation("run", "plan, edit, test and fix until green, or roll back", o.RunOptions, run.execute, (_TASK,)),
     Operation("ask", "answer a question about the repository with file:line citations; never edits", o.AskOptions,
-              "ask", (Argument("question", "the question, in plain words", required=True, words=True),),
+              ask.execute, (Argument("question", "the question, in plain words", required=True, words=True),),
               effect=Effect.LOOKS),
     Operation("context", "show the context a task would get; no model, no key, nothing changed", o.ContextOptions,
-              "context", (Argument("task", "the task whose context to show", words=True),),
+              context.execute, (Argument("task", "the task whose context to show", words=True),),
               doors=Door.PERSON | Door.MCP, effect=Effect.LOOKS, reports=True,
               described="The ranked first context a task would get: files ranked, those shown and how, as JSON."),
-    Operation("test", "run the test command in the sandbox and show its summary", o.TestOptions, "test",
+    Operation("test", "run the test command in the sandbox and show its summary", o.TestOptions, test.execute,
               doors=Door.PERSON | Door.MCP, effect=Effect.TESTS,
               described="Run the repository's test command in a sandbox: its summary and the failing tests."),
-    Operation("diff", "what the assistant changed that is still in effect, as a diff", o.DiffOptions, "diff",
+    Operation("diff", "what the assistant changed that is still in effect, as a diff", o.DiffOptions, diff.execute,
               effect=Effect.LOOKS),
     Operation("undo", "take back the last change the assistant made; edits made since by anyone else stay",
-              o.UndoOptions, "undo", doors=Door.PERSON | Door.MCP,
+              o.UndoOptions, undo.execute, doors=Door.PERSON | Door.MCP,
               described="Take back the last apply made over MCP (by this server or an earlier one, as the command "
                         "line's undo does); edits made since by anyone else stay."),
-    Operation("add", "pin files (paths or globs) into every task's context", o.PinOptions, "pins",
+    Operation("add", "pin files (paths or globs) into every task's context", o.PinOptions, pins.execute,
               (Argument("add", "files to pin: paths or globs", type=list, required=True, metavar="path"),),
               doors=Door.SESSION),
-    Operation("drop", "unpin files", o.PinOptions, "pins",
+    Operation("drop", "unpin files", o.PinOptions, pins.execute,
               (Argument("drop", "pinned files to unpin: paths or globs", type=list, required=True, metavar="path"),),
               doors=Door.SESSION),
-    Operation("model", "ask another model from now on (without a name: say which)", o.ModelOptions, "model",
+    Operation("model", "ask another model from now on (without a name: say which)", o.ModelOptions, model.execute,
               (Argument("name", "the model"),), doors=Door.SESSION),
-    Operation("tokens", "model usage and cost so far", o.TokensOptions, "tokens", doors=Door.SESSION,
+    Operation("tokens", "model usage and cost so far", o.TokensOptions, tokens.execute, doors=Door.SESSION,
               effect=Effect.LOOKS),
     *(_calling(spec) for spec in OURS),
     Operation("apply", "apply a plan of edits (the JSON answer format) through the journal and the guardrails",
-              o.ApplyOptions, "apply", (Argument("plan", 'the plan ({"changes": [...]})', type=dict, required=True),),
+              o.ApplyOptions, apply.execute,
+              (Argument("plan", 'the plan ({"changes": [...]})', type=dict, required=True),),
               doors=Door.CLI | Door.MCP,
               described='Apply a plan of edits, {"changes": [{"file_path", "action": "modify", "search", '
                         '"replace"}]} (actions: {actions}), through a journal and guardrails; answers the diff, or '
                         "which edits failed and why."),
     Operation("index", "embed the whole repository now (resumable; Ctrl-C keeps finished batches)", o.IndexOptions,
-              "index", doors=Door.CLI),
+              index.execute, doors=Door.CLI),
     Operation("recover", "take an interrupted run's change out of the repository and stop its leftover tests",
-              o.RecoverOptions, "recover", doors=Door.CLI),
+              o.RecoverOptions, recover.execute, doors=Door.CLI),
     Operation("mcp add", "add an MCP server to your own config: its command and arguments, or a URL", o.McpAddOptions,
-              "servers", (_NAME, Argument("command", "the command and its arguments, or a URL (after --)", type=list,
-                                          required=True),
-                          Argument("env", "a variable for the server (repeatable)", type=list, flag="--env",
-                                   metavar="NAME=VALUE"),
-                          Argument("replace", "replace a server of the same name", type=bool, flag="--replace")),
+              servers.execute,
+              (_NAME, Argument("command", "the command and its arguments, or a URL (after --)", type=list,
+                               required=True),
+               Argument("env", "a variable for the server (repeatable)", type=list, flag="--env", metavar="NAME=VALUE"),
+               Argument("replace", "replace a server of the same name", type=bool, flag="--replace")),
               doors=Door.CLI, repository=False),
     Operation("mcp list", "your MCP servers and the repository's: each that would start in a run is started and said "
-              "with its tools", o.McpListOptions, "servers", doors=Door.CLI, effect=Effect.LOOKS),
-    Operation("mcp remove", "remove an MCP server from your own config", o.McpRemoveOptions, "servers", (_NAME,),
+              "with its tools", o.McpListOptions, servers.execute, doors=Door.CLI, effect=Effect.LOOKS),
+    Operation("mcp remove", "remove an MCP server from your own config", o.McpRemoveOptions, servers.execute, (_NAME,),
               doors=Door.CLI, repository=False),
 )}
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from code_assistant.operations import OPERATIONS
 from code_assistant.operations.options import ToolOptions
 from code_assistant.operations.outcomes import ToolOutcome
 
@@ -17,11 +16,11 @@ if TYPE_CHECKING:
 def execute(ws: Workspace, options: ToolOptions) -> ToolOutcome:
     from code_assistant.errors import ConfigError
     from code_assistant.tools.box import call_words
+    from code_assistant.tools.specs import OURS
     from code_assistant.waiting import waiting
 
     box = ws.toolbox()
-    operation = OPERATIONS.get(options.tool)
-    name = operation.tool.name if operation is not None and operation.tool is not None else options.tool
+    name = next((spec.name for spec in OURS if (spec.command or spec.name) == options.tool), options.tool)
     if name not in box.names:
         raise ConfigError(f"{options.tool} needs the sandbox (it runs with the repository read-only); it is off")
     with waiting(ws.display.status, call_words(name, dict(options.arguments))):

@@ -111,3 +111,9 @@ class McpListOptions:
 class McpRemoveOptions:
     name: str
 
+
+
+# Any operation's options record: what a door makes of a person's or an agent's words, and the table executes.
+Options = (RunOptions | AskOptions | ContextOptions | IndexOptions | RecoverOptions | UndoOptions | TestOptions
+           | DiffOptions | PinOptions | ModelOptions | TokensOptions | ApplyOptions | ToolOptions | McpAddOptions
+           | McpListOptions | McpRemoveOptions)

@@ -56,7 +56,7 @@ class McpDoor:
             finally:
                 self.call = None
 
-    def run(self, name: str, options: object) -> Any:
+    def run(self, name: str, options: o.Options) -> Any:
         """An operation's outcome; what it refuses (nothing to undo, a bad path) is the tool's error, in its words."""
         try:
             return OPERATIONS[name].execute(self.workspace, options)

@@ -16,7 +16,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from code_assistant.approvals import Approvals, Verdict, digest
+from code_assistant.approvals import Approval, Approvals, digest
 from code_assistant.tools.mcp import reached
 from code_assistant.tools.mcp.config import Origin, ServerConfig, Transport
 
@@ -138,7 +138,7 @@ def startable(servers: list[ServerConfig], *, repo: Path, state_dir: Path, envir
         if verdict.granted:
             started.append(server)
         else:
-            why = "not approved" if verdict == Verdict.REFUSED else \
+            why = "not approved" if verdict == Approval.REFUSED else \
                 "not approved (no terminal to ask: --trust-mcp starts the repository's servers)"
             say(f"[MCP: {server.name} (.mcp.json: {server.command_line()}) not started: {why}]")
     return started
