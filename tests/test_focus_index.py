@@ -1,0 +1,125 @@
+"""A first answer on a big tree not indexed yet: the task's files first (one `git grep` of its words), the rest
+pending for later runs, and the complete index the same as one made whole."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from code_assistant.index import embeddings, focus, store
+from code_assistant.index.indexer import FILL_PER_RUN, FOCUS_FILES, FOCUS_MIN_FILES, Indexer
+from tests.repos import git_init, run_cli, write_tree
+
+TARGET = "src/http/location.py"
+TASK = "The Location header is wrong when a redirect is built from a relative url"
+TARGET_TEXT = ('"""Redirects."""\n\n\ndef build_location_header(url, base):\n'
+               '    """The Location header of a redirect to url."""\n'
+               '    if url.startswith("/"):\n        return base + url\n    return url\n')
+PARTS = ("config", "cache", "queue", "parser", "render", "store", "router", "timer", "loader", "worker")
+
+
+def _filler(n: int) -> str:
+    """A small module of generic words, some of them the task's (url, header), so the scan has to rank."""
+    part = PARTS[n % len(PARTS)]
+    extra = "    headers = {'accept': url}\n" if n % 7 == 0 else ""
+    return (f"def {part}_{n}(value, url=None):\n    \"\"\"Handle the {part} value number {n}.\"\"\"\n{extra}"
+            f"    return value + {n}\n")
+
+
+FILES = FOCUS_MIN_FILES + FOCUS_FILES + 300  # pending after one first answer, and still after a later run
+
+
+def big_tree(root: Path, files: int = FILES) -> Path:
+    """A git repository of `files` small Python modules, one of which the task is about."""
+    tree = {f"pkg{n // 500}/{PARTS[n % len(PARTS)]}_{n}.py": _filler(n) for n in range(files - 1)}
+    tree[TARGET] = TARGET_TEXT
+    repo = write_tree(root / "repo", tree)
+    git_init(repo)
+    return repo
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return big_tree(tmp_path_factory.mktemp("big"))
+
+
+@pytest.fixture(scope="module")
+def embedder() -> embeddings.Embedder:
+    return embeddings.make_embedder("local")
+
+
+def _indexer(repo: Path, index_path: Path, embedder: embeddings.Embedder) -> Indexer:
+    return Indexer(repo, index_path, embedder, store.LazyChunkStore(index_path, repo, embedder.name))
+
+
+def _context(repo: Path, index_path: Path) -> tuple[dict, str]:
+    proc = run_cli(["--repo", str(repo), "--index-path", str(index_path), "-v", "--task", TASK, "--context-only",
+                    "--json"])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout), proc.stderr
+
+
+def test_the_scan_ranks_the_file_holding_the_tasks_rare_words_first(tmp_path: Path) -> None:
+    repo = write_tree(tmp_path / "repo", {"a.py": "x = 1  # url\n", "b.py": "y = 2\n", TARGET: TARGET_TEXT})
+    git_init(repo)
+    (repo / "notes.py").write_text("REDIRECT = 'redirect relative url'\n", encoding="utf-8")  # untracked: seen
+    assert focus.task_terms(TASK) == ["location", "redirect", "relative", "header", "built", "wrong", "url"]
+    sizes = {p: (repo / p).stat().st_size for p in ("a.py", "b.py", "notes.py", TARGET)}
+    ranked = focus.rank_files(focus.Scan(repo, TASK), sizes, 10)
+    assert ranked is not None and ranked[0] == TARGET
+    assert set(ranked) == {TARGET, "notes.py", "a.py"}, "a file holding no word of the task is not a candidate"
+
+
+def test_the_scan_says_when_git_cannot_answer(tmp_path: Path) -> None:
+    plain = write_tree(tmp_path / "plain", {"a.py": "url = 1\n"})
+    assert focus.rank_files(focus.Scan(plain, TASK), {"a.py": 8}, 10) is None  # the caller indexes everything
+
+
+def test_a_first_answer_on_a_big_tree_indexes_the_tasks_files_and_later_runs_complete_it(
+        repo: Path, tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    index_path = tmp_path / "index"
+    first, log = _context(repo, index_path)
+    assert first["context_files"][0] == TARGET
+    assert first["chunks_embedded"] == 0, "while files are pending the first answer loads no embedding model"
+    pending = FILES - FOCUS_FILES
+    assert f"removed, {pending} pending)" in log
+    indexer = _indexer(repo, index_path, embedder)
+    assert len(indexer.db.files.paths()) == FOCUS_FILES
+    indexer.db.close()
+
+    second, log = _context(repo, index_path)  # a later run with a task: its files and a share of the rest
+    assert second["context_files"][0] == TARGET and f"removed, {pending - FILL_PER_RUN} pending)" in log
+
+    _, stats = _indexer(repo, index_path, embedder).update()  # a run without a task (`index`): all of it
+    assert (stats.pending, stats.files) == (0, FILES)
+    third, log = _context(repo, index_path)
+    assert third["context_files"][0] == TARGET and "removed, 0 pending)" in log
+    assert third["chunks_embedded"] > 0, "a complete index answers with the dense signal again, into ChromaDB"
+    assert not (indexer.dir / "unindexed-have-no-vectors").exists()
+
+
+def test_an_index_completed_after_a_first_answer_is_the_index_made_whole(
+        repo: Path, tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    staged = _indexer(repo, tmp_path / "staged", embedder)
+    _, first = staged.update(focus=TASK)
+    assert first.pending == FILES - FOCUS_FILES and first.files == FOCUS_FILES
+    _, later = staged.update(focus=TASK)  # a later run: FILL_PER_RUN more (its task's files are in already)
+    assert later.pending == first.pending - FILL_PER_RUN < FOCUS_MIN_FILES
+    staged_index, last = staged.update(focus=TASK)  # fewer than FOCUS_MIN_FILES pending: all of them
+    assert (last.pending, last.files) == (0, FILES)
+    whole_index, whole = _indexer(repo, tmp_path / "whole", embedder).update()
+    assert staged_index.db.files.symbol_count() == whole.symbols
+    query = ["location", "header", "redirect", "url", "config"]
+    assert staged_index.bm25(query) == pytest.approx(whole_index.bm25(query))
+    assert staged_index.defining({"build_location_header"}) == {"build_location_header": {TARGET}}
+    assert staged_index.graph == whole_index.graph
+
+
+def test_a_small_tree_is_indexed_whole_even_with_a_task(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    repo = big_tree(tmp_path, files=50)
+    _, stats = _indexer(repo, tmp_path / "index", embedder).update(focus=TASK)
+    assert (stats.pending, stats.files) == (0, 50)
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True,
+                          check=True).stdout == ""
