@@ -1,15 +1,19 @@
 """A first answer on a big tree not indexed yet: the task's files first (one `git grep` of its words), the rest
-pending for later runs, and the complete index the same as one made whole."""
+the rest in a background process, and the complete index the same as one made whole."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from code_assistant.index import embeddings, focus, store
-from code_assistant.index.indexer import FILL_PER_RUN, FOCUS_FILES, FOCUS_MIN_FILES, Indexer
+from code_assistant.index import completion, embeddings, focus, store
+from code_assistant.index.indexer import FOCUS_FILES, FOCUS_MIN_FILES, Indexer
 from tests.repos import git_init, run_cli, write_tree
 
 TARGET = "src/http/location.py"
@@ -29,6 +33,7 @@ def _filler(n: int) -> str:
 
 
 FILES = FOCUS_MIN_FILES + FOCUS_FILES + 300  # pending after one first answer, and still after a later run
+COMPLETION_TIMEOUT_S = 300
 
 
 def big_tree(root: Path, files: int = FILES) -> Path:
@@ -77,27 +82,42 @@ def test_the_scan_says_when_git_cannot_answer(tmp_path: Path) -> None:
     assert focus.rank_files(focus.Scan(plain, TASK), {"a.py": 8}, 10) is None  # the caller indexes everything
 
 
-def test_a_first_answer_on_a_big_tree_indexes_the_tasks_files_and_later_runs_complete_it(
+def _wait_for(pid: int) -> None:
+    """Until the background completion (a process of its own session, not this one's child) has ended."""
+    deadline = time.monotonic() + COMPLETION_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    os.kill(pid, signal.SIGKILL)
+    pytest.fail(f"the index's completion (pid {pid}) did not end in {COMPLETION_TIMEOUT_S} s")
+
+
+def test_a_first_answer_on_a_big_tree_indexes_the_tasks_files_and_the_rest_in_the_background(
         repo: Path, tmp_path: Path, embedder: embeddings.Embedder) -> None:
     index_path = tmp_path / "index"
     first, log = _context(repo, index_path)
     assert first["context_files"][0] == TARGET
     assert first["chunks_embedded"] == 0, "while files are pending the first answer loads no embedding model"
-    pending = FILES - FOCUS_FILES
-    assert f"removed, {pending} pending)" in log
+    assert f"removed, {FILES - FOCUS_FILES} pending)" in log
+    started = re.search(r"completing the index in the background \(pid (\d+)", log)
+    assert started, log[-2000:]
+    try:
+        second, log = _context(repo, index_path)  # while it completes, or after: the same answer
+        assert second["context_files"][0] == TARGET
+    finally:
+        _wait_for(int(started.group(1)))
     indexer = _indexer(repo, index_path, embedder)
-    assert len(indexer.db.files.paths()) == FOCUS_FILES
+    assert len(indexer.db.files.paths()) == FILES and not completion.running(indexer.dir)
+    assert f"index complete: {FILES} files" in (indexer.dir / completion.LOG_NAME).read_text()
+    assert not (indexer.dir / "unindexed-have-no-vectors").exists()
     indexer.db.close()
-
-    second, log = _context(repo, index_path)  # a later run with a task: its files and a share of the rest
-    assert second["context_files"][0] == TARGET and f"removed, {pending - FILL_PER_RUN} pending)" in log
-
-    _, stats = _indexer(repo, index_path, embedder).update()  # a run without a task (`index`): all of it
-    assert (stats.pending, stats.files) == (0, FILES)
     third, log = _context(repo, index_path)
     assert third["context_files"][0] == TARGET and "removed, 0 pending)" in log
+    assert "in the background" not in log, "a complete index starts nothing"
     assert third["chunks_embedded"] > 0, "a complete index answers with the dense signal again, into ChromaDB"
-    assert not (indexer.dir / "unindexed-have-no-vectors").exists()
 
 
 def test_an_index_completed_after_a_first_answer_is_the_index_made_whole(
@@ -105,9 +125,9 @@ def test_an_index_completed_after_a_first_answer_is_the_index_made_whole(
     staged = _indexer(repo, tmp_path / "staged", embedder)
     _, first = staged.update(focus=TASK)
     assert first.pending == FILES - FOCUS_FILES and first.files == FOCUS_FILES
-    _, later = staged.update(focus=TASK)  # a later run: FILL_PER_RUN more (its task's files are in already)
-    assert later.pending == first.pending - FILL_PER_RUN < FOCUS_MIN_FILES
-    staged_index, last = staged.update(focus=TASK)  # fewer than FOCUS_MIN_FILES pending: all of them
+    _, again = staged.update(focus=TASK)  # the same task again: its files are in already, nothing is added
+    assert (again.added, again.pending) == (0, first.pending)
+    staged_index, last = staged.update()  # a run without a task: all of it
     assert (last.pending, last.files) == (0, FILES)
     whole_index, whole = _indexer(repo, tmp_path / "whole", embedder).update()
     assert staged_index.db.files.symbol_count() == whole.symbols

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from code_assistant.gate import Gate
-from code_assistant.index import store
+from code_assistant.index import completion, store
 from code_assistant.index.embedding_cache import EmbeddingCache
 from code_assistant.index.embeddings import Embedder
 from code_assistant.index.file_prep import PreparedFile, Preparer
@@ -36,12 +36,11 @@ logger = logging.getLogger(__name__)
 
 FILES_PER_FLUSH = 500
 # A task's first answer on a tree with at least FOCUS_MIN_FILES files not indexed yet reads the FOCUS_FILES the task's
-# scan (focus.py) ranks highest, and leaves the rest pending; a later run with a task indexes FILL_PER_RUN pending files
-# beside its own, and a run without one (`index`, a run's loop) all of them. 30k files take a minute on two cores; the
-# 1,000 of a first answer, a few seconds.
+# scan (focus.py) ranks highest and leaves the rest pending: for a process in the background (completion.py), for the
+# next run without a task (`index`, a run's loop), or for a run with one once fewer than FOCUS_MIN_FILES are left.
+# 30k files take a minute on two cores; the 1,000 of a first answer, a few seconds.
 FOCUS_MIN_FILES = 5000
 FOCUS_FILES = 1000
-FILL_PER_RUN = 500
 _CLEAN_MARK = "unindexed-have-no-vectors"  # beside the index while files are pending: see Indexer._start
 Progress = Callable[[int, int], None]
 _OLD_FILES = ("manifest.json", "lexicon.json", "bm25")  # the JSON index of format 2, replaced by index.sqlite
@@ -173,23 +172,33 @@ class Indexer:
 
     # ----- the update --------------------------------------------------------------------------------------
     def update(self, progress: Progress | None = None, exclude: list[Path] | None = None,
-               focus: str | None = None) -> tuple[RepoIndex, IndexStats]:
+               focus: str | None = None, background: bool = False) -> tuple[RepoIndex, IndexStats]:
         """Bring the index up to date with the repository: scan, delete, store the changed files in batches,
         re-link the import graph, count. With `focus` (a task), a tree with many files not indexed yet is indexed
-        only as far as the task's answer needs (`_focused`); the rest stays pending (stats.pending)."""
+        only as far as the task's answer needs (`_focused`); the rest stays pending (stats.pending). With
+        `background` too, a process completes the rest (completion.py), and while it runs nothing pending is added
+        here: the answer reads what is stored."""
         started = time.perf_counter()
         stats = IndexStats()
         clean = self._start()
         gate = Gate(self.repo, (self.index_path, *(exclude or [])))
         seen = self.db.files.stamps()  # a warm run reads nothing else
         # the task's scan runs beside the listing where files may be pending: a new index, or one not complete yet
-        scan = Scan(self.repo, focus) if focus is not None and (self.dir / _CLEAN_MARK).exists() else None
+        pending_possible = focus is not None and (self.dir / _CLEAN_MARK).exists()
+        completing = pending_possible and background and completion.running(self.dir)
+        if focus is None and (self.dir / _CLEAN_MARK).exists():
+            completion.wait_for(self.dir)  # everything is wanted: what the completion stores is not done twice
+        scan = Scan(self.repo, focus) if pending_possible and not completing else None
         phases = _Phases()
         try:
             changed, removed = self._scan(seen, exclude or [], stats)
             self._delete(removed, seen, stats)
             phases.done("list")
-            if scan is not None:
+            if completing:
+                kept = [c for c in changed if c.indexed]
+                stats.pending = len(changed) - len(kept)
+                changed = kept
+            elif scan is not None:
                 indexed = {path: st.size for path, st in seen.items() if not st.skipped and path not in removed}
                 changed = self._focused(scan, changed, indexed, stats)
                 phases.done("focus scan")
@@ -206,6 +215,9 @@ class Indexer:
         phases.done("imports")
         self._count(stats, paths, started)
         logger.debug("index phases: %s", phases)
+        if stats.pending and background and not completing:
+            completion.start(self.repo, self.index_path, self.dir, self.embedder.name, self.embedder.dimension,
+                           [self.index_path, *(exclude or [])])
         vectors = Vectors(gate, self.db, self.cache, self.chunks, self.embedder)
         search = ChunkSearch(self.db.vectors, self.chunks)
         return RepoIndex(repo=self.repo, files=Files(self.db, paths), db=self.db, chunks=self.chunks,
@@ -227,10 +239,9 @@ class Indexer:
     def _focused(self, scan: Scan, changed: list[ChangedFile], indexed: dict[str, int],
                  stats: IndexStats) -> list[ChangedFile]:
         """The changed files a task's answer is given now, when FOCUS_MIN_FILES or more are not indexed yet: every
-        file indexed before (a changed file keeps its record current), the new ones among the FOCUS_FILES the task's
-        scan ranks highest in the whole tree (`indexed`: the sizes of the files indexed already), and on a later run
-        FILL_PER_RUN more pending ones (in path order, so the index fills up run by run). The others are pending:
-        not indexed, not remembered, found new again by the next run's scan."""
+        file indexed before (a changed file keeps its record current) and the new ones among the FOCUS_FILES the
+        task's scan ranks highest in the whole tree (`indexed`: the sizes of the files indexed already). The others
+        are pending: not indexed, not remembered, found new again by the next run's listing."""
         new = {c.path: c.stat.st_size for c in changed if not c.indexed}
         if len(new) < FOCUS_MIN_FILES:
             return changed
@@ -238,17 +249,9 @@ class Indexer:
         if ranked is None:  # not a git tree, or git failed: the whole index, as without a focus
             return changed
         chosen = {path for path in ranked if path in new}
-        for_task = len(chosen)
-        fill = FILL_PER_RUN if indexed else 0
-        for path in new:
-            if fill <= 0:
-                break
-            if path not in chosen:
-                chosen.add(path)
-                fill -= 1
         kept = [c for c in changed if c.indexed or c.path in chosen]
         stats.pending = len(changed) - len(kept)
-        logger.info("indexing %d of %d new files (%d for the task) first; %d pending", len(chosen), len(new), for_task,
+        logger.info("indexing %d of %d new files for the task first; %d pending", len(chosen), len(new),
                     stats.pending)
         return kept
 
