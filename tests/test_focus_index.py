@@ -1,12 +1,14 @@
 """A first answer on a big tree not indexed yet: the task's files first (one `git grep` of its words), the rest
-the rest in a background process, and the complete index the same as one made whole."""
+in a background process, and the complete index the same as one made whole."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -135,6 +137,29 @@ def test_an_index_completed_after_a_first_answer_is_the_index_made_whole(
     assert staged_index.bm25(query) == pytest.approx(whole_index.bm25(query))
     assert staged_index.defining({"build_location_header"}) == {"build_location_header": {TARGET}}
     assert staged_index.graph == whole_index.graph
+
+
+def test_while_a_completion_runs_a_task_adds_nothing_and_a_run_without_one_waits_for_it(
+        repo: Path, tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    index_path = tmp_path / "index"
+    _, first = _indexer(repo, index_path, embedder).update(focus=TASK)
+    waiting = _indexer(repo, index_path, embedder)
+    with (waiting.dir / completion.LOCK_NAME).open("a") as held:  # a completion holds the lock (another pid)
+        fcntl.flock(held, fcntl.LOCK_EX)
+        held.write("1\n")
+        held.flush()
+        assert completion.running(waiting.dir)
+        _, meanwhile = _indexer(repo, index_path, embedder).update(focus=TASK, background=True)
+        assert (meanwhile.added, meanwhile.pending) == (0, first.pending), "nothing added, no second completion"
+        assert not (waiting.dir / completion.LOG_NAME).exists()
+        done: list[int] = []
+        whole = threading.Thread(target=lambda: done.append(waiting.update()[1].files))
+        whole.start()
+        whole.join(2.0)
+        assert whole.is_alive() and not done, "a run without a task waits for the completion"
+        fcntl.flock(held, fcntl.LOCK_UN)
+    whole.join(COMPLETION_TIMEOUT_S)
+    assert done == [FILES]
 
 
 def test_a_small_tree_is_indexed_whole_even_with_a_task(tmp_path: Path, embedder: embeddings.Embedder) -> None:
