@@ -54,7 +54,7 @@ class IndexStats:
     changed: int = 0
     removed: int = 0
     unchanged: int = 0
-    pending: int = 0  # files not indexed yet: left for later runs (a first answer on a big tree)
+    pending: int = 0  # files not indexed yet, left for the background or a later run (a big tree's first answer)
     seconds: float = 0.0
 
 
@@ -180,14 +180,14 @@ class Indexer:
         here: the answer reads what is stored."""
         started = time.perf_counter()
         stats = IndexStats()
+        if focus is None and (self.dir / _CLEAN_MARK).exists():
+            completion.wait_for(self.dir)  # everything is wanted: what the completion stores is not done twice
         clean = self._start()
         gate = Gate(self.repo, (self.index_path, *(exclude or [])))
         seen = self.db.files.stamps()  # a warm run reads nothing else
         # the task's scan runs beside the listing where files may be pending: a new index, or one not complete yet
         pending_possible = focus is not None and (self.dir / _CLEAN_MARK).exists()
         completing = pending_possible and background and completion.running(self.dir)
-        if focus is None and (self.dir / _CLEAN_MARK).exists():
-            completion.wait_for(self.dir)  # everything is wanted: what the completion stores is not done twice
         scan = Scan(self.repo, focus) if pending_possible and not completing else None
         phases = _Phases()
         try:
