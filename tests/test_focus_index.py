@@ -122,6 +122,30 @@ def test_a_first_answer_on_a_big_tree_indexes_the_tasks_files_and_the_rest_in_th
     assert third["chunks_embedded"] > 0, "a complete index answers with the dense signal again, into ChromaDB"
 
 
+def test_a_completion_killed_half_way_is_taken_up_by_the_next_first_answer(repo: Path, tmp_path: Path,
+                                                                           embedder: embeddings.Embedder) -> None:
+    index_path = tmp_path / "index"
+    _, log = _context(repo, index_path)
+    started = re.search(r"completing the index in the background \(pid (\d+)", log)
+    assert started, log[-2000:]
+    pid = int(started.group(1))
+    time.sleep(2.0)
+    os.kill(pid, signal.SIGKILL)  # the machine turned off, as far as the index can tell
+    _wait_for(pid)
+    answer, log = _context(repo, index_path)
+    assert answer["context_files"][0] == TARGET
+    # what the killed one committed stays; the rest is pending again: another completion, or, when fewer than
+    # FOCUS_MIN_FILES are left, this run indexes them itself
+    again = re.search(r"completing the index in the background \(pid (\d+)", log)
+    if again:
+        _wait_for(int(again.group(1)))
+    else:
+        assert "removed, 0 pending)" in log
+    indexer = _indexer(repo, index_path, embedder)
+    assert len(indexer.db.files.paths()) == FILES
+    indexer.db.close()
+
+
 def test_an_index_completed_after_a_first_answer_is_the_index_made_whole(
         repo: Path, tmp_path: Path, embedder: embeddings.Embedder) -> None:
     staged = _indexer(repo, tmp_path / "staged", embedder)
