@@ -88,6 +88,16 @@ def try_git(repo: Path, *args: str, timeout: float = 60) -> str | None:
     return proc.stdout if proc.returncode == 0 else None
 
 
+def started_git(repo: Path, *args: str) -> subprocess.Popen[str] | None:
+    """git started in the background, its stdout and stderr piped (the caller waits for it or kills it); None when
+    git cannot start. For a lookup that runs beside other work and has a fallback."""
+    try:
+        return subprocess.Popen(["git", *args], cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                encoding="utf-8", errors="surrogateescape", stdin=subprocess.DEVNULL)
+    except OSError:
+        return None
+
+
 def is_git_repo(path: Path) -> bool:
     return (try_git(path, "rev-parse", "--is-inside-work-tree") or "").strip() == "true"
 

@@ -173,14 +173,18 @@ class Workspace:
             self._indexer = build_indexer(self.settings)
         return self._indexer
 
-    def index(self, indexer: Indexer | None = None, tree: Path | None = None) -> tuple[RepoIndex, IndexStats]:
+    def index(self, indexer: Indexer | None = None, tree: Path | None = None,
+              focus: str | None = None) -> tuple[RepoIndex, IndexStats]:
         """The repository's index (or `indexer`'s, of another working tree: a worktree), brought up to date (what
-        changed since it was last read), said as it goes."""
+        changed since it was last read), said as it goes; with `focus` (a task), on a big tree not indexed yet, only
+        as far as that task's answer needs, the rest in the background (Indexer.update)."""
         self.say(f"[Indexing repository: {tree or self.settings.repo}]")
         with waiting(self.display.status, "Indexing") as wait:
             repo_index, stats = (indexer or self.indexer).update(progress=counting_files(wait),
-                                                                 exclude=[self.settings.state_path])
-        self.say(f"[Indexed: {stats.files} files, {stats.symbols} symbols]")
+                                                                 exclude=[self.settings.state_path], focus=focus,
+                                                                 background=focus is not None)
+        pending = f"; {stats.pending} more being indexed in the background" if stats.pending else ""
+        self.say(f"[Indexed: {stats.files} files, {stats.symbols} symbols{pending}]")
         return repo_index, stats
 
     def quiet_index(self) -> RepoIndex:

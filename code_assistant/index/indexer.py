@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 from code_assistant.gate import Gate
-from code_assistant.index import store
+from code_assistant.index import completion, store
 from code_assistant.index.embedding_cache import EmbeddingCache
 from code_assistant.index.embeddings import Embedder
 from code_assistant.index.file_prep import PreparedFile, Preparer
 from code_assistant.index.file_table import FileStamp, ImportRow, IndexedFile
+from code_assistant.index.focus import Scan, rank_files
 from code_assistant.index.import_graph import ModuleResolver, go_module_path, js_package
 from code_assistant.index.index_db import Entry, IndexDB
 from code_assistant.index.nearest import ChunkSearch
@@ -34,6 +35,13 @@ from code_assistant.settings import repo_id
 logger = logging.getLogger(__name__)
 
 FILES_PER_FLUSH = 500
+# A task's first answer on a tree with at least FOCUS_MIN_FILES files not indexed yet reads the FOCUS_FILES the task's
+# scan (focus.py) ranks highest and leaves the rest pending: for a process in the background (completion.py), for the
+# next run without a task (`index`, a run's loop), or for a run with one once fewer than FOCUS_MIN_FILES are left.
+# 30k files take a minute on two cores; the 1,000 of a first answer, a few seconds.
+FOCUS_MIN_FILES = 5000
+FOCUS_FILES = 1000
+_CLEAN_MARK = "unindexed-have-no-vectors"  # beside the index while files are pending: see Indexer._start
 Progress = Callable[[int, int], None]
 _OLD_FILES = ("manifest.json", "lexicon.json", "bm25")  # the JSON index of format 2, replaced by index.sqlite
 
@@ -46,6 +54,7 @@ class IndexStats:
     changed: int = 0
     removed: int = 0
     unchanged: int = 0
+    pending: int = 0  # files not indexed yet, left for the background or a later run (a big tree's first answer)
     seconds: float = 0.0
 
 
@@ -117,6 +126,22 @@ class RepoIndex:
         return self.db.postings.files_with(terms)
 
 
+class _Phases:
+    """Seconds per phase of an update, for the debug log (where a cold index's time goes)."""
+
+    def __init__(self) -> None:
+        self._last = time.perf_counter()
+        self._seconds: list[tuple[str, float]] = []
+
+    def done(self, name: str) -> None:
+        now = time.perf_counter()
+        self._seconds.append((name, now - self._last))
+        self._last = now
+
+    def __str__(self) -> str:
+        return ", ".join(f"{name} {seconds:.2f}s" for name, seconds in self._seconds)
+
+
 class ChangedFile(NamedTuple):
     """A file whose stat changed since the last run."""
 
@@ -146,34 +171,89 @@ class Indexer:
         self.cache = EmbeddingCache(index_path / "embedding-cache" / f"{slug}.sqlite", embedder.dimension)
 
     # ----- the update --------------------------------------------------------------------------------------
-    def update(self, progress: Progress | None = None,
-               exclude: list[Path] | None = None) -> tuple[RepoIndex, IndexStats]:
+    def update(self, progress: Progress | None = None, exclude: list[Path] | None = None,
+               focus: str | None = None, background: bool = False) -> tuple[RepoIndex, IndexStats]:
         """Bring the index up to date with the repository: scan, delete, store the changed files in batches,
-        re-link the import graph, count."""
+        re-link the import graph, count. With `focus` (a task), a tree with many files not indexed yet is indexed
+        only as far as the task's answer needs (`_focused`); the rest stays pending (stats.pending). With
+        `background` too, a process completes the rest (completion.py), and while it runs nothing pending is added
+        here: the answer reads what is stored."""
         started = time.perf_counter()
         stats = IndexStats()
+        if focus is None and (self.dir / _CLEAN_MARK).exists():
+            completion.wait_for(self.dir)  # everything is wanted: what the completion stores is not done twice
         clean = self._start()
         gate = Gate(self.repo, (self.index_path, *(exclude or [])))
         seen = self.db.files.stamps()  # a warm run reads nothing else
-        changed, removed = self._scan(seen, exclude or [], stats)
-        self._delete(removed, seen, stats)
+        # the task's scan runs beside the listing where files may be pending: a new index, or one not complete yet
+        pending_possible = focus is not None and (self.dir / _CLEAN_MARK).exists()
+        completing = pending_possible and background and completion.running(self.dir)
+        scan = Scan(self.repo, focus) if pending_possible and not completing else None
+        phases = _Phases()
+        try:
+            changed, removed = self._scan(seen, exclude or [], stats)
+            self._delete(removed, seen, stats)
+            phases.done("list")
+            if completing:
+                kept = [c for c in changed if c.indexed]
+                stats.pending = len(changed) - len(kept)
+                changed = kept
+            elif scan is not None:
+                indexed = {path: st.size for path, st in seen.items() if not st.skipped and path not in removed}
+                changed = self._focused(scan, changed, indexed, stats)
+                phases.done("focus scan")
+        finally:
+            if scan is not None:
+                scan.cancel()
         updated = self._store_changed(gate, changed, clean, stats, progress)
+        phases.done("read, parse, store")
+        if not stats.pending:
+            (self.dir / _CLEAN_MARK).unlink(missing_ok=True)
         paths = self.db.files.paths()
         # the set of indexed paths decides how every import resolves
         self._relink(gate, paths, updated, paths_changed=stats.added + stats.removed > 0)
+        phases.done("imports")
         self._count(stats, paths, started)
+        logger.debug("index phases: %s", phases)
+        if stats.pending and background and not completing:
+            completion.start(self.repo, self.index_path, self.dir, self.embedder.name, self.embedder.dimension,
+                           [self.index_path, *(exclude or [])])
         vectors = Vectors(gate, self.db, self.cache, self.chunks, self.embedder)
         search = ChunkSearch(self.db.vectors, self.chunks)
         return RepoIndex(repo=self.repo, files=Files(self.db, paths), db=self.db, chunks=self.chunks,
                          embedder=self.embedder, vectors=vectors, search=search, gate=gate), stats
 
     def _start(self) -> bool:
-        """Empty a private store when the index is new; whether the store is known to hold nothing stale."""
+        """Empty a private store when the index is new; whether the store is known to hold nothing stale.
+
+        A private store emptied when its index began holds vectors of indexed files only (a file that leaves the
+        index takes its vectors along), so while files of that first index are still pending (_CLEAN_MARK, kept
+        until none is), a file new to the index has none either: nothing stale to look up per file."""
         fresh_index = self.db.files.is_empty()
+        mark = self.dir / _CLEAN_MARK
         if fresh_index:
             self.chunks.reset()
-        # a private store just emptied holds no chunk of a file new to the index: nothing stale to look up
-        return fresh_index and not self.chunks.shared
+            mark.touch()  # before any file is stored: a run cut short leaves it for the next one
+        return (fresh_index or mark.exists()) and not self.chunks.shared
+
+    def _focused(self, scan: Scan, changed: list[ChangedFile], indexed: dict[str, int],
+                 stats: IndexStats) -> list[ChangedFile]:
+        """The changed files a task's answer is given now, when FOCUS_MIN_FILES or more are not indexed yet: every
+        file indexed before (a changed file keeps its record current) and the new ones among the FOCUS_FILES the
+        task's scan ranks highest in the whole tree (`indexed`: the sizes of the files indexed already). The others
+        are pending: not indexed, not remembered, found new again by the next run's listing."""
+        new = {c.path: c.stat.st_size for c in changed if not c.indexed}
+        if len(new) < FOCUS_MIN_FILES:
+            return changed
+        ranked = rank_files(scan, {**indexed, **new}, FOCUS_FILES)
+        if ranked is None:  # not a git tree, or git failed: the whole index, as without a focus
+            return changed
+        chosen = {path for path in ranked if path in new}
+        kept = [c for c in changed if c.indexed or c.path in chosen]
+        stats.pending = len(changed) - len(kept)
+        logger.info("indexing %d of %d new files for the task first; %d pending", len(chosen), len(new),
+                    stats.pending)
+        return kept
 
     def _scan(self, seen: dict[str, FileStamp], exclude: list[Path],
               stats: IndexStats) -> tuple[list[ChangedFile], list[str]]:
@@ -261,8 +341,8 @@ class Indexer:
         stats.files = len(paths)
         stats.symbols = self.db.files.symbol_count()
         stats.seconds = time.perf_counter() - started
-        logger.info("indexed %s: %d files (%d added, %d changed, %d removed) in %.2fs", self.repo, stats.files,
-                    stats.added, stats.changed, stats.removed, stats.seconds)
+        logger.info("indexed %s: %d files (%d added, %d changed, %d removed, %d pending) in %.2fs", self.repo,
+                    stats.files, stats.added, stats.changed, stats.removed, stats.pending, stats.seconds)
 
     @staticmethod
     def _entry(prepared: PreparedFile, st: os.stat_result) -> Entry:

@@ -95,8 +95,9 @@ def _listed(repo: Path, exclude: list[Path] | None, *, indexable: bool) -> list[
         parts = rel.split("/")
         if any(part in languages.IGNORED_DIRS for part in parts[:-1]):
             continue
-        if secret_name(rel) or (indexable and (languages.language_for(rel) is None
-                                               or languages.MINIFIED_RE.search(rel))):
+        # the cheap test first: most of a big tree's unindexable files are out before the secret names' patterns
+        if (indexable and (languages.language_for(rel) is None or languages.MINIFIED_RE.search(rel))) \
+                or secret_name(rel):
             continue
         absolute = os.path.join(root_text, rel)
         if os.path.islink(absolute) or _below_a_link(root_text, parts[:-1], linked):  # may lead out of the tree

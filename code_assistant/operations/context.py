@@ -21,13 +21,16 @@ def execute(ws: Workspace, options: ContextOptions) -> ContextOutcome:
     task = options.task.strip() or ws.last_task
     if not task:
         raise UsageError("context needs a task (no task yet)")
-    index, _ = ws.index()
+    index, stats = ws.index(focus=task)
     budget, room = ws.settings.context_tokens, "--context-tokens; the model's window, not asked for, may leave less"
     if found := ws.room_for_code(index, task):
         fits, window = found
         budget = min(budget, fits)
         room = (f"what a run's first request leaves for code in the {window.tokens}-token window, from "
                 f"{window.source}")
+    # while files are pending (a first answer on a big tree) the answer comes from the fast signals: loading the
+    # embedding model and embedding the candidates' chunks would double its time; later runs embed as usual
+    embed_budget = 0 if stats.pending else ws.settings.query_embed_budget
     built = build_context(index, task, budget, must_include=ws.memory.shown(),
-                          numbered=options.numbered, embed_budget=ws.settings.query_embed_budget)
+                          numbered=options.numbered, embed_budget=embed_budget)
     return ContextOutcome(task=task, context=built, verbose=ws.settings.verbose, room=room)
