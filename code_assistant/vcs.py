@@ -40,9 +40,66 @@ UNTRUSTED_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "
 _KEPT_GIT_ENV = ("GIT_SSH_COMMAND", "GIT_SSH", "GIT_SSH_VARIANT")
 
 
+# Settings through which git runs a program, and a harmless value for each. A repository's own configuration (its
+# .git/config, config.worktree and the files they include — a tree unpacked from an archive, or a file of the tree that
+# the model edited and the configuration includes) decides none of them for the assistant's git: where it sets one,
+# git is given the harmless value and then the user's own (system, global), so that the user's settings still hold and
+# nothing the repository holds runs outside the sandbox. Hooks never run: a repository's hooks are its code.
+_PROGRAM_SETTINGS = tuple((re.compile(pattern, re.IGNORECASE), harmless) for pattern, harmless in (
+    (r"core\.fsmonitor", "false"),
+    (r"(?:core|sequence)\.editor", "true"),
+    (r"core\.pager", "cat"),
+    (r"pager\..+", "false"),
+    ((r"core\.(?:sshcommand|gitproxy|askpass|alternaterefscommand)|diff\.external|uploadpack\.packobjectshook"
+      r"|credential(?:\..+)?\.helper|gpg\.ssh\.defaultkeycommand"), ""),
+    (r"gpg(?:\.openpgp)?\.program", "gpg"),
+    (r"gpg\.x509\.program", "gpgsm"),
+    (r"gpg\.ssh\.program", "ssh-keygen"),
+    (r"filter\..+\.(?:clean|smudge|process)", ""),
+    (r"filter\..+\.required", "false"),
+    (r"diff\..+\.command", "false"),
+    (r"diff\..+\.textconv", "cat"),
+    (r"merge\..+\.driver", "git merge-file --marker-size=%L %A %O %B"),  # what git does without a driver
+    (r"remote\..+\.uploadpack", "git-upload-pack"),
+    (r"remote\..+\.receivepack", "git-receive-pack"),
+))
+_NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
+_REPOSITORY_SCOPES = {"local", "worktree"}
+_USER_SCOPES = {"system", "global", "command"}
+
+
+def _harmless(key: str) -> str | None:
+    return next((value for pattern, value in _PROGRAM_SETTINGS if pattern.fullmatch(key)), None)
+
+
+def repository_overrides(listing: str) -> tuple[str, ...]:
+    """git's `-c` pairs, from `git config --list --show-scope -z` (records `scope NUL key LF value NUL`): no hook, and
+    for every program-running setting the repository's configuration makes, the harmless value, then the user's own
+    values of it in order (the last one wins; a list such as credential.helper is emptied, then the user's added)."""
+    words = listing.split("\0")
+    entries = [(scope, *setting.partition("\n")[::2]) for scope, setting in zip(words[::2], words[1::2], strict=False)]
+    repository = [key for scope, key, _ in entries if scope in _REPOSITORY_SCOPES and _harmless(key) is not None]
+    pairs: list[str] = []
+    for key in dict.fromkeys(repository):
+        values = [_harmless(key) or "", *(v for scope, k, v in entries if k == key and scope in _USER_SCOPES)]
+        pairs += [word for value in values for word in ("-c", f"{key}={value}")]
+    return (*_NO_HOOKS, *pairs)
+
+
+def _hardened(repo: Path, args: tuple[str, ...], env: dict[str, str] | None) -> list[str]:
+    """git's argv for `args` in `repo`: no hook, and none of the repository's program-running settings."""
+    try:
+        listing = subprocess.run(["git", "config", "--list", "--show-scope", "-z"], cwd=repo, capture_output=True,
+                                 text=True, encoding="utf-8", errors="surrogateescape", timeout=30, env=env,
+                                 stdin=subprocess.DEVNULL, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        listing = ""
+    return ["git", *repository_overrides(listing), *args]
+
+
 def _run(repo: Path, args: tuple[str, ...], timeout: float,
          env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, encoding="utf-8",
+    return subprocess.run(_hardened(repo, args, env), cwd=repo, capture_output=True, text=True, encoding="utf-8",
                           errors="surrogateescape", timeout=timeout, env=env, stdin=subprocess.DEVNULL, check=False)
 
 
@@ -92,8 +149,8 @@ def started_git(repo: Path, *args: str) -> subprocess.Popen[str] | None:
     """git started in the background, its stdout and stderr piped (the caller waits for it or kills it); None when
     git cannot start. For a lookup that runs beside other work and has a fallback."""
     try:
-        return subprocess.Popen(["git", *args], cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                encoding="utf-8", errors="surrogateescape", stdin=subprocess.DEVNULL)
+        return subprocess.Popen(_hardened(repo, args, None), cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, encoding="utf-8", errors="surrogateescape", stdin=subprocess.DEVNULL)
     except OSError:
         return None
 
