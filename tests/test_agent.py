@@ -75,6 +75,15 @@ def test_passed(tmp_path: Path, embedder: embeddings.Embedder) -> None:
     assert (result.success, result.stop_reason, result.iterations) == (True, "passed", 1)
 
 
+def test_passed_when_the_answer_escapes_its_newlines_twice(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    """Qwen2.5-Coder-1.5B's first calc-add plan, as its JSON said it: a backslash and an n where each line ends."""
+    repo = python_repo(tmp_path)
+    twice = modify("calc.py", "def add(a, b):\\n    return a - b", "def add(a, b):\\n    return a + b")
+    result, _, _ = run_agent(repo, [answer(twice)], embedder)
+    assert (result.success, result.stop_reason, result.iterations) == (True, "passed", 1)
+    assert (repo / "calc.py").read_text() == CALC_PY.replace("a - b", "a + b")
+
+
 def test_no_progress_when_a_fix_leaves_the_same_failure(tmp_path: Path, embedder: embeddings.Embedder) -> None:
     repo = python_repo(tmp_path)
     before = snapshot(repo)
