@@ -206,9 +206,9 @@ def test_an_answer_that_only_adds_assertions_to_the_failing_test_is_refused_nami
     Refused before anything is written, the model told which file the failing test imports."""
     repo = python_repo(tmp_path)
     result, server, lines = run_agent(repo, [answer(MORE_ASSERTS), answer(FIX_ADD)], embedder, reproduce=False)
-    refusal = ("tests/test_calc.py is a test and nothing else was changed, but the failing tests "
-               "(tests/test_calc.py::test_add) check the code, not themselves: change the code they test instead "
-               "(calc.py), so that the tests pass as they are written")
+    refusal = ("tests/test_calc.py: only tests were changed, but the failing tests (tests/test_calc.py::test_add) "
+               "check the code, not themselves: change the code they test instead (calc.py), so that the tests pass "
+               "as they are written")
     assert f"[Refused: {refusal}]" in lines, lines
     assert f"- REFUSED, nothing from that answer was written: {refusal}" in last_request(server)
     assert result.success and result.verified and result.iterations == 2
@@ -244,7 +244,7 @@ def test_a_second_test_only_answer_goes_through(tmp_path: Path, embedder: embedd
     other = modify("tests/test_calc.py", "    assert add(2, 3) == 5", "    assert add(2, 3) == 5\n    assert add(1, 1) == 2")
     script = [answer(MORE_ASSERTS), answer(other), answer(FIX_ADD)]
     result, server, lines = run_agent(repo, script, embedder, reproduce=False)
-    assert sum(line.startswith("[Refused: tests/test_calc.py is a test") for line in lines) == 1, lines
+    assert sum(line.startswith("[Refused: tests/test_calc.py: only tests") for line in lines) == 1, lines
     assert result.success and result.iterations == 3 and len(server.chat_requests) == 3
     assert "assert add(1, 1) == 2" in (repo / "tests" / "test_calc.py").read_text()
 

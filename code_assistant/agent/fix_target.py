@@ -59,9 +59,8 @@ class FixTarget:
         code = code_under_test(failing, index)
         change = (f"change the code they test instead ({', '.join(code)}), so that the tests pass as they are written"
                   if code else "change the code they test instead, so that the tests pass as they are written")
-        tests = f"{edited[0]} is a test" if len(edited) == 1 else f"{', '.join(edited)} are tests"
-        return (f"{tests} and nothing else was changed, but the failing tests ({_some(failing.failed_ids)}) check "
-                f"the code, not themselves: {change}")
+        return (f"{', '.join(edited)}: only tests were changed, but the failing tests ({_some(failing.failed_ids)}) "
+                f"check the code, not themselves: {change}")
 
 
 def code_under_test(failing: TestResult, index: RepoIndex | None) -> list[str]:
