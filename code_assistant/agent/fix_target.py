@@ -49,7 +49,8 @@ class FixTarget:
         task does not name, and one of them holds a failing test (a conftest.py or a new test alone is for the
         guardrails to judge)."""
         edited = list(dict.fromkeys(op.file_path for op in ops if op.action != Action.READ))
-        if self.allowed or failing is None or self.refused >= REFUSALS or not edited:
+        deletes = any(op.action == Action.DELETE for op in ops)  # deleting a test: the guardrails' words say more
+        if self.allowed or failing is None or self.refused >= REFUSALS or not edited or deletes:
             return None
         failing_files = {f.test_id.split("::")[0] for f in failing.failures} | {f.file for f in failing.failures}
         if not all(is_test_file(path) and not _named(path, task) for path in edited) \
