@@ -238,6 +238,22 @@ def test_the_code_named_is_what_the_failure_calls_before_what_the_test_imports(
     assert result.success and result.iterations == 2
 
 
+def test_search_text_copied_from_the_test_is_answered_with_the_symbol_edit_and_the_next_answer_uses_it(
+        tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    """Qwen2.5-Coder-1.5B's pager-page-slice plan named the right file with the failing test's assertion as search
+    text, and sent the same answer again when told the text was not found; the refusal now names replace_symbol."""
+    repo = python_repo(tmp_path, PAGER)
+    copied = modify("pager/paging.py", "page_slice(list('abcd'), 1, 2) == ['a', 'b']", "page_slice(list('abcd'), 0, 2)")
+    symbol = {"file_path": "pager/paging.py", "action": "replace_symbol", "symbol": "page_slice",
+              "content": "def page_slice(items, page, size):\n    start = (page - 1) * size\n"
+                         "    return items[start:start + size]\n"}
+    result, server, _ = run_agent(repo, [answer(copied), answer(symbol)], embedder, reproduce=False,
+                                  task="page 1 should hold the first items")
+    assert ('To change page_slice, send {"action": "replace_symbol", "symbol": "page_slice", "content": "<the whole '
+            'new definition>"}: nothing has to be copied.') in last_request(server)
+    assert result.success and result.iterations == 2
+
+
 def test_a_second_test_only_answer_goes_through(tmp_path: Path, embedder: embeddings.Embedder) -> None:
     """The rule refuses once a run: the task may really be about the test, in words it cannot read."""
     repo = python_repo(tmp_path)

@@ -29,7 +29,7 @@ from code_assistant.edit.lines import (
     splice,
     split_lines,
 )
-from code_assistant.edit.mismatch import closest_lines
+from code_assistant.edit.mismatch import closest_lines, symbol_hint
 
 logger = logging.getLogger(__name__)
 
@@ -311,7 +311,7 @@ def apply_search_replace(content: str, search: str, replace: str) -> MatchOutcom
             return replace_field(outcome, strategy=f"unescaped_{outcome.strategy}")
     return MatchOutcome(ok=False, message=f"search text not found. {closest_lines(bodies, search_lines)}\n"
                                           "Copy the search text exactly from the file (same indentation and spacing) "
-                                          "and resend only this edit.")
+                                          "and resend only this edit." + symbol_hint(bodies, search_lines))
 
 
 def _unescaped(search: str, replace: str) -> tuple[str, str] | None:
