@@ -48,14 +48,16 @@ class LlamaServer:
     """`python -m llama_cpp.server` on a free port in its own process group; stopped (the whole group) on exit."""
 
     def __init__(self, model: Path | None = None, n_ctx: int = 2048, log: Path | None = None, *,
-                 alias: str | None = None, prompt_cache_bytes: int = 0, port: int | None = None) -> None:
+                 alias: str | None = None, prompt_cache_bytes: int = 0, port: int | None = None,
+                 threads: int | None = None) -> None:
         """`alias`: the model's name on the wire (else the file's path); `prompt_cache_bytes`: llama-cpp-python's
         RAM cache of prompt states (`--cache`), so that a request whose prompt starts as an earlier one's (not only
-        the last one's) reads only the rest; 0 leaves it off."""
+        the last one's) reads only the rest; 0 leaves it off; `threads`: for reading the prompt and for generating
+        (None: llama-cpp-python's defaults, all cores to read and half of them to generate)."""
         if importlib.util.find_spec("llama_cpp") is None:
             raise RuntimeError("llama-cpp-python is not installed: pip install --no-cache-dir -r requirements-server.txt")
         self.model, self.n_ctx, self.port = model or smollm2_gguf(), n_ctx, port or free_port()
-        self.alias, self.prompt_cache_bytes = alias, prompt_cache_bytes
+        self.alias, self.prompt_cache_bytes, self.threads = alias, prompt_cache_bytes, threads
         self.log = log or Path(os.environ.get("TMPDIR", "/tmp")) / f"llama-server-{self.port}.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -86,7 +88,8 @@ class LlamaServer:
     def _options(self) -> list[str]:
         alias = ["--model_alias", self.alias] if self.alias else []
         cache = ["--cache", "true", "--cache_type", "ram", "--cache_size", str(self.prompt_cache_bytes)]
-        return [*alias, *(cache if self.prompt_cache_bytes else [])]
+        threads = ["--n_threads", str(self.threads), "--n_threads_batch", str(self.threads)] if self.threads else []
+        return [*alias, *(cache if self.prompt_cache_bytes else []), *threads]
 
     def _first_token(self) -> None:
         """One token, so that a build the CPU cannot run fails here, named, not as "connection refused" mid-test."""

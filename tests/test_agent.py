@@ -75,6 +75,15 @@ def test_passed(tmp_path: Path, embedder: embeddings.Embedder) -> None:
     assert (result.success, result.stop_reason, result.iterations) == (True, "passed", 1)
 
 
+def test_passed_when_the_answer_escapes_its_newlines_twice(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    """Qwen2.5-Coder-1.5B's first calc-add plan, as its JSON said it: a backslash and an n where each line ends."""
+    repo = python_repo(tmp_path)
+    twice = modify("calc.py", "def add(a, b):\\n    return a - b", "def add(a, b):\\n    return a + b")
+    result, _, _ = run_agent(repo, [answer(twice)], embedder)
+    assert (result.success, result.stop_reason, result.iterations) == (True, "passed", 1)
+    assert (repo / "calc.py").read_text() == CALC_PY.replace("a - b", "a + b")
+
+
 def test_no_progress_when_a_fix_leaves_the_same_failure(tmp_path: Path, embedder: embeddings.Embedder) -> None:
     repo = python_repo(tmp_path)
     before = snapshot(repo)
@@ -145,10 +154,13 @@ def test_too_many_files_are_refused_before_writing(tmp_path: Path, embedder: emb
 
 
 # ----- guardrails ------------------------------------------------------------------------------------------------
+NAMES_THE_TEST = "fix add so that test_calc.py passes"  # a task naming the test file: fix_target.py lets its edits by
+
+
 def test_weakening_a_test_is_refused_and_reported(tmp_path: Path, embedder: embeddings.Embedder) -> None:
     repo = python_repo(tmp_path)
     cheat = modify("tests/test_calc.py", "    assert add(2, 3) == 5", "    assert True")
-    result, server, lines = run_agent(repo, [answer(cheat), answer(FIX_ADD)], embedder)
+    result, server, lines = run_agent(repo, [answer(cheat), answer(FIX_ADD)], embedder, task=NAMES_THE_TEST)
     assert result.success
     assert (repo / "tests" / "test_calc.py").read_text() == TEST_CALC_PY
     assert any(line.startswith("[Refused: tests/test_calc.py") for line in lines)
@@ -166,7 +178,7 @@ def test_weakening_a_test_through_a_symlink_in_the_repository_is_refused_too(
         (repo / "checks").symlink_to("tests", target_is_directory=True)
         path = "checks/test_calc.py"
     cheat = modify(path, "    assert add(2, 3) == 5", "    assert True")
-    result, _, lines = run_agent(repo, [answer(cheat), answer(FIX_ADD)], embedder)
+    result, _, lines = run_agent(repo, [answer(cheat), answer(FIX_ADD)], embedder, task=NAMES_THE_TEST)
     assert result.success
     assert (repo / "tests" / "test_calc.py").read_text() == TEST_CALC_PY
     assert any(line.startswith("[Refused: tests/test_calc.py") for line in lines), lines
@@ -182,6 +194,89 @@ def test_a_conftest_that_makes_every_test_pass_is_refused(tmp_path: Path, embedd
                for line in lines), lines
     assert not (repo / "conftest.py").exists() and result.success and result.iterations == 2
     assert "how the tests are collected and run is not part of the fix" in last_request(server)
+
+
+# ----- where a fix goes (fix_target.py) --------------------------------------------------------------------------
+MORE_ASSERTS = modify("tests/test_calc.py", "    assert add(2, 3) == 5", "    assert add(2, 3) == 5\n    assert add(0, 0) == 0")
+
+
+def test_an_answer_that_only_adds_assertions_to_the_failing_test_is_refused_naming_the_code(
+        tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    """What Qwen2.5-Coder-1.5B did with calc-add: the failing test got one more assertion, calc.py stayed as it was.
+    Refused before anything is written, the model told which file the failing test imports."""
+    repo = python_repo(tmp_path)
+    result, server, lines = run_agent(repo, [answer(MORE_ASSERTS), answer(FIX_ADD)], embedder, reproduce=False)
+    refusal = ("tests/test_calc.py: only tests were changed, but the failing tests (tests/test_calc.py::test_add) "
+               "check the code, not themselves: change the code they test instead (calc.py), so that the tests pass "
+               "as they are written")
+    assert f"[Refused: {refusal}]" in lines, lines
+    assert f"- REFUSED, nothing from that answer was written: {refusal}" in last_request(server)
+    assert result.success and result.verified and result.iterations == 2
+    assert (repo / "tests" / "test_calc.py").read_text() == TEST_CALC_PY
+
+
+PAGER = {"pager/__init__.py": "from pager.paging import page_slice\nfrom pager.render import render\n",
+         "pager/paging.py": "def page_slice(items, page, size):\n    start = page * size\n"
+                            "    return items[start:start + size]\n",
+         "pager/render.py": "def render(items):\n    return ', '.join(items)\n",
+         "tests/test_paging.py": "from pager import page_slice\n\n\ndef test_first_page():\n"
+                                 "    assert page_slice(list('abcd'), 1, 2) == ['a', 'b']\n",
+         "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"}
+
+
+def test_the_code_named_is_what_the_failure_calls_before_what_the_test_imports(
+        tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    """The test imports the package; its failure calls page_slice, defined in pager/paging.py: that file first, then
+    the package's face and what else it brings in."""
+    repo = python_repo(tmp_path, PAGER)
+    rewrite = modify("tests/test_paging.py", "== ['a', 'b']", "== ['c', 'd']")
+    fix = modify("pager/paging.py", "start = page * size", "start = (page - 1) * size")
+    result, server, _ = run_agent(repo, [answer(rewrite), answer(fix)], embedder, reproduce=False,
+                                  task="page 1 should hold the first items")
+    assert "change the code they test instead (pager/paging.py, pager/__init__.py, pager/render.py)" \
+        in last_request(server)
+    assert result.success and result.iterations == 2
+
+
+def test_search_text_copied_from_the_test_is_answered_with_the_symbol_edit_and_the_next_answer_uses_it(
+        tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    """Qwen2.5-Coder-1.5B's pager-page-slice plan named the right file with the failing test's assertion as search
+    text, and sent the same answer again when told the text was not found; the refusal now names replace_symbol."""
+    repo = python_repo(tmp_path, PAGER)
+    copied = modify("pager/paging.py", "page_slice(list('abcd'), 1, 2) == ['a', 'b']", "page_slice(list('abcd'), 0, 2)")
+    symbol = {"file_path": "pager/paging.py", "action": "replace_symbol", "symbol": "page_slice",
+              "content": "def page_slice(items, page, size):\n    start = (page - 1) * size\n"
+                         "    return items[start:start + size]\n"}
+    result, server, _ = run_agent(repo, [answer(copied), answer(symbol)], embedder, reproduce=False,
+                                  task="page 1 should hold the first items")
+    assert ('To change page_slice, send {"action": "replace_symbol", "symbol": "page_slice", "content": "<the whole '
+            'new definition>"}: nothing has to be copied.') in last_request(server)
+    assert result.success and result.iterations == 2
+
+
+def test_a_second_test_only_answer_goes_through(tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    """The rule refuses once a run: the task may really be about the test, in words it cannot read."""
+    repo = python_repo(tmp_path)
+    other = modify("tests/test_calc.py", "    assert add(2, 3) == 5", "    assert add(2, 3) == 5\n    assert add(1, 1) == 2")
+    script = [answer(MORE_ASSERTS), answer(other), answer(FIX_ADD)]
+    result, server, lines = run_agent(repo, script, embedder, reproduce=False)
+    assert sum(line.startswith("[Refused: tests/test_calc.py: only tests") for line in lines) == 1, lines
+    assert result.success and result.iterations == 3 and len(server.chat_requests) == 3
+    assert "assert add(1, 1) == 2" in (repo / "tests" / "test_calc.py").read_text()
+
+
+@pytest.mark.parametrize("how", ["the task names the test file", "--allow-test-edits", "the tests pass"])
+def test_test_only_answers_go_through_when_the_task_or_the_person_allows_or_nothing_fails(
+        tmp_path: Path, embedder: embeddings.Embedder, how: str) -> None:
+    repo = python_repo(tmp_path, {"calc.py": CALC_PY.replace("a - b", "a + b"), "tests/test_calc.py": TEST_CALC_PY,
+                                  "pytest.ini": "[pytest]\npythonpath = .\n"}) if how == "the tests pass" \
+        else python_repo(tmp_path)
+    options = {"allow_test_edits": True} if how == "--allow-test-edits" else {}
+    task = "add a check to tests/test_calc.py" if how == "the task names the test file" else "check add(0, 0) too"
+    script = [answer(MORE_ASSERTS), answer(FIX_ADD)] if how != "the tests pass" else [answer(MORE_ASSERTS)]
+    result, _, lines = run_agent(repo, script, embedder, reproduce=False, task=task, **options)
+    assert not any(line.startswith("[Refused") for line in lines), lines
+    assert "assert add(0, 0) == 0" in (repo / "tests" / "test_calc.py").read_text()
 
 
 SKIPPABLE_TESTS = ('import pytest\n\nimport calc\nfrom calc import add, multiply\n\n\n'

@@ -109,7 +109,7 @@ def test_an_answer_that_touches_the_users_change_is_asked_for_again_with_the_fil
     assert "calc.py was changed by the user while you were answering" in asked_again
     now = CALC_PY.replace("return a - b", "return a * b") + USER_LINE
     assert f"```\n{now}```" in asked_again, "the file as it is now"
-    assert "None of the edits of your last answer could be applied" in asked_again
+    assert "Nothing of your last answer was written, so the tests were not run" in asked_again
 
 
 def test_a_second_answer_that_touches_the_users_change_ends_the_run_and_the_rollback_keeps_their_line(

@@ -207,3 +207,42 @@ def test_trailing_whitespace_the_model_means_is_kept_and_noise_is_dropped() -> N
     assert shifted.strategy == "indent" and shifted.content == "def f():\n    x = 1\n    return x\n"
     noisy = apply_search_replace(text, "    x = 1\n    return x  \n", "    x = 1\n    return x + 1  \n")
     assert noisy.strategy == "whitespace" and noisy.content == "def f():\n    x = 1   \n    return x + 1\n"
+
+
+def test_lines_written_with_their_newlines_escaped_twice_are_read_as_the_lines_they_mean() -> None:
+    """Qwen2.5-Coder-1.5B's calc-add answer: `"search": "def add(a, b):\\\\n    return a - b"` in its JSON, a
+    backslash and an n where a line ends. Found nowhere as written, it is read as two lines, its replacement too."""
+    calc = "def add(a, b):\n    return a - b\n"
+    out = apply_search_replace(calc, "def add(a, b):\\n    return a - b", "def add(a, b):\\n    return a + b")
+    assert out.ok and out.content == "def add(a, b):\n    return a + b\n" and out.strategy == "unescaped_exact"
+
+
+def test_a_backslash_n_the_file_holds_is_matched_as_written() -> None:
+    """The escape is the file's own (a string literal): the text is found as written, and the replacement keeps its
+    backslashes; a text found neither way is refused with the usual words."""
+    code = 'SEP = "a\\nb"\nEND = 1\n'
+    out = apply_search_replace(code, 'SEP = "a\\nb"', 'SEP = "a\\nc"')
+    assert out.ok and out.content == 'SEP = "a\\nc"\nEND = 1\n' and out.strategy == "exact"
+    missing = apply_search_replace(code, "def gone():\\n    pass", "x")
+    assert not missing.ok and missing.message.startswith("search text not found.")
+
+
+PAGING = ('def page_count(total, size):\n    return (total + size - 1) // size\n\n\n'
+          'def page_slice(items, page, size):\n    start = page * size\n    return items[start:start + size]\n')
+
+
+def test_a_test_line_sent_as_search_text_is_answered_with_the_symbol_edit_that_needs_no_copy() -> None:
+    """Qwen2.5-Coder-1.5B's pager-page-slice plan: the right file, and as search text the failing test's assertion.
+    The refusal names the function it calls and the replace_symbol edit that changes it."""
+    out = apply_search_replace(PAGING, "page_slice(list(range(10)), 4, 3) == [9]", "page_slice(x) == [9]")
+    assert not out.ok and out.message.startswith("search text not found.")
+    assert out.message.endswith('No line of your search text is in this file (copied from a test?). To change '
+                                'page_slice, send {"action": "replace_symbol", "symbol": "page_slice", "content": '
+                                '"<the whole new definition>"}: nothing has to be copied.')
+
+
+def test_no_symbol_hint_when_the_search_is_the_file_s_own_lines_or_calls_nothing_it_defines() -> None:
+    near = apply_search_replace(PAGING, "def page_slice(items, page, size):\n    start = page * size + 0", "x")
+    elsewhere = apply_search_replace(PAGING, "total = sum(values)", "x")
+    assert not near.ok and not elsewhere.ok
+    assert "replace_symbol" not in near.message and "replace_symbol" not in elsewhere.message

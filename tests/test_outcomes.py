@@ -41,7 +41,7 @@ def test_an_answer_whose_every_edit_failed_goes_back_untested(tmp_path: Path) ->
     assert "[Not tested (iteration 1): none of the answer's edits could be applied]" in out
     assert out.count("[Testing (iteration") == 1 and "[Testing (iteration 2)...]" in out
     retry = server.chat_requests[1]["messages"][-1]["content"]
-    assert "None of the edits of your last answer could be applied" in retry and "return a - c" in retry
+    assert "Nothing of your last answer was written, so the tests were not run" in retry and "return a - c" in retry
 
 
 def test_an_empty_plan_on_a_green_baseline_is_no_success(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ KNOWN = {
     "read/v1.0.0": "021aa1d55dce0a941de00eac01f2fbc2bd872bdaa0035748f8bbe88b5cf77713",
     "instructions/v1.0.0": "98e8e4b6be9c2931880667a16702b03f63205d5e2d468cccada27b100e08201f",
     "session/v1.0.0": "fa86187e4fa1c1dc5cd196824cf5f7a5e01fa5fc1f2e5d07874048244a24f0ed",
-    "unapplied/v1.0.0": "a7c42023e75302f838ce80d775a5c610f7f9b0143a214d46d4021bbc11b63878",
+    "unapplied/v1.1.0": "b0d903c26fab48edff4c07670ae919072a99a26871fec80f8b260b121a493ba8",
     "tools-native/v1.0.0": "3f152bf25fb4d511f544776acbb929d013f421c49be80d8c202ecc1d02e45d7c",
     "tools-json/v1.0.0": "7ecb2216cdd5486fecd932e8d0bff5fad0bd55a08e2ff2f05646f588d705f3db",
     "tools-done/v1.0.0": "0f18b4052de1964b92c6598be43f0d0a1f93708380bd87d12caa6aca14d1f0df",

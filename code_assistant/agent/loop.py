@@ -14,6 +14,7 @@ from collections.abc import Callable
 from code_assistant.agent.decide import Ending, Facts, Point, decide
 from code_assistant.agent.exchange import context_line
 from code_assistant.agent.feedback import edit_feedback, failure_signature
+from code_assistant.agent.fix_target import FixTarget, failing_now
 from code_assistant.agent.kit import Kit, LoopConfig
 from code_assistant.agent.parts import build_parts
 from code_assistant.agent.progress import best, counts, iteration_line
@@ -58,6 +59,8 @@ class Run:
         self.started: float | None = None  # time.time() before its first test run: what changed in the tree since
         self.index: RepoIndex | None = None  # the repository's index: what the model may ask to read
         self.reproduction: Reproduction | None = None
+        self.target, self.task = FixTarget(allowed=config.limits.allow_test_edits), ""  # where a fix goes, what for
+        self.baseline: TestResult | None = None
         self.tested: list[tuple[int, TestResult]] = []  # every test run of an iteration, with its iteration
         self.changes: dict[int, str] = {}  # each tested iteration's change, as a diff (a rollback keeps the best's)
         attempt = kit.candidate is not None  # an attempt's tools look at the index the run started from
@@ -105,6 +108,7 @@ class Run:
     def attempt(self, task: str, prepared: Prepared) -> Ending:
         """Plan and apply, then test and fix until decide() says the run is over: green, or a reason to stop."""
         self.index, self.reproduction = prepared.index, prepared.reproduction
+        self.task, self.baseline = task, prepared.baseline
         editor, config = self.kit.editor, self.config
         answer = prepared.stopped or self.plan(task, prepared)
         preview = self.preview(answer.ops) if config.dry_run and answer.stop is None else None
@@ -205,7 +209,12 @@ class Run:
     def apply(self, ops: list[EditOperation], *, is_plan: bool) -> Applied:
         """The answer's edits written, and an edit that broke a file's syntax sent back for repair at once."""
         applier = self.parts.applier
-        applied = applier.repair_syntax(applier.apply(ops, is_plan=is_plan))
+        failing = failing_now(self.baseline, [result for _, result in self.tested], self.reproduction)
+        if (off_target := self.target.refusal(ops, failing, self.task, self.index)) is not None:
+            self.say(f"[Refused: {off_target}]")
+            applied = Applied(refused=[off_target], whole_batch_refused=True, guardrails=(True,))
+        else:
+            applied = applier.repair_syntax(applier.apply(ops, is_plan=is_plan))
         for refused in applied.guardrails:
             self.refused_in_a_row = self.refused_in_a_row + 1 if refused else 0
         return applied

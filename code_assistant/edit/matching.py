@@ -3,7 +3,8 @@
 First the plain case: a search text found exactly once in the file, as a substring, is applied there whatever the
 line boundaries. Then line-based strategies, strictest first: exact, whitespace (line endings / trailing spaces), indent
 (uniform shift, tabs<->spaces); the same three again accepting a first search line that starts mid-line and a last one
-that stops mid-line; elision (`...` lines), intraline (spacing between tokens), fuzzy (unique, very close, same words).
+that stops mid-line; elision (`...` lines), intraline (spacing between tokens), fuzzy (unique, very close, same words);
+last, a one-line text holding `\\n` read as the lines it means (a small model's JSON escaped twice).
 A search that matches in several places is refused, never applied to the first hit. Lines the model kept unchanged
 between search and replace are copied from the file byte for byte; only the lines it changed come from the model, and
 a blank line keeps the whitespace it was written with.
@@ -14,6 +15,7 @@ import difflib
 import logging
 import re
 from collections.abc import Callable
+from dataclasses import replace as replace_field
 from typing import NamedTuple
 
 from code_assistant.edit.lines import (
@@ -27,13 +29,15 @@ from code_assistant.edit.lines import (
     splice,
     split_lines,
 )
-from code_assistant.edit.mismatch import closest_lines
+from code_assistant.edit.mismatch import closest_lines, symbol_hint
 
 logger = logging.getLogger(__name__)
 
 FUZZY_THRESHOLD = 0.95
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 _WORD_RE = re.compile(r"\w+")
+_ESCAPES = {"\\n": "\n", "\\t": "\t", '\\"': '"', "\\\\": "\\"}
+_ESCAPES_RE = re.compile(r'\\[nt"\\]')
 _ELISION_RE = re.compile(r"^\s*(\.\.\.|…|(#|//|/\*)\s*(\.\.\.|…).*)\s*$")
 
 
@@ -301,9 +305,24 @@ def apply_search_replace(content: str, search: str, replace: str) -> MatchOutcom
             return _ambiguous([h.start for h in hits])
         if hits:
             return _apply_hit(bodies, eols, hits[0], search_lines, replace_lines, strategy, newline)
+    if (unescaped := _unescaped(search, replace)) is not None:
+        outcome = apply_search_replace(content, *unescaped)
+        if outcome.ok:
+            return replace_field(outcome, strategy=f"unescaped_{outcome.strategy}")
     return MatchOutcome(ok=False, message=f"search text not found. {closest_lines(bodies, search_lines)}\n"
                                           "Copy the search text exactly from the file (same indentation and spacing) "
-                                          "and resend only this edit.")
+                                          "and resend only this edit." + symbol_hint(bodies, search_lines))
+
+
+def _unescaped(search: str, replace: str) -> tuple[str, str] | None:
+    """A search text of one line holding `\\n` — its lines written with JSON's escapes escaped once more, as small
+    models do ('def add(a, b):\\n    return a - b') — read as the lines it means, and a one-line replacement with
+    it (None: not such a text). Tried only when the text as written is found nowhere."""
+    if "\n" in search.strip("\n") or "\\n" not in search:
+        return None
+    again = [_ESCAPES_RE.sub(lambda m: _ESCAPES[m.group(0)], text) if "\n" not in text.strip("\n") else text
+             for text in (search, replace)]
+    return again[0], again[1]
 
 
 def _plain_substring(content: str, search: str, replace: str, bodies: list[str], eols: list[str],

@@ -3,11 +3,14 @@ first line that differs, named precisely (missing leading spaces, a line cut bef
 from __future__ import annotations
 
 import difflib
+import re
 from collections import Counter
 
 from code_assistant.edit.lines import leading
 
 MAX_SNIPPET_LINES = 12
+_CALLED_RE = re.compile(r"\b([A-Za-z_]\w*)\s*\(")  # `page_slice(` of a test's `assert page_slice(items, 1, 3) == ...`
+_TOP_DEFINITION_RE = re.compile(r"(?:async\s+)?(?:def|class|func|function|fn)\s+([A-Za-z_]\w*)")
 
 
 def _numbered(bodies: list[str], start: int, end: int) -> str:
@@ -98,3 +101,19 @@ def describe_difference(yours: str, file_line: str) -> str:
         return f"the spacing inside the line differs: yours {yours!r}, the file's {file_line!r}."
     return (f"yours {yours!r}, the file's {file_line!r} (they part at character {at + 1}: "
             f"{mine[at:at + 12]!r} against {theirs[at:at + 12]!r}).")
+
+
+def symbol_hint(bodies: list[str], search: list[str]) -> str:
+    """When no line of the search text is in the file but it calls a function the file defines at its top level (a
+    test's assertion copied as search text, the mistake small models make), the way to change that function with
+    nothing to copy; "" otherwise."""
+    lines = {b.strip() for b in bodies}
+    if any(w.strip() in lines for w in search if w.strip()):
+        return ""
+    defined = {m.group(1) for b in bodies if (m := _TOP_DEFINITION_RE.match(b))}
+    called = [name for w in search for name in _CALLED_RE.findall(w) if name in defined]
+    if not called:
+        return ""
+    return (f"\nNo line of your search text is in this file (copied from a test?). To change {called[0]}, send "
+            f'{{"action": "replace_symbol", "symbol": "{called[0]}", "content": "<the whole new definition>"}}: '
+            "nothing has to be copied.")

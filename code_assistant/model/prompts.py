@@ -135,9 +135,9 @@ READ = Prompt("read/v1.0.0", """\
 Shown first in the context above: {shown}. Not files of this repository (only the files in the context and on its
 map of more files can be read): {refused}. Now send the changes; do not ask to read again.""")
 
-UNAPPLIED = Prompt("unapplied/v1.0.0", """\
-{feedback}None of the edits of your last answer could be applied, so the tests were not run. Send the changes again
-with search text copied from the files as they are NOW (shown above). Reply with the JSON object only.""")
+UNAPPLIED = Prompt("unapplied/v1.1.0", """\
+{feedback}Nothing of your last answer was written, so the tests were not run. Send the changes again, corrected as
+said above, with search text copied from the files as they are NOW (shown above). Reply with the JSON object only.""")
 
 INSTRUCTIONS = Prompt("instructions/v1.0.0", """
 # The repository owner's instructions ({names})
