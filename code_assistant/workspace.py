@@ -187,9 +187,10 @@ class Workspace:
         self.say(f"[Indexed: {stats.files} files, {stats.symbols} symbols{pending}]")
         return repo_index, stats
 
-    def quiet_index(self) -> RepoIndex:
-        """The index brought up to date without a word (a session's commands: the index is warm)."""
-        return self.indexer.update(exclude=[self.settings.state_path])[0]
+    def quiet_index(self, focus: str | None = None) -> RepoIndex:
+        """The index brought up to date without a word (a session's commands: the index is warm); with `focus`, as
+        far as that task or question needs while a big tree's first index is pending (see index)."""
+        return self.indexer.update(exclude=[self.settings.state_path], focus=focus, background=focus is not None)[0]
 
     # ----- the model ----------------------------------------------------------------------------------------------
     def api_key(self) -> str:

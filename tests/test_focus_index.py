@@ -17,6 +17,7 @@ import pytest
 from code_assistant.index import completion, embeddings, focus, store
 from code_assistant.index.indexer import FOCUS_FILES, FOCUS_MIN_FILES, Indexer
 from tests.repos import git_init, run_cli, write_tree
+from tests.scripted_server import ScriptedServer
 
 TARGET = "src/http/location.py"
 TASK = "The Location header is wrong when a redirect is built from a relative url"
@@ -192,3 +193,20 @@ def test_a_small_tree_is_indexed_whole_even_with_a_task(tmp_path: Path, embedder
     assert (stats.pending, stats.files) == (0, 50)
     assert subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True,
                           check=True).stdout == ""
+
+
+def test_a_first_question_on_a_big_tree_is_answered_from_the_questions_files_the_rest_in_the_background(
+        repo: Path, tmp_path: Path) -> None:
+    """`ask` takes the same path as a first answer: the question's files indexed first, the context sent with the
+    file the question is about, the rest completed in the background."""
+    index_path = tmp_path / "index"
+    with ScriptedServer(["build_location_header in src/http/location.py prefixes the base to a relative url."]) \
+            as server:
+        proc = run_cli(["--repo", str(repo), "--index-path", str(index_path), "-v", "--ask", TASK],
+                       server_url=server.url)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    started = re.search(r"completing the index in the background \(pid (\d+)", proc.stderr)
+    assert started, proc.stderr[-2000:]
+    _wait_for(int(started.group(1)))
+    assert "more being indexed in the background]" in proc.stdout + proc.stderr
+    assert "def build_location_header(url, base):" in json.dumps(server.chat_requests[0])

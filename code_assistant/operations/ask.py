@@ -18,10 +18,10 @@ def execute(ws: Workspace, options: AskOptions) -> AskOutcome:
     if not options.question.strip():
         raise UsageError("ask needs a question")
     model = ws.model.with_(schema=None)  # free text, its own usage
-    index, _ = ws.index()
+    index, _ = ws.index(focus=options.question)  # a big tree's first question: its files first, the rest after
     display = ws.display
     tools_for = ws.tools_for(model, read_only=True)
-    tools = tools_for(ws.settings.repo, ws.quiet_index) if tools_for else None
+    tools = tools_for(ws.settings.repo, lambda: ws.quiet_index(focus=options.question)) if tools_for else None
     response, context = answer_question(index, model, options.question, ws.request_config(), memory=ws.memory,
                                         on_token=display.answer_tokens, say=display.say, tools=tools,
                                         status=display.status)
