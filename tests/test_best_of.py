@@ -268,8 +268,7 @@ def test_a_candidate_built_by_the_workspace_leaves_the_parents_values_untouched(
                                                                                     baseline=prepared.baseline)))
             assert (result.success, result.stop_reason) == (True, Stop.PASSED)
             assert "return a + b" in (scratch / "calc.py").read_text()
-    assert candidate.kit.candidate == 1 and candidate.iteration == 1
-    assert len(candidate.answers) == 1 and "return a + b" in candidate.answers[0], "the attempt's own answer"
+    assert candidate.kit.candidate == 1 and candidate.iteration == 1 and candidate.answers == [_fix(0)]
     assert candidate.kit.model is not model and candidate.kit.model.seed == 1  # type: ignore[attr-defined]
     assert (parent.iteration, parent.answers, parent.failures, parent.refused_in_a_row) == values_before, \
         "the parent's values are as they were"
