@@ -6,7 +6,6 @@ loop."""
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import threading
 import time
@@ -55,7 +54,7 @@ class Run:
         self.kit, self.config = kit, config
         self.iteration = 0
         self.failures: frozenset[tuple[str, str]] | None = None  # how the tests failed at the last test run
-        self.answers: list[str] = []  # what every answer of the run asked for (a repeated one is no progress)
+        self.answers: list[str] = []  # every answer of the run (a repeated one is no progress)
         self.refused_in_a_row = 0  # answers the guardrails refused whole, one after the other
         self.started: float | None = None  # time.time() before its first test run: what changed in the tree since
         self.index: RepoIndex | None = None  # the repository's index: what the model may ask to read
@@ -183,7 +182,7 @@ class Run:
         to read files first; a follow-up may not)."""
         asker = self.parts.asker
         answer = asker.ask(request) if isinstance(request, FollowUp) else asker.ask_reading(request)
-        self.answers.extend(_meaning(answer))
+        self.answers.extend(answer.said)
         return answer
 
     def plan(self, task: str, prepared: Prepared) -> Answer:
@@ -271,11 +270,3 @@ def no_tests_found(baseline: TestResult) -> bool:
         return baseline.not_run.cause == NotRunCause.NO_TESTS
     return baseline.passed and not baseline.ran
 
-
-def _meaning(answer: Answer) -> list[str]:
-    """What an answer asks for, to tell a repeated one: its edits without their descriptions (a small model words the
-    description anew and sends the same edits), else its words."""
-    if not answer.ops:
-        return list(answer.said)
-    return [json.dumps([[op.file_path, str(op.action), op.search, op.replace, op.content, op.symbol, op.overwrite]
-                        for op in answer.ops])]
