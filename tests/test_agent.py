@@ -208,7 +208,7 @@ def test_an_answer_that_only_adds_assertions_to_the_failing_test_is_refused_nami
     result, server, lines = run_agent(repo, [answer(MORE_ASSERTS), answer(FIX_ADD)], embedder, reproduce=False)
     refusal = ("tests/test_calc.py: only tests were changed, but the failing tests (tests/test_calc.py::test_add) "
                "check the code, not themselves: change the code they test instead (calc.py), so that the tests pass "
-               "as they are written; e.g. replace_symbol for add with its fixed definition")
+               "as they are written")
     assert f"[Refused: {refusal}]" in lines, lines
     assert f"- REFUSED, nothing from that answer was written: {refusal}" in last_request(server)
     assert result.success and result.verified and result.iterations == 2
@@ -252,28 +252,6 @@ def test_search_text_copied_from_the_test_is_answered_with_the_symbol_edit_and_t
     assert ('To change page_slice, send {"action": "replace_symbol", "symbol": "page_slice", "content": "<the whole '
             'new definition>"}: nothing has to be copied.') in last_request(server)
     assert result.success and result.iterations == 2
-
-
-def test_the_failing_tests_lines_sent_as_search_text_against_the_code_are_refused_naming_the_function(
-        tmp_path: Path, embedder: embeddings.Embedder) -> None:
-    """Qwen2.5-Coder-1.5B's pager-page-slice plan, whole: the right file named, the failing test's assertion line as
-    search text and more assertions as replacement; told the text was not found, it sent the same answer again. The
-    answer is refused before anything is tried, the model told the lines are the test's and which function to change."""
-    repo = python_repo(tmp_path, PAGER)
-    line = "    assert page_slice(list('abcd'), 1, 2) == ['a', 'b']"
-    copied = modify("pager/paging.py", line, f"{line}\n    assert len(page_slice(list('abcd'), 1, 2)) == 2")
-    fix = {"file_path": "pager/paging.py", "action": "replace_symbol", "symbol": "page_slice",
-           "content": "def page_slice(items, page, size):\n    start = (page - 1) * size\n"
-                      "    return items[start:start + size]\n"}
-    result, server, lines = run_agent(repo, [answer(copied), answer(fix)], embedder, reproduce=False,
-                                      task="page 1 should hold the first items")
-    refusal = ("pager/paging.py: the search text is lines of tests/test_paging.py, a failing test, not of "
-               "pager/paging.py; the tests are right as they are written: change the code they test instead "
-               "(pager/paging.py, pager/__init__.py, pager/render.py), so that the tests pass as they are written; "
-               "e.g. replace_symbol for page_slice with its fixed definition")
-    assert f"[Refused: {refusal}]" in lines, lines
-    assert f"- REFUSED, nothing from that answer was written: {refusal}" in last_request(server)
-    assert result.success and result.verified and result.iterations == 2
 
 
 def test_a_second_test_only_answer_goes_through(tmp_path: Path, embedder: embeddings.Embedder) -> None:

@@ -53,65 +53,15 @@ class FixTarget:
         if self.allowed or failing is None or self.refused >= REFUSALS or not edited or deletes:
             return None
         failing_files = {f.test_id.split("::")[0] for f in failing.failures} | {f.file for f in failing.failures}
-        if all(is_test_file(path) and not _named(path, task) for path in edited) \
-                and not failing_files.isdisjoint(edited):
-            self.refused += 1
-            return (f"{', '.join(edited)}: only tests were changed, but the failing tests "
-                    f"({_some(failing.failed_ids)}) check the code, not themselves: {_change(failing, index)}")
-        copied = _copied_from_tests(ops, sorted(f for f in failing_files if f), index)
-        if copied is None:
+        if not all(is_test_file(path) and not _named(path, task) for path in edited) \
+                or failing_files.isdisjoint(edited):
             return None
         self.refused += 1
-        code_file, test_file = copied
-        return (f"{code_file}: the search text is lines of {test_file}, a failing test, not of {code_file}; the "
-                f"tests are right as they are written: {_change(failing, index)}")
-
-
-def _change(failing: TestResult, index: RepoIndex | None) -> str:
-    code = code_under_test(failing, index)
-    where = f" ({', '.join(code)})" if code else ""
-    named = called_and_defined(failing, index, code)
-    how = f"; e.g. replace_symbol for {', '.join(named)} with its fixed definition" if named else ""
-    return f"change the code they test instead{where}, so that the tests pass as they are written{how}"
-
-
-def _copied_from_tests(ops: Sequence[EditOperation], failing_files: Sequence[str],
-                       index: RepoIndex | None) -> tuple[str, str] | None:
-    """(code file, test file) when every search text of the answer, each sent against a file that is not a test, is
-    found nowhere in that file but is lines of a failing test's file: the model means to change the test's lines and
-    wrote the code's file name (a small model's "fix": more assertions). None otherwise."""
-    if index is None or not ops or not failing_files:
-        return None
-    found: tuple[str, str] | None = None
-    for op in ops:
-        lines = [line.strip() for line in op.search.splitlines() if line.strip()]
-        if op.action != Action.MODIFY or is_test_file(op.file_path) or not lines:
-            return None
-        text = index.gate.text(op.file_path) or ""
-        if all(line in text for line in lines):
-            return None
-        test_file = next((t for t in failing_files if t in index.files and _holds(index.gate.text(t) or "", lines)),
-                         None)
-        if test_file is None:
-            return None
-        found = found or (op.file_path, test_file)
-    return found
-
-
-def _holds(text: str, lines: Sequence[str]) -> bool:
-    held = {line.strip() for line in text.splitlines()}
-    return all(line in held for line in lines)
-
-
-def called_and_defined(failing: TestResult, index: RepoIndex | None, code: Sequence[str]) -> list[str]:
-    """The names the failures call that the code under test defines (`page_slice`), at most MAX_NAMED."""
-    if index is None or not code:
-        return []
-    said = [f.message for f in failing.failures] + [_line(index, f.file, f.line) for f in failing.failures]
-    called = {name for text in said for name in CALLED_RE.findall(text)}
-    spelled = {name.lower(): name for name in called}
-    defined = index.defining(called) if called else {}
-    return sorted(spelled.get(name, name) for name, paths in defined.items() if paths & set(code))[:MAX_NAMED]
+        code = code_under_test(failing, index)
+        change = (f"change the code they test instead ({', '.join(code)}), so that the tests pass as they are written"
+                  if code else "change the code they test instead, so that the tests pass as they are written")
+        return (f"{', '.join(edited)}: only tests were changed, but the failing tests ({_some(failing.failed_ids)}) "
+                f"check the code, not themselves: {change}")
 
 
 def code_under_test(failing: TestResult, index: RepoIndex | None) -> list[str]:
