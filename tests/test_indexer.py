@@ -304,3 +304,44 @@ def test_a_new_embedder_name_never_mixes_its_vectors_with_the_old_ones(tmp_path:
     assert new_index.chunks.count() == old_index.chunks.count() == old_count
     caches = sorted(p.name for p in (index_path / "embedding-cache").iterdir())
     assert caches == ["local-all-MiniLM-L6-v2-int8w7.sqlite", "local-all-MiniLM-L6-v2.sqlite"]
+
+
+def test_worker_processes_end_when_the_indexing_process_is_killed(tmp_path: Path) -> None:
+    """A process that indexes in worker processes killed outright (kill -9, the OOM killer) leaves no worker behind:
+    each ends within a few seconds of its parent instead of waiting on its job queue for ever."""
+    import os
+    import signal
+    import sys
+    import time
+
+    write_tree(tmp_path / "repo", {"a.py": "x = 1\n"})
+    script = (
+        "import sys, time\n"
+        "from code_assistant.gate import Gate\n"
+        "from code_assistant.index import file_prep\n"
+        f"preparer = file_prep.Preparer(Gate({str(tmp_path / 'repo')!r}), file_prep.PARALLEL_MIN_FILES)\n"
+        "list(preparer.map([('a.py', None)] * 4))\n"
+        "print(*preparer._pool._processes, flush=True)\n"
+        "time.sleep(600)\n")
+    indexing = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                                cwd=Path(__file__).resolve().parents[1])
+    try:
+        workers = [int(pid) for pid in indexing.stdout.readline().split()]
+        assert workers, "the pool's workers were started"
+    finally:
+        indexing.send_signal(signal.SIGKILL)
+        indexing.wait()
+    deadline = time.monotonic() + 30  # an anti-hang guard; a worker looks at its parent every second
+    while (alive := [pid for pid in workers if _running(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for pid in alive:
+        os.kill(pid, signal.SIGKILL)
+    assert alive == [], "worker processes outlived the process that started them"
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie waiting for its reaper."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -9,6 +9,8 @@ import hashlib
 import logging
 import multiprocessing
 import os
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -73,10 +75,22 @@ def prepare_file(gate: Gate, path: str, known_hash: str | None) -> PreparedFile 
 
 _worker_gate: Gate | None = None
 
+PARENT_CHECK_S = 1.0
+
 
 def _worker_init(gate: Gate) -> None:
     global _worker_gate
     _worker_gate = gate
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), name="parent-watch", daemon=True).start()
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A worker ends when the process that started it is gone. A pool's workers hold both ends of their job queue, so
+    a parent killed outright (the user's kill -9, the OOM killer, a background completion stopped) never closes it for
+    them: without this they would wait on it for ever, each holding its parsers' memory."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_S)
+    os._exit(1)
 
 
 def _worker_prepare(job: tuple[str, str | None]) -> PreparedFile | None:
