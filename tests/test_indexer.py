@@ -8,7 +8,7 @@ import pytest
 
 from code_assistant.index import embeddings, lexical, store
 from code_assistant.index.indexer import Indexer, list_repo_files
-from tests.repos import git_init, write_tree
+from tests.repos import alive, git_init, write_tree
 
 FILES = {
     "pkg/__init__.py": "",
@@ -332,16 +332,9 @@ def test_worker_processes_end_when_the_indexing_process_is_killed(tmp_path: Path
         indexing.send_signal(signal.SIGKILL)
         indexing.wait()
     deadline = time.monotonic() + 30  # an anti-hang guard; a worker looks at its parent every second
-    while (alive := [pid for pid in workers if _running(pid)]) and time.monotonic() < deadline:
+    while (left := [pid for pid in workers if alive(pid)]) and time.monotonic() < deadline:
         time.sleep(0.2)
-    for pid in alive:
+    for pid in left:
         os.kill(pid, signal.SIGKILL)
-    assert alive == [], "worker processes outlived the process that started them"
+    assert left == [], "worker processes outlived the process that started them"
 
-
-def _running(pid: int) -> bool:
-    """Alive and not a zombie waiting for its reaper."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
