@@ -8,9 +8,10 @@ run does not read them again.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,6 +110,23 @@ class IndexDB:
         self._db.close()
 
     def commit(self) -> None:
+        self._db.commit()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """One write transaction, its lock taken at once (BEGIN IMMEDIATE, waited for up to LOCK_TIMEOUT_S): what is
+        read inside it is what it writes over, whatever another process writing this index (the background
+        completion, a second run) does meanwhile; committed at the end, rolled back on an error."""
+        self._db.commit()  # an implicit transaction still open
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise IndexDBError(f"index database {self.path} is busy: {exc}") from exc
+        try:
+            yield
+        except BaseException:
+            self._db.rollback()
+            raise
         self._db.commit()
 
     def clear(self) -> None:
