@@ -241,6 +241,14 @@ def _index_dir(index_path: Path) -> Path:
     return found.parent
 
 
+def _started(index_dir: Path) -> bool:
+    """Whether a completion holds the index's lock, once its process has had the time to take it."""
+    deadline = time.monotonic() + 30
+    while not completion.running(index_dir) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return completion.running(index_dir)
+
+
 def _hold_still(index_dir: Path) -> int:
     """Stop the running completion where it holds no write transaction (this process takes the database's write
     lock first): it keeps its lock, as a completion that is only slow does; its pid."""
@@ -264,8 +272,8 @@ def test_a_task_run_on_a_big_tree_asks_before_the_rest_is_indexed_and_its_tools_
 
     def plan(request: dict) -> str:
         index_dir = _index_dir(index_path)
-        seen["completing"] = completion.running(index_dir)
         seen["log"] = (index_dir / completion.LOG_NAME).read_text()
+        seen["completing"] = _started(index_dir)
         seen["stopped"] = _hold_still(index_dir)
         return answer(modify(TARGET, "        return base + url", "        return joined_location(base, url)"),
                       modify(TARGET, '"""Redirects."""\n', '"""Redirects."""\nfrom joining import joined_location\n'),
@@ -309,10 +317,7 @@ def test_edits_while_the_completion_runs_are_indexed_at_once_and_a_completion_ki
     index_path = tmp_path / "index"
     _, first = _indexer(clone, index_path, embedder).update(focus=TASK, background=True)
     index_dir = _index_dir(index_path)
-    deadline = time.monotonic() + 30
-    while not completion.running(index_dir) and time.monotonic() < deadline:  # the process starts, takes its lock
-        time.sleep(0.05)
-    assert first.pending and completion.running(index_dir)
+    assert first.pending and _started(index_dir)
     edited: list[str] = []
     rounds = 0
     while completion.running(index_dir) and rounds < 8:

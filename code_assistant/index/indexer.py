@@ -186,8 +186,8 @@ class Indexer:
         """Bring the index up to date with the repository: scan, delete, store the changed files in batches,
         re-link the import graph, count. With `focus` (a task), a tree with many files not indexed yet is indexed
         only as far as the task's answer needs (`_focused`); the rest stays pending (stats.pending). With
-        `background` too, a process completes the rest (completion.py), and while it runs nothing pending is added
-        here: the answer reads what is stored."""
+        `background` too, a process completes the rest (completion.py), and while it runs only what it may miss is
+        stored here (`_beside_completion`): the answer reads what is stored."""
         started = time.perf_counter()
         stats = IndexStats()
         if focus is None and (self.dir / _CLEAN_MARK).exists():
