@@ -8,6 +8,7 @@ Per repository the index keeps (under the index directory, never inside the repo
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -19,6 +20,7 @@ from typing import NamedTuple
 
 from code_assistant.gate import Gate
 from code_assistant.index import completion, store
+from code_assistant.index import focus as focus_scan
 from code_assistant.index.embedding_cache import EmbeddingCache
 from code_assistant.index.embeddings import Embedder
 from code_assistant.index.file_prep import PreparedFile, Preparer, prepare_file
@@ -159,6 +161,21 @@ def superseded(listed: FileStamp | None, now: FileStamp | None, st: os.stat_resu
     return now is not None and now != listed and now.mtime_ns >= st.st_mtime_ns
 
 
+@contextlib.contextmanager
+def scan_ahead(repo: Path, index_path: Path, task: str) -> Iterator[None]:
+    """For the length of the block, the task's scan (focus.py) started at once where repo's index is new or not
+    complete, as the block's first update with that task would start it: git reads the tree while a task run makes
+    its other preparations (its checks, the model, the sandbox, seconds on a big tree) and that update takes it.
+    Stopped at the block's end if no update took it."""
+    index_dir = index_path / "repos" / repo_id(repo.resolve())
+    if not (index_dir / "index.sqlite").exists() or (index_dir / _CLEAN_MARK).exists():
+        focus_scan.start_ahead(repo, task)
+    try:
+        yield
+    finally:
+        focus_scan.cancel_ahead()
+
+
 class Indexer:
     def __init__(self, repo: Path, index_path: Path, embedder: Embedder, chunk_store: store.ChunkStore) -> None:
         self.repo = repo.resolve()
@@ -198,7 +215,7 @@ class Indexer:
         # the task's scan runs beside the listing where files may be pending: a new index, or one not complete yet
         pending_possible = focus is not None and (self.dir / _CLEAN_MARK).exists()
         since = self._completing_since() if pending_possible and background else None
-        scan = Scan(self.repo, focus) if pending_possible and since is None else None
+        scan = focus_scan.taken(self.repo, focus) if pending_possible and since is None else None
         phases = _Phases()
         try:
             changed, removed = self._scan(seen, exclude or [], stats)
