@@ -25,9 +25,11 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -70,28 +72,62 @@ def one_run(main: Path, tree: Path, index: Path, check: Path, task: str) -> tupl
 
     evict(tree)
     load = os.getloadavg()[0]
+    stamped: list[tuple[float, str]] = []
     with ScriptedServer([plan]) as server:
         env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "bench", "OPENAI_MODEL": "scripted"}
         started = time.perf_counter()
         test_command = f"{sys.executable} -m pytest -q -p no:cacheprovider {check}"
-        proc = subprocess.run([sys.executable, str(main), "--repo", str(tree), "--index-path", str(index), "-v",
-                               "--task", task, "--test-command", test_command, "--no-reproduce", "--max-iterations",
-                               "1", "--json"], cwd=main.parent,
-                              capture_output=True, text=True, check=False, env=env, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen([sys.executable, str(main), "--repo", str(tree), "--index-path", str(index), "-v",
+                                 "--task", task, "--test-command", test_command, "--no-reproduce",
+                                 "--max-iterations", "1", "--json"], cwd=main.parent, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env, stdin=subprocess.DEVNULL)
+        reader = threading.Thread(target=lambda: stamped.extend((time.perf_counter() - started, line)
+                                                                for line in proc.stderr))
+        reader.start()
+        stdout = proc.stdout.read()
+        proc.wait()
+        reader.join()
         ended = time.perf_counter()
+    stderr = "".join(line for _, line in stamped)
     if not arrived:
-        raise SystemExit(f"{main}: no request reached the model: {proc.stderr.strip().splitlines()[-3:]}")
-    result = json.loads(proc.stdout) if proc.returncode == 0 else {}
-    found = _PENDING.search(proc.stderr)
+        raise SystemExit(f"{main}: no request reached the model: {stderr.strip().splitlines()[-3:]}")
+    result = json.loads(stdout) if proc.returncode == 0 else {}
+    found = _PENDING.search(stderr)
     index_note = ""
     if found:
         _, added, pending, seconds = found.groups()
         index_note = f"index {float(seconds):.1f} s: {added} files indexed" + (f", {pending} pending" if pending
                                                                                else "")
+    index_note += "; " + milestones(stamped, arrived[0] - started)
     said = (f"{TARGET.rsplit('/', 1)[-1]} {'in' if shown[0] else 'NOT in'} the request; run "
             f"{'green' if result.get('success') else 'NOT green (exit ' + str(proc.returncode) + ')'}")
     return (Step("first model request", arrived[0] - started, load, index_note),
             Step("the whole run", ended - started, load, said), said)
+
+
+_MILESTONES = (("checks, model, sandbox", "sandbox policy for"), ("index", "indexed /"),
+               ("baseline", "test run finished"))
+
+
+def milestones(stamped: list[tuple[float, str]], request: float) -> str:
+    """Where the seconds to the first request went, from the -v log's lines as they arrived."""
+    parts, last = [], 0.0
+    for name, words in _MILESTONES:
+        at = next((t for t, line in stamped if words in line), None)
+        if at is not None:
+            parts.append(f"{name} {at - last:.1f} s")
+            last = at
+    parts.append(f"the request built {request - last:.1f} s")
+    return ", ".join(parts)
+
+
+def stop_completion(index: Path) -> None:
+    """The background completion this bench's run started (its pid in the lock), stopped: the next run is timed alone."""
+    for lock in index.glob("repos/*/completing.lock"):
+        try:
+            os.kill(int(lock.read_text(encoding="utf-8").strip()), signal.SIGKILL)
+        except (ValueError, ProcessLookupError):
+            pass
 
 
 def put_back(tree: Path) -> None:
@@ -122,6 +158,8 @@ def main() -> None:
     parser.add_argument("--word", default="parser", help="what `git grep -c` looks for")
     parser.add_argument("--main", type=Path, default=ROOT / "main.py", help="the tool under test")
     parser.add_argument("--before", type=Path, help="another version's main.py, timed the same way")
+    parser.add_argument("--runs", type=int, default=1, help="this checkout's runs (the completions of all but the "
+                        "last stopped before the next)")
     args = parser.parse_args()
     tree = args.tree.resolve()
     if subprocess.run(["git", "status", "--porcelain", "--", TARGET], cwd=tree, capture_output=True, text=True,
@@ -136,13 +174,16 @@ def main() -> None:
         grep = Step(f"`git grep -c {args.word}`, cold", seconds, load)
         seconds, load, _ = timed(["git", "grep", "-c", args.word], tree)
         steps += [grep, Step(f"`git grep -c {args.word}`, warm", seconds, load)]
-        for label, main_py in [*([("before", args.before)] if args.before else []), ("after", args.main)]:
+        afters = [(f"after ({n + 1})" if args.runs > 1 else "after", args.main) for n in range(args.runs)]
+        for label, main_py in [*([("before", args.before)] if args.before else []), *afters]:
             print(f"{label}: a task run ...", file=sys.stderr)
+            last = label == afters[-1][0]
             try:
-                first, whole, _ = one_run(main_py, tree, scratch / label, check, args.task)
+                first, whole, _ = one_run(main_py, tree, scratch / ("after" if last else label), check, args.task)
             finally:
-                if label == "before":
+                if not last:
                     put_back(tree)
+                    stop_completion(scratch / label)
             steps += [Step(f"{label}: {first.name}", first.seconds, first.load, first.note),
                       Step(f"{label}: {whole.name}", whole.seconds, whole.load, whole.note)]
         waited, said = wait_for_completion(scratch / "after")
