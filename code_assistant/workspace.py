@@ -379,14 +379,13 @@ class Workspace:
         else:
             log = trajectory or Trajectory(s.runs_dir, task or "task")
             editor = self.editor(tree, task=task, originals=log.path.with_suffix(".originals"))
-        # a big tree not indexed yet: the task's files first, the rest in the background (Indexer.update's focus)
-        focus = task or None
         if attempt or tree == s.repo:
+            # a big tree not indexed yet: the task's files first, the rest in the background (Indexer.update's focus)
+            focus = task or None
             index, current = (lambda: self.index(focus=focus)[0]), (lambda: self.quiet_index(focus=focus))
-        else:
+        else:  # a worktree, removed after the run: indexed whole, nothing left to complete it in the background
             indexer = build_indexer(s, tree)
-            index, current = ((lambda: self.index(indexer, tree, focus=focus)[0]),
-                              (lambda: _current(indexer, s.state_path, focus)))
+            index, current = (lambda: self.index(indexer, tree)[0]), (lambda: _current(indexer, s.state_path))
         return Kit(tree=Tree(root=tree, index_path=s.index_path, state_path=state_path),
                    model=self.model if candidate is None else self._attempt_model(candidate),
                    editor=editor,
@@ -603,8 +602,8 @@ def build_indexer(settings: Settings, tree: Path | None = None) -> Indexer:
     return indexer.Indexer(tree, settings.index_path, embedder, chunk_store)
 
 
-def _current(indexer: Indexer, state_path: Path, focus: str | None) -> RepoIndex:
-    return indexer.update(exclude=[state_path], focus=focus, background=focus is not None)[0]
+def _current(indexer: Indexer, state_path: Path) -> RepoIndex:
+    return indexer.update(exclude=[state_path])[0]
 
 
 def api_key(settings: Settings) -> str:
