@@ -349,8 +349,9 @@ def test_edits_while_the_completion_runs_are_indexed_at_once_and_a_completion_ki
 
 
 def test_two_processes_indexing_one_new_tree_at_once_both_finish_with_one_index(tmp_path: Path) -> None:
-    """Two writers of one index (a completion and a run, two runs) storing the same new files, some of them not
-    indexable (remembered as skipped), each by its own transaction: no UNIQUE constraint failed, one index."""
+    """Two writers of one index (a completion and a run, two runs) opening it new and storing the same new files,
+    some of them not indexable (remembered as skipped), each by its own transaction: no `database is locked`, no
+    `UNIQUE constraint failed`, one index."""
     files = {f"p{n // 100}/m{n}.py": f"def f{n}(x):\n    return x + {n}\n" for n in range(1500)}
     repo = write_tree(tmp_path / "repo", files)
     for n in range(0, 1500, 3):
@@ -360,8 +361,7 @@ def test_two_processes_indexing_one_new_tree_at_once_both_finish_with_one_index(
               "    repo, index = Path(sys.argv[1]), Path(sys.argv[2])\n    e = embeddings.make_embedder('local')\n"
               "    print(Indexer(repo, index, e, store.LazyChunkStore(index, repo, e.name)).update()[1].symbols)\n")
     for attempt in range(3):
-        index_path = tmp_path / f"index{attempt}"
-        _indexer(repo, index_path, embeddings.make_embedder("local")).db.close()  # the database exists
+        index_path = tmp_path / f"index{attempt}"  # a new database, opened by both at once
         procs = [subprocess.Popen([sys.executable, "-c", script, str(repo), str(index_path)], cwd=ROOT,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
         outs = [p.communicate(timeout=300) for p in procs]
