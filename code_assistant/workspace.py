@@ -380,8 +380,10 @@ class Workspace:
             log = trajectory or Trajectory(s.runs_dir, task or "task")
             editor = self.editor(tree, task=task, originals=log.path.with_suffix(".originals"))
         if attempt or tree == s.repo:
-            index, current = (lambda: self.index()[0]), self.quiet_index
-        else:
+            # a big tree not indexed yet: the task's files first, the rest in the background (Indexer.update's focus)
+            focus = task or None
+            index, current = (lambda: self.index(focus=focus)[0]), (lambda: self.quiet_index(focus=focus))
+        else:  # a worktree, removed after the run: indexed whole, nothing left to complete it in the background
             indexer = build_indexer(s, tree)
             index, current = (lambda: self.index(indexer, tree)[0]), (lambda: _current(indexer, s.state_path))
         return Kit(tree=Tree(root=tree, index_path=s.index_path, state_path=state_path),

@@ -7,7 +7,9 @@ import json
 import os
 import re
 import signal
+import sqlite3
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -15,8 +17,10 @@ from pathlib import Path
 import pytest
 
 from code_assistant.index import completion, embeddings, focus, store
-from code_assistant.index.indexer import FOCUS_FILES, FOCUS_MIN_FILES, Indexer
-from tests.repos import git_init, run_cli, write_tree
+from code_assistant.index.file_prep import file_digest
+from code_assistant.index.file_table import FileStamp
+from code_assistant.index.indexer import FOCUS_FILES, FOCUS_MIN_FILES, Indexer, superseded
+from tests.repos import PYTEST, ROOT, answer, create, git_init, modify, run_cli, write_tree
 from tests.scripted_server import ScriptedServer
 
 TARGET = "src/http/location.py"
@@ -210,3 +214,171 @@ def test_a_first_question_on_a_big_tree_is_answered_from_the_questions_files_the
     _wait_for(int(started.group(1)))
     assert "more being indexed in the background]" in proc.stdout + proc.stderr
     assert "def build_location_header(url, base):" in json.dumps(server.chat_requests[0])
+
+
+# ----- a task run on a big tree, and the two writers of one index ----------------------------------------------------
+HELPER = "src/http/joining.py"
+LOCATION_TEST = ("import sys\nfrom pathlib import Path\n\nsys.path.insert(0, str(Path(__file__).parent.parent / 'src' "
+                 "/ 'http'))\nfrom location import build_location_header  # noqa: E402\n\n\n"
+                 "def test_a_relative_url_is_joined_with_one_slash():\n"
+                 "    assert build_location_header('/a', 'http://h/') == 'http://h/a'\n")
+
+
+def _clone(repo: Path, root: Path, extra: dict[str, str] | None = None) -> Path:
+    """A working copy of the big tree that a test may change (with `extra` files committed)."""
+    clone = root / "clone"
+    subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True)
+    if extra:
+        write_tree(clone, extra)
+        subprocess.run(["git", "add", "-A"], cwd=clone, check=True)
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "test"], cwd=clone,
+                       check=True)
+    return clone
+
+
+def _index_dir(index_path: Path) -> Path:
+    [found] = index_path.glob("repos/*/index.sqlite")
+    return found.parent
+
+
+def _started(index_dir: Path) -> bool:
+    """Whether a completion holds the index's lock, once its process has had the time to take it."""
+    deadline = time.monotonic() + 30
+    while not completion.running(index_dir) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return completion.running(index_dir)
+
+
+def _hold_still(index_dir: Path) -> int:
+    """Stop the running completion where it holds no write transaction (this process takes the database's write
+    lock first): it keeps its lock, as a completion that is only slow does; its pid."""
+    pid = int((index_dir / completion.LOCK_NAME).read_text().strip())
+    db = sqlite3.connect(str(index_dir / "index.sqlite"), timeout=60)
+    db.execute("BEGIN IMMEDIATE")
+    os.kill(pid, signal.SIGSTOP)
+    db.rollback()
+    db.close()
+    return pid
+
+
+def test_a_task_run_on_a_big_tree_asks_before_the_rest_is_indexed_and_its_tools_see_its_own_new_file(
+        repo: Path, tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    """The run's first request is sent from the task's files while the completion still runs; its new file is in
+    the index its tools read while the completion holds the lock; after both, the index has the file's last
+    version."""
+    clone = _clone(repo, tmp_path, {"tests/test_location.py": LOCATION_TEST})
+    index_path = tmp_path / "index"
+    seen: dict[str, object] = {}
+
+    def plan(request: dict) -> str:
+        index_dir = _index_dir(index_path)
+        seen["log"] = (index_dir / completion.LOG_NAME).read_text()
+        seen["completing"] = _started(index_dir)
+        seen["stopped"] = _hold_still(index_dir)
+        return answer(modify(TARGET, "        return base + url", "        return joined_location(base, url)"),
+                      modify(TARGET, '"""Redirects."""\n', '"""Redirects."""\nfrom joining import joined_location\n'),
+                      create(HELPER, "def joined_location(base, url):\n    return base + url\n"))
+
+    def fix(request: dict) -> str:
+        seen["tool result"] = json.dumps(request["messages"][-1])
+        return answer(modify(HELPER, "    return base + url", "    return base.rstrip('/') + url"))
+
+    look = {"tool_calls": [{"name": "symbol", "arguments": {"name": "joined_location"}}]}
+    try:
+        with ScriptedServer([plan, look, fix]) as server:
+            proc = run_cli(["--repo", str(clone), "--index-path", str(index_path), "-v", "--task", TASK,
+                            "--test-command", f"{PYTEST} tests/test_location.py", "--no-reproduce",
+                            "--max-iterations", "3", "--json"], server_url=server.url)
+    finally:
+        if "stopped" in seen:
+            os.kill(int(seen["stopped"]), signal.SIGCONT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout)["success"], proc.stderr[-3000:]
+    assert seen["completing"] and "index complete" not in str(seen["log"]), "asked before the rest was indexed"
+    assert f"removed, {FILES + 1 - FOCUS_FILES} pending)" in proc.stderr, "the task's files first"
+    assert "def build_location_header(url, base):" in json.dumps(server.chat_requests[0])
+    assert f"{HELPER}:1" in str(seen["tool result"]), seen.get("tool result")
+    _wait_for(int(seen["stopped"]))
+    found = run_cli(["symbol", "--repo", str(clone), "--index-path", str(index_path), "--json", "joined_location"])
+    assert found.returncode == 0 and HELPER in found.stdout, found.stdout + found.stderr[-2000:]
+    indexer = _indexer(clone, index_path, embedder)
+    assert len(indexer.db.files.paths()) == FILES + 2
+    assert indexer.db.files.hashes([HELPER]) == {HELPER: file_digest((clone / HELPER).read_text())}, "its new content"
+    assert indexer.db.postings.files_with({"rstrip"}) == {"rstrip": {HELPER}}
+    indexer.db.close()
+
+
+def test_edits_while_the_completion_runs_are_indexed_at_once_and_a_completion_killed_after_them_is_taken_up(
+        repo: Path, tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    """A person editing files (new ones, pending ones, indexed ones) while the completion writes the same index:
+    every update with the task finds the edits at once, no write collides with the completion's, and once a
+    completion killed half way is taken up by another, every file's indexed version is the one on disk."""
+    clone = _clone(repo, tmp_path)
+    index_path = tmp_path / "index"
+    _, first = _indexer(clone, index_path, embedder).update(focus=TASK, background=True)
+    index_dir = _index_dir(index_path)
+    assert first.pending and _started(index_dir)
+    edited: list[str] = []
+    rounds = 0
+    while completion.running(index_dir) and rounds < 8:
+        rounds += 1
+        new, pending, indexed = f"src/new_{rounds}.py", f"pkg{rounds}/cache_{1 + rounds * 500}.py", TARGET
+        (clone / new).parent.mkdir(parents=True, exist_ok=True)
+        (clone / new).write_text(f"def fresh_{rounds}():\n    return {rounds}\n")
+        with (clone / pending).open("a") as f:
+            f.write(f"\n\ndef edited_{rounds}():\n    return {rounds}\n")
+        with (clone / indexed).open("a") as f:
+            f.write(f"\n\ndef target_{rounds}():\n    return {rounds}\n")
+        edited += [new, pending]
+        index, _ = _indexer(clone, index_path, embedder).update(focus=TASK, background=True)
+        names = {f"fresh_{rounds}", f"edited_{rounds}", f"target_{rounds}"}
+        assert index.defining(names) == {f"fresh_{rounds}": {new}, f"edited_{rounds}": {pending},
+                                         f"target_{rounds}": {TARGET}}
+    assert rounds >= 2, "the completion ended before the edits could race it"
+    if completion.running(index_dir):
+        os.kill(int((index_dir / completion.LOCK_NAME).read_text()), signal.SIGKILL)
+    _indexer(clone, index_path, embedder).update(focus=TASK, background=True)  # another completion, or this one
+    completion.wait_for(index_dir)
+    indexer = _indexer(clone, index_path, embedder)
+    _, last = indexer.update()
+    assert (last.pending, last.files) == (0, FILES + rounds)
+    stored = indexer.db.files.hashes(edited + [TARGET])
+    assert stored == {p: file_digest((clone / p).read_text()) for p in edited + [TARGET]}
+    assert "Error" not in (index_dir / completion.LOG_NAME).read_text()
+    indexer.db.close()
+
+
+def test_two_processes_indexing_one_new_tree_at_once_both_finish_with_one_index(tmp_path: Path) -> None:
+    """Two writers of one index (a completion and a run, two runs) opening it new and storing the same new files,
+    some of them not indexable (remembered as skipped), each by its own transaction: no `database is locked`, no
+    `UNIQUE constraint failed`, one index."""
+    files = {f"p{n // 100}/m{n}.py": f"def f{n}(x):\n    return x + {n}\n" for n in range(1500)}
+    repo = write_tree(tmp_path / "repo", files)
+    for n in range(0, 1500, 3):
+        (repo / f"p{n // 100}/m{n}.py").write_bytes(b"\0\1binary" * 8)
+    script = ("import sys\nfrom pathlib import Path\nfrom code_assistant.index import embeddings, store\n"
+              "from code_assistant.index.indexer import Indexer\nif __name__ == '__main__':\n"
+              "    repo, index = Path(sys.argv[1]), Path(sys.argv[2])\n    e = embeddings.make_embedder('local')\n"
+              "    print(Indexer(repo, index, e, store.LazyChunkStore(index, repo, e.name)).update()[1].symbols)\n")
+    for attempt in range(3):
+        index_path = tmp_path / f"index{attempt}"  # a new database, opened by both at once
+        procs = [subprocess.Popen([sys.executable, "-c", script, str(repo), str(index_path)], cwd=ROOT,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        outs = [p.communicate(timeout=300) for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], [err[-1500:] for _, err in outs]
+        assert [out.strip() for out, _ in outs] == ["1000", "1000"]
+
+
+@pytest.mark.parametrize(("listed", "now", "mtime", "written"), [
+    (None, None, 5, True),  # nobody stored it: ours
+    (None, (10, 4, False), 5, True),  # another stored an older version meanwhile: ours is newer
+    (None, (10, 5, False), 5, False),  # another stored this version
+    (None, (10, 6, False), 5, False),  # another stored a newer one (a run's edit after our listing)
+    ((10, 3, False), (10, 3, False), 5, True),  # untouched since listed
+    ((10, 7, False), (10, 7, False), 5, True),  # untouched, though our version has an older stamp (tar -x)
+    ((10, 3, False), (10, 6, True), 5, False),  # another found the newer version not indexable
+])
+def test_a_file_another_process_stored_since_the_listing_is_written_only_when_ours_is_newer(
+        listed: tuple | None, now: tuple | None, mtime: int, written: bool) -> None:
+    st = os.stat_result((0o100644, 0, 0, 1, 0, 0, 10, 0, 0, 0), {"st_mtime_ns": mtime})
+    assert superseded(FileStamp(*listed) if listed else None, FileStamp(*now) if now else None, st) is not written

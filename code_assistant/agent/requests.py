@@ -374,10 +374,12 @@ class Requests:
 
     def _context(self, index: RepoIndex, task: str, budget: int, *, extra_text: str = "",
                  must_include: list[str] | None = None, numbered: bool = False, with_tests: bool = False) -> Context:
+        # while a big tree's files are pending, from the fast signals: loading the embedding model and embedding
+        # the candidates' chunks would double the first request's wait (docs/indexing.md, "A big tree")
+        embed_budget = 0 if index.pending else self.config.embed_budget
         with self.index_lock:
             return build_context(index, task, budget, extra_text=extra_text, must_include=must_include,
-                                 numbered=numbered, with_tests=with_tests,
-                                 embed_budget=self.config.embed_budget)
+                                 numbered=numbered, with_tests=with_tests, embed_budget=embed_budget)
 
     def fitted(self, messages: list[Message]) -> list[Message]:
         """The messages within the window's room (tool results shortened first, then older turns dropped and long

@@ -66,6 +66,12 @@ class FileTable:
         rows = self._db.execute("SELECT path, size, mtime_ns, skipped FROM files")
         return {path: FileStamp(size, mtime, bool(skipped)) for path, size, mtime, skipped in rows}
 
+    def stamps_of(self, paths: Sequence[str]) -> dict[str, FileStamp]:
+        """The stamps of those of paths the index has a row for (read again inside a write: another process may
+        have stored one since the update listed it)."""
+        rows = rows_in(self._db, "SELECT path, size, mtime_ns, skipped FROM files WHERE path IN ({})", paths)
+        return {path: FileStamp(size, mtime, bool(skipped)) for path, size, mtime, skipped in rows}
+
     def paths(self) -> list[str]:
         """The indexed files, in path order."""
         return [p for (p,) in self._db.execute("SELECT path FROM files WHERE skipped = 0 ORDER BY path")]

@@ -6,12 +6,14 @@ focus) indexes only the files this scan ranks highest for the task, answers from
 for later runs and `index` (see docs/indexing.md). The scan is BM25 over what it found: each of the task's words
 counted in each file (case-insensitive, as a substring, so `rename` counts in `onRename`), the file's size standing
 in for its length, and the words of its path counted as the index counts them. It runs beside the listing of the
-tree (`Scan` starts git, `counts` waits for it).
+tree (`Scan` starts git, `counts` waits for it), or from the start of a task run (`start_ahead`: scan_ahead in
+indexer.py), beside the run's checks, its model and its sandbox.
 """
 from __future__ import annotations
 
 import logging
 import subprocess
+import threading
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -43,48 +45,84 @@ def task_terms(task: str) -> list[str]:
 
 class Scan:
     """One `git grep -o` of the task's words over the tree (tracked and untracked files, not ignored ones, text
-    only), started at once: `counts` waits for it, `cancel` stops it."""
+    only), started at once and read as it prints (a thread of its own: git would stop at a full pipe, so it reads the
+    tree while the caller lists it); `counts` waits for it, `cancel` stops it."""
 
     def __init__(self, repo: Path, task: str) -> None:
         self.repo = repo
         self.terms = task_terms(task)
         self._proc: subprocess.Popen[str] | None = None
-        self._syntax = 0
+        self._found: dict[str, Counter[str]] | None = None
+        self._cancelled = False
+        self._lock = threading.Lock()
+        self._reader: threading.Thread | None = None
         if self.terms:
-            self._start()
+            self._reader = threading.Thread(target=self._read, name="focus-scan", daemon=True)
+            self._reader.start()
 
-    def _start(self) -> None:
+    def _read(self) -> None:
+        """git grep with each syntax in turn until one answers (a git without PCRE refuses -P)."""
         alternatives = "(?:" + "|".join(self.terms) + ")"  # words of [A-Za-z0-9_]: nothing to escape
-        self._proc = started_git(self.repo, *_PLAIN_OUTPUT, "grep", "--untracked", "-I", "-i", _SYNTAXES[self._syntax],
-                                 "-o", "-z", "--no-color", "-e", alternatives)
+        for syntax in _SYNTAXES:
+            with self._lock:
+                if self._cancelled:
+                    return
+                self._proc = started_git(self.repo, *_PLAIN_OUTPUT, "grep", "--untracked", "-I", "-i", syntax, "-o",
+                                         "-z", "--no-color", "-e", alternatives)
+            if self._proc is None:
+                return
+            try:
+                out, err = self._proc.communicate(timeout=SCAN_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.cancel()
+                return
+            if self._proc.returncode == 1 and not err.strip():  # nothing found
+                self._found = {}
+                return
+            if self._proc.returncode == 0:
+                self._found = _counted(out)
+                return
+            logger.debug("git grep %s: %s", syntax, err.strip()[-200:])
 
     def counts(self) -> dict[str, Counter[str]] | None:
         """Path -> how often each word occurs in it; None when git cannot answer (not a repository, no git, an
         error, too slow)."""
         if not self.terms:
             return {}
-        while self._proc is not None:
-            try:
-                out, err = self._proc.communicate(timeout=SCAN_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.cancel()
-                return None
-            if self._proc.returncode == 1 and not err.strip():  # nothing found
-                return {}
-            if self._proc.returncode == 0:
-                return _counted(out)
-            logger.debug("git grep %s: %s", _SYNTAXES[self._syntax], err.strip()[-200:])
-            self._syntax += 1
-            self._proc = None
-            if self._syntax < len(_SYNTAXES):
-                self._start()
-        return None
+        if self._reader is not None:
+            self._reader.join()
+        return self._found
 
     def cancel(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.kill()
-            self._proc.communicate()
-        self._proc = None
+        with self._lock:
+            self._cancelled = True
+            proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        if self._reader is not None and self._reader is not threading.current_thread():
+            self._reader.join()
+
+
+_ahead: dict[tuple[Path, str], Scan] = {}  # scans started before the update that takes them (start_ahead)
+
+
+def start_ahead(repo: Path, task: str) -> None:
+    """Start the task's scan of repo now, for the update with that task to take (`taken`) instead of starting its
+    own: git reads the tree while the process does other work first. Ended by `cancel_ahead` if none takes it."""
+    key = (repo.resolve(), task)
+    if key not in _ahead:
+        _ahead[key] = Scan(repo, task)
+
+
+def taken(repo: Path, task: str) -> Scan:
+    """The scan of repo for task started ahead, else one started now."""
+    return _ahead.pop((repo.resolve(), task), None) or Scan(repo, task)
+
+
+def cancel_ahead() -> None:
+    """Stop the scans started ahead that no update took."""
+    while _ahead:
+        _ahead.popitem()[1].cancel()
 
 
 def _counted(out: str) -> dict[str, Counter[str]]:

@@ -8,9 +8,11 @@ run does not read them again.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +51,21 @@ CREATE TABLE IF NOT EXISTS chunk_vectors (file_id INTEGER NOT NULL, chunk_id TEX
     end INTEGER NOT NULL, symbol TEXT NOT NULL, kind TEXT NOT NULL, vector BLOB NOT NULL,
     PRIMARY KEY (file_id, chunk_id)) WITHOUT ROWID;
 """
+
+
+def _into_wal(db: sqlite3.Connection) -> None:
+    """Write-ahead logging (readers beside one writer). Two processes opening a new database at once (a run and the
+    completion, two commands) both ask for it, and SQLite answers the second `database is locked` without waiting
+    for its busy timeout: asked again until LOCK_TIMEOUT_S."""
+    deadline = time.monotonic() + LOCK_TIMEOUT_S
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 class IndexDBError(AssistantError):
@@ -96,7 +113,7 @@ class IndexDB:
     def _open(self) -> sqlite3.Connection:
         db = sqlite3.connect(str(self.path), timeout=LOCK_TIMEOUT_S, check_same_thread=False)
         try:
-            db.execute("PRAGMA journal_mode=WAL")
+            _into_wal(db)
             db.execute("PRAGMA synchronous=NORMAL")
             db.executescript(_SCHEMA)
             db.execute("SELECT COUNT(*) FROM files").fetchone()
@@ -109,6 +126,23 @@ class IndexDB:
         self._db.close()
 
     def commit(self) -> None:
+        self._db.commit()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """One write transaction, its lock taken at once (BEGIN IMMEDIATE, waited for up to LOCK_TIMEOUT_S): what is
+        read inside it is what it writes over, whatever another process writing this index (the background
+        completion, a second run) does meanwhile; committed at the end, rolled back on an error."""
+        self._db.commit()  # an implicit transaction still open
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise IndexDBError(f"index database {self.path} is busy: {exc}") from exc
+        try:
+            yield
+        except BaseException:
+            self._db.rollback()
+            raise
         self._db.commit()
 
     def clear(self) -> None:

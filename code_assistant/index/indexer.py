@@ -8,6 +8,7 @@ Per repository the index keeps (under the index directory, never inside the repo
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -19,9 +20,10 @@ from typing import NamedTuple
 
 from code_assistant.gate import Gate
 from code_assistant.index import completion, store
+from code_assistant.index import focus as focus_scan
 from code_assistant.index.embedding_cache import EmbeddingCache
 from code_assistant.index.embeddings import Embedder
-from code_assistant.index.file_prep import PreparedFile, Preparer
+from code_assistant.index.file_prep import PreparedFile, Preparer, prepare_file
 from code_assistant.index.file_table import FileStamp, ImportRow, IndexedFile
 from code_assistant.index.focus import Scan, rank_files
 from code_assistant.index.import_graph import ModuleResolver, go_module_path, js_package
@@ -100,6 +102,7 @@ class RepoIndex:
     vectors: Vectors
     search: ChunkSearch
     gate: Gate
+    pending: int = 0  # files not indexed yet (a big tree's first answers): the answer is made without vectors
 
     @property
     def graph(self) -> dict[str, list[str]]:
@@ -150,6 +153,29 @@ class ChangedFile(NamedTuple):
     indexed: bool  # it has a record from an earlier run
 
 
+def superseded(listed: FileStamp | None, now: FileStamp | None, st: os.stat_result) -> bool:
+    """Whether another process (the background completion, a second run) stored this file since this update listed
+    it (`listed`: its row then, `now`: its row inside the write), a version at least as new as the one this update
+    read (`st`): then this update's is not written. Each writer takes a file's stat before reading it, so a row
+    written over by an older version has a stat the file no longer has, and the next update reads it again."""
+    return now is not None and now != listed and now.mtime_ns >= st.st_mtime_ns
+
+
+@contextlib.contextmanager
+def scan_ahead(repo: Path, index_path: Path, task: str) -> Iterator[None]:
+    """For the length of the block, the task's scan (focus.py) started at once where repo's index is new or not
+    complete, as the block's first update with that task would start it: git reads the tree while a task run makes
+    its other preparations (its checks, the model, the sandbox, seconds on a big tree) and that update takes it.
+    Stopped at the block's end if no update took it."""
+    index_dir = index_path / "repos" / repo_id(repo.resolve())
+    if not (index_dir / "index.sqlite").exists() or (index_dir / _CLEAN_MARK).exists():
+        focus_scan.start_ahead(repo, task)
+    try:
+        yield
+    finally:
+        focus_scan.cancel_ahead()
+
+
 class Indexer:
     def __init__(self, repo: Path, index_path: Path, embedder: Embedder, chunk_store: store.ChunkStore) -> None:
         self.repo = repo.resolve()
@@ -167,6 +193,7 @@ class Indexer:
             elif old.exists():
                 old.unlink()
         self.db = IndexDB(self.dir / "index.sqlite", embedder.name)
+        self._completion: completion.Started | None = None  # the completion this process started, if it did
         slug = "".join(c if c.isalnum() else "-" for c in embedder.name)[:60]
         self.cache = EmbeddingCache(index_path / "embedding-cache" / f"{slug}.sqlite", embedder.dimension)
 
@@ -176,8 +203,8 @@ class Indexer:
         """Bring the index up to date with the repository: scan, delete, store the changed files in batches,
         re-link the import graph, count. With `focus` (a task), a tree with many files not indexed yet is indexed
         only as far as the task's answer needs (`_focused`); the rest stays pending (stats.pending). With
-        `background` too, a process completes the rest (completion.py), and while it runs nothing pending is added
-        here: the answer reads what is stored."""
+        `background` too, a process completes the rest (completion.py), and while it runs only what it may miss is
+        stored here (`_beside_completion`): the answer reads what is stored."""
         started = time.perf_counter()
         stats = IndexStats()
         if focus is None and (self.dir / _CLEAN_MARK).exists():
@@ -187,17 +214,15 @@ class Indexer:
         seen = self.db.files.stamps()  # a warm run reads nothing else
         # the task's scan runs beside the listing where files may be pending: a new index, or one not complete yet
         pending_possible = focus is not None and (self.dir / _CLEAN_MARK).exists()
-        completing = pending_possible and background and completion.running(self.dir)
-        scan = Scan(self.repo, focus) if pending_possible and not completing else None
+        since = self._completing_since() if pending_possible and background else None
+        scan = focus_scan.taken(self.repo, focus) if pending_possible and since is None else None
         phases = _Phases()
         try:
             changed, removed = self._scan(seen, exclude or [], stats)
             self._delete(removed, seen, stats)
             phases.done("list")
-            if completing:
-                kept = [c for c in changed if c.indexed]
-                stats.pending = len(changed) - len(kept)
-                changed = kept
+            if since is not None:  # a completion runs: see _beside_completion
+                changed = self._beside_completion(changed, since, stats)
             elif scan is not None:
                 indexed = {path: st.size for path, st in seen.items() if not st.skipped and path not in removed}
                 changed = self._focused(scan, changed, indexed, stats)
@@ -205,23 +230,42 @@ class Indexer:
         finally:
             if scan is not None:
                 scan.cancel()
-        updated = self._store_changed(gate, changed, clean, stats, progress)
+        updated = self._store_changed(gate, changed, seen, clean, stats, progress)
         phases.done("read, parse, store")
         if not stats.pending:
             (self.dir / _CLEAN_MARK).unlink(missing_ok=True)
-        paths = self.db.files.paths()
         # the set of indexed paths decides how every import resolves
-        self._relink(gate, paths, updated, paths_changed=stats.added + stats.removed > 0)
+        self._relink(gate, updated, paths_changed=stats.added + stats.removed > 0)
         phases.done("imports")
+        paths = self.db.files.paths()
         self._count(stats, paths, started)
         logger.debug("index phases: %s", phases)
-        if stats.pending and background and not completing:
-            completion.start(self.repo, self.index_path, self.dir, self.embedder.name, self.embedder.dimension,
-                           [self.index_path, *(exclude or [])])
+        if stats.pending and background and since is None:
+            self._completion = completion.start(self.repo, self.index_path, self.dir, self.embedder.name,
+                                                self.embedder.dimension, [self.index_path, *(exclude or [])])
         vectors = Vectors(gate, self.db, self.cache, self.chunks, self.embedder)
         search = ChunkSearch(self.db.vectors, self.chunks)
         return RepoIndex(repo=self.repo, files=Files(self.db, paths), db=self.db, chunks=self.chunks,
-                         embedder=self.embedder, vectors=vectors, search=search, gate=gate), stats
+                         embedder=self.embedder, vectors=vectors, search=search, gate=gate,
+                         pending=stats.pending), stats
+
+    def _completing_since(self) -> int | None:
+        """While a completion of this index runs, when it began (ns, the file system's clock): a file changed since
+        then may be missing from its listing. None when none runs."""
+        if (began := completion.began_ns(self.dir)) is not None:
+            return began
+        if self._completion is not None and self._completion.alive():  # started here, its lock not taken yet
+            return self._completion.started_ns
+        return None
+
+    def _beside_completion(self, changed: list[ChangedFile], since: int, stats: IndexStats) -> list[ChangedFile]:
+        """What a run with a task stores while a completion runs: the files indexed already whose stat changed,
+        and the new files changed since the completion began (a run's edits, the user's): its listing may have
+        missed them, or hold an older version. The other new files are the completion's: pending here. A file both
+        store is written once or written over by its newer version (see superseded)."""
+        kept = [c for c in changed if c.indexed or c.stat.st_mtime_ns >= since]
+        stats.pending = len(changed) - len(kept)
+        return kept
 
     def _start(self) -> bool:
         """Empty a private store when the index is new; whether the store is known to hold nothing stale.
@@ -276,17 +320,23 @@ class Indexer:
         return changed, [p for p in seen if p not in current_set]
 
     def _delete(self, removed: list[str], seen: dict[str, FileStamp], stats: IndexStats) -> None:
-        """Drop the files gone since the last run, with their vectors."""
-        for path in removed:
-            if not seen[path].skipped:
-                self.chunks.delete_ids(self.db.vectors.chunk_ids(path))
-                stats.removed += 1
-        self.db.remove(removed)
-        self.db.commit()
+        """Drop the files gone since the last run, with their vectors (not one another process stored again
+        since it was listed: it is back)."""
+        if not removed:
+            return
+        with self.db.writing():
+            now = self.db.files.stamps_of(removed)
+            gone = [path for path in removed if now.get(path) == seen[path]]
+            for path in gone:
+                if not seen[path].skipped:
+                    self.chunks.delete_ids(self.db.vectors.chunk_ids(path))
+                    stats.removed += 1
+            self.db.remove(gone)
 
-    def _store_changed(self, gate: Gate, changed: list[ChangedFile], clean: bool, stats: IndexStats,
-                       progress: Progress | None) -> list[str]:
-        """Read, parse and store the changed files, FILES_PER_FLUSH at a time (each batch committed); the paths
+    def _store_changed(self, gate: Gate, changed: list[ChangedFile], seen: dict[str, FileStamp], clean: bool,
+                       stats: IndexStats, progress: Progress | None) -> list[str]:
+        """Read, parse and store the changed files, FILES_PER_FLUSH at a time: each batch read and parsed first, then
+        written in one transaction that skips a file another process stored meanwhile (superseded); the paths
         stored anew."""
         known_hashes = self.db.files.hashes([f.path for f in changed if f.indexed])
         updated: list[str] = []
@@ -295,10 +345,20 @@ class Indexer:
             for start in range(0, total, FILES_PER_FLUSH):
                 batch = changed[start:start + FILES_PER_FLUSH]
                 jobs = [(c.path, known_hashes.get(c.path)) for c in batch]
-                for change, prepared in zip(batch, preparer.map(jobs)):
-                    if self._store_one(change, prepared, known_hashes.get(change.path), clean, stats):
-                        updated.append(change.path)
-                self.db.commit()
+                ready = list(preparer.map(jobs))
+                with self.db.writing():
+                    now = self.db.files.stamps_of([c.path for c in batch])
+                    for change, prepared in zip(batch, ready):
+                        listed, current = seen.get(change.path), now.get(change.path)
+                        if superseded(listed, current, change.stat):
+                            continue
+                        if current != listed:  # stored by another since listed, an older version: written over,
+                            # read whole again (what was read against the listed record's hash may be only hashed)
+                            change = change._replace(indexed=current is not None and not current.skipped)
+                            prepared = prepare_file(gate, change.path, None)
+                        known = known_hashes.get(change.path) if current == listed else None
+                        if self._store_one(change, prepared, known, clean, stats):
+                            updated.append(change.path)
                 if progress:
                     progress(min(start + FILES_PER_FLUSH, total), total)
         return updated
@@ -327,15 +387,21 @@ class Indexer:
         self.db.put(self._entry(prepared, st))
         return True
 
-    def _relink(self, gate: Gate, paths: list[str], updated: list[str], paths_changed: bool) -> None:
-        """Resolve imports again: all of them when the set of paths (or go.mod) changed, else the updated files'."""
+    def _relink(self, gate: Gate, updated: list[str], paths_changed: bool) -> None:
+        """Resolve imports again: all of them when the set of paths (or go.mod) changed, else the updated files'. The
+        imports are read and the edges written in one transaction, so a file another process stores meanwhile is
+        linked by the version stored."""
         if paths_changed or any(Path(p).name in ("go.mod", "package.json") for p in updated):
-            self.db.edges.put(self._resolve_graph(gate, self.db.files.import_statements(), paths), replace_all=True)
+            with self.db.writing():
+                paths = self.db.files.paths()
+                self.db.edges.put(self._resolve_graph(gate, self.db.files.import_statements(), paths),
+                                  replace_all=True)
         elif updated:
-            graph: dict[str, list[str]] = {path: [] for path in updated}
-            graph.update(self._resolve_graph(gate, self.db.files.import_statements(updated), paths))
-            self.db.edges.put(graph, replace_all=False)
-        self.db.commit()
+            with self.db.writing():
+                paths = self.db.files.paths()
+                graph: dict[str, list[str]] = {path: [] for path in updated}
+                graph.update(self._resolve_graph(gate, self.db.files.import_statements(updated), paths))
+                self.db.edges.put(graph, replace_all=False)
 
     def _count(self, stats: IndexStats, paths: list[str], started: float) -> None:
         stats.files = len(paths)

@@ -20,15 +20,24 @@ if TYPE_CHECKING:
 
 
 def execute(ws: Workspace, options: RunOptions) -> RunOutcome:
+    import contextlib
+
+    from code_assistant.index.indexer import scan_ahead
+
     replay = replay_model(ws, options.replay)
-    ws.check_before_runs(needs_key=replay is None)
-    with ws.holding():  # another run on this repository: refused, nothing asked
-        if replay is not None:
-            ws.use_model(replay)
-        ws.model  # noqa: B018 - opened now, its header lines before the sandbox's
-        ws.announce_sandbox()
-        ws.last_task = options.task
-        result = one_task(ws, options)
+    # a big tree's first index looks for the task's words in the tree: begun now, beside the checks, the model and
+    # the sandbox (the run's index, in place, takes it; a worktree has an index of its own)
+    ahead = (contextlib.nullcontext() if options.worktree or not options.task.strip()
+             else scan_ahead(ws.settings.repo, ws.settings.index_path, options.task))
+    with ahead:
+        ws.check_before_runs(needs_key=replay is None)
+        with ws.holding():  # another run on this repository: refused, nothing asked
+            if replay is not None:
+                ws.use_model(replay)
+            ws.model  # noqa: B018 - opened now, its header lines before the sandbox's
+            ws.announce_sandbox()
+            ws.last_task = options.task
+            result = one_task(ws, options)
     ws.count(result.usage, result.cost_usd)
     remember(ws, options.task, result)
     return RunOutcome(task=options.task, result=result, sandbox=ws.sandbox.record())
