@@ -4,6 +4,7 @@ workflow, with its run log and its journal kept for undo. A session's task is th
 the model, the indexer and the memory warm between tasks, and remembers a note of each."""
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,9 +21,7 @@ if TYPE_CHECKING:
 
 
 def execute(ws: Workspace, options: RunOptions) -> RunOutcome:
-    import contextlib
-
-    from code_assistant.index.indexer import scan_ahead
+    from code_assistant.index.indexer import scan_ahead  # the index stage's imports, only for a run
 
     replay = replay_model(ws, options.replay)
     # a big tree's first index looks for the task's words in the tree: begun now, beside the checks, the model and
