@@ -12,6 +12,12 @@ import pytest
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """The whole suite (`python -m pytest`, pytest.ini's `-n auto`) on every core, a file to a worker; files or tests
+    named on the command line run in this one process, as without xdist (their output, -s and --pdb as usual)."""
+    return 0 if config.args_source == pytest.Config.ArgsSource.ARGS else None
+
+
 _MODEL_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "OPENAI_CONTEXT_WINDOW", "OPENAI_WIRE",
               "OPENAI_REASONING_EFFORT", "EMBEDDING_BACKEND",
               "EMBEDDING_MODEL", "CODE_ASSISTANT_INDEX_PATH", "CODE_ASSISTANT_STATE_PATH", "CHROMA_HOST", "CHROMA_PORT",
