@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from code_assistant.agent import instructions
-from code_assistant.agent.feedback import failure_text
+from code_assistant.agent.feedback import failure_text, shown_output
 from code_assistant.agent.instructions import Instructions
 from code_assistant.gate import Gate
 from code_assistant.index.indexer import RepoIndex
@@ -270,7 +270,7 @@ class Requests:
         before = f"# Failing tests before any change\n{shown}\n\n" if shown else ""
         extra = failures
         if reproduced is not None and reproduction:
-            output = failure_text(reproduced) or reproduced.output
+            output = failure_text(reproduced) or shown_output(reproduced)
             before += prompts.REPRODUCED.render(paths=", ".join(reproduction),
                                                 output=clip_text(output, room // FAILURES_SHARE, "test output"))
             extra = f"{failures}\n{output}"

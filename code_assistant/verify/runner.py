@@ -82,6 +82,7 @@ class TestResult:
     printed: frozenset[str] = frozenset()  # the tests its output shows passing (verify/passes.py): no verdict, a hint
     proof: Proof = Proof.REPORT  # what `passes` rests on
     unverified: str = ""  # why the passes are not proved by a report ("" when they are)
+    cwd: Path | None = None  # where it ran: the output's paths are relative to it (verify/steady.py)
 
     @property
     def failed_ids(self) -> list[str]:
@@ -270,7 +271,8 @@ class TestRunner:
                             timed_out=timed_out, output=output, duration_s=duration, failures=parsed.failures,
                             passed_count=parsed.passed, failed_count=parsed.failed, runner=parsed.runner,
                             timeout_s=self.timeout, not_run=not_run, passes=checked.passes,
-                            printed=passed_ids(raw, parsed.runner), proof=checked.proof, unverified=checked.why)
+                            printed=passed_ids(raw, parsed.runner), proof=checked.proof, unverified=checked.why,
+                            cwd=self.cwd)
         logger.info("test run finished in %.1fs: %s", duration, result.summary())
         return result
 
