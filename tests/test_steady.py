@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,10 +14,6 @@ from code_assistant.agent.feedback import failure_text
 from code_assistant.verify.runner import TestRunner
 from code_assistant.verify.steady import steady_output
 from tests.repos import PYTEST, go_repo, node_repo, python_repo
-
-# Needs a file outside the tree in its output: the warning pytest gives for an option of ours the case's
-# -p no:cacheprovider turns off is printed with the path of pytest's own module, relative to the tree.
-NOT_CACHED = "python -m pytest -q -p no:cacheprovider"
 
 
 def _shown_twice(make, tmp_path: Path, command: str) -> tuple[str, str, str]:
@@ -41,12 +38,14 @@ def test_two_pytest_runs_in_different_folders_show_the_model_the_same_text(tmp_p
 
 
 def test_a_path_out_of_the_tree_is_written_absolute_not_as_deep_as_the_folder(tmp_path: Path) -> None:
-    a, b, raw = _shown_twice(lambda p: python_repo(_mkdir(p)), tmp_path, NOT_CACHED)
-    assert a == b
-    climbing = [line for line in raw.splitlines() if line.startswith("../") and "_pytest" in line]
-    if not climbing:
-        pytest.skip("this pytest printed no path out of the tree")
-    assert "../" not in a and "/_pytest/config/__init__.py" in a
+    lib = _mkdir(tmp_path / "lib")  # a helper outside both trees: pytest names its frame relative to each
+    (lib / "helper.py").write_text("def check(x):\n    assert x == 5\n")
+    files = {"tests/test_it.py": f"import sys\nsys.path.insert(0, {str(lib)!r})\nfrom helper import check\n\n\n"
+                                 "def test_it():\n    check(4)\n",
+             "pytest.ini": "[pytest]\naddopts = -p no:cacheprovider\n"}
+    a, b, raw = _shown_twice(lambda p: python_repo(_mkdir(p), files), tmp_path, PYTEST)
+    assert "../../lib/helper.py:2: AssertionError" in raw and "../../../../../lib/helper.py:2" in raw
+    assert a == b and f"{lib}/helper.py:2: AssertionError" in a and "../" not in a
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
@@ -92,3 +91,15 @@ def test_the_trees_path_becomes_relative_and_a_sibling_is_left_alone(tmp_path: P
     assert steady_output(text, repo).splitlines() == [
         'File "calc.py", line 2', "at .", f"{tmp_path}/repo2/x.py", f"{tmp_path.parent}/lib/site.py:3",
         "./calc.py:1", "src/../calc.py"]
+
+
+def test_a_project_that_turns_pytests_cache_off_gets_no_warning_of_ours(tmp_path: Path) -> None:
+    off = python_repo(_mkdir(tmp_path / "off"))  # its pytest.ini says -p no:cacheprovider
+    on = python_repo(_mkdir(tmp_path / "on"), {"calc.py": "def add(a, b):\n    return a - b\n",
+                                               "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n"
+                                                                     "    assert add(2, 3) == 5\n",
+                                               "pytest.ini": "[pytest]\npythonpath = .\n"})
+    quiet = TestRunner(f"{sys.executable} -m pytest -q", cwd=off).run()
+    assert "failed" in quiet.summary() and "Unknown config option" not in quiet.output
+    cached = TestRunner(f"{sys.executable} -m pytest -q", cwd=on).run()
+    assert "1 failed" in cached.summary() and not (on / ".pytest_cache").exists()  # the cache went elsewhere
