@@ -65,3 +65,32 @@ def test_every_reply_a_run_requests_has_its_words_for_blocks() -> None:
         if name in ("system", "tools-json", "ask"):
             continue
         assert "JSON" not in prompts.in_blocks(prompt.render(**fields)), name
+
+
+UNNAMED_FIX = "```\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE\n```\n"
+
+
+def test_a_block_without_its_files_name_goes_to_the_one_shown_file_that_holds_it(tmp_path: Path) -> None:
+    """The search lines are in calc.py alone of the files the model was shown: that file is changed, no re-ask."""
+    repo = python_repo(tmp_path)
+    with ScriptedServer([UNNAMED_FIX]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "Fix add() and make the tests pass", "--test-command", PYTEST,
+                        "--no-reproduce", "--edit-format", "blocks"], server_url=server.url)
+        asked = server.chat_requests
+    assert proc.returncode == 0 and "Result: SUCCESS" in proc.stdout, proc.stdout + proc.stderr
+    assert len(asked) == 1 and "return a + b" in (repo / "calc.py").read_text()
+
+
+def test_a_block_whose_lines_two_shown_files_hold_is_asked_again(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path, {"calc.py": "def add(a, b):\n    return a - b\n",
+                                  "calc_copy.py": "def add(a, b):\n    return a - b\n",
+                                  "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n"
+                                                        "    assert add(2, 3) == 5\n",
+                                  "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"})
+    with ScriptedServer([UNNAMED_FIX, "calc.py\n" + UNNAMED_FIX]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "Fix add() and make the tests pass", "--test-command", PYTEST,
+                        "--no-reproduce", "--edit-format", "blocks"], server_url=server.url)
+        asked = server.chat_requests
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(asked) == 2 and "names no file" in asked[1]["messages"][-1]["content"]
+    assert "return a - b" in (repo / "calc_copy.py").read_text()
