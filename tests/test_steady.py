@@ -103,3 +103,7 @@ def test_a_project_that_turns_pytests_cache_off_gets_no_warning_of_ours(tmp_path
     assert "failed" in quiet.summary() and "Unknown config option" not in quiet.output
     cached = TestRunner(f"{sys.executable} -m pytest -q", cwd=on).run()
     assert "1 failed" in cached.summary() and not (on / ".pytest_cache").exists()  # the cache went elsewhere
+
+
+def test_a_tree_at_the_root_leaves_paths_as_they_are() -> None:
+    assert steady_output("/usr/lib/x.py:3 and /etc/y", Path("/")) == "/usr/lib/x.py:3 and /etc/y"

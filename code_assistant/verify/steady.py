@@ -44,7 +44,7 @@ def steady_output(text: str, root: Path | None = None) -> str:
         text = pattern.sub(kept, text)
     if root is None:
         return text
-    roots = sorted({str(root), str(root.resolve())}, key=len, reverse=True)
+    roots = sorted({str(root), str(root.resolve())} - {"/"}, key=len, reverse=True)  # a tree at / stays absolute
     for place in roots:
         text = re.sub(re.escape(place) + r"(/|(?![\w.-]))", lambda m: "" if m.group(1) else ".", text)
     base = str(root.resolve())
