@@ -94,3 +94,18 @@ def test_a_block_whose_lines_two_shown_files_hold_is_asked_again(tmp_path: Path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert len(asked) == 2 and "names no file" in asked[1]["messages"][-1]["content"]
     assert "return a - b" in (repo / "calc_copy.py").read_text()
+
+
+def test_a_follow_up_still_finds_the_file_a_block_without_a_name_belongs_to(tmp_path: Path) -> None:
+    """Qwen2.5-Coder-1.5B's calc-add run in blocks with tools: the test edited first (refused: the code under test
+    must change), then the right fix under `<calc.py>`, a name the reader does not take; the follow-up request shows
+    no context of its own, the conversation's earlier one still tells where the lines are."""
+    repo = python_repo(tmp_path)
+    test_edit = ("<tests/test_calc.py>\n```\n<<<<<<< SEARCH\n    assert add(2, 3) == 5\n=======\n"
+                 "    assert add(2, 3) == -1\n>>>>>>> REPLACE\n```\n")
+    with ScriptedServer([test_edit, "<calc.py>\n" + UNNAMED_FIX]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "Fix add() and make the tests pass", "--test-command", PYTEST,
+                        "--no-reproduce", "--edit-format", "blocks"], server_url=server.url)
+        asked = server.chat_requests
+    assert proc.returncode == 0 and "Result: SUCCESS" in proc.stdout, proc.stdout + proc.stderr
+    assert len(asked) == 2 and "return a + b" in (repo / "calc.py").read_text()

@@ -71,9 +71,10 @@ class Asker:
         return self._ask(request)
 
     def _owner(self, search: str) -> str | None:
-        """The one file shown to the model (the request's context) that holds `search` (its lines, trailing spaces
-        aside): where a SEARCH/REPLACE block that names no file belongs. None when no file or several do."""
-        index, context = self.index(), self.conversation.context
+        """The one file shown to the model (the last context of the conversation: a follow-up shows none of its own)
+        that holds `search` (its lines, trailing spaces aside): where a SEARCH/REPLACE block that names no file
+        belongs. None when no file or several do."""
+        index, context = self.index(), self.conversation.last_context
         if index is None or context is None:
             return None
         wanted = "\n" + _lines(search)  # whole lines, from a line's start
