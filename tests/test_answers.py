@@ -197,3 +197,9 @@ def test_a_block_that_names_no_file_goes_to_the_one_file_holding_its_search_line
         parse_answer(UNNAMED, owner=lambda search: None)
     named = "calc.py\n" + UNNAMED
     assert parse_answer(named, owner=lambda search: "other.py").ops[0].file_path == "calc.py"  # a name wins
+
+
+def test_a_path_in_angle_brackets_names_the_blocks_file() -> None:
+    """Qwen2.5-Coder-1.5B copies the blocks format's `<the path of the file ...>` placeholder with its brackets."""
+    [op] = parse_answer("```\n<calc.py>\n" + UNNAMED.removeprefix("```\n")).ops
+    assert op.file_path == "calc.py"

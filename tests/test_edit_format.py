@@ -98,12 +98,12 @@ def test_a_block_whose_lines_two_shown_files_hold_is_asked_again(tmp_path: Path)
 
 def test_a_follow_up_still_finds_the_file_a_block_without_a_name_belongs_to(tmp_path: Path) -> None:
     """Qwen2.5-Coder-1.5B's calc-add run in blocks with tools: the test edited first (refused: the code under test
-    must change), then the right fix under `<calc.py>`, a name the reader does not take; the follow-up request shows
-    no context of its own, the conversation's earlier one still tells where the lines are."""
+    must change), then the right fix with no file named (there it was `<calc.py>`, read since as a name); the follow-up
+    request shows no context of its own, the conversation's earlier one still tells where the lines are."""
     repo = python_repo(tmp_path)
     test_edit = ("<tests/test_calc.py>\n```\n<<<<<<< SEARCH\n    assert add(2, 3) == 5\n=======\n"
                  "    assert add(2, 3) == -1\n>>>>>>> REPLACE\n```\n")
-    with ScriptedServer([test_edit, "<calc.py>\n" + UNNAMED_FIX]) as server:
+    with ScriptedServer([test_edit, UNNAMED_FIX]) as server:
         proc = run_cli(["--repo", str(repo), "--task", "Fix add() and make the tests pass", "--test-command", PYTEST,
                         "--no-reproduce", "--edit-format", "blocks"], server_url=server.url)
         asked = server.chat_requests

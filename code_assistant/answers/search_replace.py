@@ -50,9 +50,10 @@ def _path_like(name: str) -> bool:
 
 
 def _clean(line: str) -> str | None:
-    """The path a line names, or None: `calc.py`, **calc.py**, # calc.py, File: calc.py, calc.py:."""
+    """The path a line names, or None: `calc.py`, **calc.py**, # calc.py, File: calc.py, calc.py:, <calc.py> (the
+    format's own placeholder, `<the path ...>`, copied with its brackets)."""
     text = _LABEL_RE.sub("", line.strip()).strip()
-    text = text.strip("*`'\"").rstrip(":").strip("*`'\"")
+    text = text.strip("*`'\"<>").rstrip(":").strip("*`'\"<>")
     if _path_like(text):
         return text
     quoted = [q for q in _QUOTED_RE.findall(line) if _path_like(q.rstrip(":"))]
