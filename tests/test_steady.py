@@ -107,3 +107,14 @@ def test_a_project_that_turns_pytests_cache_off_gets_no_warning_of_ours(tmp_path
 
 def test_a_tree_at_the_root_leaves_paths_as_they_are() -> None:
     assert steady_output("/usr/lib/x.py:3 and /etc/y", Path("/")) == "/usr/lib/x.py:3 and /etc/y"
+
+
+def test_a_failures_message_naming_the_trees_file_names_it_relative(tmp_path: Path) -> None:
+    """Qwen2.5-Coder-1.5B deleted multiply(): pytest's message was "cannot import name 'multiply' from 'calc'
+    (/tmp/peers-.../repo/calc.py)", the scratch path in the failures' list."""
+    files = {"calc.py": "def add(a, b):\n    return a + b\n",
+             "tests/test_calc.py": "from calc import add, multiply\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+             "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"}
+    a, b, raw = _shown_twice(lambda p: python_repo(_mkdir(p), files), tmp_path, PYTEST)
+    assert f"{tmp_path}" in raw and "cannot import name 'multiply' from 'calc' (calc.py)" in a
+    assert a == b and str(tmp_path) not in a

@@ -16,7 +16,8 @@ def failure_text(result: TestResult) -> str:
     lines: list[str] = [f"- {note}"] if (note := lost_note(result)) else []
     for failure in result.failures[:MAX_FAILURES]:
         where = f" ({failure.file}:{failure.line})" if failure.file and failure.line else ""
-        lines.append(f"- {failure.test_id} [{failure.status}]{where}: {failure.message.strip()[:800]}")
+        message = steady_output(failure.message, result.cwd).strip()[:800]  # "cannot import ... (/tmp/.../calc.py)"
+        lines.append(f"- {failure.test_id} [{failure.status}]{where}: {message}")
         lines.extend(f"    at {path}:{line}" for path, line in failure.frames[-3:])
     if len(result.failures) > MAX_FAILURES:
         lines.append(f"- … and {len(result.failures) - MAX_FAILURES} more failing tests")
