@@ -13,7 +13,8 @@ count that is the same for all three. llama-cpp-python sends no usage in a strea
 a streamed request's answer unstreamed and relays it as a stream of one piece (ours and aider stream): the same
 answer, its pieces arriving together; an answer whose usage is not seen anyway is counted as unknown, never guessed.
 Every command line and config is
-written to DIR/commands.jsonl; a record a case and agent to DIR/results.jsonl; the table to stdout.
+written to DIR/commands.jsonl; a record a case and agent to DIR/results.jsonl; every request and answer of a run to
+DIR/requests/CASE.AGENT.N.jsonl (diffed and replayed by bench/replay.py); the table to stdout.
 
 Ours is the product as `eval` runs it: `main.py --json` in a subprocess on the scratch copy (evaluate/attempt.py).
 The peers are pinned (MINI, AIDER), installed into venvs of their own (never this one), and run with HOME in the
@@ -89,6 +90,7 @@ class AgentRun:
     timed_out: bool = False
     exit_code: int | None = None
     requests: int = 0
+    requests_file: str = ""  # every request and answer the proxy relayed, one JSON line each (bench/replay.py)
     refused: int = 0  # requests the server did not answer with 200
     prompt_tokens: int | None = 0  # None: some answer's usage was not seen (a stream)
     completion_tokens: int | None = 0
@@ -258,13 +260,31 @@ def run_one(case: Case, agent: Agent, setup: Setup, root: Path, out: Path | None
             code, seconds = run_peer(invocation, repo, work, setup.wall_s)
             said = ""
         counted = count(proxy)
+    recorded = ""
     if out is not None:
         _append(out / "commands.jsonl", {"case": case.id, "agent": agent.value, **asdict(invocation)})
+        recorded = str(record_exchanges(proxy, out / "requests", f"{case.id}.{agent.value}"))
     judged: Judgement = judge(case, repo, sandbox, timeout=setup.test_timeout)
     timed_out = code is None
     message = "; ".join(m for m in ("stopped at the wall-clock limit" if timed_out else "", said) if m)
     return AgentRun(case.id, agent.value, judged.verdict, tests=dict(judged.tests), judge_summary=judged.summary,
-                    wall_s=round(seconds, 1), timed_out=timed_out, exit_code=code, message=message, **counted)
+                    wall_s=round(seconds, 1), timed_out=timed_out, exit_code=code, message=message,
+                    requests_file=recorded, **counted)
+
+
+def record_exchanges(proxy: RecordingProxy, folder: Path, stem: str) -> Path:
+    """Every chat request the proxy relayed and its answer, in order, to folder/stem.N.jsonl (N: the first number
+    not yet taken, so a second run of the same case and agent sits beside the first): the record two runs are diffed
+    by and a run replayed from (python -m bench.replay)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while (folder / f"{stem}.{n}.jsonl").exists():
+        n += 1
+    path = folder / f"{stem}.{n}.jsonl"
+    with path.open("w", encoding="utf-8") as out:
+        for exchange in proxy.chats:
+            out.write(json.dumps(exchange) + "\n")
+    return path
 
 
 def _append(path: Path, record: dict[str, Any]) -> None:

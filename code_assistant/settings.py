@@ -67,6 +67,18 @@ class ToolsMode(StrEnum):
 
 
 TOOLS_MODES = tuple(mode.value for mode in ToolsMode)
+
+
+class EditFormat(StrEnum):
+    """How the model is asked to write its edits (model/prompts.py): the JSON plan (every action: modify, create,
+    delete, replace_symbol, read; its schema sent as response_format), or SEARCH/REPLACE blocks (modify and create
+    only, plain text: a small local model copies its search text from the file far more often in this form)."""
+
+    JSON = "json"
+    BLOCKS = "blocks"
+
+
+EDIT_FORMATS = tuple(f.value for f in EditFormat)
 TOOLS_MIN_WINDOW = 4096
 WIRES = ("chat", "responses")  # the APIs a model is asked through (model/accepts.py)
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")  # OpenAI's values; servers take some
@@ -122,7 +134,8 @@ class Settings:
     embed_budget: int | None = None  # chunks a query may embed; None: EMBED_BUDGETS of the backend
     context_tokens: int = 12000
     context_window: int | None = None  # the model's window in tokens; None: asked of the server, else known or default
-    structured_output: bool = True     # send the plan's JSON schema as response_format
+    structured_output: bool = True     # send the plan's JSON schema as response_format (edit_format json only)
+    edit_format: EditFormat = EditFormat.JSON  # how the model writes its edits
     wire: str | None = None            # "chat" or "responses"; None: chat, unless the server says otherwise
     reasoning_effort: str | None = None  # sent to models that take it (REASONING_EFFORTS)
     request_timeout: float = 120.0     # seconds without a byte from the model server (between two streamed tokens)
@@ -263,6 +276,7 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
     if settings.tools not in TOOLS_MODES:
         raise ConfigError(f"--tools must be one of {', '.join(TOOLS_MODES)}, not {settings.tools!r}")
     settings.tools = ToolsMode(settings.tools)
+    settings.edit_format = EditFormat(settings.edit_format)
     if settings.max_tool_calls < 0:
         raise ConfigError("--max-tool-calls must be 0 or more")
     if settings.candidates < 1:

@@ -24,7 +24,14 @@ from code_assistant import env_files
 from code_assistant.display import Display
 from code_assistant.errors import ConfigError
 from code_assistant.memory import Memory
-from code_assistant.settings import TOOLS_MIN_WINDOW, Settings, ToolsMode, approved_base_url, base_url_refusal
+from code_assistant.settings import (
+    TOOLS_MIN_WINDOW,
+    EditFormat,
+    Settings,
+    ToolsMode,
+    approved_base_url,
+    base_url_refusal,
+)
 from code_assistant.waiting import counting_files, waiting
 
 if TYPE_CHECKING:
@@ -459,7 +466,7 @@ class Workspace:
         return RequestConfig(gate=gate, test_command=s.test_command, max_iterations=s.max_iterations,
                              context_tokens=s.context_tokens, instructions=s.instructions,
                              embed_budget=s.query_embed_budget if embed_budget is None else embed_budget,
-                             first_test=framework(tree or s.repo).first_test)
+                             first_test=framework(tree or s.repo).first_test, edit_format=s.edit_format)
 
     def editor(self, tree: Path | None = None, *, task: str | None = None, originals: Path | None = None) -> FileEditor:
         """The editor of `tree` (the repository unless another), its journal kept for undo, labelled with `task` and
@@ -644,8 +651,10 @@ def chat_model(settings: Settings, key: str, schema: dict | None) -> OpenAIChat:
 
 
 def run_model(settings: Settings, key: str) -> OpenAIChat:
-    """The chat model a run asks for plans: with the plan's JSON schema unless structured output is off."""
+    """The chat model a run asks for plans: with the plan's JSON schema unless structured output is off or the
+    model writes SEARCH/REPLACE blocks."""
     from code_assistant.edit.edits import PLAN_ACTIONS
     from code_assistant.model.structured import plan_schema
 
-    return chat_model(settings, key, plan_schema(PLAN_ACTIONS) if settings.structured_output else None)
+    json_plan = settings.structured_output and settings.edit_format == EditFormat.JSON  # blocks are no JSON
+    return chat_model(settings, key, plan_schema(PLAN_ACTIONS) if json_plan else None)

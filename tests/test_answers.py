@@ -173,3 +173,33 @@ def test_blocks_or_a_diff_cut_off_at_the_token_limit_are_refused_but_a_whole_jso
 def test_a_diff_that_changes_nothing_is_refused() -> None:
     with pytest.raises(PlanParseError, match="no changed lines"):
         parse_answer("--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n x = 1\n")
+
+
+# ----- a block that names no file -----------------------------------------------------------------------------------
+UNNAMED = "```\n<<<<<<< SEARCH\ndef add(a, b):\n    return a - b\n=======\ndef add(a, b):\n    return a + b\n>>>>>>> REPLACE\n```"
+
+
+def test_a_block_that_names_no_file_goes_to_the_one_file_holding_its_search_lines() -> None:
+    """Qwen2.5-Coder-1.5B's first answer to calc-add in blocks: the right fix, no file named above it."""
+    with pytest.raises(PlanParseError, match="block 1 names no file"):
+        parse_answer(UNNAMED)
+    asked: list[str] = []
+
+    def owner(search: str) -> str | None:
+        asked.append(search)
+        return "calc.py"
+
+    [op] = parse_answer(UNNAMED, owner=owner).ops
+    assert (op.file_path, op.search, op.replace) == ("calc.py", "def add(a, b):\n    return a - b\n",
+                                                      "def add(a, b):\n    return a + b\n")
+    assert asked == ["def add(a, b):\n    return a - b\n"]
+    with pytest.raises(PlanParseError, match="block 1 names no file"):  # no file, or several: refused, not guessed
+        parse_answer(UNNAMED, owner=lambda search: None)
+    named = "calc.py\n" + UNNAMED
+    assert parse_answer(named, owner=lambda search: "other.py").ops[0].file_path == "calc.py"  # a name wins
+
+
+def test_a_path_in_angle_brackets_names_the_blocks_file() -> None:
+    """Qwen2.5-Coder-1.5B copies the blocks format's `<the path of the file ...>` placeholder with its brackets."""
+    [op] = parse_answer("```\n<calc.py>\n" + UNNAMED.removeprefix("```\n")).ops
+    assert op.file_path == "calc.py"

@@ -8,6 +8,7 @@ from code_assistant.model import prompts
 # version -> sha256 of the text. When you change a prompt, bump its version and update this table.
 KNOWN = {
     "system/v1.3.0": "5decba525a53498de0b3796432b437a3ab38622251289ef3327d8b8fb82c8170",
+    "system-blocks/v1.0.0": "db0a64e36359f6c754a3d752df23954a6c177a72c27f1054c8bdd9e6105e2c57",
     "plan/v1.1.0": "f1f30a62da18a713874efb9ec649de1e56bf9819d8ab2ca640167b82807c9045",
     "fix/v1.0.0": "ceead2092d78182514cd013d539db5135c56f4ab002c72c20af89d3f43aca090",
     "ask/v1.0.0": "9a793ebd4e28f6dd05747d5620a4ec66de2364d0e387b5880dfec8b225b09f89",

@@ -70,6 +70,17 @@ class Asker:
             self.conversation.open(request)
         return self._ask(request)
 
+    def _owner(self, search: str) -> str | None:
+        """The one file shown to the model (the last context of the conversation: a follow-up shows none of its own)
+        that holds `search` (its lines, trailing spaces aside): where a SEARCH/REPLACE block that names no file
+        belongs. None when no file or several do."""
+        index, context = self.index(), self.conversation.last_context
+        if index is None or context is None:
+            return None
+        wanted = "\n" + _lines(search)  # whole lines, from a line's start
+        holders = [path for path in context.paths if wanted in "\n" + _lines(index.gate.text(path) or "")]
+        return holders[0] if len(holders) == 1 else None
+
     def ask_reading(self, request: Request) -> Answer:
         """ask(); an answer with "read" changes gets the same request again with those files shown first, a note
         saying so (and which could not be shown), and nothing else from it applied — READ_ROUNDS times per request.
@@ -163,7 +174,7 @@ class Asker:
                 if ending := self.replied():
                     return Answer(said=tuple(said), stop=ending.reason, why=ending.message)
                 try:
-                    plan = parse_answer(response.text, cut_off=response.cut_off)
+                    plan = parse_answer(response.text, cut_off=response.cut_off, owner=self._owner)
                     recorder.read_as(plan.format)
                     return Answer(ops=plan.ops, said=tuple(said))
                 except PlanParseError as exc:
@@ -215,3 +226,8 @@ def _why(error: PlanParseError, response: ChatResponse, visible: str) -> str:
     if error.only_reasoning or (not visible.strip() and response.reasoning):
         return f"{limit} while still reasoning, before any plan; reason briefly, then send the plan"
     return f"{limit}, so it is incomplete; send fewer or shorter changes"
+
+
+def _lines(text: str) -> str:
+    """Text compared line by line, without trailing spaces or the line endings' kind."""
+    return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"

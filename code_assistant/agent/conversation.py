@@ -21,6 +21,7 @@ class Conversation:
         self.requests = requests
         self.request: Request | None = None  # the step's request
         self.context: Context | None = None  # the context its messages show
+        self.last_context: Context | None = None  # the last one any step showed (a follow-up's history carries it)
         self._history: list[Message] = []  # what was said before the step
         self._shown: tuple[str, ...] = ()
         self._note = ""
@@ -95,6 +96,7 @@ class Conversation:
         assert self.request is not None, "open a step first"
         built = self.requests.build(self.request, history=self._history, asked=self._shown, note=self._note)
         self._messages, self.context = built.messages, built.context
+        self.last_context = built.context or self.last_context
         return built.context
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from code_assistant.edit.edits import EditResult
 from code_assistant.verify.runner import TestResult, lost_note
+from code_assistant.verify.steady import steady_output
 
 OUTPUT_TAIL_CHARS = 6000
 MAX_FAILURES = 20
@@ -15,14 +16,21 @@ def failure_text(result: TestResult) -> str:
     lines: list[str] = [f"- {note}"] if (note := lost_note(result)) else []
     for failure in result.failures[:MAX_FAILURES]:
         where = f" ({failure.file}:{failure.line})" if failure.file and failure.line else ""
-        lines.append(f"- {failure.test_id} [{failure.status}]{where}: {failure.message.strip()[:800]}")
+        message = steady_output(failure.message, result.cwd).strip()[:800]  # "cannot import ... (/tmp/.../calc.py)"
+        lines.append(f"- {failure.test_id} [{failure.status}]{where}: {message}")
         lines.extend(f"    at {path}:{line}" for path, line in failure.frames[-3:])
     if len(result.failures) > MAX_FAILURES:
         lines.append(f"- … and {len(result.failures) - MAX_FAILURES} more failing tests")
     if result.timed_out:
         lines.append(f"The test command timed out ({result.summary()}); a test probably hangs or loops forever.")
-    lines.append(f"Test output (tail):\n```\n{result.output[-OUTPUT_TAIL_CHARS:].strip()}\n```")
+    lines.append(f"Test output (tail):\n```\n{shown_output(result)[-OUTPUT_TAIL_CHARS:].strip()}\n```")
     return "\n".join(lines)
+
+
+def shown_output(result: TestResult) -> str:
+    """The run's output as the model sees it: the same for the same run in any folder at any time (no timings, no
+    scratch path), so that two runs of one task send the same requests."""
+    return steady_output(result.output, result.cwd)
 
 
 def failure_signature(result: TestResult) -> frozenset[tuple[str, str]]:
@@ -31,7 +39,7 @@ def failure_signature(result: TestResult) -> frozenset[tuple[str, str]]:
     if result.failures or lost:
         return frozenset({(f.test_id, (f.message.strip().splitlines() or [""])[0][:200]) for f in result.failures}
                          | lost)
-    return frozenset({("<exit>", f"{result.exit_code}:{result.timed_out}:{result.output[-300:]}")})
+    return frozenset({("<exit>", f"{result.exit_code}:{result.timed_out}:{shown_output(result)[-300:]}")})
 
 
 def edit_feedback(results: list[EditResult], refused: list[str] | None = None) -> str:

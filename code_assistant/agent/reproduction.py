@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
+from code_assistant.agent.feedback import shown_output
 from code_assistant.agent.parts import Parts
 from code_assistant.agent.requests import FollowUp, ReproduceRequest, Request
 from code_assistant.agent.state import Answer, Reproduction
@@ -53,7 +54,7 @@ def reproduce(parts: Parts, editor: FileEditor, *, ask: Callable[[Request], Answ
             break
         alone = parts.verifier.run_alone(paths)
         parts.recorder.record(applied, alone, 0)
-        output = alone.output[-3000:] or alone.summary()
+        output = shown_output(alone)[-3000:] or alone.summary()
         if alone.passed:
             note, again = "the test passed before any fix", prompts.REPRODUCE_AGAIN.render(output=output)
             if attempt == 0:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from code_assistant.agent import instructions
-from code_assistant.agent.feedback import failure_text
+from code_assistant.agent.feedback import failure_text, shown_output
 from code_assistant.agent.instructions import Instructions
 from code_assistant.gate import Gate
 from code_assistant.index.indexer import RepoIndex
@@ -30,7 +30,7 @@ from code_assistant.model.chat import Message
 from code_assistant.model.fitting import clip_text, fit_history, fit_tool_results, message_tokens
 from code_assistant.model.window import ContextWindow, ContextWindowError
 from code_assistant.retrieve.context import Context, build_context
-from code_assistant.settings import TOOLS_MIN_WINDOW
+from code_assistant.settings import TOOLS_MIN_WINDOW, EditFormat
 from code_assistant.tools.box import Toolbox
 from code_assistant.tools.fit import TOOLS_SHARE, declared_tokens, fit, paragraph, price
 from code_assistant.verify.outputs_common import IMPORT_ERROR_RE
@@ -78,6 +78,7 @@ class RequestConfig:
     embed_budget: int = 200
     instructions: bool = True
     first_test: str = ""  # how the repository's framework has its first test written (languages.Framework)
+    edit_format: EditFormat = EditFormat.JSON  # how the model is asked to write its edits
 
 
 @dataclass(frozen=True)
@@ -208,8 +209,12 @@ class Requests:
         notes of earlier tasks, then how to call the tools. Never dropped nor clipped when a conversation is fitted to
         the window, so every request of a task carries what it holds."""
         found = self.instructions(budget, shown)
-        return prompts.SYSTEM.render() + (found.text() if found else "") + self.session_notes() + self.tools_text(
+        return self.rules().render() + (found.text() if found else "") + self.session_notes() + self.tools_text(
             PLAN_ANSWER)
+
+    def rules(self) -> prompts.Prompt:
+        """The system message's rules: the answer format's."""
+        return prompts.SYSTEM_BLOCKS if self.config.edit_format == EditFormat.BLOCKS else prompts.SYSTEM
 
     def _split(self, room: int, shell: list[Message], index: RepoIndex) -> tuple[int, int]:
         """The context's budget and the instructions' (at most a tenth of it), out of what the room leaves after
@@ -270,7 +275,7 @@ class Requests:
         before = f"# Failing tests before any change\n{shown}\n\n" if shown else ""
         extra = failures
         if reproduced is not None and reproduction:
-            output = failure_text(reproduced) or reproduced.output
+            output = failure_text(reproduced) or shown_output(reproduced)
             before += prompts.REPRODUCED.render(paths=", ".join(reproduction),
                                                 output=clip_text(output, room // FAILURES_SHARE, "test output"))
             extra = f"{failures}\n{output}"
@@ -284,7 +289,7 @@ class Requests:
         pinned = self.memory.shown() if self.memory else []
         context = self._context(index, task, budget, extra_text=extra,
                                 must_include=[*asked, *reproduction, *pinned])
-        logger.info("prompts %s + %s; context budget %d of a %d-token room", prompts.SYSTEM.version,
+        logger.info("prompts %s + %s; context budget %d of a %d-token room", self.rules().version,
                     prompts.PLAN.version, budget, room)
         return self.fitted(render(context.render() or "(no files indexed)", owner, context.paths)), context
 
@@ -320,7 +325,7 @@ class Requests:
 
         budget, owner = self._split(room, render(""), index)
         context = self._context(index, task, budget, must_include=list(asked), with_tests=True)
-        logger.info("prompts %s + %s", prompts.SYSTEM.version, prompts.REPRODUCE.version)
+        logger.info("prompts %s + %s", self.rules().version, prompts.REPRODUCE.version)
         return self.fitted(render(context.render() or "(no files indexed)", owner, context.paths)), context
 
     def fix(self, request: FixRequest, history: Sequence[Message] = (),
@@ -385,6 +390,9 @@ class Requests:
         """The messages within the window's room (tool results shortened first, then older turns dropped and long
         ones clipped), or a ContextWindowError."""
         room = self.room()
+        if self.config.edit_format == EditFormat.BLOCKS:  # every message passes here: said once for all of them
+            messages = [m if m.get("role") not in ("system", "user") or not isinstance(m.get("content"), str)
+                        else {**m, "content": prompts.in_blocks(m["content"])} for m in messages]
         fitted = fit_history(fit_tool_results(messages, room), room)
         if (size := message_tokens(fitted)) > room:
             raise self._too_small(size, size - room)

@@ -92,18 +92,19 @@ def operations(data: dict) -> list[EditOperation]:
     return ops
 
 
-def parse_answer(text: str, *, cut_off: bool = False) -> Plan:
+def parse_answer(text: str, *, cut_off: bool = False, owner: Callable[[str], str | None] | None = None) -> Plan:
     """The plan an answer holds, in whichever format it came, with the reasoning set aside. `cut_off`: the answer
     stopped at its token limit. A JSON plan that parses is whole even then (only trailing prose can be missing), but
-    blocks or a diff may have lost their last lines or the edits after them: refused as incomplete."""
-    plan = _parse(text)
+    blocks or a diff may have lost their last lines or the edits after them: refused as incomplete. `owner`: the
+    one file a SEARCH text is in, for a block that names none (search_replace.parse_blocks)."""
+    plan = _parse(text, owner)
     if cut_off and plan.format in (PlanFormat.SEARCH_REPLACE, PlanFormat.UNIFIED_DIFF):
         raise PlanParseError(f"it was cut off, so its last {plan.format.replace('_', '/')} edits may be missing",
                              incomplete=True)
     return plan
 
 
-def _parse(text: str) -> Plan:
+def _parse(text: str, owner: Callable[[str], str | None] | None = None) -> Plan:
     reasoned = split_reasoning(text)
     answer = reasoned.answer
     if not answer.strip():
@@ -118,8 +119,8 @@ def _parse(text: str) -> Plan:
         data, repaired = find_plan_json(answer)
     except JsonPlanError as exc:
         if has_blocks(answer):
-            return Plan(ops=_read(parse_blocks, answer, BlockError), format=PlanFormat.SEARCH_REPLACE,
-                        reasoning=reasoned.reasoning)
+            return Plan(ops=_read(lambda a: parse_blocks(a, owner), answer, BlockError),
+                        format=PlanFormat.SEARCH_REPLACE, reasoning=reasoned.reasoning)
         if has_diff(answer):
             return Plan(ops=_read(parse_diff, answer, DiffError), format=PlanFormat.UNIFIED_DIFF,
                         reasoning=reasoned.reasoning)

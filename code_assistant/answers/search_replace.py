@@ -12,7 +12,9 @@
     ```
 
 The file's path is on the nearest line above the block that is not a fence (above the fence, or just inside it; in
-its own fence; in bold or backticks; after a "#"); a block without one belongs to the file of the block before it.
+its own fence; in bold or backticks; after a "#"); a block without one belongs to the file of the block before it,
+or, the first, to the one file its SEARCH lines are in when the caller can say (`owner`: the files the model was
+shown); else it is refused.
 An empty SEARCH creates the file. Markers take 5 to 9 characters, as aider's do; the older ORIGINAL/UPDATED words
 are read too. The blocks become "modify" and "create" operations, which go through the same matcher, guardrails and
 journal as JSON edits.
@@ -20,6 +22,7 @@ journal as JSON edits.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from code_assistant.edit.edits import Action, EditOperation
 
@@ -47,9 +50,10 @@ def _path_like(name: str) -> bool:
 
 
 def _clean(line: str) -> str | None:
-    """The path a line names, or None: `calc.py`, **calc.py**, # calc.py, File: calc.py, calc.py:."""
+    """The path a line names, or None: `calc.py`, **calc.py**, # calc.py, File: calc.py, calc.py:, <calc.py> (the
+    format's own placeholder, `<the path ...>`, copied with its brackets)."""
     text = _LABEL_RE.sub("", line.strip()).strip()
-    text = text.strip("*`'\"").rstrip(":").strip("*`'\"")
+    text = text.strip("*`'\"<>").rstrip(":").strip("*`'\"<>")
     if _path_like(text):
         return text
     quoted = [q for q in _QUOTED_RE.findall(line) if _path_like(q.rstrip(":"))]
@@ -74,8 +78,9 @@ def _name_above(lines: list[str], head: int) -> str | None:
     return None
 
 
-def parse_blocks(text: str) -> list[EditOperation]:
-    """Every SEARCH/REPLACE block of the answer, in order, as edit operations. Raises BlockError."""
+def parse_blocks(text: str, owner: Callable[[str], str | None] | None = None) -> list[EditOperation]:
+    """Every SEARCH/REPLACE block of the answer, in order, as edit operations. Raises BlockError. `owner`: for a
+    block that names no file (a small model leaves the name out), the one file its SEARCH lines are in, or None."""
     lines = text.splitlines(keepends=True)
     bare = [line.rstrip("\r\n") for line in lines]
     ops: list[EditOperation] = []
@@ -86,7 +91,7 @@ def parse_blocks(text: str) -> list[EditOperation]:
             i += 1
             continue
         number = len(ops) + 1
-        current = _name_above(bare, i) or current
+        current = _name_above(bare, i) or current or _owning(owner, lines, i)
         if current is None:
             raise BlockError(f"SEARCH/REPLACE block {number} names no file: put the file's path alone on the line "
                              f"before `<<<<<<< SEARCH`")
@@ -100,6 +105,16 @@ def parse_blocks(text: str) -> list[EditOperation]:
                                      description="an empty SEARCH"))
         i = tail + 1
     return ops
+
+
+def _owning(owner: Callable[[str], str | None] | None, lines: list[str], head: int) -> str | None:
+    """The file that alone holds the SEARCH lines of the block at `head` (None: no owner asked, an empty or unclosed
+    SEARCH, or not exactly one file)."""
+    if owner is None:
+        return None
+    end = next((j for j in range(head + 1, len(lines)) if _DIVIDER_RE.match(lines[j].rstrip("\r\n"))), None)
+    search = "".join(lines[head + 1:end]) if end is not None else ""
+    return owner(search) if search.strip() else None
 
 
 def _next(bare: list[str], start: int, marker: re.Pattern[str], number: int, path: str, name: str) -> int:

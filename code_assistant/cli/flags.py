@@ -14,6 +14,7 @@ from code_assistant.errors import UsageError
 from code_assistant.settings import (
     DEFAULT_MODEL,
     DEFAULT_TEST_COMMAND,
+    EDIT_FORMATS,
     REASONING_EFFORTS,
     SANDBOX_MODES,
     TOOLS_MODES,
@@ -165,6 +166,9 @@ def run(p: argparse.ArgumentParser) -> None:
              help=f"test/fix rounds before rolling back (default {default('max_iterations')})")
     _setting(p, "--no-structured-output", field="structured_output", action="store_false", default=None,
              help="do not send the plan's JSON schema as response_format")
+    _setting(p, "--edit-format", field="edit_format", choices=EDIT_FORMATS,
+             help="how the model writes its edits: json (a plan of every action) or blocks (SEARCH/REPLACE blocks, "
+                  f"for a small local model); default {default('edit_format')}")
     g = p.add_argument_group("guardrails")
     _setting(g, "--max-changed-lines", field="max_changed_lines", type=int,
              help=f"refuse a fix changing more lines (default {default('max_changed_lines')})")

@@ -42,6 +42,51 @@ You change code through a JSON plan of edits that a tool applies, then the proje
 
 {_EDIT_FORMAT}""")
 
+# The same rules for a model that writes SEARCH/REPLACE blocks (--edit-format blocks): plain text, nothing to escape,
+# the search text under the file's name, where a small model copies it from the file rather than from the test.
+SYSTEM_BLOCKS = Prompt("system-blocks/v1.0.0", """\
+You are a careful senior software engineer working inside the user's repository.
+You change code with SEARCH/REPLACE blocks that a tool applies, then the project's tests are run.
+
+Answer with SEARCH/REPLACE blocks only, each of this form (each <...> is yours to fill in):
+
+<the path of the file to change, as the context names it>
+```
+<<<<<<< SEARCH
+<lines copied exactly from that file>
+=======
+<what they become>
+>>>>>>> REPLACE
+```
+
+The SEARCH lines are a contiguous block copied exactly from the current file named above the block (2-3 lines of
+context so it is unique) - never lines of a test, of the task or of the test output, which are not in that file.
+Several changes are several blocks. An empty SEARCH creates a new file. The failing tests say what the code must
+do: change the code they call, not the tests.
+Paths are relative to the repository root. Never edit files outside it, never weaken or delete tests,
+never add skip/xfail markers. Keep changes minimal and focused on the task.""")
+
+# What the requests written for the JSON plan say of their answer, as said to a model that writes blocks (the
+# prompts keep one text and one version each; test_edit_format checks every JSON reply of theirs has its line here).
+IN_BLOCKS: dict[str, str] = {
+    "Reply with the JSON object only.": "Reply with SEARCH/REPLACE blocks only.",
+    "Reply with a JSON object of further changes (search text must match the CURRENT content shown above).":
+        "Reply with SEARCH/REPLACE blocks of further changes (SEARCH text must match the CURRENT content shown above).",
+    'Reply again with exactly one JSON object of the form {"changes": [...]} and nothing else.':
+        "Reply again with SEARCH/REPLACE blocks only, each under the path of its file.",
+    "the JSON object of changes only": "SEARCH/REPLACE blocks only",
+    "keep the JSON answer format": "keep the SEARCH/REPLACE answer format",
+    "the answer contains no JSON object": "the answer contains no SEARCH/REPLACE block",  # the parser's, re-asked
+}
+
+
+def in_blocks(text: str) -> str:
+    """A request's text with what it says of the JSON answer said of SEARCH/REPLACE blocks."""
+    for json_words, block_words in IN_BLOCKS.items():
+        text = text.replace(json_words, block_words)
+    return text
+
+
 PLAN = Prompt("plan/v1.1.0", """\
 # Task
 {task}
@@ -173,8 +218,8 @@ The tools:
 TOOLS_DONE = Prompt("tools-done/v1.0.0", "You have made the {max_calls} tool calls this answer may make; no more "
                                           "tools. Reply now with {answer}.")
 
-ALL: dict[str, Prompt] = {p.version.split("/")[0]: p for p in (SYSTEM, PLAN, FIX, SYNTAX, REASK, ASK, REPRODUCE,
-                                                                 REPRODUCE_AGAIN, REPRODUCE_UNRUN, REPRODUCED, READ,
-                                                                 INSTRUCTIONS, FIRST_TEST,
+ALL: dict[str, Prompt] = {p.version.split("/")[0]: p for p in (SYSTEM, SYSTEM_BLOCKS, PLAN, FIX, SYNTAX, REASK, ASK,
+                                                                 REPRODUCE, REPRODUCE_AGAIN, REPRODUCE_UNRUN, REPRODUCED,
+                                                                 READ, INSTRUCTIONS, FIRST_TEST,
                                                                  SESSION, UNAPPLIED, TOOLS_NATIVE, TOOLS_JSON,
                                                                  TOOLS_DONE)}

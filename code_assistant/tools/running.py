@@ -1,7 +1,8 @@
 """The `run` tool: a command the model runs to look around — one failing test alone, a value printed — in the test
 sandbox (network off but for loopback, HOME hidden, the secrets held back) with the working tree mounted read-only:
-what the command writes there fails, and the tree is as it was after. Its exit code, duration and the head and tail of
-its output are returned as data; a command past its timeout is killed with its whole process group."""
+what the command writes there fails, and the tree is as it was after. Its exit code and the head and tail of its output
+(no timings, paths repo-relative: verify/steady.py) are returned as data; a command past its timeout is killed with
+its whole process group."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from typing import Any, Protocol
 from code_assistant.tools import Result, Tool
 from code_assistant.tools.specs import RUN
 from code_assistant.verify.runner import TestRunner
+from code_assistant.verify.steady import steady_output
 
 HEAD_LINES, TAIL_LINES = 40, 80  # of its output
 
@@ -38,9 +40,9 @@ class Running:
         if done.timed_out:
             status, line = f"killed after {timeout} s (its timeout)", f"run: {short} → killed after {timeout} s"
         else:
-            status = f"exit {done.exit_code} after {done.duration_s:.1f} s"
+            status = f"exit {done.exit_code}"  # its seconds only to the person: the model's text is the same every run
             line = f"run: {short} → exit {done.exit_code}, {done.duration_s:.1f} s"
-        output = done.output.rstrip() or "(no output)"
+        output = steady_output(done.output, self.repo).rstrip() or "(no output)"
         text = (f"$ {command}\n{status} (the repository is read-only here: nothing this command wrote was kept)\n"
                 f"{output}")
         return Result(text=text, summary=line)

@@ -37,6 +37,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_ENV = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "CI": "1", "NO_COLOR": "1", "FORCE_COLOR": "0"}
 KILL_GRACE_S = 2.0  # between SIGTERM and SIGKILL
 DRAIN_GRACE_S = 1.0  # how long to keep reading after the command exited while a grandchild holds the pipe
+PYTEST_CONFIGS = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+CACHE_OFF = re.compile(r"-p\s*no:cacheprovider\b")
 PYTEST_CACHE = Path(tempfile.gettempdir()) / "code-assistant-pytest-cache"  # pytest's cache, never in the repository
 MAX_CAPTURE_BYTES = 16 * 1024 * 1024  # beyond this the middle of the output is dropped while reading
 SHELL_OPERATORS = {"&&", "||", "|", ";", ">", ">>", "<", "2>&1"}
@@ -82,6 +84,7 @@ class TestResult:
     printed: frozenset[str] = frozenset()  # the tests its output shows passing (verify/passes.py): no verdict, a hint
     proof: Proof = Proof.REPORT  # what `passes` rests on
     unverified: str = ""  # why the passes are not proved by a report ("" when they are)
+    cwd: Path | None = None  # where it ran: the output's paths are relative to it (verify/steady.py)
 
     @property
     def failed_ids(self) -> list[str]:
@@ -134,6 +137,20 @@ def lost_note(result: TestResult) -> str:
             "run and pass again; fix the code under test, not which tests run.")
 
 
+def cache_off(command: str | list[str], env: dict[str, str], cwd: Path) -> bool:
+    """The test command, PYTEST_ADDOPTS or a pytest configuration file of `cwd` turns pytest's cache plugin off
+    (`-p no:cacheprovider`)."""
+    said = [command if isinstance(command, str) else " ".join(command), env.get("PYTEST_ADDOPTS", "")]
+    for name in PYTEST_CONFIGS:
+        try:  # a link is not followed: only the project's own file says
+            fd = os.open(Path(cwd) / name, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        with os.fdopen(fd, "rb") as config:
+            said.append(config.read(1 << 20).decode("utf-8", errors="replace"))
+    return any(CACHE_OFF.search(text) for text in said)
+
+
 def truncate_output(text: str, head_lines: int = 200, tail_lines: int = 400, max_line_chars: int = 2000) -> str:
     """Keep the first head_lines and last tail_lines lines, with a marker saying how many were left out."""
     lines = [line if len(line) <= max_line_chars else line[:max_line_chars] + " […]" for line in text.splitlines()]
@@ -170,7 +187,9 @@ class TestRunner:
         self.timeout = timeout
         inherited = sandbox.environment(os.environ) if sandbox else without_secrets(os.environ)
         self.env = {**inherited.env, **DEFAULT_ENV, **(env or {})}
-        cache = f"-o cache_dir={shlex.quote(str(PYTEST_CACHE))}"  # the repository is left as it was
+        # the repository is left as it was: pytest's cache goes elsewhere, unless the project turned the cache off
+        # (then the option is unknown to pytest, and its warning would be said to the model on every run)
+        cache = "" if cache_off(command, self.env, cwd) else f"-o cache_dir={shlex.quote(str(PYTEST_CACHE))}"
         # the passing tests listed, to see a test that failed before pass (an -r of the user's own comes after: theirs)
         addopts = [PASSES_OPTION, self.env.get("PYTEST_ADDOPTS", ""), cache]
         self.env["PYTEST_ADDOPTS"] = " ".join(option for option in addopts if option)
@@ -270,7 +289,8 @@ class TestRunner:
                             timed_out=timed_out, output=output, duration_s=duration, failures=parsed.failures,
                             passed_count=parsed.passed, failed_count=parsed.failed, runner=parsed.runner,
                             timeout_s=self.timeout, not_run=not_run, passes=checked.passes,
-                            printed=passed_ids(raw, parsed.runner), proof=checked.proof, unverified=checked.why)
+                            printed=passed_ids(raw, parsed.runner), proof=checked.proof, unverified=checked.why,
+                            cwd=self.cwd)
         logger.info("test run finished in %.1fs: %s", duration, result.summary())
         return result
 

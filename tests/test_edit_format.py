@@ -1,0 +1,111 @@
+"""--edit-format blocks: the model is asked for SEARCH/REPLACE blocks instead of the JSON plan, in every request of a
+run (the system message's rules, each request's last line, a re-ask, the tools' closing words), no JSON schema is
+sent as response_format, and a run answered in blocks ends green; the JSON plan stays the default."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from code_assistant.model import prompts
+from tests.repos import python_repo, run_cli
+from tests.scripted_server import ScriptedServer
+
+PYTEST = f"{sys.executable} -m pytest -q"
+WRONG_BLOCK = "calc.py\n```\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a * 1 - b\n>>>>>>> REPLACE\n```\n"
+RIGHT_BLOCK = "calc.py\n```\n<<<<<<< SEARCH\n    return a * 1 - b\n=======\n    return a + b\n>>>>>>> REPLACE\n```\n"
+
+
+def _said(body: dict[str, Any]) -> str:
+    return "\n".join(m["content"] for m in body["messages"] if m["role"] in ("system", "user"))
+
+
+def test_a_run_in_blocks_is_asked_for_blocks_in_every_request_and_ends_green(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    with ScriptedServer(["no edits here, sorry", WRONG_BLOCK, RIGHT_BLOCK]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "Fix add() and make the tests pass", "--test-command", PYTEST,
+                        "--no-reproduce", "--edit-format", "blocks"], server_url=server.url)
+        asked = server.chat_requests
+    assert proc.returncode == 0 and "Result: SUCCESS" in proc.stdout, proc.stdout + proc.stderr
+    assert "return a + b" in (repo / "calc.py").read_text()
+    assert len(asked) == 3, "the plan, its re-ask (no blocks in the answer), the fix"
+    for body in asked:
+        said = _said(body)
+        assert said.startswith(prompts.SYSTEM_BLOCKS.render()), said[:300]
+        assert "JSON object" not in said and '"changes"' not in said, said
+        assert "response_format" not in body
+    assert _said(asked[0]).endswith("Reply with SEARCH/REPLACE blocks only.")
+    assert "Reply again with SEARCH/REPLACE blocks only" in asked[1]["messages"][-1]["content"]
+    assert asked[2]["messages"][-1]["content"].endswith("Reply with SEARCH/REPLACE blocks of further changes (SEARCH "
+                                                        "text must match the CURRENT content shown above).")
+
+
+def test_the_json_plan_stays_the_default(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    fix = {"changes": [{"file_path": "calc.py", "action": "modify", "search": "    return a - b",
+                        "replace": "    return a + b"}]}
+    with ScriptedServer([json.dumps(fix)]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "Fix add()", "--test-command", PYTEST, "--no-reproduce"],
+                       server_url=server.url)
+        body = server.chat_requests[0]
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _said(body).startswith(prompts.SYSTEM.render()) and "SEARCH/REPLACE" not in _said(body)
+
+
+def test_every_reply_a_run_requests_has_its_words_for_blocks() -> None:
+    """A request prompt that asks for the JSON plan, rendered as a run renders it, says blocks once translated
+    (the tools' own JSON for calling them and --ask's answer are not a plan)."""
+    fields = {"task": "T", "test_command": "pytest", "baseline": "1 failed", "baseline_failures": "", "context": "C",
+              "iteration": 1, "max_iterations": 3, "summary": "1 failed", "failures": "F", "edit_feedback": "",
+              "files": "F", "feedback": "", "error": "E", "output": "O", "why": "W", "paths": "p", "shown": "s",
+              "refused": "r", "names": "AGENTS.md", "text": "t", "notes": "n", "how": "h", "max_calls": 3,
+              "run": "", "answer": "the JSON object of changes only", "tools": "t"}
+    for name, prompt in prompts.ALL.items():
+        if name in ("system", "tools-json", "ask"):
+            continue
+        assert "JSON" not in prompts.in_blocks(prompt.render(**fields)), name
+
+
+UNNAMED_FIX = "```\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE\n```\n"
+
+
+def test_a_block_without_its_files_name_goes_to_the_one_shown_file_that_holds_it(tmp_path: Path) -> None:
+    """The search lines are in calc.py alone of the files the model was shown: that file is changed, no re-ask."""
+    repo = python_repo(tmp_path)
+    with ScriptedServer([UNNAMED_FIX]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "Fix add() and make the tests pass", "--test-command", PYTEST,
+                        "--no-reproduce", "--edit-format", "blocks"], server_url=server.url)
+        asked = server.chat_requests
+    assert proc.returncode == 0 and "Result: SUCCESS" in proc.stdout, proc.stdout + proc.stderr
+    assert len(asked) == 1 and "return a + b" in (repo / "calc.py").read_text()
+
+
+def test_a_block_whose_lines_two_shown_files_hold_is_asked_again(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path, {"calc.py": "def add(a, b):\n    return a - b\n",
+                                  "calc_copy.py": "def add(a, b):\n    return a - b\n",
+                                  "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n"
+                                                        "    assert add(2, 3) == 5\n",
+                                  "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"})
+    with ScriptedServer([UNNAMED_FIX, "calc.py\n" + UNNAMED_FIX]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "Fix add() and make the tests pass", "--test-command", PYTEST,
+                        "--no-reproduce", "--edit-format", "blocks"], server_url=server.url)
+        asked = server.chat_requests
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(asked) == 2 and "names no file" in asked[1]["messages"][-1]["content"]
+    assert "return a - b" in (repo / "calc_copy.py").read_text()
+
+
+def test_a_follow_up_still_finds_the_file_a_block_without_a_name_belongs_to(tmp_path: Path) -> None:
+    """Qwen2.5-Coder-1.5B's calc-add run in blocks with tools: the test edited first (refused: the code under test
+    must change), then the right fix with no file named (there it was `<calc.py>`, read since as a name); the follow-up
+    request shows no context of its own, the conversation's earlier one still tells where the lines are."""
+    repo = python_repo(tmp_path)
+    test_edit = ("<tests/test_calc.py>\n```\n<<<<<<< SEARCH\n    assert add(2, 3) == 5\n=======\n"
+                 "    assert add(2, 3) == -1\n>>>>>>> REPLACE\n```\n")
+    with ScriptedServer([test_edit, UNNAMED_FIX]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "Fix add() and make the tests pass", "--test-command", PYTEST,
+                        "--no-reproduce", "--edit-format", "blocks"], server_url=server.url)
+        asked = server.chat_requests
+    assert proc.returncode == 0 and "Result: SUCCESS" in proc.stdout, proc.stdout + proc.stderr
+    assert len(asked) == 2 and "return a + b" in (repo / "calc.py").read_text()
