@@ -79,8 +79,8 @@ class Workspace:
     whose undo takes the newest run of any)."""
 
     def __init__(self, settings: Settings, display: Display | None = None, *, memory: Memory | None = None,
-                 memory_file: Path | None = None, session: str | None = None) -> None:
-        self.settings = settings
+                 memory_file: Path | None = None, session: str | None = None, model: ChatModel | None = None) -> None:
+        self._settings = settings
         self.display = display or Display()
         self.memory = memory or Memory()
         self.memory_file = memory_file  # where a session keeps its memory (None: nowhere, a one-shot command)
@@ -91,7 +91,9 @@ class Workspace:
         self.last_task = self.memory.last_task
         self._stack = ExitStack()
         self._held = False
-        self._model: ChatModel | None = None
+        self._model = model  # given (a test's), else opened on first use; a session's /model switches it
+        self._named = settings.model, settings.model_named  # the model asked for: the settings', or /model's
+        self._approved: Settings | None = None
         self._indexer: Indexer | None = None
         self._sandbox: Sandbox | None = None
         self._sandbox_said = False
@@ -99,6 +101,12 @@ class Workspace:
         self._mcp_skipped_said = False  # the MCP servers a small window does not start were named
         self._mcp: Connections | None = None
         self._env_file = env_files.work_begins(settings.repo, settings.repo_state_dir)
+
+    @property
+    def settings(self) -> Settings:
+        """As loaded, never replaced: the server a repository's .env names is approved apart (approved), and a
+        session's /model is held apart (switch_model)."""
+        return self._settings
 
     def __enter__(self) -> Self:
         return self
@@ -168,10 +176,16 @@ class Workspace:
     @property
     def indexer(self) -> Indexer:
         if self._indexer is None:
-            if self.settings.embedding_backend == "openai":
-                self.api_key()  # the embeddings go to the chat model's server, with its key
-            self._indexer = build_indexer(self.settings)
+            self._indexer = build_indexer(self._indexing())
         return self._indexer
+
+    def _indexing(self) -> Settings:
+        """The settings an indexer is built with: with the openai backend the embeddings go to the chat model's
+        server, with its key (approved first)."""
+        if self.settings.embedding_backend == "openai":
+            self.api_key()
+            return self.approved()
+        return self.settings
 
     def index(self, indexer: Indexer | None = None, tree: Path | None = None,
               focus: str | None = None) -> tuple[RepoIndex, IndexStats]:
@@ -193,11 +207,18 @@ class Workspace:
         return self.indexer.update(exclude=[self.settings.state_path], focus=focus, background=focus is not None)[0]
 
     # ----- the model ----------------------------------------------------------------------------------------------
+    def approved(self) -> Settings:
+        """The settings a request to the model's server is made with: a server the repository's .env names is used
+        only once a person approves it (asked here, on a terminal; else a ConfigError before anything is sent).
+        Decided once a workspace; `settings` stay as loaded, so what any part reads does not depend on whether the
+        question came before it."""
+        if self._approved is None:
+            self._approved = approved_base_url(self.settings, self.display.confirm)
+        return self._approved
+
     def api_key(self) -> str:
-        """The key, once where it goes is settled: a server the repository's .env names is used only once a person
-        approves it (asked here, on a terminal; else a ConfigError before anything is sent)."""
-        self.settings = approved_base_url(self.settings, self.display.confirm)
-        return api_key(self.settings)
+        """The key, once where it goes is settled (approved)."""
+        return api_key(self.approved())
 
     @property
     def model(self) -> ChatModel:
@@ -207,21 +228,25 @@ class Workspace:
             self.header(self._model)
         return self._model
 
-    def use_model(self, model: ChatModel) -> None:
-        """Another model from now on (--replay's recorded answers, a session's /model)."""
-        self._model = model
+    def switch_model(self, name: str) -> ChatModel:
+        """A session's /model: `name` asked from now on, by runs and questions, and the window `context` reports is
+        its (the one explicit change of what the workspace holds; every part built later reads it)."""
+        self._model = self.open_model(name)
+        self._named = name, True
+        return self._model
 
     def open_model(self, name: str | None = None) -> OpenAIChat:
         """The server checked (one that is not there is found before any work), then the chat model with its
-        context window and the plan's schema. `name`: another model than the settings' (kept from now on)."""
+        context window and the plan's schema. `name`: another model than the settings'."""
         from code_assistant.model.server_reports import check_server
 
-        if name:
-            self.settings = dataclasses.replace(self.settings, model=name, model_named=True)
         key = self.api_key()
+        settings = self.approved()
+        if name:
+            settings = dataclasses.replace(settings, model=name, model_named=True)
         self.hold_secrets()
-        check_server(self.settings.base_url, self.settings.api_key, named_by=self.settings.base_url_from)
-        return run_model(self.settings, key)
+        check_server(settings.base_url, settings.api_key, named_by=settings.base_url_from)
+        return run_model(settings, key)
 
     def hold_secrets(self) -> None:
         """From here on the assistant's key and the environment's secrets (what a test is not given) are masked in
@@ -261,10 +286,10 @@ class Workspace:
         self.say(f"[Model: {shown(model.name)}, context window {model.window.describe()}{through}]")
         if line := self.instructions_line():
             self.say(line)
-        if self.settings.max_cost is None or estimate_cost(model.name, 1, 1, self.settings.base_url) is not None:
+        s = self.approved()
+        if s.max_cost is None or estimate_cost(model.name, 1, 1, s.base_url) is not None:
             return
-        priced = gateway_info(self.settings.base_url, model.name, self.settings.api_key or None) \
-            if self.settings.base_url else None
+        priced = gateway_info(s.base_url, model.name, s.api_key or None) if s.base_url else None
         if priced and priced[2] is not None and priced[3] is not None:
             self.say(f"[--max-cost: priced by the gateway (GET /model/info: ${priced[2]:.2f} in, ${priced[3]:.2f} out "
                      "per million tokens); the cap holds on the charge it reports with each answer (usage.cost)]")
@@ -359,7 +384,8 @@ class Workspace:
 
     # ----- what a run uses: built here, and only here ---------------------------------------------------------------
     def kit(self, tree: Path, candidate: int | None = None, *, task: str = "", trajectory: Trajectory | None = None,
-            guard: Callable[[list[str]], None] | None = None, replay: Path | None = None) -> Kit:
+            guard: Callable[[list[str]], None] | None = None, replay: Path | None = None,
+            model: ChatModel | None = None) -> Kit:
         """What a run on the working tree `tree` uses (the repository, a branch of it in place, a worktree with an
         index of its own): the model, an editor whose journal is kept for undo, the test runner, the tools (with
         --replay's recorded calls, made afresh), the run log, the display and the session's memory. With
@@ -367,7 +393,8 @@ class Workspace:
         for what is its own: a model (temperature above 0, its own seed and window), an editor that keeps no history
         in a state directory beside the copy, a runner whose processes are named apart, its lines prefixed, no
         memory and no review; the run's `trajectory`, tools and index (it starts from the run's and looks at that).
-        `guard`: told the files about to be written (the git workflow)."""
+        `guard`: told the files about to be written (the git workflow); `model`: another than the workspace's
+        (--replay's recorded answers)."""
         from code_assistant.agent.kit import Kit, Tree
         from code_assistant.model.trajectory import Trajectory
 
@@ -382,14 +409,15 @@ class Workspace:
         if attempt or tree == s.repo:
             index, current = (lambda: self.index()[0]), self.quiet_index
         else:
-            indexer = build_indexer(s, tree)
+            indexer = build_indexer(self._indexing(), tree)
             index, current = (lambda: self.index(indexer, tree)[0]), (lambda: _current(indexer, s.state_path))
+        model = model or self.model
         return Kit(tree=Tree(root=tree, index_path=s.index_path, state_path=state_path),
-                   model=self.model if candidate is None else self._attempt_model(candidate),
+                   model=model if candidate is None else self._attempt_model(candidate),
                    editor=editor,
                    runner=self.runner(tree, candidate=candidate), index=index, current_index=current,
                    requests=self.request_config(tree, state_path, embed_budget=0 if attempt else None),
-                   tools=self.tools_for(self.model) if attempt else self._run_tools(replay), trajectory=log,
+                   tools=self.tools_for(self.model) if attempt else self._run_tools(model, replay), trajectory=log,
                    memory=None if attempt else self.memory, guard=guard, candidate=candidate,
                    display=self._attempt_display(candidate) if candidate is not None else
                    dataclasses.replace(self.display, review=self.display.review if s.review else None))
@@ -415,15 +443,15 @@ class Workspace:
         return FileEditor(scratch, state_dir=state_path / repo_id(scratch), forbidden=[self.settings.index_path],
                           history=False)
 
-    def _run_tools(self, replay: Path | None) -> ToolsFor | None:
+    def _run_tools(self, model: ChatModel, replay: Path | None) -> ToolsFor | None:
         """The model's tools; a replay has them when the recorded run called any (each call made afresh, compared
         with its recorded result, which is what the replayed run is shown)."""
         if replay is None:
-            return self.tools_for(self.model)
+            return self.tools_for(model)
         from code_assistant.model.trajectory import read_tool_calls
 
         recorded = read_tool_calls(replay)
-        return self.tools_for(self.model, recorded=recorded) if recorded else None
+        return self.tools_for(model, recorded=recorded) if recorded else None
 
     def loop_config(self, *, around: bool = True) -> LoopConfig:
         """What the loop reads of the settings; `around`: an answer may go around a change the user made meanwhile
@@ -432,7 +460,7 @@ class Workspace:
 
         s = self.settings
         return LoopConfig(limits=self.limits(), max_iterations=s.max_iterations, reproduce=s.reproduce,
-                          dry_run=s.dry_run, budget=Budget(max_tokens=s.max_tokens, max_cost=s.max_cost, base_url=s.base_url),
+                          dry_run=s.dry_run, budget=Budget(max_tokens=s.max_tokens, max_cost=s.max_cost, base_url=s.server_url),
                           around=around)
 
     def limits(self) -> Limits:
@@ -533,8 +561,7 @@ class Workspace:
         if s.context_window:
             window: ContextWindow | None = Window(tokens=s.context_window, source="--context-window")
         else:
-            window = remembered_window(s.state_path / FILE_NAME, s.base_url, s.model, s.model_named) if (
-                s.base_url) else None
+            window = remembered_window(s.state_path / FILE_NAME, s.server_url, *self._named) if s.server_url else None
         if window is None:
             return None
         from code_assistant.agent.requests import Requests  # the model client with it: only when there is a window

@@ -27,7 +27,7 @@ def execute(ws: Workspace, options: AskOptions) -> AskOutcome:
                                         status=display.status)
     display.end_stream()
     ws.count(model.usage, None)
-    limit = (f"the answer limit ({model.window.reserve} tokens)" if ws.settings.base_url
+    limit = (f"the answer limit ({model.window.reserve} tokens)" if ws.settings.server_url
              else "the model's answer limit")
     return AskOutcome(answer=response.text, cut_off=response.cut_off, files=context.paths, usage=model.usage,
                       limit=limit, shown=display.answer_tokens is not None,
