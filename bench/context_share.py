@@ -15,6 +15,7 @@ from pathlib import Path
 ROOT = Path(next((a for a in sys.argv[1:] if not a.startswith("--")), Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(ROOT))
 
+from code_assistant.agent.kit import request_config
 from code_assistant.agent.requests import PlanRequest, Requests
 from code_assistant.model.fitting import message_tokens
 from code_assistant.model.window import ContextWindow
@@ -56,7 +57,7 @@ def main() -> None:
             small = size < TOOLS_MIN_WINDOW
             box = ws.toolbox(repo, lambda: index, form=Form.JSON if small else Form.NATIVE, auto=True)
             box = box.only(list(SHORT_LIST)) if small else box
-            requests = Requests(ws.request_config(), window, tools=box)
+            requests = Requests(request_config(settings), window, tools=box)
             requests.task = task
             requests.fit_tools()
             messages, context = requests.plan(PlanRequest(index=index, task=task, baseline=baseline))

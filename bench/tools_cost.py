@@ -37,6 +37,7 @@ HANG_PATTERN = r"(\w+\s?)+$"  # nested quantifiers: exponential on a long word f
 # ----- the schema's price ---------------------------------------------------------------------------------------
 def schema(repo: Path, windows: list[int], test_command: str, task: str) -> list[str]:
     from code_assistant import tokens
+    from code_assistant.agent.kit import request_config
     from code_assistant.agent.requests import PLAN_ANSWER, PlanRequest, Requests
     from code_assistant.index import embeddings, indexer, store
     from code_assistant.model.fitting import message_tokens
@@ -63,7 +64,7 @@ def schema(repo: Path, windows: list[int], test_command: str, task: str) -> list
                 plain = None
                 for mode in ("off", Form.NATIVE, Form.JSON):
                     box = None if mode == "off" else workspace.toolbox(copy, lambda: index, form=Form(mode))
-                    requests = Requests(workspace.request_config(), ContextWindow(window, "--context-window"), tools=box)
+                    requests = Requests(request_config(settings), ContextWindow(window, "--context-window"), tools=box)
                     label = {"off": "--no-tools", Form.NATIVE: "--tools native", Form.JSON: "--tools json"}[mode]
                     try:
                         messages, context = requests.plan(PlanRequest(index=index, task=task, baseline=baseline))

@@ -28,10 +28,8 @@ from code_assistant.settings import TOOLS_MIN_WINDOW, Settings, ToolsMode, appro
 from code_assistant.waiting import counting_files, waiting
 
 if TYPE_CHECKING:
-    from code_assistant.agent.kit import Kit, LoopConfig
-    from code_assistant.agent.requests import RequestConfig
+    from code_assistant.agent.kit import Kit
     from code_assistant.edit.editor import FileEditor
-    from code_assistant.edit.preview import Limits
     from code_assistant.edit.takeback import FileOutcome
     from code_assistant.index.indexer import Indexer, IndexStats, RepoIndex
     from code_assistant.model.chat import ChatModel, OpenAIChat, Usage
@@ -395,7 +393,7 @@ class Workspace:
         memory and no review; the run's `trajectory`, tools and index (it starts from the run's and looks at that).
         `guard`: told the files about to be written (the git workflow); `model`: another than the workspace's
         (--replay's recorded answers)."""
-        from code_assistant.agent.kit import Kit, Tree
+        from code_assistant.agent.kit import Kit, Tree, request_config
         from code_assistant.model.trajectory import Trajectory
 
         s = self.settings
@@ -416,7 +414,7 @@ class Workspace:
                    model=model if candidate is None else self._attempt_model(candidate),
                    editor=editor,
                    runner=self.runner(tree, candidate=candidate), index=index, current_index=current,
-                   requests=self.request_config(tree, state_path, embed_budget=0 if attempt else None),
+                   requests=request_config(s, tree, state_path, embed_budget=0 if attempt else None),
                    tools=self.tools_for(self.model) if attempt else self._run_tools(model, replay), trajectory=log,
                    memory=None if attempt else self.memory, guard=guard, candidate=candidate,
                    display=self._attempt_display(candidate) if candidate is not None else
@@ -452,40 +450,6 @@ class Workspace:
 
         recorded = read_tool_calls(replay)
         return self.tools_for(model, recorded=recorded) if recorded else None
-
-    def loop_config(self, *, around: bool = True) -> LoopConfig:
-        """What the loop reads of the settings; `around`: an answer may go around a change the user made meanwhile
-        (not when the run's change is to be committed)."""
-        from code_assistant.agent.kit import Budget, LoopConfig
-
-        s = self.settings
-        return LoopConfig(limits=self.limits(), max_iterations=s.max_iterations, reproduce=s.reproduce,
-                          dry_run=s.dry_run, budget=Budget(max_tokens=s.max_tokens, max_cost=s.max_cost, base_url=s.server_url),
-                          around=around)
-
-    def limits(self) -> Limits:
-        """The guardrails an answer's edits are held to (a run's, and `apply`'s)."""
-        from code_assistant.edit.preview import Limits
-
-        s = self.settings
-        return Limits(max_changed_lines=s.max_changed_lines, max_plan_lines=s.max_plan_lines, max_files=s.max_files,
-                      allow_test_edits=s.allow_test_edits, test_command=s.test_command,
-                      allow_env_edits=s.allow_env_edits)
-
-    def request_config(self, tree: Path | None = None, state_path: Path | None = None, *,
-                       embed_budget: int | None = None) -> RequestConfig:
-        """What building a request reads: the read gate of `tree` (the repository unless another) with the
-        assistant's directories kept out, the test command, the budgets."""
-        from code_assistant.agent.requests import RequestConfig
-        from code_assistant.gate import Gate
-        from code_assistant.languages import framework
-
-        s = self.settings
-        gate = Gate(tree or s.repo, (s.index_path, state_path or s.state_path, s.runs_dir))
-        return RequestConfig(gate=gate, test_command=s.test_command, max_iterations=s.max_iterations,
-                             context_tokens=s.context_tokens, instructions=s.instructions,
-                             embed_budget=s.query_embed_budget if embed_budget is None else embed_budget,
-                             first_test=framework(tree or s.repo).first_test)
 
     def editor(self, tree: Path | None = None, *, task: str | None = None, originals: Path | None = None) -> FileEditor:
         """The editor of `tree` (the repository unless another), its journal kept for undo, labelled with `task` and
@@ -564,6 +528,7 @@ class Workspace:
             window = remembered_window(s.state_path / FILE_NAME, s.server_url, *self._named) if s.server_url else None
         if window is None:
             return None
+        from code_assistant.agent.kit import request_config
         from code_assistant.agent.requests import Requests  # the model client with it: only when there is a window
 
         box = None
@@ -571,7 +536,7 @@ class Workspace:
             small, form = tools_offered(s.tools, window.tokens)
             box = self.toolbox(s.repo, lambda: index, form=form, auto=s.tools == ToolsMode.AUTO)
             box = box.only(list(SHORT_LIST)) if small else box
-        return Requests(self.request_config(), window, tools=box).context_room(index, task), window
+        return Requests(request_config(s), window, tools=box).context_room(index, task), window
 
     def say_mcp_skipped(self, window: int) -> None:
         """One line naming the user's MCP servers not started for a window --tools auto offers grep and read only."""

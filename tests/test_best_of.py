@@ -242,6 +242,7 @@ def test_a_candidate_built_by_the_workspace_leaves_the_parents_values_untouched(
 
     from code_assistant.agent.best_of import BestOf
     from code_assistant.agent.candidates import ScratchCopy
+    from code_assistant.agent.kit import loop_config
     from code_assistant.agent.loop import Run
     from code_assistant.agent.state import Prepared
     from code_assistant.agent.stop import Stop
@@ -255,7 +256,7 @@ def test_a_candidate_built_by_the_workspace_leaves_the_parents_values_untouched(
     with ScriptedServer(by_seed={1: [_fix(0)]}) as server:
         model = OpenAIChat("gpt-4o", api_key="k", base_url=server.url, sleep=lambda s: None)
         with Workspace(settings, model=model) as workspace:
-            parent = Run(workspace.kit(repo, task="fix add"), workspace.loop_config())
+            parent = Run(workspace.kit(repo, task="fix add"), loop_config(settings))
             prepared = parent.prepare("fix add")
             values_before = (parent.iteration, list(parent.answers), parent.failures, parent.refused_in_a_row)
             usage_before = dataclasses.replace(model.usage)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from code_assistant.agent.kit import loop_config, request_config
 from code_assistant.display import Display
 from code_assistant.settings import BASE_URL_APPROVALS, load_settings
 from code_assistant.workspace import Workspace
@@ -29,11 +30,11 @@ def test_what_a_run_reads_is_the_same_whether_the_model_was_opened_before_or_aft
             asked: list[str] = []
             with Workspace(settings, _approving(asked)) as workspace:
                 if order == "configs first":
-                    configs = workspace.loop_config(), workspace.request_config()
+                    configs = loop_config(workspace.settings), request_config(workspace.settings)
                     model = workspace.model
                 else:
                     model = workspace.model
-                    configs = workspace.loop_config(), workspace.request_config()
+                    configs = loop_config(workspace.settings), request_config(workspace.settings)
                 kept = workspace.settings is settings and settings.base_url is None
                 seen.append((configs, model.base_url, len(asked), kept))
     (loop_a, requests_a), url_a, asked_a, kept_a = seen[0]

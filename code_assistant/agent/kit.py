@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from code_assistant.agent.requests import RequestConfig
 from code_assistant.display import Display
 from code_assistant.edit.preview import Limits
+from code_assistant.gate import Gate
+from code_assistant.languages import framework
 
 if TYPE_CHECKING:
     from code_assistant.edit.editor import FileEditor
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
     from code_assistant.memory import Memory
     from code_assistant.model.chat import ChatModel, Usage
     from code_assistant.model.trajectory import Trajectory
+    from code_assistant.settings import Settings
     from code_assistant.tools.box import ToolsFor
     from code_assistant.verify.runner import TestRunner
 
@@ -65,6 +68,27 @@ class LoopConfig:
     dry_run: bool = False
     budget: Budget = field(default_factory=Budget)
     around: bool = True
+
+
+def loop_config(settings: Settings, *, around: bool = True) -> LoopConfig:
+    """What the loop reads of the settings; `around`: an answer may go around a change the user made meanwhile
+    (not when the run's change is to be committed). The cap is priced for the server the settings name."""
+    s = settings
+    return LoopConfig(limits=Limits.of(s), max_iterations=s.max_iterations, reproduce=s.reproduce, dry_run=s.dry_run,
+                      budget=Budget(max_tokens=s.max_tokens, max_cost=s.max_cost, base_url=s.server_url),
+                      around=around)
+
+
+def request_config(settings: Settings, tree: Path | None = None, state_path: Path | None = None, *,
+                   embed_budget: int | None = None) -> RequestConfig:
+    """What building a request reads: the read gate of `tree` (the repository unless another) with the assistant's
+    directories kept out, the test command, the budgets."""
+    s = settings
+    gate = Gate(tree or s.repo, (s.index_path, state_path or s.state_path, s.runs_dir))
+    return RequestConfig(gate=gate, test_command=s.test_command, max_iterations=s.max_iterations,
+                         context_tokens=s.context_tokens, instructions=s.instructions,
+                         embed_budget=s.query_embed_budget if embed_budget is None else embed_budget,
+                         first_test=framework(tree or s.repo).first_test)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 
 def execute(ws: Workspace, options: AskOptions) -> AskOutcome:
+    from code_assistant.agent.kit import request_config
     from code_assistant.agent.question import answer_question, not_in_repository
     from code_assistant.errors import UsageError
 
@@ -22,7 +23,7 @@ def execute(ws: Workspace, options: AskOptions) -> AskOutcome:
     display = ws.display
     tools_for = ws.tools_for(model, read_only=True)
     tools = tools_for(ws.settings.repo, lambda: ws.quiet_index(focus=options.question)) if tools_for else None
-    response, context = answer_question(index, model, options.question, ws.request_config(), memory=ws.memory,
+    response, context = answer_question(index, model, options.question, request_config(ws.settings), memory=ws.memory,
                                         on_token=display.answer_tokens, say=display.say, tools=tools,
                                         status=display.status)
     display.end_stream()

@@ -51,6 +51,7 @@ def one_task(ws: Workspace, options: RunOptions, replay: ReplayModel | None = No
     builds for the working tree (the repository, a branch of it, or a worktree: an index of its own); `replay`: the
     recorded answers that stand in for the workspace's model."""
     from code_assistant import vcs
+    from code_assistant.agent.kit import loop_config
     from code_assistant.agent.loop import Run
     from code_assistant.agent.stop import Stop
     from code_assistant.model.trajectory import Trajectory
@@ -64,7 +65,7 @@ def one_task(ws: Workspace, options: RunOptions, replay: ReplayModel | None = No
     try:
         kit = ws.kit(tree, task=options.task, trajectory=trajectory, guard=workflow.guard, replay=options.replay,
                      model=replay)
-        run = Run(kit, ws.loop_config(around=not workflow.commit))
+        run = Run(kit, loop_config(settings, around=not workflow.commit))
         if settings.candidates <= 1:
             result = run.run(options.task)
         else:
