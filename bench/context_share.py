@@ -49,7 +49,7 @@ def main() -> None:
         ws = Workspace(settings)
         index = ws.quiet_index()
         baseline = TestResult(command=["pytest"], exit_code=0, passed=True, timed_out=False, output="", duration_s=1.0,
-                              passed_count=40, failed_count=0, runner="pytest") if OTHER else ws.runner().run()
+                              passed_count=40, failed_count=0, runner="pytest") if OTHER else ws.tests.runner().run()
         print("| window | context (counted) | context, server tokens | share of the window | whole request | tools |")
         print("|---|---|---|---|---|---|")
         for size in (2048, 4096, 8192):

@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from code_assistant.tools.box import Form, Toolbox, ToolsFor
     from code_assistant.tools.mcp.config import ServerConfig
     from code_assistant.tools.mcp.connections import Connections
-    from code_assistant.verify.runner import TestRunner
     from code_assistant.verify.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
@@ -78,6 +77,8 @@ class Workspace:
 
     def __init__(self, settings: Settings, display: Display | None = None, *, memory: Memory | None = None,
                  memory_file: Path | None = None, session: str | None = None, model: ChatModel | None = None) -> None:
+        from code_assistant.verify.testing import Testing
+
         self._settings = settings
         self.display = display or Display()
         self.memory = memory or Memory()
@@ -93,12 +94,12 @@ class Workspace:
         self._named = settings.model, settings.model_named  # the model asked for: the settings', or /model's
         self._approved: Settings | None = None
         self._indexer: Indexer | None = None
-        self._sandbox: Sandbox | None = None
         self._sandbox_said = False
         self._secret_files_held = False
         self._mcp_skipped_said = False  # the MCP servers a small window does not start were named
         self._mcp: Connections | None = None
         self._env_file = env_files.work_begins(settings.repo, settings.repo_state_dir)
+        self.tests = Testing.of(settings, self._sandbox)  # the test command, its sandbox and runners
 
     @property
     def settings(self) -> Settings:
@@ -152,7 +153,7 @@ class Workspace:
         from code_assistant.edit.ownership import Fate
         from code_assistant.verify.runner import reap_leftovers
 
-        running = self.running_tests
+        running = self.tests.running
         stopped = sum(reap_leftovers(path) for path in [running, *sorted(running.parent.glob(running.name + "-*"))])
         if stopped:
             self.say(f"[Recovered: stopped {stopped} leftover test process(es) of an interrupted run]")
@@ -164,11 +165,6 @@ class Workspace:
                 if outcome.fate != Fate.RESTORED:
                     self.say(f"[Recovered: {outcome.describe()}]")
         return outcomes
-
-    @property
-    def running_tests(self) -> Path:
-        """Where a running test command is named, so that a later run can stop it if this one is killed."""
-        return self.settings.repo_state_dir / "running-tests"
 
     # ----- the index --------------------------------------------------------------------------------------------
     @property
@@ -326,31 +322,26 @@ class Workspace:
     def check_before_runs(self, *, needs_key: bool = True) -> None:
         """What can be checked before anything is touched or asked: the test command, the sandbox, the key (a
         ConfigError or TestCommandError, exit 2)."""
-        self.check_tests()
-        self.sandbox  # noqa: B018 - resolved now: no sandbox to be had is an error before anything is touched
+        self.tests.check()
+        self.tests.sandbox  # noqa: B018 - resolved now: no sandbox to be had is an error before anything is touched
         if needs_key:
             self.api_key()  # a missing key is reported before anything else happens
 
-    def check_tests(self) -> None:
-        """The test command can start (a TestCommandError, exit 2, before anything is touched)."""
-        self.runner(sandbox=False).check()
+    def _sandbox(self) -> Sandbox:
+        """What the test command may write, read and reach (self.tests.sandbox resolves it once, on first need); no
+        sandbox to be had (and no `--sandbox off`) is a ConfigError, raised before anything is touched. From here on
+        the values of the variables it holds back, and the assistant's own key, are masked in everything sent to the
+        model or written to a run log."""
+        from code_assistant import redact
+        from code_assistant.verify.sandbox import resolve
 
-    @property
-    def sandbox(self) -> Sandbox:
-        """What the test command may write, read and reach; no sandbox to be had (and no `--sandbox off`) is a
-        ConfigError, raised before anything is touched. From here on the values of the variables it holds back,
-        and the assistant's own key, are masked in everything sent to the model or written to a run log."""
-        if self._sandbox is None:
-            from code_assistant import redact
-            from code_assistant.verify.sandbox import resolve
-
-            s = self.settings
-            self._sandbox = resolve(s.sandbox, s.sandbox_bwrap, writable=s.sandbox_writable,
-                                    protected=[s.index_path, s.state_path, s.runs_dir], network=s.network,
-                                    shown=s.sandbox_show, passed_env=s.pass_env)
-            redact.hold_values([s.api_key, *(os.environ.get(name) for name in self._sandbox.held_back)])
-            self.hold_secret_files()
-        return self._sandbox
+        s = self.settings
+        sandbox = resolve(s.sandbox, s.sandbox_bwrap, writable=s.sandbox_writable,
+                          protected=[s.index_path, s.state_path, s.runs_dir], network=s.network, shown=s.sandbox_show,
+                          passed_env=s.pass_env)
+        redact.hold_values([s.api_key, *(os.environ.get(name) for name in sandbox.held_back)])
+        self.hold_secret_files()
+        return sandbox
 
     def announce_sandbox(self) -> None:
         """The header's lines on the test command, when the repository named it (no --test-command), and on what it
@@ -359,26 +350,8 @@ class Workspace:
             if self.settings.test_command_from:
                 self.say(f"[Test command: {self.settings.test_command} ({self.settings.test_command_from}; "
                          f"--test-command to give another)]")
-            self.say(f"[Sandbox: {self.sandbox.describe()}]")
+            self.say(f"[Sandbox: {self.tests.sandbox.describe()}]")
             self._sandbox_said = True
-
-    def runner(self, cwd: Path | None = None, *, candidate: int | None = None, sandbox: bool = True) -> TestRunner:
-        """The test command in the sandbox, on the repository (or on `cwd`: a worktree of it, a best-of-N attempt's
-        scratch copy, which names its running tests apart); `sandbox` False: only to check that it can start."""
-        from code_assistant.verify.runner import TestRunner
-
-        running = self.running_tests
-        return TestRunner(self.settings.test_command, cwd=cwd or self.settings.repo, timeout=self.settings.test_timeout,
-                          running_file=running if candidate is None else running.with_name(f"{running.name}-{candidate}"),
-                          sandbox=self.sandbox if sandbox else None)
-
-    def shell(self, command: str, *, cwd: Path, timeout: float, head_lines: int, tail_lines: int) -> TestRunner:
-        """The model's `run` tool: a command in the test sandbox with the tree read-only."""
-        from code_assistant.verify.runner import TestRunner
-
-        return TestRunner(["/bin/sh", "-c", command], cwd=cwd, timeout=timeout, head_lines=head_lines,
-                          tail_lines=tail_lines, running_file=self.running_tests.with_name("running-tool"),
-                          sandbox=self.sandbox, read_only=True)
 
     # ----- what a run uses: built here, and only here ---------------------------------------------------------------
     def kit(self, tree: Path, candidate: int | None = None, *, task: str = "", trajectory: Trajectory | None = None,
@@ -413,7 +386,7 @@ class Workspace:
         return Kit(tree=Tree(root=tree, index_path=s.index_path, state_path=state_path),
                    model=model if candidate is None else self._attempt_model(candidate),
                    editor=editor,
-                   runner=self.runner(tree, candidate=candidate), index=index, current_index=current,
+                   runner=self.tests.runner(tree, candidate=candidate), index=index, current_index=current,
                    requests=request_config(s, tree, state_path, embed_budget=0 if attempt else None),
                    tools=self.tools_for(self.model) if attempt else self._run_tools(model, replay), trajectory=log,
                    memory=None if attempt else self.memory, guard=guard, candidate=candidate,
@@ -504,8 +477,8 @@ class Workspace:
         repo = repo or settings.repo
         view = RepoView(repo, exclude=[settings.index_path, settings.state_path])
         found = Looking(view, index or self.quiet_index).tools()
-        if not read_only and self.sandbox.active:
-            found += Running(repo, functools.partial(self.shell, cwd=repo)).tools()
+        if not read_only and self.tests.sandbox.active:
+            found += Running(repo, functools.partial(self.tests.shell, cwd=repo)).tools()
         if mcp:
             found += self.mcp_tools(read_only=read_only)
         return Toolbox(found, max_calls=settings.max_tool_calls, form=form or Form.NATIVE, recorded=recorded,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from code_assistant.agent.kit import loop_config, request_config
 from code_assistant.display import Display
 from code_assistant.settings import BASE_URL_APPROVALS, load_settings
@@ -54,3 +56,28 @@ def test_a_sessions_model_switch_is_what_later_parts_read_and_the_settings_stay(
             switched = workspace.switch_model("second-model")
             assert workspace.model is switched and switched.name == "second-model"
             assert workspace.settings.model == "first-model", "the settings stay as loaded"
+
+
+def test_the_test_command_is_checked_without_a_sandbox_which_is_resolved_once_on_first_need(tmp_path: Path) -> None:
+    from code_assistant.verify.runner import TestCommandError
+    from code_assistant.verify.sandbox import Sandbox, resolve
+    from code_assistant.verify.testing import Testing
+
+    repo = python_repo(tmp_path)
+    resolved = []
+
+    def sandbox() -> Sandbox:  # the real resolution, counted
+        resolved.append(1)
+        return resolve("off")
+
+    settings = load_settings(repo, test_command=PYTEST)
+    testing = Testing.of(settings, sandbox)
+    testing.check()
+    assert resolved == [], "checking the command resolves no sandbox"
+    run, attempt = testing.runner(), testing.runner(tmp_path / "copy", candidate=2)
+    assert resolved == [1] and run.sandbox is attempt.sandbox is testing.sandbox
+    assert (run.cwd, attempt.cwd) == (repo, tmp_path / "copy")
+    assert (run.running_file, attempt.running_file) == (testing.running, testing.running.with_name("running-tests-2"))
+    with pytest.raises(TestCommandError, match="not found"):
+        Testing.of(load_settings(repo, test_command="no-such-command-here"), sandbox).check()
+    assert resolved == [1]

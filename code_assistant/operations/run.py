@@ -30,7 +30,7 @@ def execute(ws: Workspace, options: RunOptions) -> RunOutcome:
         result = one_task(ws, options, replay)
     ws.count(result.usage, result.cost_usd)
     remember(ws, options.task, result)
-    return RunOutcome(task=options.task, result=result, sandbox=ws.sandbox.record())
+    return RunOutcome(task=options.task, result=result, sandbox=ws.tests.sandbox.record())
 
 
 def replay_model(ws: Workspace, replay: Path | None) -> ReplayModel | None:
