@@ -28,12 +28,10 @@ from code_assistant.settings import TOOLS_MIN_WINDOW, Settings, ToolsMode, appro
 from code_assistant.waiting import counting_files, waiting
 
 if TYPE_CHECKING:
-    from code_assistant.agent.kit import Kit
-    from code_assistant.edit.editor import FileEditor
+    from code_assistant.agent.kit import Kits
     from code_assistant.edit.takeback import FileOutcome
     from code_assistant.index.indexer import Indexer, IndexStats, RepoIndex
     from code_assistant.model.chat import ChatModel, OpenAIChat, Usage
-    from code_assistant.model.trajectory import Trajectory
     from code_assistant.model.window import ContextWindow
     from code_assistant.tools import Tool
     from code_assistant.tools.box import Form, Toolbox, ToolsFor
@@ -353,87 +351,22 @@ class Workspace:
             self.say(f"[Sandbox: {self.tests.sandbox.describe()}]")
             self._sandbox_said = True
 
-    # ----- what a run uses: built here, and only here ---------------------------------------------------------------
-    def kit(self, tree: Path, candidate: int | None = None, *, task: str = "", trajectory: Trajectory | None = None,
-            guard: Callable[[list[str]], None] | None = None, replay: Path | None = None,
-            model: ChatModel | None = None) -> Kit:
-        """What a run on the working tree `tree` uses (the repository, a branch of it in place, a worktree with an
-        index of its own): the model, an editor whose journal is kept for undo, the test runner, the tools (with
-        --replay's recorded calls, made afresh), the run log, the display and the session's memory. With
-        `candidate`, what best of N's attempt of that number uses on its scratch copy `tree`, built the same way but
-        for what is its own: a model (temperature above 0, its own seed and window), an editor that keeps no history
-        in a state directory beside the copy, a runner whose processes are named apart, its lines prefixed, no
-        memory and no review; the run's `trajectory`, tools and index (it starts from the run's and looks at that).
-        `guard`: told the files about to be written (the git workflow); `model`: another than the workspace's
-        (--replay's recorded answers)."""
-        from code_assistant.agent.kit import Kit, Tree, request_config
-        from code_assistant.model.trajectory import Trajectory
+    # ----- what a run uses: handed to the one place its kit is built ---------------------------------------------
+    @functools.cached_property
+    def kits(self) -> Kits:
+        """Where every kit of a task is built (agent/kit.py): handed, once, the settings, the test command and its
+        sandbox, the repository's index said and quiet, a worktree's, the model's tools, the display, the session's
+        memory and id."""
+        from code_assistant.agent.kit import Kits
 
-        s = self.settings
-        attempt = candidate is not None
-        state_path = tree.parent / "state" if attempt else s.state_path  # beside the copy (agent/candidates.py)
-        if attempt:
-            log, editor = trajectory, self._attempt_editor(tree, state_path)
-        else:
-            log = trajectory or Trajectory(s.runs_dir, task or "task")
-            editor = self.editor(tree, task=task, originals=log.path.with_suffix(".originals"))
-        if attempt or tree == s.repo:
-            index, current = (lambda: self.index()[0]), self.quiet_index
-        else:
-            indexer = build_indexer(self._indexing(), tree)
-            index, current = (lambda: self.index(indexer, tree)[0]), (lambda: _current(indexer, s.state_path))
-        model = model or self.model
-        return Kit(tree=Tree(root=tree, index_path=s.index_path, state_path=state_path),
-                   model=model if candidate is None else self._attempt_model(candidate),
-                   editor=editor,
-                   runner=self.tests.runner(tree, candidate=candidate), index=index, current_index=current,
-                   requests=request_config(s, tree, state_path, embed_budget=0 if attempt else None),
-                   tools=self.tools_for(self.model) if attempt else self._run_tools(model, replay), trajectory=log,
-                   memory=None if attempt else self.memory, guard=guard, candidate=candidate,
-                   display=self._attempt_display(candidate) if candidate is not None else
-                   dataclasses.replace(self.display, review=self.display.review if s.review else None))
+        return Kits(self.settings, self.tests, index=lambda: self.index()[0], current_index=self.quiet_index,
+                    worktree=self._worktree_index, tools_for=self.tools_for, display=self.display,
+                    memory=self.memory, session=self.session)
 
-    def _attempt_model(self, number: int) -> ChatModel:
-        """Best of N's attempt `number`: the run's model at a temperature above 0, its own seed and window."""
-        from code_assistant.agent.best_of import CANDIDATE_TEMPERATURE
-
-        return self.model.with_(temperature=CANDIDATE_TEMPERATURE, seed=number,
-                                window=dataclasses.replace(self.model.window))
-
-    def _attempt_display(self, number: int) -> Display:
-        from code_assistant.waiting import Prefixed
-
-        return Display(say=lambda line: self.say(f"[Candidate {number}] {line}"),
-                       status=Prefixed(self.display.status, f"Candidate {number}: "))
-
-    def _attempt_editor(self, scratch: Path, state_path: Path) -> FileEditor:
-        """Best of N's attempt's editor: no history, in the attempt's own state directory."""
-        from code_assistant.edit.editor import FileEditor
-        from code_assistant.settings import repo_id
-
-        return FileEditor(scratch, state_dir=state_path / repo_id(scratch), forbidden=[self.settings.index_path],
-                          history=False)
-
-    def _run_tools(self, model: ChatModel, replay: Path | None) -> ToolsFor | None:
-        """The model's tools; a replay has them when the recorded run called any (each call made afresh, compared
-        with its recorded result, which is what the replayed run is shown)."""
-        if replay is None:
-            return self.tools_for(model)
-        from code_assistant.model.trajectory import read_tool_calls
-
-        recorded = read_tool_calls(replay)
-        return self.tools_for(model, recorded=recorded) if recorded else None
-
-    def editor(self, tree: Path | None = None, *, task: str | None = None, originals: Path | None = None) -> FileEditor:
-        """The editor of `tree` (the repository unless another), its journal kept for undo, labelled with `task` and
-        the session; `originals`: where a file's original is saved when the user's and the run's edits overlap."""
-        from code_assistant.edit.editor import FileEditor
-        from code_assistant.settings import repo_id
-
-        s = self.settings
-        tree = tree or s.repo
-        return FileEditor(tree, state_dir=s.state_path / repo_id(tree), forbidden=[s.index_path], originals=originals,
-                          task=task, session=self.session)
+    def _worktree_index(self, tree: Path) -> tuple[Callable[[], RepoIndex], Callable[[], RepoIndex]]:
+        """A worktree's index, with an indexer of its own: brought up to date said as it goes, and quietly."""
+        indexer = build_indexer(self._indexing(), tree)
+        return (lambda: self.index(indexer, tree)[0]), (lambda: _current(indexer, self.settings.state_path))
 
     # ----- the model's tools --------------------------------------------------------------------------------------
     def tools_for(self, model: ChatModel, *, read_only: bool = False,

@@ -256,11 +256,11 @@ def test_a_candidate_built_by_the_workspace_leaves_the_parents_values_untouched(
     with ScriptedServer(by_seed={1: [_fix(0)]}) as server:
         model = OpenAIChat("gpt-4o", api_key="k", base_url=server.url, sleep=lambda s: None)
         with Workspace(settings, model=model) as workspace:
-            parent = Run(workspace.kit(repo, task="fix add"), loop_config(settings))
+            parent = Run(workspace.kits.run(repo, model, task="fix add"), loop_config(settings))
             prepared = parent.prepare("fix add")
             values_before = (parent.iteration, list(parent.answers), parent.failures, parent.refused_in_a_row)
             usage_before = dataclasses.replace(model.usage)
-            best_of = BestOf(parent, lambda scratch, number: workspace.kit(scratch, number), 1)
+            best_of = BestOf(parent, lambda scratch, number: workspace.kits.attempt(parent.kit, scratch, number), 1)
             scratch_copy = ScratchCopy(repo, exclude=[settings.index_path, settings.state_path])
             with scratch_copy as scratch:
                 candidate = best_of.candidate(1, scratch)

@@ -33,7 +33,7 @@ def execute(ws: Workspace, options: ApplyOptions) -> ApplyOutcome:
     if not ops:
         return ApplyOutcome(feedback="The plan holds no change.", applied=False)
     with ws.holding():
-        editor = ws.editor(task=options.label)
+        editor = ws.kits.editor(task=options.label)
         applier = Applier(Tree(root=settings.repo, index_path=settings.index_path, state_path=settings.state_path),
                           editor, Limits.of(settings), say=logger.info, review=ws.display.review if settings.review else None)
         applied = applier.apply(ops, is_plan=True)

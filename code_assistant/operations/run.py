@@ -47,8 +47,8 @@ def replay_model(ws: Workspace, replay: Path | None) -> ReplayModel | None:
 
 
 def one_task(ws: Workspace, options: RunOptions, replay: ReplayModel | None = None) -> RunResult:
-    """One task, the repository held: the git workflow around the run (or best of N), on the kit the workspace
-    builds for the working tree (the repository, a branch of it, or a worktree: an index of its own); `replay`: the
+    """One task, the repository held: the git workflow around the run (or best of N), on the kit built for the
+    working tree (the repository, a branch of it, or a worktree: an index of its own); `replay`: the
     recorded answers that stand in for the workspace's model."""
     from code_assistant import vcs
     from code_assistant.agent.kit import loop_config
@@ -63,15 +63,15 @@ def one_task(ws: Workspace, options: RunOptions, replay: ReplayModel | None = No
     tree = workflow.start()
     trajectory = Trajectory(settings.runs_dir, options.task or "task")
     try:
-        kit = ws.kit(tree, task=options.task, trajectory=trajectory, guard=workflow.guard, replay=options.replay,
-                     model=replay)
+        kit = ws.kits.run(tree, replay or ws.model, task=options.task, trajectory=trajectory, guard=workflow.guard,
+                          replay=options.replay)
         run = Run(kit, loop_config(settings, around=not workflow.commit))
         if settings.candidates <= 1:
             result = run.run(options.task)
         else:
             from code_assistant.agent.best_of import BestOf
 
-            result = BestOf(run, lambda scratch, number: ws.kit(scratch, number, trajectory=trajectory),
+            result = BestOf(run, lambda scratch, number: ws.kits.attempt(kit, scratch, number),
                             settings.candidates).run(options.task)
     except BaseException as exc:
         attach_log(exc, str(trajectory.path))
