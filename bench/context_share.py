@@ -55,7 +55,7 @@ def main() -> None:
         for size in (2048, 4096, 8192):
             window = ContextWindow(size, "bench", ratio=RATIO, measured=True)
             small = size < TOOLS_MIN_WINDOW
-            box = ws.toolbox(repo, lambda: index, form=Form.JSON if small else Form.NATIVE, auto=True)
+            box = ws.tools.box(repo, lambda: index, form=Form.JSON if small else Form.NATIVE, auto=True)
             box = box.only(list(SHORT_LIST)) if small else box
             requests = Requests(request_config(settings), window, tools=box)
             requests.task = task

@@ -18,13 +18,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Self
 
 from code_assistant import env_files
 from code_assistant.display import Display
 from code_assistant.errors import ConfigError
 from code_assistant.memory import Memory
-from code_assistant.settings import TOOLS_MIN_WINDOW, Settings, ToolsMode, approved_base_url, base_url_refusal
+from code_assistant.settings import Settings, approved_base_url, base_url_refusal
 from code_assistant.waiting import counting_files, waiting
 
 if TYPE_CHECKING:
@@ -33,10 +33,6 @@ if TYPE_CHECKING:
     from code_assistant.index.indexer import Indexer, IndexStats, RepoIndex
     from code_assistant.model.chat import ChatModel, OpenAIChat, Usage
     from code_assistant.model.window import ContextWindow
-    from code_assistant.tools import Tool
-    from code_assistant.tools.box import Form, Toolbox, ToolsFor
-    from code_assistant.tools.mcp.config import ServerConfig
-    from code_assistant.tools.mcp.connections import Connections
     from code_assistant.verify.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
@@ -58,16 +54,6 @@ def secret_history(repo: Path, files: list[str]) -> str:
                      if line[:1] in "+-" and not line.startswith(("+++", "---")))
 
 
-def tools_offered(mode: ToolsMode, window: int, *, native: bool = True) -> tuple[bool, Form]:
-    """How the model's tools are offered in a `window` of tokens: `small` (--tools auto under TOOLS_MIN_WINDOW: grep
-    and read only, no MCP server) and their form (words when small, with --tools json, or once the server refused
-    native calls: `native` False). One rule for a run's requests and for the room `context` reports."""
-    from code_assistant.tools.box import Form
-
-    small = mode == ToolsMode.AUTO and window < TOOLS_MIN_WINDOW
-    return small, Form.JSON if small or mode == ToolsMode.JSON or not native else Form.NATIVE
-
-
 class Workspace:
     """One repository and what works on it. `memory`: a session's notes and pins (a command's is empty);
     `session`: the id its runs' journals carry, so that its undo and diff are its own (None: a one-shot command,
@@ -75,6 +61,7 @@ class Workspace:
 
     def __init__(self, settings: Settings, display: Display | None = None, *, memory: Memory | None = None,
                  memory_file: Path | None = None, session: str | None = None, model: ChatModel | None = None) -> None:
+        from code_assistant.tools.shelf import Shelf
         from code_assistant.verify.testing import Testing
 
         self._settings = settings
@@ -94,10 +81,9 @@ class Workspace:
         self._indexer: Indexer | None = None
         self._sandbox_said = False
         self._secret_files_held = False
-        self._mcp_skipped_said = False  # the MCP servers a small window does not start were named
-        self._mcp: Connections | None = None
         self._env_file = env_files.work_begins(settings.repo, settings.repo_state_dir)
         self.tests = Testing.of(settings, self._sandbox)  # the test command, its sandbox and runners
+        self.tools = Shelf(settings, self.tests, self.quiet_index, self.display, self._stack.callback)  # the model's
 
     @property
     def settings(self) -> Settings:
@@ -360,7 +346,7 @@ class Workspace:
         from code_assistant.agent.kit import Kits
 
         return Kits(self.settings, self.tests, index=lambda: self.index()[0], current_index=self.quiet_index,
-                    worktree=self._worktree_index, tools_for=self.tools_for, display=self.display,
+                    worktree=self._worktree_index, tools_for=self.tools.for_model, display=self.display,
                     memory=self.memory, session=self.session)
 
     def _worktree_index(self, tree: Path) -> tuple[Callable[[], RepoIndex], Callable[[], RepoIndex]]:
@@ -369,113 +355,16 @@ class Workspace:
         return (lambda: self.index(indexer, tree)[0]), (lambda: _current(indexer, self.settings.state_path))
 
     # ----- the model's tools --------------------------------------------------------------------------------------
-    def tools_for(self, model: ChatModel, *, read_only: bool = False,
-                  recorded: list[dict[str, Any]] | None = None) -> ToolsFor | None:
-        """The tools the model may call before it answers (None: none, with --no-tools): search, grep, read, symbol,
-        run when the sandbox is on and `read_only` is not asked for, and the user's MCP servers' tools; with --tools
-        auto, a window under TOOLS_MIN_WINDOW is offered grep and read only, described in words, and no MCP server is
-        started for it. Each request offers what its window holds (tools/fit.py). `recorded`: --replay's calls, made
-        afresh and compared."""
-        from code_assistant.settings import ToolsMode
-        from code_assistant.tools.specs import SHORT_LIST
-
-        mode = self.settings.tools
-        if mode == ToolsMode.OFF or self.settings.max_tool_calls == 0:
-            return None
-        auto = mode == ToolsMode.AUTO
-        small, form = tools_offered(mode, model.window.tokens, native=model.native_tools)  # refused once: words
-
-        if small and not self._mcp_skipped_said:
-            self._mcp_skipped_said = True
-            self.say_mcp_skipped(model.window.tokens)
-
-        def tools(repo: Path, index: Callable[[], RepoIndex]) -> Toolbox:
-            box = self.toolbox(repo, index, read_only=read_only, form=form, recorded=recorded, auto=auto, mcp=not small)
-            return box.only(list(SHORT_LIST)) if small else box
-
-        return tools
-
-    def toolbox(self, repo: Path | None = None, index: Callable[[], RepoIndex] | None = None, *,
-                read_only: bool = False, form: Form | None = None, recorded: list[dict[str, Any]] | None = None,
-                auto: bool = False, mcp: bool = False) -> Toolbox:
-        """The tools over a working tree (the repository, unless another: a worktree, a scratch copy) and its index
-        (the workspace's, brought up to date, unless another); `auto`: --tools auto's (tools/fit.py); `mcp`: the
-        user's MCP servers' tools too."""
-        from code_assistant.tools.box import Form, Toolbox
-        from code_assistant.tools.files import RepoView
-        from code_assistant.tools.looking import Looking
-        from code_assistant.tools.running import Running
-
-        settings = self.settings
-        repo = repo or settings.repo
-        view = RepoView(repo, exclude=[settings.index_path, settings.state_path])
-        found = Looking(view, index or self.quiet_index).tools()
-        if not read_only and self.tests.sandbox.active:
-            found += Running(repo, functools.partial(self.tests.shell, cwd=repo)).tools()
-        if mcp:
-            found += self.mcp_tools(read_only=read_only)
-        return Toolbox(found, max_calls=settings.max_tool_calls, form=form or Form.NATIVE, recorded=recorded,
-                       say=self.display.say, auto=auto)
-
-    def room_for_code(self, index: RepoIndex, task: str) -> tuple[int, ContextWindow] | None:
-        """What a run's first request would give the code for `task` (its tests passing), and in which window: the
-        window a run starts with that no server needs to be asked for (--context-window, or the one remembered for
-        this server and model), with the tools --tools offers it (no MCP server started for a report); None when
-        neither is known."""
+    def known_window(self) -> ContextWindow | None:
+        """The window a run starts with that no server needs to be asked for: --context-window, or the one
+        remembered for this server and the model asked for (a session's /model's); None when neither is known."""
         from code_assistant.model.remembered import FILE_NAME, remembered_window
         from code_assistant.model.window import ContextWindow as Window
-        from code_assistant.settings import ToolsMode
-        from code_assistant.tools.specs import SHORT_LIST
 
         s = self.settings
         if s.context_window:
-            window: ContextWindow | None = Window(tokens=s.context_window, source="--context-window")
-        else:
-            window = remembered_window(s.state_path / FILE_NAME, s.server_url, *self._named) if s.server_url else None
-        if window is None:
-            return None
-        from code_assistant.agent.kit import request_config
-        from code_assistant.agent.requests import Requests  # the model client with it: only when there is a window
-
-        box = None
-        if s.tools != ToolsMode.OFF and s.max_tool_calls:
-            small, form = tools_offered(s.tools, window.tokens)
-            box = self.toolbox(s.repo, lambda: index, form=form, auto=s.tools == ToolsMode.AUTO)
-            box = box.only(list(SHORT_LIST)) if small else box
-        return Requests(request_config(s), window, tools=box).context_room(index, task), window
-
-    def say_mcp_skipped(self, window: int) -> None:
-        """One line naming the user's MCP servers not started for a window --tools auto offers grep and read only."""
-        from code_assistant.tools.mcp.config import configured
-
-        servers, _ = configured(self.settings.repo)
-        if servers:
-            self.say(f"[MCP: {', '.join(s.name for s in servers)} not started: the {window}-token context window is "
-                     f"offered grep and read only (a larger window, or --tools native, offers them)]")
-
-    def mcp_tools(self, *, read_only: bool = False) -> list[Tool]:
-        """The user's MCP servers' tools: started once a workspace, on first need, and stopped when it closes. The
-        user's own servers start; a repository's `.mcp.json` servers only once approved for what they run — asked
-        on a terminal (tools/mcp/trust.py), or with --trust-mcp — else named as not started."""
-        if self._mcp is None:
-            from code_assistant.tools.mcp.connections import Connections
-
-            self._mcp = Connections(self._mcp_servers(), cwd=self.settings.repo, logs=self.settings.repo_state_dir,
-                                    say=self.say)
-            self._stack.callback(self._mcp.close)
-            self._mcp.start()
-        return self._mcp.tools(read_only=read_only)
-
-    def _mcp_servers(self) -> list[ServerConfig]:
-        from code_assistant.tools.mcp import trust
-        from code_assistant.tools.mcp.config import configured
-
-        servers, unusable = configured(self.settings.repo)
-        for bad in unusable:
-            self.say(f"[MCP: {bad.name} ({bad.origin}) cannot be used: {bad.why}]")
-        return trust.startable(servers, repo=self.settings.repo, state_dir=self.settings.repo_state_dir,
-                               environ=dict(os.environ), trust_all=self.settings.trust_mcp,
-                               confirm=self.display.confirm, say=self.say)
+            return Window(tokens=s.context_window, source="--context-window")
+        return remembered_window(s.state_path / FILE_NAME, s.server_url, *self._named) if s.server_url else None
 
     # ----- a session's memory -------------------------------------------------------------------------------------
     def save_memory(self) -> None:

@@ -21,7 +21,7 @@ def execute(ws: Workspace, options: AskOptions) -> AskOutcome:
     model = ws.model.with_(schema=None)  # free text, its own usage
     index, _ = ws.index(focus=options.question)  # a big tree's first question: its files first, the rest after
     display = ws.display
-    tools_for = ws.tools_for(model, read_only=True)
+    tools_for = ws.tools.for_model(model, read_only=True)
     tools = tools_for(ws.settings.repo, lambda: ws.quiet_index(focus=options.question)) if tools_for else None
     response, context = answer_question(index, model, options.question, request_config(ws.settings), memory=ws.memory,
                                         on_token=display.answer_tokens, say=display.say, tools=tools,
