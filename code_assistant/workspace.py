@@ -5,7 +5,10 @@ another run or session on the same repository is refused meanwhile, naming this 
 
 What is costly, or can fail, is opened when an operation first needs it: `context` needs no key and no model, `undo`
 no index, `ask` no sandbox. Imports stay lazy for the same reason: a configuration error is reported before anything
-heavy is loaded.
+heavy is loaded. Opened later is not decided later: the settings stay as loaded, the server a repository's .env names
+is approved once (asked once), and each part — the test command and its sandbox (`tests`, verify/testing.py), the
+model's tools (`tools`, tools/shelf.py), what a run's kit is built from (`kits`, agent/kit.py) — is made once and
+reads the same whichever was asked for first. The one change is a person's: a session's /model (switch_model).
 """
 from __future__ import annotations
 
@@ -14,7 +17,6 @@ import dataclasses
 import functools
 import logging
 import os
-import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -69,7 +71,6 @@ class Workspace:
         self.memory = memory or Memory()
         self.memory_file = memory_file  # where a session keeps its memory (None: nowhere, a one-shot command)
         self.session = session
-        self.started = time.time()
         self._usage: Usage | None = None  # every model call of the workspace's life (a session's /tokens)
         self.cost = 0.0
         self.last_task = self.memory.last_task
@@ -77,7 +78,7 @@ class Workspace:
         self._held = False
         self._model = model  # given (a test's), else opened on first use; a session's /model switches it
         self._named = settings.model, settings.model_named  # the model asked for: the settings', or /model's
-        self._approved: Settings | None = None
+        self._approval: Settings | None = None
         self._indexer: Indexer | None = None
         self._sandbox_said = False
         self._secret_files_held = False
@@ -122,7 +123,7 @@ class Workspace:
                       wait=self.display.say if self.settings.wait else None):
             self._held = True
             try:
-                yield self.recover_interrupted()
+                yield self._recover_interrupted()
             finally:
                 self._held = False
 
@@ -130,7 +131,7 @@ class Workspace:
         """Take the repository until the workspace closes (a session); what an interrupted run left is taken out."""
         return self._stack.enter_context(self.holding(session=True))
 
-    def recover_interrupted(self) -> list[FileOutcome] | None:
+    def _recover_interrupted(self) -> list[FileOutcome] | None:
         """With the lock held: an interrupted run's test processes stopped, its change taken out of the files by the
         ownership rule (returned; None when no journal was left)."""
         from code_assistant.edit.editor import FileEditor
@@ -161,8 +162,8 @@ class Workspace:
         """The settings an indexer is built with: with the openai backend the embeddings go to the chat model's
         server, with its key (approved first)."""
         if self.settings.embedding_backend == "openai":
-            self.api_key()
-            return self.approved()
+            self._api_key()
+            return self._approved()
         return self.settings
 
     def index(self, indexer: Indexer | None = None, tree: Path | None = None,
@@ -185,41 +186,41 @@ class Workspace:
         return self.indexer.update(exclude=[self.settings.state_path], focus=focus, background=focus is not None)[0]
 
     # ----- the model ----------------------------------------------------------------------------------------------
-    def approved(self) -> Settings:
+    def _approved(self) -> Settings:
         """The settings a request to the model's server is made with: a server the repository's .env names is used
         only once a person approves it (asked here, on a terminal; else a ConfigError before anything is sent).
         Decided once a workspace; `settings` stay as loaded, so what any part reads does not depend on whether the
         question came before it."""
-        if self._approved is None:
-            self._approved = approved_base_url(self.settings, self.display.confirm)
-        return self._approved
+        if self._approval is None:
+            self._approval = approved_base_url(self.settings, self.display.confirm)
+        return self._approval
 
-    def api_key(self) -> str:
+    def _api_key(self) -> str:
         """The key, once where it goes is settled (approved)."""
-        return api_key(self.approved())
+        return api_key(self._approved())
 
     @property
     def model(self) -> ChatModel:
         """The chat model runs ask for plans: opened on first use, with the header lines that name it."""
         if self._model is None:
-            self._model = self.open_model()
-            self.header(self._model)
+            self._model = self._open_model()
+            self._header(self._model)
         return self._model
 
     def switch_model(self, name: str) -> ChatModel:
         """A session's /model: `name` asked from now on, by runs and questions, and the window `context` reports is
         its (the one explicit change of what the workspace holds; every part built later reads it)."""
-        self._model = self.open_model(name)
+        self._model = self._open_model(name)
         self._named = name, True
         return self._model
 
-    def open_model(self, name: str | None = None) -> OpenAIChat:
+    def _open_model(self, name: str | None = None) -> OpenAIChat:
         """The server checked (one that is not there is found before any work), then the chat model with its
         context window and the plan's schema. `name`: another model than the settings'."""
         from code_assistant.model.server_reports import check_server
 
-        key = self.api_key()
-        settings = self.approved()
+        key = self._api_key()
+        settings = self._approved()
         if name:
             settings = dataclasses.replace(settings, model=name, model_named=True)
         self.hold_secrets()
@@ -234,9 +235,9 @@ class Workspace:
 
         held = without_secrets(os.environ, self.settings.pass_env).held_back
         redact.hold_values([self.settings.api_key, *(os.environ.get(name) for name in held)])
-        self.hold_secret_files()
+        self._hold_secret_files()
 
-    def hold_secret_files(self) -> None:
+    def _hold_secret_files(self) -> None:
         """Once a workspace: the values in the repository's secret files (the gate's table: .env files, credentials,
         keys) are masked like the environment's, so what the gate refuses to read reaches the model through no other
         door (`run cat .env`, a test that prints them, a diff)."""
@@ -253,7 +254,7 @@ class Workspace:
         if files:
             logger.info("masking %d value(s) of %d secret file(s): %s", len(values), len(files), ", ".join(files))
 
-    def header(self, model: ChatModel) -> None:
+    def _header(self, model: ChatModel) -> None:
         """The lines that say what a run will ask: the model and its window, the owner's instructions, a cost cap
         that cannot be kept."""
         from code_assistant.model.names import shown
@@ -262,9 +263,9 @@ class Workspace:
 
         through = ", asked through the Responses API" if model.wire == "responses" else ""
         self.say(f"[Model: {shown(model.name)}, context window {model.window.describe()}{through}]")
-        if line := self.instructions_line():
+        if line := self._instructions_line():
             self.say(line)
-        s = self.approved()
+        s = self._approved()
         if s.max_cost is None or estimate_cost(model.name, 1, 1, s.base_url) is not None:
             return
         priced = gateway_info(s.base_url, model.name, s.api_key or None) if s.base_url else None
@@ -276,7 +277,7 @@ class Workspace:
                      "only if the server reports its charge (OpenRouter's and LiteLLM's usage.cost); --max-tokens "
                      "caps the run whatever the server says]")
 
-    def instructions_line(self) -> str | None:
+    def _instructions_line(self) -> str | None:
         """The header's line naming the repository owner's instructions (None: there are none, or
         --no-instructions)."""
         from code_assistant.agent import instructions
@@ -309,7 +310,7 @@ class Workspace:
         self.tests.check()
         self.tests.sandbox  # noqa: B018 - resolved now: no sandbox to be had is an error before anything is touched
         if needs_key:
-            self.api_key()  # a missing key is reported before anything else happens
+            self._api_key()  # a missing key is reported before anything else happens
 
     def _sandbox(self) -> Sandbox:
         """What the test command may write, read and reach (self.tests.sandbox resolves it once, on first need); no
@@ -324,7 +325,7 @@ class Workspace:
                           protected=[s.index_path, s.state_path, s.runs_dir], network=s.network, shown=s.sandbox_show,
                           passed_env=s.pass_env)
         redact.hold_values([s.api_key, *(os.environ.get(name) for name in sandbox.held_back)])
-        self.hold_secret_files()
+        self._hold_secret_files()
         return sandbox
 
     def announce_sandbox(self) -> None:
@@ -393,7 +394,7 @@ def _current(indexer: Indexer, state_path: Path) -> RepoIndex:
 
 def api_key(settings: Settings) -> str:
     """The key to send: the setting, any word for a local server, else a ConfigError that says where to put it (or
-    that the server the repository's .env names is not approved yet: Workspace.api_key asks)."""
+    that the server the repository's .env names is not approved yet: the workspace asks, Workspace._approved)."""
     if settings.env_base_url is not None:
         raise base_url_refusal(settings.env_base_url)
     if settings.api_key:
