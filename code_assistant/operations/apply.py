@@ -35,7 +35,8 @@ def execute(ws: Workspace, options: ApplyOptions) -> ApplyOutcome:
     with ws.holding():
         editor = ws.kits.editor(task=options.label)
         applier = Applier(Tree(root=settings.repo, index_path=settings.index_path, state_path=settings.state_path),
-                          editor, Limits.of(settings), say=logger.info, review=ws.display.review if settings.review else None)
+                          editor, Limits.of(settings), say=logger.info,
+                          review=ws.display.review if settings.review else None)
         applied = applier.apply(ops, is_plan=True)
         diff, files = editor.diff(), editor.modified_files
         editor.finish()  # what applied is kept, and can be taken back with undo
