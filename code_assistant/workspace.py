@@ -84,11 +84,12 @@ class Workspace:
         self._secret_files_held = False
         self._env_file = env_files.work_begins(settings.repo, settings.repo_state_dir)
         self.tests = Testing.of(settings, self._sandbox)  # the test command, its sandbox and runners
-        self.tools = Shelf(settings, self.tests, self.quiet_index, self.display, self._stack.callback)  # the model's
+        # the model's tools over the repository; its MCP servers, started on first need, stopped at close
+        self.tools = Shelf(settings, self.tests, self.quiet_index, self.display, self._stack.callback)
 
     @property
     def settings(self) -> Settings:
-        """As loaded, never replaced: the server a repository's .env names is approved apart (approved), and a
+        """As loaded, never replaced: the server a repository's .env names is approved apart (_approved), and a
         session's /model is held apart (switch_model)."""
         return self._settings
 
