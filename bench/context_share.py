@@ -15,6 +15,7 @@ from pathlib import Path
 ROOT = Path(next((a for a in sys.argv[1:] if not a.startswith("--")), Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(ROOT))
 
+from code_assistant.agent.kit import request_config
 from code_assistant.agent.requests import PlanRequest, Requests
 from code_assistant.model.fitting import message_tokens
 from code_assistant.model.window import ContextWindow
@@ -48,15 +49,15 @@ def main() -> None:
         ws = Workspace(settings)
         index = ws.quiet_index()
         baseline = TestResult(command=["pytest"], exit_code=0, passed=True, timed_out=False, output="", duration_s=1.0,
-                              passed_count=40, failed_count=0, runner="pytest") if OTHER else ws.runner().run()
+                              passed_count=40, failed_count=0, runner="pytest") if OTHER else ws.tests.runner().run()
         print("| window | context (counted) | context, server tokens | share of the window | whole request | tools |")
         print("|---|---|---|---|---|---|")
         for size in (2048, 4096, 8192):
             window = ContextWindow(size, "bench", ratio=RATIO, measured=True)
             small = size < TOOLS_MIN_WINDOW
-            box = ws.toolbox(repo, lambda: index, form=Form.JSON if small else Form.NATIVE, auto=True)
+            box = ws.tools.box(repo, lambda: index, form=Form.JSON if small else Form.NATIVE, auto=True)
             box = box.only(list(SHORT_LIST)) if small else box
-            requests = Requests(ws.request_config(), window, tools=box)
+            requests = Requests(request_config(settings), window, tools=box)
             requests.task = task
             requests.fit_tools()
             messages, context = requests.plan(PlanRequest(index=index, task=task, baseline=baseline))

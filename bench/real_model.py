@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from code_assistant.agent.kit import request_config
 from code_assistant.agent.requests import PlanRequest, Requests
 from code_assistant.answers.plan import PlanParseError, parse_plan
 from code_assistant.edit.edits import PLAN_ACTIONS, Action
@@ -35,7 +36,6 @@ from code_assistant.model.structured import plan_schema
 from code_assistant.model.window import ContextWindow
 from code_assistant.settings import load_settings
 from code_assistant.verify.runner import TestRunner
-from code_assistant.workspace import Workspace
 from tests.llama_server import LlamaServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,7 +63,7 @@ def _plan_request(repo: Path, work: Path, window: ContextWindow) -> tuple[list[M
     chunks = store.ChunkStore(chroma, store.collection_for(chroma, repo, embedder.name))
     index, _ = indexer.Indexer(repo, settings.index_path, embedder, chunks).update()
     baseline = TestRunner(settings.test_command, cwd=repo, timeout=120).run()
-    messages, context = Requests(Workspace(settings).request_config(), window).plan(PlanRequest(index=index, task=TASK, baseline=baseline))
+    messages, context = Requests(request_config(settings), window).plan(PlanRequest(index=index, task=TASK, baseline=baseline))
     return messages, context.tokens
 
 

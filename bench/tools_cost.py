@@ -10,7 +10,7 @@ bench/real_model.py's request) with the tools declared natively (the `tools` JSO
 (`--no-tools`), counted with `code_assistant.tokens.count_tokens`. The request is sized to the window, so the tools'
 price shows as context the request no longer holds.
 
-`speed`: each tool through the product's Toolbox (`Workspace.toolbox`, read-only) on each repository, indexed first
+`speed`: each tool through the product's Toolbox (`Workspace.tools.box`, read-only) on each repository, indexed first
 (no model on that path): the first call on a new box (the file list made) and `--repeat` more on the same box (the
 list kept for LIST_TTL_S): output tokens, lines, and seconds. A pattern that backtracks without end is run in a child
 process killed after `--hang-timeout` seconds, so a hang is reported, not suffered.
@@ -37,6 +37,7 @@ HANG_PATTERN = r"(\w+\s?)+$"  # nested quantifiers: exponential on a long word f
 # ----- the schema's price ---------------------------------------------------------------------------------------
 def schema(repo: Path, windows: list[int], test_command: str, task: str) -> list[str]:
     from code_assistant import tokens
+    from code_assistant.agent.kit import request_config
     from code_assistant.agent.requests import PLAN_ANSWER, PlanRequest, Requests
     from code_assistant.index import embeddings, indexer, store
     from code_assistant.model.fitting import message_tokens
@@ -62,8 +63,8 @@ def schema(repo: Path, windows: list[int], test_command: str, task: str) -> list
             for window in windows:
                 plain = None
                 for mode in ("off", Form.NATIVE, Form.JSON):
-                    box = None if mode == "off" else workspace.toolbox(copy, lambda: index, form=Form(mode))
-                    requests = Requests(workspace.request_config(), ContextWindow(window, "--context-window"), tools=box)
+                    box = None if mode == "off" else workspace.tools.box(copy, lambda: index, form=Form(mode))
+                    requests = Requests(request_config(settings), ContextWindow(window, "--context-window"), tools=box)
                     label = {"off": "--no-tools", Form.NATIVE: "--tools native", Form.JSON: "--tools json"}[mode]
                     try:
                         messages, context = requests.plan(PlanRequest(index=index, task=task, baseline=baseline))
@@ -117,7 +118,7 @@ def _one_call(repo: Path, index_path: Path, tool: str, arguments: dict) -> dict:
     settings = load_settings(repo, index_path=str(index_path))
     index = _index(repo, index_path)
     with Workspace(settings) as workspace:
-        box = workspace.toolbox(repo, lambda: index, read_only=True)
+        box = workspace.tools.box(repo, lambda: index, read_only=True)
     print("ready", flush=True)
     started = time.perf_counter()
     made = box.call(tool, arguments)
@@ -152,7 +153,7 @@ def speed(repos: list[Path], repeat: int, hang_timeout: float, index_root: Path)
         label = f"{repo.name} ({len(files):,} files)"
         for tool, what, arguments in _calls(index, files, repo):
             with Workspace(settings) as workspace:
-                box = workspace.toolbox(repo, lambda index=index: index, read_only=True)
+                box = workspace.tools.box(repo, lambda index=index: index, read_only=True)
             times, stopped = [], 0
             for _ in range(1 + repeat):
                 box.new_answer()

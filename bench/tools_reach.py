@@ -5,7 +5,7 @@ its index updated in place as bench/localize.py does), the issue's text is met f
 
 * the first context: `build_context` with the default budget (12,000 tokens) and the default lazy dense signal, as
   a run's plan request shows it; "shown" = a form of the gold file is in it (the map's lines are counted apart);
-* the tools as a model would call them, through the product's own Toolbox (`Workspace.toolbox`, read-only: search,
+* the tools as a model would call them, through the product's own Toolbox (`Workspace.tools.box`, read-only: search,
   grep, read, symbol) and its cap of 12 calls an answer, in a plausible order: `search` with the issue's text (k=8),
   then for each thing the issue names (bench/issue_names.py: paths it would `read`, names it would look up with
   `symbol` and then `grep` for as a word), until the 12 calls are spent; and, apart, one `search` with the issue's
@@ -133,7 +133,7 @@ def evaluate(inst: dict, set_name: str, args: argparse.Namespace, runner: InProc
 
     settings = load_settings(dest, index_path=str(args.index / name))
     with Workspace(settings) as workspace:
-        box = workspace.toolbox(dest, lambda: index, read_only=True)
+        box = workspace.tools.box(dest, lambda: index, read_only=True)
     files = RepoView(dest, exclude=[settings.index_path, settings.state_path]).files()  # as the box's tools see them
     rec["n_visible"] = len(files)
     names = named(task, files)

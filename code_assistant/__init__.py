@@ -12,11 +12,14 @@ One folder per stage, imports pointing down only (checked by import-linter, see 
                               -> a typed outcome
     evaluate/                 eval: the agent, as its own command line, over a set of cases in scratch copies; the
                               judge, results and their summary
-    workspace.py              what every operation is given: the repository held, the index, the model, the sandbox,
-                              the tools; the one place a run's kit is built (Workspace.kit, loop_config)
-    agent/                    the loop (Run) on its kit, its parts (asker, applier, verifier, recorder), decide (every
-                              stop rule), the requests and the one exchange with the model, best of N, --ask
-    tools/                    the model's tools, each declared once (specs.py), and the box a run holds them in
+    workspace.py              what every operation is given, its values decided once: the repository held, the
+                              settings as loaded, the index, the model, the test command (verify/testing.py), the
+                              model's tools (tools/shelf.py); it hands them to Kits (agent/kit.py)
+    agent/                    the loop (Run) on its kit, built with every kit of a task in one place (kit.py: Kits),
+                              its parts (asker, applier, verifier, recorder), decide (every stop rule), the requests
+                              and the one exchange with the model, best of N, --ask
+    tools/                    the model's tools, each declared once (specs.py), the box a run holds them in and the
+                              shelf a workspace keeps them on (shelf.py)
     tools/mcp/                the user's MCP servers as tools for the model: config, approvals, connections
     answers/                  a model's text read into a plan: reasoning set aside, JSON and its repair,
                               SEARCH/REPLACE, unified diffs

@@ -178,6 +178,13 @@ class Settings:
         """Backups, the journal and the lock of one repository: outside the repository tree."""
         return self.state_path / repo_id(self.repo)
 
+    @property
+    def server_url(self) -> str | None:
+        """The model's server these settings name (None: the provider's own API), the repository's .env's one too
+        before it is approved: what a price or a remembered window is looked up for, never where anything is sent
+        (approved_base_url decides that)."""
+        return self.base_url or (self.env_base_url.url if self.env_base_url else None)
+
 
 def _env_int(env: dict[str, str], name: str, what: str) -> int:
     try:

@@ -5,7 +5,10 @@ another run or session on the same repository is refused meanwhile, naming this 
 
 What is costly, or can fail, is opened when an operation first needs it: `context` needs no key and no model, `undo`
 no index, `ask` no sandbox. Imports stay lazy for the same reason: a configuration error is reported before anything
-heavy is loaded.
+heavy is loaded. Opened later is not decided later: the settings stay as loaded, the server a repository's .env names
+is approved once (asked once), and each part — the test command and its sandbox (`tests`, verify/testing.py), the
+model's tools (`tools`, tools/shelf.py), what a run's kit is built from (`kits`, agent/kit.py) — is made once and
+reads the same whichever was asked for first. The one change is a person's: a session's /model (switch_model).
 """
 from __future__ import annotations
 
@@ -14,41 +17,24 @@ import dataclasses
 import functools
 import logging
 import os
-import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Self
 
 from code_assistant import env_files
 from code_assistant.display import Display
 from code_assistant.errors import ConfigError
 from code_assistant.memory import Memory
-from code_assistant.settings import (
-    TOOLS_MIN_WINDOW,
-    EditFormat,
-    Settings,
-    ToolsMode,
-    approved_base_url,
-    base_url_refusal,
-)
+from code_assistant.settings import EditFormat, Settings, approved_base_url, base_url_refusal
 from code_assistant.waiting import counting_files, waiting
 
 if TYPE_CHECKING:
-    from code_assistant.agent.kit import Kit, LoopConfig
-    from code_assistant.agent.requests import RequestConfig
-    from code_assistant.edit.editor import FileEditor
-    from code_assistant.edit.preview import Limits
+    from code_assistant.agent.kit import Kits
     from code_assistant.edit.takeback import FileOutcome
     from code_assistant.index.indexer import Indexer, IndexStats, RepoIndex
     from code_assistant.model.chat import ChatModel, OpenAIChat, Usage
-    from code_assistant.model.trajectory import Trajectory
     from code_assistant.model.window import ContextWindow
-    from code_assistant.tools import Tool
-    from code_assistant.tools.box import Form, Toolbox, ToolsFor
-    from code_assistant.tools.mcp.config import ServerConfig
-    from code_assistant.tools.mcp.connections import Connections
-    from code_assistant.verify.runner import TestRunner
     from code_assistant.verify.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
@@ -70,42 +56,42 @@ def secret_history(repo: Path, files: list[str]) -> str:
                      if line[:1] in "+-" and not line.startswith(("+++", "---")))
 
 
-def tools_offered(mode: ToolsMode, window: int, *, native: bool = True) -> tuple[bool, Form]:
-    """How the model's tools are offered in a `window` of tokens: `small` (--tools auto under TOOLS_MIN_WINDOW: grep
-    and read only, no MCP server) and their form (words when small, with --tools json, or once the server refused
-    native calls: `native` False). One rule for a run's requests and for the room `context` reports."""
-    from code_assistant.tools.box import Form
-
-    small = mode == ToolsMode.AUTO and window < TOOLS_MIN_WINDOW
-    return small, Form.JSON if small or mode == ToolsMode.JSON or not native else Form.NATIVE
-
-
 class Workspace:
     """One repository and what works on it. `memory`: a session's notes and pins (a command's is empty);
     `session`: the id its runs' journals carry, so that its undo and diff are its own (None: a one-shot command,
     whose undo takes the newest run of any)."""
 
     def __init__(self, settings: Settings, display: Display | None = None, *, memory: Memory | None = None,
-                 memory_file: Path | None = None, session: str | None = None) -> None:
-        self.settings = settings
+                 memory_file: Path | None = None, session: str | None = None, model: ChatModel | None = None) -> None:
+        from code_assistant.tools.shelf import Shelf
+        from code_assistant.verify.testing import Testing
+
+        self._settings = settings
         self.display = display or Display()
         self.memory = memory or Memory()
         self.memory_file = memory_file  # where a session keeps its memory (None: nowhere, a one-shot command)
         self.session = session
-        self.started = time.time()
         self._usage: Usage | None = None  # every model call of the workspace's life (a session's /tokens)
         self.cost = 0.0
         self.last_task = self.memory.last_task
         self._stack = ExitStack()
         self._held = False
-        self._model: ChatModel | None = None
+        self._model = model  # given (a test's), else opened on first use; a session's /model switches it
+        self._named = settings.model, settings.model_named  # the model asked for: the settings', or /model's
+        self._approval: Settings | None = None
         self._indexer: Indexer | None = None
-        self._sandbox: Sandbox | None = None
         self._sandbox_said = False
         self._secret_files_held = False
-        self._mcp_skipped_said = False  # the MCP servers a small window does not start were named
-        self._mcp: Connections | None = None
         self._env_file = env_files.work_begins(settings.repo, settings.repo_state_dir)
+        self.tests = Testing.of(settings, self._sandbox)  # the test command, its sandbox and runners
+        # the model's tools over the repository; its MCP servers, started on first need, stopped at close
+        self.tools = Shelf(settings, self.tests, self.quiet_index, self.display, self._stack.callback)
+
+    @property
+    def settings(self) -> Settings:
+        """As loaded, never replaced: the server a repository's .env names is approved apart (_approved), and a
+        session's /model is held apart (switch_model)."""
+        return self._settings
 
     def __enter__(self) -> Self:
         return self
@@ -138,7 +124,7 @@ class Workspace:
                       wait=self.display.say if self.settings.wait else None):
             self._held = True
             try:
-                yield self.recover_interrupted()
+                yield self._recover_interrupted()
             finally:
                 self._held = False
 
@@ -146,14 +132,14 @@ class Workspace:
         """Take the repository until the workspace closes (a session); what an interrupted run left is taken out."""
         return self._stack.enter_context(self.holding(session=True))
 
-    def recover_interrupted(self) -> list[FileOutcome] | None:
+    def _recover_interrupted(self) -> list[FileOutcome] | None:
         """With the lock held: an interrupted run's test processes stopped, its change taken out of the files by the
         ownership rule (returned; None when no journal was left)."""
         from code_assistant.edit.editor import FileEditor
         from code_assistant.edit.ownership import Fate
         from code_assistant.verify.runner import reap_leftovers
 
-        running = self.running_tests
+        running = self.tests.running
         stopped = sum(reap_leftovers(path) for path in [running, *sorted(running.parent.glob(running.name + "-*"))])
         if stopped:
             self.say(f"[Recovered: stopped {stopped} leftover test process(es) of an interrupted run]")
@@ -166,19 +152,20 @@ class Workspace:
                     self.say(f"[Recovered: {outcome.describe()}]")
         return outcomes
 
-    @property
-    def running_tests(self) -> Path:
-        """Where a running test command is named, so that a later run can stop it if this one is killed."""
-        return self.settings.repo_state_dir / "running-tests"
-
     # ----- the index --------------------------------------------------------------------------------------------
     @property
     def indexer(self) -> Indexer:
         if self._indexer is None:
-            if self.settings.embedding_backend == "openai":
-                self.api_key()  # the embeddings go to the chat model's server, with its key
-            self._indexer = build_indexer(self.settings)
+            self._indexer = build_indexer(self._indexing())
         return self._indexer
+
+    def _indexing(self) -> Settings:
+        """The settings an indexer is built with: with the openai backend the embeddings go to the chat model's
+        server, with its key (approved first)."""
+        if self.settings.embedding_backend == "openai":
+            self._api_key()
+            return self._approved()
+        return self.settings
 
     def index(self, indexer: Indexer | None = None, tree: Path | None = None,
               focus: str | None = None) -> tuple[RepoIndex, IndexStats]:
@@ -200,35 +187,46 @@ class Workspace:
         return self.indexer.update(exclude=[self.settings.state_path], focus=focus, background=focus is not None)[0]
 
     # ----- the model ----------------------------------------------------------------------------------------------
-    def api_key(self) -> str:
-        """The key, once where it goes is settled: a server the repository's .env names is used only once a person
-        approves it (asked here, on a terminal; else a ConfigError before anything is sent)."""
-        self.settings = approved_base_url(self.settings, self.display.confirm)
-        return api_key(self.settings)
+    def _approved(self) -> Settings:
+        """The settings a request to the model's server is made with: a server the repository's .env names is used
+        only once a person approves it (asked here, on a terminal; else a ConfigError before anything is sent).
+        Decided once a workspace; `settings` stay as loaded, so what any part reads does not depend on whether the
+        question came before it."""
+        if self._approval is None:
+            self._approval = approved_base_url(self.settings, self.display.confirm)
+        return self._approval
+
+    def _api_key(self) -> str:
+        """The key, once where it goes is settled (approved)."""
+        return api_key(self._approved())
 
     @property
     def model(self) -> ChatModel:
         """The chat model runs ask for plans: opened on first use, with the header lines that name it."""
         if self._model is None:
-            self._model = self.open_model()
-            self.header(self._model)
+            self._model = self._open_model()
+            self._header(self._model)
         return self._model
 
-    def use_model(self, model: ChatModel) -> None:
-        """Another model from now on (--replay's recorded answers, a session's /model)."""
-        self._model = model
+    def switch_model(self, name: str) -> ChatModel:
+        """A session's /model: `name` asked from now on, by runs and questions, and the window `context` reports is
+        its (the one explicit change of what the workspace holds; every part built later reads it)."""
+        self._model = self._open_model(name)
+        self._named = name, True
+        return self._model
 
-    def open_model(self, name: str | None = None) -> OpenAIChat:
+    def _open_model(self, name: str | None = None) -> OpenAIChat:
         """The server checked (one that is not there is found before any work), then the chat model with its
-        context window and the plan's schema. `name`: another model than the settings' (kept from now on)."""
+        context window and the plan's schema. `name`: another model than the settings'."""
         from code_assistant.model.server_reports import check_server
 
+        key = self._api_key()
+        settings = self._approved()
         if name:
-            self.settings = dataclasses.replace(self.settings, model=name, model_named=True)
-        key = self.api_key()
+            settings = dataclasses.replace(settings, model=name, model_named=True)
         self.hold_secrets()
-        check_server(self.settings.base_url, self.settings.api_key, named_by=self.settings.base_url_from)
-        return run_model(self.settings, key)
+        check_server(settings.base_url, settings.api_key, named_by=settings.base_url_from)
+        return run_model(settings, key)
 
     def hold_secrets(self) -> None:
         """From here on the assistant's key and the environment's secrets (what a test is not given) are masked in
@@ -238,9 +236,9 @@ class Workspace:
 
         held = without_secrets(os.environ, self.settings.pass_env).held_back
         redact.hold_values([self.settings.api_key, *(os.environ.get(name) for name in held)])
-        self.hold_secret_files()
+        self._hold_secret_files()
 
-    def hold_secret_files(self) -> None:
+    def _hold_secret_files(self) -> None:
         """Once a workspace: the values in the repository's secret files (the gate's table: .env files, credentials,
         keys) are masked like the environment's, so what the gate refuses to read reaches the model through no other
         door (`run cat .env`, a test that prints them, a diff)."""
@@ -257,7 +255,7 @@ class Workspace:
         if files:
             logger.info("masking %d value(s) of %d secret file(s): %s", len(values), len(files), ", ".join(files))
 
-    def header(self, model: ChatModel) -> None:
+    def _header(self, model: ChatModel) -> None:
         """The lines that say what a run will ask: the model and its window, the owner's instructions, a cost cap
         that cannot be kept."""
         from code_assistant.model.names import shown
@@ -266,12 +264,12 @@ class Workspace:
 
         through = ", asked through the Responses API" if model.wire == "responses" else ""
         self.say(f"[Model: {shown(model.name)}, context window {model.window.describe()}{through}]")
-        if line := self.instructions_line():
+        if line := self._instructions_line():
             self.say(line)
-        if self.settings.max_cost is None or estimate_cost(model.name, 1, 1, self.settings.base_url) is not None:
+        s = self._approved()
+        if s.max_cost is None or estimate_cost(model.name, 1, 1, s.base_url) is not None:
             return
-        priced = gateway_info(self.settings.base_url, model.name, self.settings.api_key or None) \
-            if self.settings.base_url else None
+        priced = gateway_info(s.base_url, model.name, s.api_key or None) if s.base_url else None
         if priced and priced[2] is not None and priced[3] is not None:
             self.say(f"[--max-cost: priced by the gateway (GET /model/info: ${priced[2]:.2f} in, ${priced[3]:.2f} out "
                      "per million tokens); the cap holds on the charge it reports with each answer (usage.cost)]")
@@ -280,7 +278,7 @@ class Workspace:
                      "only if the server reports its charge (OpenRouter's and LiteLLM's usage.cost); --max-tokens "
                      "caps the run whatever the server says]")
 
-    def instructions_line(self) -> str | None:
+    def _instructions_line(self) -> str | None:
         """The header's line naming the repository owner's instructions (None: there are none, or
         --no-instructions)."""
         from code_assistant.agent import instructions
@@ -310,31 +308,26 @@ class Workspace:
     def check_before_runs(self, *, needs_key: bool = True) -> None:
         """What can be checked before anything is touched or asked: the test command, the sandbox, the key (a
         ConfigError or TestCommandError, exit 2)."""
-        self.check_tests()
-        self.sandbox  # noqa: B018 - resolved now: no sandbox to be had is an error before anything is touched
+        self.tests.check()
+        self.tests.sandbox  # noqa: B018 - resolved now: no sandbox to be had is an error before anything is touched
         if needs_key:
-            self.api_key()  # a missing key is reported before anything else happens
+            self._api_key()  # a missing key is reported before anything else happens
 
-    def check_tests(self) -> None:
-        """The test command can start (a TestCommandError, exit 2, before anything is touched)."""
-        self.runner(sandbox=False).check()
+    def _sandbox(self) -> Sandbox:
+        """What the test command may write, read and reach (self.tests.sandbox resolves it once, on first need); no
+        sandbox to be had (and no `--sandbox off`) is a ConfigError, raised before anything is touched. From here on
+        the values of the variables it holds back, and the assistant's own key, are masked in everything sent to the
+        model or written to a run log."""
+        from code_assistant import redact
+        from code_assistant.verify.sandbox import resolve
 
-    @property
-    def sandbox(self) -> Sandbox:
-        """What the test command may write, read and reach; no sandbox to be had (and no `--sandbox off`) is a
-        ConfigError, raised before anything is touched. From here on the values of the variables it holds back,
-        and the assistant's own key, are masked in everything sent to the model or written to a run log."""
-        if self._sandbox is None:
-            from code_assistant import redact
-            from code_assistant.verify.sandbox import resolve
-
-            s = self.settings
-            self._sandbox = resolve(s.sandbox, s.sandbox_bwrap, writable=s.sandbox_writable,
-                                    protected=[s.index_path, s.state_path, s.runs_dir], network=s.network,
-                                    shown=s.sandbox_show, passed_env=s.pass_env)
-            redact.hold_values([s.api_key, *(os.environ.get(name) for name in self._sandbox.held_back)])
-            self.hold_secret_files()
-        return self._sandbox
+        s = self.settings
+        sandbox = resolve(s.sandbox, s.sandbox_bwrap, writable=s.sandbox_writable,
+                          protected=[s.index_path, s.state_path, s.runs_dir], network=s.network, shown=s.sandbox_show,
+                          passed_env=s.pass_env)
+        redact.hold_values([s.api_key, *(os.environ.get(name) for name in sandbox.held_back)])
+        self._hold_secret_files()
+        return sandbox
 
     def announce_sandbox(self) -> None:
         """The header's lines on the test command, when the repository named it (no --test-command), and on what it
@@ -343,250 +336,38 @@ class Workspace:
             if self.settings.test_command_from:
                 self.say(f"[Test command: {self.settings.test_command} ({self.settings.test_command_from}; "
                          f"--test-command to give another)]")
-            self.say(f"[Sandbox: {self.sandbox.describe()}]")
+            self.say(f"[Sandbox: {self.tests.sandbox.describe()}]")
             self._sandbox_said = True
 
-    def runner(self, cwd: Path | None = None, *, candidate: int | None = None, sandbox: bool = True) -> TestRunner:
-        """The test command in the sandbox, on the repository (or on `cwd`: a worktree of it, a best-of-N attempt's
-        scratch copy, which names its running tests apart); `sandbox` False: only to check that it can start."""
-        from code_assistant.verify.runner import TestRunner
+    # ----- what a run uses: handed to the one place its kit is built ---------------------------------------------
+    @functools.cached_property
+    def kits(self) -> Kits:
+        """Where every kit of a task is built (agent/kit.py): handed, once, the settings, the test command and its
+        sandbox, the repository's index said and quiet, a worktree's, the model's tools, the display, the session's
+        memory and id."""
+        from code_assistant.agent.kit import Kits
 
-        running = self.running_tests
-        return TestRunner(self.settings.test_command, cwd=cwd or self.settings.repo, timeout=self.settings.test_timeout,
-                          running_file=running if candidate is None else running.with_name(f"{running.name}-{candidate}"),
-                          sandbox=self.sandbox if sandbox else None)
+        return Kits(self.settings, self.tests, index=lambda focus: self.index(focus=focus)[0],
+                    current_index=lambda focus: self.quiet_index(focus),
+                    worktree=self._worktree_index, tools_for=self.tools.for_model, display=self.display,
+                    memory=self.memory, session=self.session)
 
-    def shell(self, command: str, *, cwd: Path, timeout: float, head_lines: int, tail_lines: int) -> TestRunner:
-        """The model's `run` tool: a command in the test sandbox with the tree read-only."""
-        from code_assistant.verify.runner import TestRunner
-
-        return TestRunner(["/bin/sh", "-c", command], cwd=cwd, timeout=timeout, head_lines=head_lines,
-                          tail_lines=tail_lines, running_file=self.running_tests.with_name("running-tool"),
-                          sandbox=self.sandbox, read_only=True)
-
-    # ----- what a run uses: built here, and only here ---------------------------------------------------------------
-    def kit(self, tree: Path, candidate: int | None = None, *, task: str = "", trajectory: Trajectory | None = None,
-            guard: Callable[[list[str]], None] | None = None, replay: Path | None = None) -> Kit:
-        """What a run on the working tree `tree` uses (the repository, a branch of it in place, a worktree with an
-        index of its own): the model, an editor whose journal is kept for undo, the test runner, the tools (with
-        --replay's recorded calls, made afresh), the run log, the display and the session's memory. With
-        `candidate`, what best of N's attempt of that number uses on its scratch copy `tree`, built the same way but
-        for what is its own: a model (temperature above 0, its own seed and window), an editor that keeps no history
-        in a state directory beside the copy, a runner whose processes are named apart, its lines prefixed, no
-        memory and no review; the run's `trajectory`, tools and index (it starts from the run's and looks at that).
-        `guard`: told the files about to be written (the git workflow)."""
-        from code_assistant.agent.kit import Kit, Tree
-        from code_assistant.model.trajectory import Trajectory
-
-        s = self.settings
-        attempt = candidate is not None
-        state_path = tree.parent / "state" if attempt else s.state_path  # beside the copy (agent/candidates.py)
-        if attempt:
-            log, editor = trajectory, self._attempt_editor(tree, state_path)
-        else:
-            log = trajectory or Trajectory(s.runs_dir, task or "task")
-            editor = self.editor(tree, task=task, originals=log.path.with_suffix(".originals"))
-        if attempt or tree == s.repo:
-            # a big tree not indexed yet: the task's files first, the rest in the background (Indexer.update's focus)
-            focus = task or None
-            index, current = (lambda: self.index(focus=focus)[0]), (lambda: self.quiet_index(focus=focus))
-        else:  # a worktree, removed after the run: indexed whole, nothing left to complete it in the background
-            indexer = build_indexer(s, tree)
-            index, current = (lambda: self.index(indexer, tree)[0]), (lambda: _current(indexer, s.state_path))
-        return Kit(tree=Tree(root=tree, index_path=s.index_path, state_path=state_path),
-                   model=self.model if candidate is None else self._attempt_model(candidate),
-                   editor=editor,
-                   runner=self.runner(tree, candidate=candidate), index=index, current_index=current,
-                   requests=self.request_config(tree, state_path, embed_budget=0 if attempt else None),
-                   tools=self.tools_for(self.model) if attempt else self._run_tools(replay), trajectory=log,
-                   memory=None if attempt else self.memory, guard=guard, candidate=candidate,
-                   display=self._attempt_display(candidate) if candidate is not None else
-                   dataclasses.replace(self.display, review=self.display.review if s.review else None))
-
-    def _attempt_model(self, number: int) -> ChatModel:
-        """Best of N's attempt `number`: the run's model at a temperature above 0, its own seed and window."""
-        from code_assistant.agent.best_of import CANDIDATE_TEMPERATURE
-
-        return self.model.with_(temperature=CANDIDATE_TEMPERATURE, seed=number,
-                                window=dataclasses.replace(self.model.window))
-
-    def _attempt_display(self, number: int) -> Display:
-        from code_assistant.waiting import Prefixed
-
-        return Display(say=lambda line: self.say(f"[Candidate {number}] {line}"),
-                       status=Prefixed(self.display.status, f"Candidate {number}: "))
-
-    def _attempt_editor(self, scratch: Path, state_path: Path) -> FileEditor:
-        """Best of N's attempt's editor: no history, in the attempt's own state directory."""
-        from code_assistant.edit.editor import FileEditor
-        from code_assistant.settings import repo_id
-
-        return FileEditor(scratch, state_dir=state_path / repo_id(scratch), forbidden=[self.settings.index_path],
-                          history=False)
-
-    def _run_tools(self, replay: Path | None) -> ToolsFor | None:
-        """The model's tools; a replay has them when the recorded run called any (each call made afresh, compared
-        with its recorded result, which is what the replayed run is shown)."""
-        if replay is None:
-            return self.tools_for(self.model)
-        from code_assistant.model.trajectory import read_tool_calls
-
-        recorded = read_tool_calls(replay)
-        return self.tools_for(self.model, recorded=recorded) if recorded else None
-
-    def loop_config(self, *, around: bool = True) -> LoopConfig:
-        """What the loop reads of the settings; `around`: an answer may go around a change the user made meanwhile
-        (not when the run's change is to be committed)."""
-        from code_assistant.agent.kit import Budget, LoopConfig
-
-        s = self.settings
-        return LoopConfig(limits=self.limits(), max_iterations=s.max_iterations, reproduce=s.reproduce,
-                          dry_run=s.dry_run, budget=Budget(max_tokens=s.max_tokens, max_cost=s.max_cost, base_url=s.base_url),
-                          around=around)
-
-    def limits(self) -> Limits:
-        """The guardrails an answer's edits are held to (a run's, and `apply`'s)."""
-        from code_assistant.edit.preview import Limits
-
-        s = self.settings
-        return Limits(max_changed_lines=s.max_changed_lines, max_plan_lines=s.max_plan_lines, max_files=s.max_files,
-                      allow_test_edits=s.allow_test_edits, test_command=s.test_command,
-                      allow_env_edits=s.allow_env_edits)
-
-    def request_config(self, tree: Path | None = None, state_path: Path | None = None, *,
-                       embed_budget: int | None = None) -> RequestConfig:
-        """What building a request reads: the read gate of `tree` (the repository unless another) with the
-        assistant's directories kept out, the test command, the budgets."""
-        from code_assistant.agent.requests import RequestConfig
-        from code_assistant.gate import Gate
-        from code_assistant.languages import framework
-
-        s = self.settings
-        gate = Gate(tree or s.repo, (s.index_path, state_path or s.state_path, s.runs_dir))
-        return RequestConfig(gate=gate, test_command=s.test_command, max_iterations=s.max_iterations,
-                             context_tokens=s.context_tokens, instructions=s.instructions,
-                             embed_budget=s.query_embed_budget if embed_budget is None else embed_budget,
-                             first_test=framework(tree or s.repo).first_test, edit_format=s.edit_format)
-
-    def editor(self, tree: Path | None = None, *, task: str | None = None, originals: Path | None = None) -> FileEditor:
-        """The editor of `tree` (the repository unless another), its journal kept for undo, labelled with `task` and
-        the session; `originals`: where a file's original is saved when the user's and the run's edits overlap."""
-        from code_assistant.edit.editor import FileEditor
-        from code_assistant.settings import repo_id
-
-        s = self.settings
-        tree = tree or s.repo
-        return FileEditor(tree, state_dir=s.state_path / repo_id(tree), forbidden=[s.index_path], originals=originals,
-                          task=task, session=self.session)
+    def _worktree_index(self, tree: Path) -> tuple[Callable[[], RepoIndex], Callable[[], RepoIndex]]:
+        """A worktree's index, with an indexer of its own: brought up to date said as it goes, and quietly."""
+        indexer = build_indexer(self._indexing(), tree)
+        return (lambda: self.index(indexer, tree)[0]), (lambda: _current(indexer, self.settings.state_path))
 
     # ----- the model's tools --------------------------------------------------------------------------------------
-    def tools_for(self, model: ChatModel, *, read_only: bool = False,
-                  recorded: list[dict[str, Any]] | None = None) -> ToolsFor | None:
-        """The tools the model may call before it answers (None: none, with --no-tools): search, grep, read, symbol,
-        run when the sandbox is on and `read_only` is not asked for, and the user's MCP servers' tools; with --tools
-        auto, a window under TOOLS_MIN_WINDOW is offered grep and read only, described in words, and no MCP server is
-        started for it. Each request offers what its window holds (tools/fit.py). `recorded`: --replay's calls, made
-        afresh and compared."""
-        from code_assistant.settings import ToolsMode
-        from code_assistant.tools.specs import SHORT_LIST
-
-        mode = self.settings.tools
-        if mode == ToolsMode.OFF or self.settings.max_tool_calls == 0:
-            return None
-        auto = mode == ToolsMode.AUTO
-        small, form = tools_offered(mode, model.window.tokens, native=model.native_tools)  # refused once: words
-
-        if small and not self._mcp_skipped_said:
-            self._mcp_skipped_said = True
-            self.say_mcp_skipped(model.window.tokens)
-
-        def tools(repo: Path, index: Callable[[], RepoIndex]) -> Toolbox:
-            box = self.toolbox(repo, index, read_only=read_only, form=form, recorded=recorded, auto=auto, mcp=not small)
-            return box.only(list(SHORT_LIST)) if small else box
-
-        return tools
-
-    def toolbox(self, repo: Path | None = None, index: Callable[[], RepoIndex] | None = None, *,
-                read_only: bool = False, form: Form | None = None, recorded: list[dict[str, Any]] | None = None,
-                auto: bool = False, mcp: bool = False) -> Toolbox:
-        """The tools over a working tree (the repository, unless another: a worktree, a scratch copy) and its index
-        (the workspace's, brought up to date, unless another); `auto`: --tools auto's (tools/fit.py); `mcp`: the
-        user's MCP servers' tools too."""
-        from code_assistant.tools.box import Form, Toolbox
-        from code_assistant.tools.files import RepoView
-        from code_assistant.tools.looking import Looking
-        from code_assistant.tools.running import Running
-
-        settings = self.settings
-        repo = repo or settings.repo
-        view = RepoView(repo, exclude=[settings.index_path, settings.state_path])
-        found = Looking(view, index or self.quiet_index).tools()
-        if not read_only and self.sandbox.active:
-            found += Running(repo, functools.partial(self.shell, cwd=repo)).tools()
-        if mcp:
-            found += self.mcp_tools(read_only=read_only)
-        return Toolbox(found, max_calls=settings.max_tool_calls, form=form or Form.NATIVE, recorded=recorded,
-                       say=self.display.say, auto=auto)
-
-    def room_for_code(self, index: RepoIndex, task: str) -> tuple[int, ContextWindow] | None:
-        """What a run's first request would give the code for `task` (its tests passing), and in which window: the
-        window a run starts with that no server needs to be asked for (--context-window, or the one remembered for
-        this server and model), with the tools --tools offers it (no MCP server started for a report); None when
-        neither is known."""
+    def known_window(self) -> ContextWindow | None:
+        """The window a run starts with that no server needs to be asked for: --context-window, or the one
+        remembered for this server and the model asked for (a session's /model's); None when neither is known."""
         from code_assistant.model.remembered import FILE_NAME, remembered_window
         from code_assistant.model.window import ContextWindow as Window
-        from code_assistant.settings import ToolsMode
-        from code_assistant.tools.specs import SHORT_LIST
 
         s = self.settings
         if s.context_window:
-            window: ContextWindow | None = Window(tokens=s.context_window, source="--context-window")
-        else:
-            window = remembered_window(s.state_path / FILE_NAME, s.base_url, s.model, s.model_named) if (
-                s.base_url) else None
-        if window is None:
-            return None
-        from code_assistant.agent.requests import Requests  # the model client with it: only when there is a window
-
-        box = None
-        if s.tools != ToolsMode.OFF and s.max_tool_calls:
-            small, form = tools_offered(s.tools, window.tokens)
-            box = self.toolbox(s.repo, lambda: index, form=form, auto=s.tools == ToolsMode.AUTO)
-            box = box.only(list(SHORT_LIST)) if small else box
-        return Requests(self.request_config(), window, tools=box).context_room(index, task), window
-
-    def say_mcp_skipped(self, window: int) -> None:
-        """One line naming the user's MCP servers not started for a window --tools auto offers grep and read only."""
-        from code_assistant.tools.mcp.config import configured
-
-        servers, _ = configured(self.settings.repo)
-        if servers:
-            self.say(f"[MCP: {', '.join(s.name for s in servers)} not started: the {window}-token context window is "
-                     f"offered grep and read only (a larger window, or --tools native, offers them)]")
-
-    def mcp_tools(self, *, read_only: bool = False) -> list[Tool]:
-        """The user's MCP servers' tools: started once a workspace, on first need, and stopped when it closes. The
-        user's own servers start; a repository's `.mcp.json` servers only once approved for what they run — asked
-        on a terminal (tools/mcp/trust.py), or with --trust-mcp — else named as not started."""
-        if self._mcp is None:
-            from code_assistant.tools.mcp.connections import Connections
-
-            self._mcp = Connections(self._mcp_servers(), cwd=self.settings.repo, logs=self.settings.repo_state_dir,
-                                    say=self.say)
-            self._stack.callback(self._mcp.close)
-            self._mcp.start()
-        return self._mcp.tools(read_only=read_only)
-
-    def _mcp_servers(self) -> list[ServerConfig]:
-        from code_assistant.tools.mcp import trust
-        from code_assistant.tools.mcp.config import configured
-
-        servers, unusable = configured(self.settings.repo)
-        for bad in unusable:
-            self.say(f"[MCP: {bad.name} ({bad.origin}) cannot be used: {bad.why}]")
-        return trust.startable(servers, repo=self.settings.repo, state_dir=self.settings.repo_state_dir,
-                               environ=dict(os.environ), trust_all=self.settings.trust_mcp,
-                               confirm=self.display.confirm, say=self.say)
+            return Window(tokens=s.context_window, source="--context-window")
+        return remembered_window(s.state_path / FILE_NAME, s.server_url, *self._named) if s.server_url else None
 
     # ----- a session's memory -------------------------------------------------------------------------------------
     def save_memory(self) -> None:
@@ -615,7 +396,7 @@ def _current(indexer: Indexer, state_path: Path) -> RepoIndex:
 
 def api_key(settings: Settings) -> str:
     """The key to send: the setting, any word for a local server, else a ConfigError that says where to put it (or
-    that the server the repository's .env names is not approved yet: Workspace.api_key asks)."""
+    that the server the repository's .env names is not approved yet: the workspace asks, Workspace._approved)."""
     if settings.env_base_url is not None:
         raise base_url_refusal(settings.env_base_url)
     if settings.api_key:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from code_assistant.agent.decide import verification
-from code_assistant.agent.kit import Kit, Tree
+from code_assistant.agent.kit import Kit, Tree, loop_config, request_config
 from code_assistant.agent.loop import Run
 from code_assistant.agent.state import Reproduction, RunResult
 from code_assistant.console.render import result_line
@@ -59,8 +59,8 @@ def run_agent(repo: Path, script: list, embedder: embeddings.Embedder, *, task: 
                   editor=FileEditor(repo, state_dir=settings.repo_state_dir, forbidden=[settings.index_path]),
                   runner=TestRunner(test_command, cwd=repo, timeout=60, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}),
                   index=lambda: workspace.index(indexer)[0], current_index=lambda: indexer.update(exclude=[settings.state_path])[0],
-                  requests=workspace.request_config(), trajectory=Trajectory(settings.runs_dir, task), display=display)
-        result = Run(kit, workspace.loop_config()).run(task)
+                  requests=request_config(settings), trajectory=Trajectory(settings.runs_dir, task), display=display)
+        result = Run(kit, loop_config(settings)).run(task)
     return result, server, lines
 
 

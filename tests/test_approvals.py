@@ -22,11 +22,10 @@ from code_assistant import env_files
 from code_assistant.approvals import Approvals
 from code_assistant.cli import parse
 from code_assistant.edit.edits import EditOperation
-from code_assistant.edit.preview import preview_edits, refusals
+from code_assistant.edit.preview import Limits, preview_edits, refusals
 from code_assistant.settings import load_settings
 from code_assistant.tools.mcp import reached, trust
 from code_assistant.tools.mcp.config import Origin, ServerConfig, Transport, configured
-from code_assistant.workspace import Workspace
 from tests.repos import PYTEST, ROOT, Listener, Terminal, answer, create, modify, python_repo, run_cli, snapshot
 from tests.scripted_server import ScriptedServer
 
@@ -206,7 +205,7 @@ def test_a_change_to_an_env_file_is_refused_unless_allowed(tmp_path: Path, path:
     ops = [EditOperation(file_path=path, action="create", content="OPENAI_BASE_URL=http://127.0.0.1:9/v1\n",
                          overwrite=True), EditOperation(file_path="env.py", search="DEBUG = 1", replace="DEBUG = 0")]
     run = ["--repo", str(tmp_path), "--task", "t"]
-    limits, allowed = (Workspace(parse(run + more).settings).limits() for more in ([], ["--allow-env-edits"]))
+    limits, allowed = (Limits.of(parse(run + more).settings) for more in ([], ["--allow-env-edits"]))
     preview = preview_edits(tmp_path, ops)
     assert list(refusals(preview, limits, is_plan=True)[1]) == [path]
     assert refusals(preview, allowed, is_plan=True) == ([], {})

@@ -242,6 +242,7 @@ def test_a_candidate_built_by_the_workspace_leaves_the_parents_values_untouched(
 
     from code_assistant.agent.best_of import BestOf
     from code_assistant.agent.candidates import ScratchCopy
+    from code_assistant.agent.kit import loop_config
     from code_assistant.agent.loop import Run
     from code_assistant.agent.state import Prepared
     from code_assistant.agent.stop import Stop
@@ -252,22 +253,22 @@ def test_a_candidate_built_by_the_workspace_leaves_the_parents_values_untouched(
     repo = python_repo(tmp_path, RED)
     before = snapshot(repo)
     settings = load_settings(repo, test_command=PYTEST, reproduce=False, tools="off")
-    with ScriptedServer(by_seed={1: [_fix(0)]}) as server, Workspace(settings) as workspace:
+    with ScriptedServer(by_seed={1: [_fix(0)]}) as server:
         model = OpenAIChat("gpt-4o", api_key="k", base_url=server.url, sleep=lambda s: None)
-        workspace.use_model(model)
-        parent = Run(workspace.kit(repo, task="fix add"), workspace.loop_config())
-        prepared = parent.prepare("fix add")
-        values_before = (parent.iteration, list(parent.answers), parent.failures, parent.refused_in_a_row)
-        usage_before = dataclasses.replace(model.usage)
-        best_of = BestOf(parent, lambda scratch, number: workspace.kit(scratch, number), 1)
-        scratch_copy = ScratchCopy(repo, exclude=[settings.index_path, settings.state_path])
-        with scratch_copy as scratch:
-            candidate = best_of.candidate(1, scratch)
-            index = dataclasses.replace(prepared.index, repo=scratch)
-            result = candidate.finish(lambda: candidate.attempt("fix add", Prepared(index=index,
-                                                                                    baseline=prepared.baseline)))
-            assert (result.success, result.stop_reason) == (True, Stop.PASSED)
-            assert "return a + b" in (scratch / "calc.py").read_text()
+        with Workspace(settings, model=model) as workspace:
+            parent = Run(workspace.kits.run(repo, model, task="fix add"), loop_config(settings))
+            prepared = parent.prepare("fix add")
+            values_before = (parent.iteration, list(parent.answers), parent.failures, parent.refused_in_a_row)
+            usage_before = dataclasses.replace(model.usage)
+            best_of = BestOf(parent, lambda scratch, number: workspace.kits.attempt(parent.kit, scratch, number), 1)
+            scratch_copy = ScratchCopy(repo, exclude=[settings.index_path, settings.state_path])
+            with scratch_copy as scratch:
+                candidate = best_of.candidate(1, scratch)
+                index = dataclasses.replace(prepared.index, repo=scratch)
+                result = candidate.finish(lambda: candidate.attempt("fix add", Prepared(index=index,
+                                                                                        baseline=prepared.baseline)))
+                assert (result.success, result.stop_reason) == (True, Stop.PASSED)
+                assert "return a + b" in (scratch / "calc.py").read_text()
     assert candidate.kit.candidate == 1 and candidate.iteration == 1 and candidate.answers == [_fix(0)]
     assert candidate.kit.model is not model and candidate.kit.model.seed == 1  # type: ignore[attr-defined]
     assert (parent.iteration, parent.answers, parent.failures, parent.refused_in_a_row) == values_before, \

@@ -38,13 +38,15 @@ BUILT_IN_ONE_PLACE = {"FileEditor": "edit", "TestRunner": "verify", "Limits": "e
 # The eval judges a run from outside: it runs the product's command line, then a case's hidden tests with the test
 # runner, and may import no workspace (pyproject's contract).
 JUDGES_FROM_OUTSIDE = "evaluate"
+KITS = "agent/kit.py"  # where every kit of a task is built
 
 
-def test_what_a_run_uses_is_built_by_the_workspace_or_in_its_own_room() -> None:
-    """Every FileEditor, TestRunner and Limits of the package is made in workspace.py (Workspace.kit and the
-    helpers it uses) or inside the stage it belongs to (the editor's scratch copy in edit/, a runner's copy for
-    another command in verify/): a reader finds where anything a run uses comes from in one place. The eval's judge
-    runs a case's tests apart from any run."""
+def test_what_a_run_uses_is_built_beside_the_kit_or_in_its_own_room() -> None:
+    """Every FileEditor, TestRunner and Limits of the package is made in agent/kit.py (Kits, where every kit of a
+    task is built, and the editor `apply` uses) or inside the stage it belongs to (the editor's scratch copy and
+    Limits.of in edit/, the test command's runners in verify/testing.py): a reader finds where anything a run uses
+    comes from in one place. The workspace builds none of them. The eval's judge runs a case's tests apart from any
+    run."""
     package = ROOT / "code_assistant"
     found: list[str] = []
     for path in sorted(package.rglob("*.py")):
@@ -55,6 +57,6 @@ def test_what_a_run_uses_is_built_by_the_workspace_or_in_its_own_room() -> None:
             name = node.func.id if isinstance(node.func, ast.Name) else \
                 node.func.attr if isinstance(node.func, ast.Attribute) else None
             room = BUILT_IN_ONE_PLACE.get(name or "")
-            if room is not None and rel.parts[0] not in (room, JUDGES_FROM_OUTSIDE) and str(rel) != "workspace.py":
+            if room is not None and rel.parts[0] not in (room, JUDGES_FROM_OUTSIDE) and str(rel) != KITS:
                 found.append(f"{rel}:{node.lineno}: {name}(...)")
     assert found == []

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from code_assistant.agent.kit import request_config
 from code_assistant.agent.requests import PlanRequest, Requests
 from code_assistant.errors import UsageError
 from code_assistant.memory import Memory, Note, diff_stat, notes_text
@@ -22,7 +23,7 @@ from code_assistant.operations.options import RunOptions
 from code_assistant.session import Word, parse_line
 from code_assistant.settings import load_settings
 from code_assistant.verify.runner import TestResult
-from code_assistant.workspace import Workspace, build_indexer
+from code_assistant.workspace import build_indexer
 from tests.repos import (
     CALC_PY,
     PYTEST,
@@ -316,7 +317,7 @@ def test_many_notes_in_a_small_window_stay_inside_it_newest_first(tmp_path: Path
     window = ContextWindow(2048, "test")
     baseline = TestResult(command=["pytest"], exit_code=1, passed=False, timed_out=False, output="", duration_s=0.1,
                           passed_count=1, failed_count=1, runner="pytest", timeout_s=60)
-    messages, _ = Requests(Workspace(settings).request_config(), window, memory=memory).plan(
+    messages, _ = Requests(request_config(settings), window, memory=memory).plan(
         PlanRequest(index=index, task="fix add", baseline=baseline))
     assert message_tokens(messages) <= window.prompt_room()
     system = messages[0]["content"]

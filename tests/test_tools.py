@@ -256,7 +256,7 @@ def test_run_leaves_the_tree_as_it_was_reaches_no_one_and_is_killed_at_its_timeo
     repo = python_repo(tmp_path)
     before = snapshot(repo)
     workspace = Workspace(load_settings(repo, sandbox="write"))
-    running = Running(repo, functools.partial(workspace.shell, cwd=repo))
+    running = Running(repo, functools.partial(workspace.tests.shell, cwd=repo))
     done = running.run({"command": "echo new > made.txt; rm calc.py; rm -rf tests; echo still here"})
     assert "Read-only file system" in done.text and "still here" in done.text and snapshot(repo) == before
     arrived: list[bytes] = []

@@ -27,13 +27,12 @@ from code_assistant.model.trajectory import StepKind
 
 logger = logging.getLogger(__name__)
 
-CANDIDATE_TEMPERATURE = 0.7  # enough to make the attempts differ; the seeds make each one repeatable
 STOP_GRACE_S = 10.0  # after Ctrl-C, how long the attempts get to stop their tests before their copies are removed
 
 
 class BestOf:
     """Runs `count` attempts for `parent` (the run on the user's repository) and applies the best one. Each attempt
-    is a Run of its own, on the kit `kit_for` builds for its scratch copy (Workspace.kit: its own model, editor and
+    is a Run of its own, on the kit `kit_for` builds for its scratch copy (kit.Kits.attempt: its own model, editor and
     runner); it gets the run's budget and cancel flag, and its model joins the run's usage meter."""
 
     def __init__(self, parent: Run, kit_for: KitFor, count: int, workers: int | None = None) -> None:

@@ -7,6 +7,7 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from code_assistant.edit.command_guard import check_test_definition
 from code_assistant.edit.editor import FileEditor, link_deletion, numbered
@@ -14,6 +15,9 @@ from code_assistant.edit.edits import EditOperation, EditResult, PathError, repo
 from code_assistant.edit.guardrails import changed_line_count, check_env_edit, check_test_setup, check_test_weakening
 from code_assistant.edit.unified import unified_diff
 from code_assistant.languages import is_test_file
+
+if TYPE_CHECKING:
+    from code_assistant.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +112,13 @@ class Limits:
     allow_test_edits: bool
     test_command: str  # what the files it reads (a Makefile, package.json's scripts) may not be changed to
     allow_env_edits: bool = False
+
+    @classmethod
+    def of(cls, settings: Settings) -> Limits:
+        """The guardrails the settings name (a run's, and `apply`'s)."""
+        s = settings
+        return cls(max_changed_lines=s.max_changed_lines, max_plan_lines=s.max_plan_lines, max_files=s.max_files,
+                   allow_test_edits=s.allow_test_edits, test_command=s.test_command, allow_env_edits=s.allow_env_edits)
 
     def over(self, steps: int) -> Limits:
         """The limits of a change made over `steps` answers after the plan, each of which passed these (best of N:

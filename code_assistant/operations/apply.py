@@ -23,6 +23,7 @@ def execute(ws: Workspace, options: ApplyOptions) -> ApplyOutcome:
     from code_assistant.agent.kit import Tree
     from code_assistant.answers.plan import PlanParseError, parse_answer
     from code_assistant.edit.edits import Action
+    from code_assistant.edit.preview import Limits
 
     settings = ws.settings
     try:
@@ -32,9 +33,10 @@ def execute(ws: Workspace, options: ApplyOptions) -> ApplyOutcome:
     if not ops:
         return ApplyOutcome(feedback="The plan holds no change.", applied=False)
     with ws.holding():
-        editor = ws.editor(task=options.label)
+        editor = ws.kits.editor(task=options.label)
         applier = Applier(Tree(root=settings.repo, index_path=settings.index_path, state_path=settings.state_path),
-                          editor, ws.limits(), say=logger.info, review=ws.display.review if settings.review else None)
+                          editor, Limits.of(settings), say=logger.info,
+                          review=ws.display.review if settings.review else None)
         applied = applier.apply(ops, is_plan=True)
         diff, files = editor.diff(), editor.modified_files
         editor.finish()  # what applied is kept, and can be taken back with undo

@@ -23,9 +23,12 @@ def execute(ws: Workspace, options: ContextOptions) -> ContextOutcome:
         raise UsageError("context needs a task (no task yet)")
     index, stats = ws.index(focus=task)
     budget, room = ws.settings.context_tokens, "--context-tokens; the model's window, not asked for, may leave less"
-    if found := ws.room_for_code(index, task):
-        fits, window = found
-        budget = min(budget, fits)
+    if window := ws.known_window():
+        from code_assistant.agent.kit import request_config
+        from code_assistant.agent.requests import Requests  # the model client with it: only when there is a window
+
+        tools = ws.tools.for_window(window.tokens, lambda: index)  # what a run's first request would offer
+        budget = min(budget, Requests(request_config(ws.settings), window, tools=tools).context_room(index, task))
         room = (f"what a run's first request leaves for code in the {window.tokens}-token window, from "
                 f"{window.source}")
     # while files are pending (a first answer on a big tree) the answer comes from the fast signals: loading the

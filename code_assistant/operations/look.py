@@ -19,7 +19,7 @@ def execute(ws: Workspace, options: ToolOptions) -> ToolOutcome:
     from code_assistant.tools.specs import OURS
     from code_assistant.waiting import waiting
 
-    box = ws.toolbox()
+    box = ws.tools.box()
     name = next((spec.name for spec in OURS if (spec.command or spec.name) == options.tool), options.tool)
     if name not in box.names:
         raise ConfigError(f"{options.tool} needs the sandbox (it runs with the repository read-only); it is off")

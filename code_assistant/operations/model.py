@@ -12,6 +12,6 @@ if TYPE_CHECKING:
 
 def execute(ws: Workspace, options: ModelOptions) -> ModelOutcome:
     if options.name:
-        ws.use_model(ws.open_model(options.name))
+        ws.switch_model(options.name)
     model = ws.model
     return ModelOutcome(name=model.name, window=model.window.describe())

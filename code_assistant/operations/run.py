@@ -31,15 +31,14 @@ def execute(ws: Workspace, options: RunOptions) -> RunOutcome:
     with ahead:
         ws.check_before_runs(needs_key=replay is None)
         with ws.holding():  # another run on this repository: refused, nothing asked
-            if replay is not None:
-                ws.use_model(replay)
-            ws.model  # noqa: B018 - opened now, its header lines before the sandbox's
+            if replay is None:
+                ws.model  # noqa: B018 - opened now, its header lines before the sandbox's
             ws.announce_sandbox()
             ws.last_task = options.task
-            result = one_task(ws, options)
+            result = one_task(ws, options, replay)
     ws.count(result.usage, result.cost_usd)
     remember(ws, options.task, result)
-    return RunOutcome(task=options.task, result=result, sandbox=ws.sandbox.record())
+    return RunOutcome(task=options.task, result=result, sandbox=ws.tests.sandbox.record())
 
 
 def replay_model(ws: Workspace, replay: Path | None) -> ReplayModel | None:
@@ -55,10 +54,12 @@ def replay_model(ws: Workspace, replay: Path | None) -> ReplayModel | None:
     return ReplayModel(read_answers(replay), name=f"replay:{replay.name}")
 
 
-def one_task(ws: Workspace, options: RunOptions) -> RunResult:
-    """One task, the repository held: the git workflow around the run (or best of N), on the kit the workspace
-    builds for the working tree (the repository, a branch of it, or a worktree: an index of its own)."""
+def one_task(ws: Workspace, options: RunOptions, replay: ReplayModel | None = None) -> RunResult:
+    """One task, the repository held: the git workflow around the run (or best of N), on the kit built for the
+    working tree (the repository, a branch of it, or a worktree: an index of its own); `replay`: the
+    recorded answers that stand in for the workspace's model."""
     from code_assistant import vcs
+    from code_assistant.agent.kit import loop_config
     from code_assistant.agent.loop import Run
     from code_assistant.agent.stop import Stop
     from code_assistant.model.trajectory import Trajectory
@@ -70,14 +71,15 @@ def one_task(ws: Workspace, options: RunOptions) -> RunResult:
     tree = workflow.start()
     trajectory = Trajectory(settings.runs_dir, options.task or "task")
     try:
-        kit = ws.kit(tree, task=options.task, trajectory=trajectory, guard=workflow.guard, replay=options.replay)
-        run = Run(kit, ws.loop_config(around=not workflow.commit))
+        kit = ws.kits.run(tree, replay or ws.model, task=options.task, trajectory=trajectory, guard=workflow.guard,
+                          replay=options.replay)
+        run = Run(kit, loop_config(settings, around=not workflow.commit))
         if settings.candidates <= 1:
             result = run.run(options.task)
         else:
             from code_assistant.agent.best_of import BestOf
 
-            result = BestOf(run, lambda scratch, number: ws.kit(scratch, number, trajectory=trajectory),
+            result = BestOf(run, lambda scratch, number: ws.kits.attempt(kit, scratch, number),
                             settings.candidates).run(options.task)
     except BaseException as exc:
         attach_log(exc, str(trajectory.path))

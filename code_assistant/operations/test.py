@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 def execute(ws: Workspace, options: TestOptions) -> TestOutcome:
     from code_assistant.agent.verifier import run_tests
 
-    ws.check_tests()
-    runner = ws.runner()
+    ws.tests.check()
+    runner = ws.tests.runner()
     ws.say(f"[Testing: {ws.settings.test_command}]")
     return TestOutcome(command=ws.settings.test_command, result=run_tests(runner, ws.display.status, "Testing"))

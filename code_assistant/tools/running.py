@@ -19,8 +19,8 @@ HEAD_LINES, TAIL_LINES = 40, 80  # of its output
 
 class Shell(Protocol):
     def __call__(self, command: str, *, timeout: float, head_lines: int, tail_lines: int) -> TestRunner:
-        """A command in the test sandbox, the tree read-only (Workspace.shell: its running processes named, so that
-        a later run stops them if this one is killed)."""
+        """A command in the test sandbox, the tree read-only (verify/testing.py's Testing.shell: its running
+        processes named, so that a later run stops them if this one is killed)."""
         ...
 
 

@@ -163,8 +163,8 @@ def truncate_output(text: str, head_lines: int = 200, tail_lines: int = 400, max
 class TestRunner:
     """Runs one command in cwd — in its sandbox when given one — kills its whole process group on timeout, and reads
     its output as a test run's. Mostly the test command (a run's, the judge's); also any command the project runs the
-    same way: the model's `run` tool (Workspace.shell, read-only) and the eval's package download (`pip download`,
-    `npm pack`, evaluate/scratch.py), whose results are read for their exit code and output."""
+    same way: the model's `run` tool (verify/testing.py's Testing.shell, read-only) and the eval's package download
+    (`pip download`, `npm pack`, evaluate/scratch.py), whose results are read for their exit code and output."""
     __test__ = False
 
     def __init__(self, command: str | list[str], *, cwd: Path, timeout: float = 120.0,
