@@ -197,7 +197,8 @@ def test_a_run_through_a_gateway_that_empties_an_overflow_learns_the_window_and_
                       for i in range(250))
     repo = python_repo(tmp_path, {"calc.py": CALC_PY + helpers, "tests/test_calc.py": TEST_CALC_PY,
                                   "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"})
-    task = "fix add so that it returns the sum. " + "The helpers rely on add being right; keep each as it is. " * 80  # request > 4,096
+    # the first request over the gateway's 4,096 tokens and under the default 8,192
+    task = "fix add so that it returns the sum. " + "The helpers rely on add being right; keep each as it is. " * 80
     with ProviderEmulator("litellm-llama-cpp-python", [FIX_ADD]) as emulator:
         proc = run_cli(["--repo", str(repo), "--task", task, "--test-command", PYTEST, "--no-reproduce", "--model",
                         "smollm2"], server_url=emulator.url)
