@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -161,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         print(path)
         return 0
     log = (args.cache or default_cache()) / "server.log"
+    # a kill (SIGTERM) ends the wrapper as Ctrl-C does: the server, in a session of its own, is stopped with it
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     with LlamaServer(path, n_ctx=args.n_ctx, log=log, alias=ALIAS, prompt_cache_bytes=PROMPT_CACHE_BYTES,
                      port=args.port, threads=args.threads) as server:
         print(f"[real_coder] serving {path.name} as {ALIAS!r} at {server.url} (window {args.n_ctx} tokens, "
