@@ -105,6 +105,28 @@ def test_a_project_that_turns_pytests_cache_off_gets_no_warning_of_ours(tmp_path
     assert "1 failed" in cached.summary() and not (on / ".pytest_cache").exists()  # the cache went elsewhere
 
 
+
+def test_only_the_projects_own_regular_files_say_the_cache_is_off(tmp_path: Path) -> None:
+    """A pytest.ini that is a FIFO (nothing would ever write to it) is passed over, not waited on; one that is a link
+    to a file outside the project does not speak for it."""
+    import os
+    import threading
+
+    from code_assistant.verify.runner import cache_off
+
+    fifo, linked = _mkdir(tmp_path / "fifo"), _mkdir(tmp_path / "linked")
+    os.mkfifo(fifo / "pytest.ini")
+    (tmp_path / "outside.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+    (linked / "pytest.ini").symlink_to(tmp_path / "outside.ini")
+    said: list[bool] = []
+    reading = threading.Thread(target=lambda: said.extend(cache_off("pytest", {}, tree) for tree in (fifo, linked)),
+                               daemon=True)
+    reading.start()
+    reading.join(30)  # an anti-hang guard
+    assert said == [False, False]
+    assert cache_off("pytest -p no:cacheprovider", {}, fifo) and cache_off("pytest", {"PYTEST_ADDOPTS": "-p "
+                                                                                        "no:cacheprovider"}, fifo)
+
 def test_a_tree_at_the_root_leaves_paths_as_they_are() -> None:
     assert steady_output("/usr/lib/x.py:3 and /etc/y", Path("/")) == "/usr/lib/x.py:3 and /etc/y"
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from code_assistant.errors import AssistantError
+from code_assistant.gate import Gate
 from code_assistant.verify.environment import without_secrets
 from code_assistant.verify.outputs import NotRun, TestFailure, never_ran, parse_test_output, strip_ansi
 from code_assistant.verify.outputs_common import network_not_run
@@ -141,13 +142,8 @@ def cache_off(command: str | list[str], env: dict[str, str], cwd: Path) -> bool:
     """The test command, PYTEST_ADDOPTS or a pytest configuration file of `cwd` turns pytest's cache plugin off
     (`-p no:cacheprovider`)."""
     said = [command if isinstance(command, str) else " ".join(command), env.get("PYTEST_ADDOPTS", "")]
-    for name in PYTEST_CONFIGS:
-        try:  # a link is not followed: only the project's own file says
-            fd = os.open(Path(cwd) / name, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
-            continue
-        with os.fdopen(fd, "rb") as config:
-            said.append(config.read(1 << 20).decode("utf-8", errors="replace"))
+    tree = Gate(cwd)  # the project's own regular files only: no link out of it, no FIFO to wait on
+    said += [tree.text(name, max_bytes=1 << 20, head=True, judge=False) or "" for name in PYTEST_CONFIGS]
     return any(CACHE_OFF.search(text) for text in said)
 
 
