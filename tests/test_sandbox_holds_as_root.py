@@ -11,6 +11,7 @@ capability drop's pure parts and the Landlock plan of /dev are checked directly.
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import json
 import os
 import shutil
@@ -152,6 +153,34 @@ def test_under_landlock_the_command_keeps_no_capability_and_root_regains_none(tm
     assert shown["CapEff"] == shown["CapPrm"] == shown["CapInh"] == shown["CapAmb"] == 0
     if os.geteuid() == 0:
         assert shown["CapBnd"] == 0 and shown["securebits"] == privileges.SECUREBITS, "as root: nothing to regain"
+
+
+@pytest.mark.skipif(landlock.abi_version() is None, reason="no Landlock in this kernel")
+def test_under_landlock_an_assistant_installed_where_the_ruleset_hides_still_confines_and_drops(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launcher and privileges.py in a place the ruleset hides (a pipx or `uv tool` install in HOME, a checkout
+    and its venv under /tmp): the capability drop is loaded before the ruleset applies, so the command runs, confined,
+    with no capability (it used to end at once: "cannot confine the test command: ... privileges.py")."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    installed = home / ".local" / "share" / "pipx" / "venvs" / "code-assistant" / "verify"
+    installed.mkdir(parents=True)
+    work.mkdir()
+    for name in ("landlock.py", "privileges.py"):
+        shutil.copy(Path(landlock.__file__).with_name(name), installed / name)
+    (home / ".netrc").write_text(f"machine example.com password {MARK}-netrc\n")
+    spec = importlib.util.spec_from_file_location("installed_landlock", installed / "landlock.py")
+    assert spec is not None and spec.loader is not None
+    copy = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "installed_landlock", copy)
+    spec.loader.exec_module(copy)
+    show = (f"print(open('/proc/self/status').read())\ntry:\n    print(open({str(home / '.netrc')!r}).read())\n"
+            "except PermissionError:\n    print('netrc hidden')")
+    argv = copy.landlock_argv(sys.executable, copy.Rules(writable=(work,), hidden=(home,)),
+                              [sys.executable, "-I", "-c", show])
+    assert str(installed / "landlock.py") in argv
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=work, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert privileges.capability_sets(done.stdout)["CapEff"] == 0 and "netrc hidden" in done.stdout, done.stdout
 
 
 # ----- as an attacker would ---------------------------------------------------------------------------------------

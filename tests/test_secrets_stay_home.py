@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -82,6 +83,31 @@ def test_landlock_allows_everything_but_the_holes_and_carves_git_out_of_the_tree
     assert planned[Path("/home/me/src/proj")] == landlock.READ, "the top level takes no new entries"
     assert planned[Path("/home/me/src/proj/calc.py")] == planned[Path("/home/me/src/proj/tests")] == everything
     assert Path("/home/me/src/proj/.git") not in planned
+
+
+@pytest.mark.skipif(landlock.abi_version() is None, reason="no Landlock in this kernel")
+def test_under_landlock_a_link_onto_the_folder_that_holds_home_does_not_show_home(tmp_path: Path) -> None:
+    """Fedora's atomic desktops: /home -> var/home, HOME /var/home/me. The walk around the hidden HOME lists /home
+    beside /var; a rule through that link would cover the whole of /var/home, HOME and its keys included."""
+    (tmp_path / "var" / "home" / "me").mkdir(parents=True)
+    (tmp_path / "var" / "home" / "you").mkdir()
+    (tmp_path / "var" / "home" / "me" / ".netrc").write_text("machine example.com password sbx-netrc-7\n")
+    (tmp_path / "var" / "home" / "you" / "notes.txt").write_text("a neighbour's readable file\n")
+    (tmp_path / "home").symlink_to("var/home")
+    work = tmp_path / "work"
+    work.mkdir()
+    read = ("import sys\nfor path in sys.argv[1:]:\n    try:\n        print(path, open(path).read().strip())\n"
+            "    except PermissionError:\n        print(path, 'refused')")
+    paths = [tmp_path / "home" / "me" / ".netrc", tmp_path / "var" / "home" / "me" / ".netrc",
+             tmp_path / "home" / "you" / "notes.txt"]
+    rules = landlock.Rules(writable=(work,), hidden=(tmp_path / "var" / "home" / "me",))
+    done = subprocess.run(landlock.landlock_argv(sys.executable, rules, [sys.executable, "-I", "-c", read,
+                                                                         *map(str, paths)]),
+                          capture_output=True, text=True, cwd=work, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"{paths[0]} refused", f"{paths[1]} refused",
+                                        f"{paths[2]} a neighbour's readable file"]
+    assert tmp_path / "home" not in dict(landlock.plan(rules, abi=7)), "a link gets no rule"
 
 
 @pytest.mark.parametrize("output", [

@@ -136,18 +136,17 @@ def _entries(directory: Path) -> list[Path]:
 def beneath_except(root: Path, holes: Sequence[Path],
                    entries: Callable[[Path], list[Path]] = _entries) -> list[Path]:
     """Paths whose hierarchies together cover `root` but for the holes: root itself when no hole is inside it, else
-    its entries, recursively where a hole lies deeper. (An entry that is a symlink into a hole is left out.)"""
+    its entries, recursively where a hole lies deeper. An entry that is a link gets no rule: what it leads to is
+    checked against that place's own rules, which the walk gives wherever it lies; a rule through the link would
+    cover its target's whole hierarchy, holes and all (`/home -> var/home` where HOME is /var/home/alice)."""
     if not any(hole == root or _inside(hole, root) for hole in holes):
         return [root]
     if root in holes:
         return []
     covered: list[Path] = []
     for entry in entries(root):
-        if entry.is_symlink():
-            target = entry.resolve()
-            if any(target == hole or _inside(target, hole) for hole in holes):
-                continue
-        covered += beneath_except(entry, holes, entries)
+        if not entry.is_symlink():
+            covered += beneath_except(entry, holes, entries)
     return covered
 
 
@@ -246,6 +245,7 @@ def _check(result: int, what: str) -> int:
 def confine(rules: Rules) -> None:
     """Apply the ruleset and the filter to this process (and everything it will start), then drop every
     capability. Irreversible."""
+    privileges = _privileges()  # loaded now: this file may lie where the ruleset hides (HOME, /tmp), as may Python's
     libc = _libc()
     libc.syscall.restype = ctypes.c_long
     libc.prctl.restype = ctypes.c_int
@@ -270,7 +270,7 @@ def confine(rules: Rules) -> None:
     finally:
         os.close(ruleset)
     _filter(libc, rules.network)
-    _privileges().drop()
+    privileges.drop()
 
 
 def _privileges() -> types.ModuleType:
