@@ -99,6 +99,14 @@ def test_an_answer_cut_where_it_filled_the_servers_window_is_read_as_that_window
     assert filled_window(prompt=prompt, answer=answer, cap=cap, window=8192, estimated=estimated) == window
 
 
+def test_an_answer_as_long_as_its_cap_was_cut_at_the_cap_whatever_count_a_gateway_recounted() -> None:
+    """LiteLLM recounts a cut answer with its own tokenizer (230 of the 256 sent); beside a 1,046-token prompt the sum
+    is a token short of 1,280, a llama.cpp window step. The answer that arrived is as long as the cap: no window."""
+    assert filled_window(prompt=1046, answer=230, cap=256, window=2048, estimated=False) == 1280, "the counts alone"
+    assert filled_window(prompt=1046, answer=230, cap=256, window=2048, estimated=False, received=262) is None
+    assert filled_window(prompt=1966, answer=82, cap=1024, window=8192, estimated=False, received=80) == 2048
+
+
 def test_an_estimated_cut_teaches_only_a_window_that_was_a_guess() -> None:
     reported = ContextWindow(8192, "GET /props")
     assert not reported.filled(prompt=2556, answer=107, cap=1024, estimated=True) and reported.tokens == 8192

@@ -217,6 +217,7 @@ def test_an_answer_cut_off_is_said_to_be_cut_at_the_limit_sent_with_the_servers_
         proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--no-reproduce",
                         "--context-window", "2048", "--model", "smollm2"], server_url=emulator.url)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[Window:" not in proc.stdout, "an answer as long as its cap teaches no smaller window, whatever the recount"
     first, again = emulator.bodies(CHAT)
     reask = again["messages"][-1]["content"]
     assert f"cut off at the limit for an answer ({first['max_tokens']} tokens; the server counted " \

@@ -327,12 +327,13 @@ class OpenAIChat:
     def _filled(self, response: ChatResponse, counted: int, cap: int) -> None:
         """An answer cut off short of its cap: the window learned when it and the prompt filled the server's (the
         caller asks again within it). Without the server's counts, both are estimated at the window's ratio."""
+        said = response.text + response.reasoning + "".join(c.arguments for c in response.tool_calls)
+        received = tokens.count_tokens(said) * self.window.ratio
         if response.reported is not None:
             prompt, answer, estimated = float(response.prompt_tokens), float(response.completion_tokens), False
         else:
-            said = response.text + response.reasoning + "".join(c.arguments for c in response.tool_calls)
-            prompt, answer, estimated = counted * self.window.ratio, tokens.count_tokens(said) * self.window.ratio, True
-        if self.window.filled(prompt=prompt, answer=answer, cap=cap, estimated=estimated):
+            prompt, answer, estimated = counted * self.window.ratio, received, True
+        if self.window.filled(prompt=prompt, answer=answer, cap=cap, estimated=estimated, received=received):
             logger.info("an answer cut off after %.0f tokens of a %d cap, to a prompt of %.0f%s: the server's window "
                         "is %d tokens", answer, cap, prompt, " (estimated)" if estimated else "", self.window.tokens)
 

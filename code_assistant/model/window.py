@@ -115,14 +115,15 @@ class ContextWindow:
             return None
         return self._cut(counted, server_prompt)
 
-    def filled(self, *, prompt: float, answer: float, cap: int, estimated: bool) -> bool:
+    def filled(self, *, prompt: float, answer: float, cap: int, estimated: bool, received: float | None = None) -> bool:
         """An answer cut off ("length"): when it ended where it and the prompt filled a window smaller than this one,
         short of the cap asked for, that is the server's window, learned now (True). `estimated`: the numbers are
         ours, the server sent none; they are taken only for a window that was itself a guess (the default): a window
         someone reported is not given up for an estimate (a gateway's own cap on answers would look the same)."""
         if estimated and self.source != DEFAULT_SOURCE:
             return False
-        size = filled_window(prompt=prompt, answer=answer, cap=cap, window=self.tokens, estimated=estimated)
+        size = filled_window(prompt=prompt, answer=answer, cap=cap, window=self.tokens, estimated=estimated,
+                             received=received)
         if size is None:
             return False
         self.tokens, self.source = size, FILLED_SOURCE
@@ -167,7 +168,8 @@ class ContextWindow:
                 f"real window)")
 
 
-def filled_window(*, prompt: float, answer: float, cap: int, window: int, estimated: bool) -> int | None:
+def filled_window(*, prompt: float, answer: float, cap: int, window: int, estimated: bool,
+                  received: float | None = None) -> int | None:
     """The window an answer cut off ("length") filled, or None when its cut was the cap asked for or its end is no
     window smaller than `window` (the one the request was sized for).
 
@@ -184,8 +186,13 @@ def filled_window(*, prompt: float, answer: float, cap: int, window: int, estima
     of WINDOW_STEP: any other sum (a gateway's own cap on answers) is no window. With our estimates (llama-cpp-python
     streams no usage), which run high rather than low, the window is the largest power of two the sum reaches (every
     default of the three, 2,048 or 4,096, is one; another window is learned from the refusal a request sized for too
-    large a one meets), and the answer must be clearly short of the cap."""
-    if answer >= cap * (SHORT_OF_CAP if estimated else 1):
+    large a one meets), and the answer must be clearly short of the cap.
+
+    `received`: the answer as it arrived, estimated here in the server's tokens. An answer as long as the cap was cut
+    at the cap, whatever count came with it: a gateway that recounts a cut answer with a tokenizer of its own (LiteLLM
+    in front of a server that streams no usage: 230 of the 256 sent) would otherwise make a sum that lands on a window
+    step by chance (one prompt in 32) read as a smaller window, and every later request shrink to it."""
+    if answer >= cap * (SHORT_OF_CAP if estimated else 1) or (received or 0) >= cap * SHORT_OF_CAP:
         return None
     total = prompt + answer
     if estimated:
