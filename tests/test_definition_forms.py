@@ -251,7 +251,7 @@ def looking(tmp_path_factory: pytest.TempPathFactory) -> Looking:
     settings = load_settings(repo, embed_budget=0)
     indexer = build_indexer(settings)
     return Looking(RepoView(repo, exclude=[settings.index_path, settings.state_path]),
-                   lambda: indexer.update(exclude=[settings.state_path])[0])
+                   lambda focus: indexer.update(exclude=[settings.state_path])[0])
 
 
 @pytest.mark.parametrize("case", FORMS, ids=IDS)

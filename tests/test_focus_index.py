@@ -191,6 +191,29 @@ def test_while_a_completion_runs_a_task_adds_nothing_and_a_run_without_one_waits
     assert done == [FILES]
 
 
+def test_while_a_completion_runs_search_and_symbol_answer_from_what_is_stored_and_say_what_is_not(
+        repo: Path, tmp_path: Path, embedder: embeddings.Embedder) -> None:
+    """A person's `search` and `symbol` (and another agent's, over MCP: the same tools) do not wait for the big
+    tree's completion to end (a minute on two cores): they answer from what is stored, said to be partial."""
+    index_path = tmp_path / "index"
+    _, first = _indexer(repo, index_path, embedder).update(focus=TASK)
+    held_by = _indexer(repo, index_path, embedder)
+    where = ["--repo", str(repo), "--index-path", str(index_path)]
+    with (held_by.dir / completion.LOCK_NAME).open("a") as held:  # a completion holds the lock (another pid)
+        fcntl.flock(held, fcntl.LOCK_EX)
+        held.write("1\n")
+        held.flush()
+        try:
+            found = run_cli(["search", *where, "Location header of a redirect"], api_key=None, timeout=60)
+            defined = run_cli(["symbol", *where, "build_location_header"], api_key=None, timeout=60)
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+    pending = f"{first.pending} files of the repository are not indexed yet"
+    assert found.returncode == 0 and TARGET in found.stdout and pending in found.stdout, found.stdout + found.stderr
+    assert defined.returncode == 0 and f"{TARGET}:4: def build_location_header(url, base):" in defined.stdout
+    assert pending in defined.stdout, defined.stdout
+
+
 def test_a_small_tree_is_indexed_whole_even_with_a_task(tmp_path: Path, embedder: embeddings.Embedder) -> None:
     repo = big_tree(tmp_path, files=50)
     _, stats = _indexer(repo, tmp_path / "index", embedder).update(focus=TASK)

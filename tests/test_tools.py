@@ -179,7 +179,7 @@ def looking(tmp_path: Path) -> Looking:
     settings = load_settings(repo, embed_budget=0)
     indexer = build_indexer(settings)
     return Looking(RepoView(repo, exclude=[settings.index_path, settings.state_path]),
-                   lambda: indexer.update(exclude=[settings.state_path])[0])
+                   lambda focus: indexer.update(exclude=[settings.state_path])[0])
 
 
 @pytest.mark.parametrize("path, why", [("../outside.py", "'..' may not be used"), ("out.py", "outside the repository"),
@@ -215,7 +215,7 @@ def test_read_and_grep_show_no_line_of_a_private_key_a_file_holds(tmp_path: Path
                                   "notes.txt": "\n".join(["key lines, pasted without their BEGIN line:", *body[3:9],
                                                           "end of notes", ""])})
     settings = load_settings(repo, embed_budget=0)
-    looking = Looking(RepoView(repo, exclude=[settings.index_path, settings.state_path]), lambda: None)  # type: ignore
+    looking = Looking(RepoView(repo, exclude=[settings.index_path, settings.state_path]), lambda focus: None)  # type: ignore
     with pytest.raises(ToolError, match="secret"):
         looking.read({"path": "deploy.py", "start": 5, "end": 9})
     assert "deploy.py" not in looking.grep({"pattern": body[7]}).text
@@ -234,7 +234,7 @@ def test_a_call_that_would_run_for_minutes_or_flood_the_window_stops_and_says_wh
     settings = load_settings(repo, embed_budget=0)
     indexer = build_indexer(settings)
     tools = Looking(RepoView(repo, exclude=[settings.index_path, settings.state_path]),
-                    lambda: indexer.update(exclude=[settings.state_path])[0])
+                    lambda focus: indexer.update(exclude=[settings.state_path])[0])
     monkeypatch.setattr(looking_module, "GREP_SECONDS", 1.0)
 
     backtracking = tools.grep({"pattern": "(a|aa)+$"})  # exponential on slow.txt's one line

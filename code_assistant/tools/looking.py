@@ -41,10 +41,12 @@ def _plural(n: int, word: str) -> str:
 
 @dataclass
 class Looking:
-    """The four tools over one repository: its visible files, and its index (brought up to date when asked for)."""
+    """The four tools over one repository: its visible files, and its index, brought up to date when asked for, as far
+    as a look for the given text needs (a big tree's first index: that text's files first, the rest in the background;
+    a completion running in the background is not waited for: what is stored answers, said to be partial)."""
 
     view: RepoView
-    index: Callable[[], RepoIndex]
+    index: Callable[[str | None], RepoIndex]
 
     def tools(self) -> list[Tool]:
         return [Tool(SEARCH, self.search), Tool(GREP, self.grep), Tool(READ, self.read), Tool(SYMBOL, self.symbol)]
@@ -53,7 +55,8 @@ class Looking:
     def search(self, arguments: dict[str, Any]) -> Result:
         given = SEARCH.given(arguments)
         query, k = given.text("query"), given.number("k")
-        ranking = rank(self.index(), query, limit=k, embed_budget=0)  # vectors already made; a call must be quick
+        index = self.index(query)
+        ranking = rank(index, query, limit=k, embed_budget=0)  # vectors already made; a call must be quick
         terms = set(tokenize(query))
         blocks = []
         for ranked in ranking.files[:k]:
@@ -63,9 +66,11 @@ class Looking:
             best = _best_lines(text, terms)
             why = f"  ({', '.join(ranked.reasons[:3])})" if ranked.reasons else ""
             blocks.append("\n".join([f"{ranked.path}{why}", *(f"{ranked.path}:{n}: {_cut(line)}" for n, line in best)]))
+        partial = _partial(index)
         if not blocks:
-            return Result(text=f"no file matches {query!r}", summary=f'search: "{query}" → no files')
-        return Result(text="\n\n".join(blocks), summary=f'search: "{query}" → {_plural(len(blocks), "file")}')
+            return Result(text=f"no file matches {query!r}" + partial, summary=f'search: "{query}" → no files')
+        return Result(text="\n\n".join(blocks) + partial,
+                      summary=f'search: "{query}" → {_plural(len(blocks), "file")}')
 
     # ----- grep -----------------------------------------------------------------------------------------------------
     def grep(self, arguments: dict[str, Any]) -> Result:
@@ -123,7 +128,7 @@ class Looking:
         short = name.split(".")[-1].split("::")[-1]
         if not re.fullmatch(r"[A-Za-z_$][\w$]*", short):
             raise ToolError(f"{name!r} is not a name (give an identifier such as max_age or Cookie.max_age)")
-        index = self.index()
+        index = self.index(short)
         dotted = name.replace("::", ".")  # Rust's Type::method is the index's Type.method
         definitions: list[tuple[str, int]] = []
         defined_at: set[tuple[str, int]] = set()  # every definition of the short name: none of them is a reference
@@ -155,8 +160,17 @@ class Looking:
             text.append(f"({total - len(references)} more references not shown: grep narrows them)")
         if scan.stopped:
             text.append(f"(stopped early: {scan.stopped})")
-        return Result(text="\n".join(text), summary=f"symbol: {name} → {_plural(len(definitions), 'definition')}, "
-                                                    f"{_plural(total, 'reference')}")
+        return Result(text="\n".join(text) + _partial(index),
+                      summary=f"symbol: {name} → {_plural(len(definitions), 'definition')}, "
+                              f"{_plural(total, 'reference')}")
+
+
+def _partial(index: RepoIndex) -> str:
+    """What an answer from the index says while a big tree's files are still being indexed ("" once all are)."""
+    if not index.pending:
+        return ""
+    return (f"\n({_plural(index.pending, 'file')} of the repository are not indexed yet (being indexed in the "
+            "background): this answer may miss them; grep reads every file)")
 
 
 class Scan:

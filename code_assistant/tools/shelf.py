@@ -36,11 +36,11 @@ def tools_offered(mode: ToolsMode, window: int, *, native: bool = True) -> tuple
 
 class Shelf:
     """The tools over the repository (or another tree a box is made for) and its `index` (brought up to date,
-    quietly); `testing`: the sandbox `run` needs and its shell; `closing`: given what stops the MCP servers, called
-    when the workspace closes."""
+    quietly, as far as a look for the given text needs: tools/looking.py); `testing`: the sandbox `run` needs and its
+    shell; `closing`: given what stops the MCP servers, called when the workspace closes."""
 
-    def __init__(self, settings: Settings, testing: Testing, index: Callable[[], RepoIndex], display: Display,
-                 closing: Callable[[Callable[[], None]], object]) -> None:
+    def __init__(self, settings: Settings, testing: Testing, index: Callable[[str | None], RepoIndex],
+                 display: Display, closing: Callable[[Callable[[], None]], object]) -> None:
         self.repo, self.state_dir = settings.repo, settings.repo_state_dir
         self.kept_out = [settings.index_path, settings.state_path]
         self.mode, self.max_calls, self.trust_all = settings.tools, settings.max_tool_calls, settings.trust_mcp
@@ -100,7 +100,10 @@ class Shelf:
         from code_assistant.tools.running import Running
 
         repo = repo or self.repo
-        found = Looking(RepoView(repo, exclude=self.kept_out), index or self.index).tools()
+        # a run's tools look at the run's index (focused on its task); a door's (a person's command, MCP) at the
+        # repository's, as far as each look needs
+        looks = (lambda focus: index()) if index else self.index
+        found = Looking(RepoView(repo, exclude=self.kept_out), looks).tools()
         if not read_only and self.testing.sandbox.active:
             found += Running(repo, functools.partial(self.testing.shell, cwd=repo)).tools()
         if mcp:
