@@ -6,6 +6,8 @@ missing, starting the server raises — the tests that need it fail, they are no
 """
 from __future__ import annotations
 
+import ctypes
+import functools
 import http.client
 import importlib.util
 import json
@@ -44,8 +46,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def ends_with(parent: int) -> None:
+    """In a server's process before it executes: killed when `parent`, the process that starts it, ends — a pytest
+    killed by its timeout, a benchmark's wrapper killed — instead of serving on in a session of its own."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # ended before the signal was asked for
+        os._exit(1)
+
+
 class LlamaServer:
-    """`python -m llama_cpp.server` on a free port in its own process group; stopped (the whole group) on exit."""
+    """`python -m llama_cpp.server` on a free port in its own process group; stopped (the whole group) on exit, and
+    killed when the process that started it ends without stopping it."""
 
     def __init__(self, model: Path | None = None, n_ctx: int = 2048, log: Path | None = None, *,
                  alias: str | None = None, prompt_cache_bytes: int = 0, port: int | None = None,
@@ -70,7 +84,8 @@ class LlamaServer:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model), "--host", "127.0.0.1",
                  "--port", str(self.port), "--n_ctx", str(self.n_ctx), *self._options()],
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                preexec_fn=functools.partial(ends_with, os.getpid()))
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

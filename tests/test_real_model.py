@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import os
 import pty
+import signal
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +34,32 @@ TASK = "Fix add() so the tests pass"
 def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     with LlamaServer(n_ctx=WINDOW, log=tmp_path_factory.mktemp("llama") / "server.log") as server:
         yield server
+
+
+def test_a_server_whose_starter_is_killed_ends_too(tmp_path: Path) -> None:
+    """A pytest killed by its timeout (kill -9: no __exit__ runs) used to leave its model server serving for ever, in
+    a session of its own; now the server ends with the process that started it."""
+    starter = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom tests.llama_server import LlamaServer\n"
+         f"with LlamaServer(n_ctx=512, log=__import__('pathlib').Path({str(tmp_path / 'log')!r})) as server:\n"
+         "    print(server.proc.pid, flush=True)\n    time.sleep(600)\n"],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    assert starter.stdout is not None
+    server = int(starter.stdout.readline())
+    os.kill(starter.pid, signal.SIGKILL)
+    starter.wait()
+    deadline = time.monotonic() + 30
+    while _alive(server) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(server), "the server outlived the process that started it"
+
+
+def _alive(pid: int) -> bool:
+    """Whether pid is a process that has not ended (a zombie has: its parent, gone, will never reap it here)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
 
 
 @pytest.fixture(scope="module")
