@@ -8,11 +8,9 @@ import base64
 import functools
 import json
 import re
-import socket
 import subprocess
 import sys
 import textwrap
-import threading
 from pathlib import Path
 
 import pytest
@@ -30,7 +28,7 @@ from code_assistant.tools.looking import Looking
 from code_assistant.tools.running import Running
 from code_assistant.workspace import Workspace, build_indexer
 from tests.provider_emulator import ProviderEmulator
-from tests.repos import CALC_PY, PYTEST, ROOT, answer, modify, python_repo, run_cli, snapshot
+from tests.repos import CALC_PY, PYTEST, ROOT, Listener, answer, modify, python_repo, run_cli, snapshot
 from tests.scripted_server import ScriptedServer
 
 FIX_ADD = answer(modify("calc.py", "    return a - b", "    return a + b"))
@@ -259,16 +257,12 @@ def test_run_leaves_the_tree_as_it_was_reaches_no_one_and_is_killed_at_its_timeo
     running = Running(repo, functools.partial(workspace.tests.shell, cwd=repo))
     done = running.run({"command": "echo new > made.txt; rm calc.py; rm -rf tests; echo still here"})
     assert "Read-only file system" in done.text and "still here" in done.text and snapshot(repo) == before
-    arrived: list[bytes] = []
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    threading.Thread(target=lambda: arrived.append(listener.accept()[0].recv(100)), daemon=True).start()
-    probe = (f"{sys.executable} -c \"import socket; print([name for _, name in socket.if_nameindex()]);"
-             f"socket.create_connection(('127.0.0.1', {port}), timeout=3).sendall(b'secret')\"")
-    reached = running.run({"command": probe})
+    with Listener() as listener:
+        probe = (f"{sys.executable} -c \"import socket; print([name for _, name in socket.if_nameindex()]);"
+                 f"socket.create_connection(('127.0.0.1', {listener.port}), timeout=3).sendall(b'secret')\"")
+        reached = running.run({"command": probe})
     assert "['lo']" in reached.text, "no interface but its own loopback: no other host can be reached"
-    assert "exit 1" in reached.text and "Connection refused" in reached.text and arrived == []
-    listener.close()
+    assert "exit 1" in reached.text and "Connection refused" in reached.text and listener.received == []
     slept = running.run({"command": "sleep 30", "timeout": 1})
     assert slept.summary == "run: sleep 30 → killed after 1 s" and "killed after 1 s" in slept.text
     workspace.close()
