@@ -84,7 +84,9 @@ def main() -> None:
         rows = []
         for name, extra in (("1 worker", ["--workers", "1"]), ("2 workers", ["--workers", "2"]),
                             ("local Dask cluster, 2 workers", ["--cluster", "local", "--workers", "2"])):
-            wall, results = eval_once(cases, work / name.replace(" ", "-").replace(",", ""), [*extra, *run_args], env)
+            roots = ["--case-root", str(args.mirrors)] if args.mirrors else []  # the mirrors the cases now name
+            wall, results = eval_once(cases, work / name.replace(" ", "-").replace(",", ""),
+                                      [*extra, *roots, *run_args], env)
             rows.append((name, wall, results))
             print(f"{name}: {wall:.1f} s wall, cases' own time {sum(r['seconds'] for r in results):.1f} s, "
                   f"resolved {sum(r['resolved'] for r in results)}/{len(results)}", flush=True)

@@ -85,9 +85,11 @@ def _answers(rolled_back: list[str] | None = None) -> dict[str, list[str]]:
 
 def eval_cli(args: list[str], server: ScriptedServer | None, cwd: Path,
              timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """`code-assistant eval ...` from `cwd`, as a user runs it (the model's address passed through to every run)."""
+    """`code-assistant eval ...` from `cwd`, as a user runs it (the model's address passed through to every run): the
+    cases file's repositories lie beside `cwd`, which the user allows (--case-root)."""
     env = {**os.environ, "OPENAI_API_KEY": "test-key", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     more = ["--base-url", server.url, *RUN_OPTIONS] if server else []
+    more += [] if args[:1] == ["compare"] else ["--case-root", str(cwd.parent)]
     return subprocess.run([sys.executable, str(ROOT / "main.py"), "eval", *args, *more], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False)
 
@@ -293,7 +295,8 @@ def test_a_case_line_is_read_with_swe_bench_lists_and_sources_of_every_kind(tmp_
     case = parse_case({**line, "repo": "repos/x"}, where="f:1", base=tmp_path)
     assert (case.source.kind, case.source.where) == (SourceKind.PATH, str(tmp_path / "repos" / "x"))
     assert (case.fail_to_pass, case.pass_to_pass, case.judged_by) == (("a::b",), ("c",), "pytest")
-    local = parse_case({**line, "repo": {"git": "../mirror", "commit": "abc1234"}}, where="f:1", base=tmp_path)
+    local = parse_case({**line, "repo": {"git": "../mirror", "commit": "abc1234"}}, where="f:1", base=tmp_path,
+                       roots=[tmp_path.parent])
     assert local.source.where == str(tmp_path.parent / "mirror") and not local.source.needs_network
     remote = parse_case({**line, "repo": {"git": "https://example.invalid/r", "commit": "abc1234"}}, where="f:1",
                         base=tmp_path)
@@ -400,7 +403,7 @@ def test_on_a_terminal_the_bar_says_where_a_running_case_is_and_its_log_fills_as
     out = user["work"] / "eval-live"
     with ScriptedServer([held]) as server:
         terminal = Terminal(["eval", str(user["cases"]), "--out", str(out), "--only", "resolved", "--base-url",
-                             server.url, *RUN_OPTIONS])
+                             server.url, *RUN_OPTIONS, "--case-root", str(user["root"])])
         try:
             terminal.expect(r"resolved: agent, iteration 1")
             log = out / "logs" / "resolved.log"

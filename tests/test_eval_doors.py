@@ -25,7 +25,8 @@ from code_assistant import vcs
 from code_assistant.evaluate.cases import Source, SourceKind
 from code_assistant.evaluate.scratch import ScratchError, materialize
 from code_assistant.verify.sandbox import Backend, resolve
-from tests.repos import ROOT, Listener, python_repo, snapshot
+from tests.repos import CALC_PY, ROOT, TEST_CALC_PY, Listener, answer, modify, python_repo, snapshot
+from tests.scripted_server import ScriptedServer
 
 KEY = "sk-planted-eval-doors-0123456789"
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -412,6 +413,51 @@ def test_eval_joins_a_running_scheduler_over_tls_with_the_certificates_dask_is_t
     result = json.loads((tmp_path / "out" / "results.jsonl").read_text().splitlines()[-1])
     assert result["worker"].startswith("tls://127.0.0.1:") and result["verdict"] == "error", result
     assert result["message"].startswith("the agent did not run: ")
+
+
+# ----- a case that names the rest of the disk ----------------------------------------------------------------------
+@pytest.mark.parametrize("repo", ["~", "~/work/proj", "../../proj", {"git": "~/work/proj", "commit": SHA},
+                                  {"git": "file://{home}/work/proj", "commit": SHA}, "linked"])
+def test_a_case_naming_a_folder_outside_its_own_is_refused_and_nothing_reaches_the_model(
+        tmp_path: Path, planted: Path, repo: str | dict[str, str]) -> None:
+    """A downloaded cases file whose repo is HOME, another project or a link out of its folder: what a case names is
+    copied, indexed and shown to the model, so it may name only what lies beside it — refused before anything runs,
+    the model asked nothing."""
+    (planted / "work").mkdir()
+    private = python_repo(planted / "work", {"calc.py": CALC_PY + "# private-marker-8x\n", "tests/test_calc.py":
+                                             TEST_CALC_PY, "pytest.ini": "[pytest]\npythonpath = .\n"})
+    downloaded = tmp_path / "downloads" / "set"
+    downloaded.mkdir(parents=True)
+    (downloaded / "linked").symlink_to(private)
+    named = json.loads(json.dumps(repo).replace("{home}", str(planted)))
+    if isinstance(named, str) and named.startswith("../"):
+        named = os.path.relpath(private, downloaded)
+    cases = downloaded / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "a", "repo": named, "task": "fix add",
+                                 "test_command": f"{sys.executable} -m pytest -q -p no:cacheprovider"}) + "\n")
+    with ScriptedServer([answer(modify("calc.py", "a - b", "a + b"))] * 3) as model:
+        proc = eval_cli([str(cases), "--out", str(tmp_path / "out"), "--base-url", model.url, "--no-reproduce"],
+                        tmp_path)
+    assert "private-marker-8x" not in json.dumps(model.chat_requests), "the private project went to the model"
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert f"{cases}:1: the case's repository" in line and "outside the cases file's folder" in line, line
+    assert "--case-root" in line and model.chat_requests == [] and not (tmp_path / "out").exists()
+
+
+def test_a_folder_the_person_names_with_case_root_is_allowed(tmp_path: Path) -> None:
+    from code_assistant.evaluate.cases import CaseError, read_cases
+
+    mirrors, sets = tmp_path / "mirrors", tmp_path / "sets"
+    mirrors.mkdir()
+    python_repo(mirrors, {"calc.py": "def add(a, b):\n    return a - b\n"})
+    sets.mkdir()
+    (sets / "cases.jsonl").write_text(json.dumps({"id": "a", "repo": {"git": "../mirrors/proj", "commit": SHA},
+                                                  "task": "t", "test_command": "pytest"}) + "\n")
+    with pytest.raises(CaseError, match="outside the cases file's folder"):
+        read_cases(sets / "cases.jsonl")
+    [case] = read_cases(sets / "cases.jsonl", roots=[mirrors])
+    assert case.source.where == str(mirrors / "proj")
 
 
 def test_a_test_patch_that_writes_into_git_is_refused_by_the_judge(tmp_path: Path, planted: Path) -> None:

@@ -30,6 +30,7 @@ class EvalWords:
     workers: int = 1
     cluster: str | None = None
     only: tuple[str, ...] = ()
+    case_roots: tuple[Path, ...] = ()  # folders beside the cases file's own where a case's local repository may lie
     keep_scratch: bool = False
     rerun_errors: bool = False
     case_timeout: float = 3600.0
@@ -49,6 +50,9 @@ def words(p: argparse.ArgumentParser) -> None:
                    help="run the cases on Dask: `local` starts a cluster of --workers processes on 127.0.0.1 (TLS, a "
                         "temporary CA), an address (tls://HOST:8786) joins a running scheduler over TLS")
     g.add_argument("--only", action="append", default=[], metavar="ID", help="run only this case (repeatable)")
+    g.add_argument("--case-root", action="append", default=[], type=Path, metavar="DIR",
+                   help="a folder a case's local repository (a path, a local git repository) may lie in, besides the "
+                        "cases file's own (repeatable): a case naming anything else is refused")
     g.add_argument("--keep-scratch", action="store_true", help="keep each case's scratch copy (to look at it)")
     g.add_argument("--rerun-errors", action="store_true",
                    help="resuming: run again the cases that ended in an error (say, the model server was down)")
@@ -87,6 +91,7 @@ def options(args: argparse.Namespace) -> EvalWords:
     cases = Path(given[0])
     return EvalWords(action="run", paths=(cases,), out=args.out or Path("eval-runs") / cases.stem,
                      workers=args.workers, cluster=args.cluster, only=tuple(args.only),
+                     case_roots=tuple(root.expanduser() for root in args.case_root),
                      keep_scratch=args.keep_scratch, rerun_errors=args.rerun_errors, case_timeout=args.case_timeout,
                      run_args=run_args(args))
 
@@ -148,7 +153,8 @@ def execute(settings: Settings, words: EvalWords, *, as_json: bool) -> int:
                         case_timeout=words.case_timeout, keep_scratch=words.keep_scratch)
     assert words.out is not None
     eval_options = EvalOptions(cases=words.paths[0], out=words.out.resolve(), config=config, workers=words.workers,
-                               cluster=words.cluster, only=words.only, rerun_errors=words.rerun_errors,
+                               cluster=words.cluster, only=words.only, case_roots=words.case_roots,
+                               rerun_errors=words.rerun_errors,
                                verbose=settings.verbose,
                                measured=measured(words.run_args))
     with evaluation.progress(settings.verbose) as shown:

@@ -27,6 +27,7 @@ class EvalOptions:
     workers: int = 1
     cluster: str | None = None  # "local", or a Dask scheduler's address
     only: tuple[str, ...] = ()  # run only these case ids
+    case_roots: tuple[Path, ...] = ()  # where a case's local repository may lie besides the cases file's folder
     rerun_errors: bool = False  # run again the cases that ended in an error (a model server that was down)
     verbose: bool = False
     measured: tuple[str, ...] = ()  # the run options that decide what is measured (not where the model is): a
@@ -60,7 +61,7 @@ class EvalOutcome:
 
 
 def run_eval(options: EvalOptions, on_event: Callable[[Event], None] = lambda event: None) -> EvalOutcome:
-    cases = _selected(read_cases(options.cases), options.only)
+    cases = _selected(read_cases(options.cases, options.case_roots), options.only)
     sandbox_for(options.config)  # no sandbox to be had is an error now, before anything runs
     results = ResultsFile(options.out)
     manifest = {"cases": str(options.cases.resolve()), "options": list(options.measured)}

@@ -5,7 +5,8 @@ A case (SWE-bench's field names where it has one):
   id            unique in the file
   repo          where the repository comes from: a path (relative to the cases file), {"path": P},
                 {"git": URL, "commit": SHA} (a local path is a URL too), {"pypi": "name==1.2.3"} (the sdist),
-                {"npm": "name@1.2.3"} (the tarball); downloaded into the case's scratch directory when it runs
+                {"npm": "name@1.2.3"} (the tarball); downloaded into the case's scratch directory when it runs.
+                A path (a local git repository too) lies in the cases file's folder, or under a --case-root
   task          what the agent is asked, in plain words
   test_command  the command the agent runs, and the judge too unless `judge_command` says another
   FAIL_TO_PASS  test ids that must pass once the agent is done (a list, or SWE-bench's JSON text of one)
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.parse
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -85,8 +88,9 @@ class Case:
         return self.judge_command or self.test_command
 
 
-def read_cases(path: Path) -> list[Case]:
-    """Every case of a cases file, in order; paths in it are relative to the file."""
+def read_cases(path: Path, roots: Sequence[Path] = ()) -> list[Case]:
+    """Every case of a cases file, in order; paths in it are relative to the file, and a case's local repository
+    (a path, a local git repository) lies in the file's folder or in one of `roots` (--case-root)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -100,7 +104,7 @@ def read_cases(path: Path) -> list[Case]:
             record = json.loads(line)
         except ValueError as exc:
             raise CaseError(f"{path}:{number}: not a JSON object ({exc.msg})") from None
-        case = parse_case(record, where=f"{path}:{number}", base=path.parent)
+        case = parse_case(record, where=f"{path}:{number}", base=path.parent, roots=roots)
         if case.id in seen:
             raise CaseError(f"{path}:{number}: the id {case.id!r} is used twice")
         seen.add(case.id)
@@ -110,8 +114,9 @@ def read_cases(path: Path) -> list[Case]:
     return cases
 
 
-def parse_case(record: Any, *, where: str, base: Path) -> Case:
-    """One line's object as a Case; `base`: what a relative path is relative to."""
+def parse_case(record: Any, *, where: str, base: Path, roots: Sequence[Path] = ()) -> Case:
+    """One line's object as a Case; `base`: what a relative path is relative to, and with `roots` where a local
+    repository may lie (local_source)."""
     if not isinstance(record, dict):
         raise CaseError(f"{where}: a case is a JSON object")
     unknown = sorted(set(record) - FIELDS)
@@ -127,15 +132,15 @@ def parse_case(record: Any, *, where: str, base: Path) -> Case:
             raise CaseError(f"{where}: {name} must be a string")
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", text["id"]):
         raise CaseError(f"{where}: the id {text['id']!r} may hold only letters, digits, '.', '_' and '-'")
-    return Case(id=text["id"], source=parse_source(record["repo"], where=where, base=base), task=text["task"],
-                test_command=text["test_command"], judge_command=text.get("judge_command"),
+    return Case(id=text["id"], source=parse_source(record["repo"], where=where, base=base, roots=roots),
+                task=text["task"], test_command=text["test_command"], judge_command=text.get("judge_command"),
                 fail_to_pass=_ids(record.get("FAIL_TO_PASS"), "FAIL_TO_PASS", where),
                 pass_to_pass=_ids(record.get("PASS_TO_PASS"), "PASS_TO_PASS", where),
                 test_patch=text.get("test_patch", ""), language=text.get("language", ""),
                 requires=_ids(record.get("requires"), "requires", where))
 
 
-def parse_source(repo: Any, *, where: str, base: Path) -> Source:
+def parse_source(repo: Any, *, where: str, base: Path, roots: Sequence[Path] = ()) -> Source:
     if isinstance(repo, str):
         repo = {"path": repo}
     if not isinstance(repo, dict) or len(set(repo) & {"path", "git", "pypi", "npm"}) != 1:
@@ -151,7 +156,7 @@ def parse_source(repo: Any, *, where: str, base: Path) -> Source:
         if isinstance(given, str) and given.startswith("-"):  # what a command would read as an option
             raise CaseError(f"{where}: repo {name} may not start with '-': {given!r}")
     if kind == SourceKind.PATH:
-        return Source(kind, str((base / Path(value).expanduser()).resolve()))
+        return Source(kind, local_source(base / Path(value).expanduser(), where=where, base=base, roots=roots))
     if kind == SourceKind.PYPI and not _PYPI.match(value):
         raise CaseError(f"{where}: a PyPI repo names one version: {{\"pypi\": \"name==1.2.3\"}}, not {value!r}")
     if kind == SourceKind.NPM and not _NPM.match(value):
@@ -161,10 +166,23 @@ def parse_source(repo: Any, *, where: str, base: Path) -> Source:
     commit = repo.get("commit")
     if not isinstance(commit, str) or not _SHA.match(commit):
         raise CaseError(f"{where}: a git repo needs the commit to check out, as a hex SHA")
-    return Source(kind, git_url(value, where=where, base=base), commit)
+    return Source(kind, git_url(value, where=where, base=base, roots=roots), commit)
 
 
-def git_url(url: str, *, where: str, base: Path) -> str:
+def local_source(path: Path, *, where: str, base: Path, roots: Sequence[Path] = ()) -> str:
+    """A case's local repository, its links resolved, when it lies in the cases file's folder or in one of `roots`.
+    A cases file is someone else's words: what it names is copied into the case's scratch tree, indexed and shown to
+    the model, so it may not name the rest of the disk (`~`, another project, `/`) unless the person running the eval
+    says so (--case-root)."""
+    resolved = path.resolve()
+    allowed = [base.resolve(), *(root.resolve() for root in roots)]
+    if not any(resolved == root or resolved.is_relative_to(root) for root in allowed):
+        raise CaseError(f"{where}: the case's repository {resolved} is outside the cases file's folder ({allowed[0]}); "
+                        "a case names only what lies beside it (--case-root DIR allows another folder)")
+    return str(resolved)
+
+
+def git_url(url: str, *, where: str, base: Path, roots: Sequence[Path] = ()) -> str:
     """A case's git URL as it is fetched, when its transport is one of GIT_SCHEMES: a local path made absolute
     (relative to the cases file). A value that git would read as an option, a remote helper or another transport is
     refused."""
@@ -175,6 +193,9 @@ def git_url(url: str, *, where: str, base: Path) -> str:
         if scheme[1].lower() not in GIT_SCHEMES or re.match(r"(?:[^/@]*@)?-", scheme[2]):  # no host "-oOPTION"
             raise CaseError(f"{where}: a git repo's URL is {', '.join(s + '://' for s in GIT_SCHEMES)}, "
                             f"user@host:path or a path, not {url!r}")
+        if scheme[1].lower() == "file":  # a repository on this disk: as a path
+            local_source(Path(urllib.parse.unquote(urllib.parse.urlsplit(url).path)), where=where, base=base,
+                         roots=roots)
         return url
     if "::" in url.split("/")[0]:
         raise CaseError(f"{where}: a git repo's URL names no remote helper (transport::address): {url!r}")
@@ -183,7 +204,7 @@ def git_url(url: str, *, where: str, base: Path) -> str:
     if ":" in url.split("/")[0]:
         raise CaseError(f"{where}: a git repo's URL is {', '.join(s + '://' for s in GIT_SCHEMES)}, user@host:path "
                         f"or a path, not {url!r}")
-    return str((base / Path(url).expanduser()).resolve())  # a local repository: relative to the cases file
+    return local_source(base / Path(url).expanduser(), where=where, base=base, roots=roots)  # relative to the file
 
 
 def _ids(value: Any, name: str, where: str) -> tuple[str, ...]:
