@@ -272,9 +272,13 @@ def test_an_approved_mcp_server_whose_script_or_header_changed_is_not_started_wi
         with ScriptedServer(script) as server:
             term = Terminal(_ask(repo), server_url=server.url, extra_env=env)
             try:
-                assert "asks to start the MCP server 'docs'" in term.expect(r"Start it\? \[y/N\]")
+                docs = term.expect(r"Start it\? \[y/N\]")
+                assert "asks to start the MCP server 'docs'" in docs and "given $DOCS_TOKEN from your environment" \
+                    in docs, docs
                 term.send("y\r")
-                assert "'remote'" in term.expect(r"Start it\? \[y/N\]"), "a changed header value asks again"
+                remote = term.expect(r"Start it\? \[y/N\]")
+                assert "'remote'" in remote, "a changed header value asks again"
+                assert "sent $GITHUB_TOKEN from your environment in its headers" in remote, "the token's way is named"
                 term.send("n\r")
                 term.expect("add subtracts")
                 assert term.wait() == 0

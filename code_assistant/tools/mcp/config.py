@@ -50,6 +50,11 @@ class ServerConfig:
 
         return shlex.join([self.command, *self.args])
 
+    def variables(self) -> list[str]:
+        """The names of the environment's variables it is given (`${VAR}` in its env) or sends (in its headers)."""
+        values = [*self.env.values(), *self.headers.values()]
+        return list(dict.fromkeys(m.group(1) for value in values for m in _VARIABLE.finditer(value)))
+
     def env_values(self, environ: dict[str, str]) -> dict[str, str]:
         """Its variables as the server is given them: `${VAR}` expanded from `environ`."""
         return {k: expand(v, environ) for k, v in self.env.items()}

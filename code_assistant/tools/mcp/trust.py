@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -131,10 +131,9 @@ def startable(servers: list[ServerConfig], *, repo: Path, state_dir: Path, envir
             started.append(server)
             continue
         covered = identity(server, environ, repo)
-        files = f"; {_some(list(covered['files']))} as they are now" if covered["files"] else ""
         verdict = approvals.ask(covered, f"The repository's .mcp.json asks to start the MCP server {server.name!r}: "
-                                         f"{server.command_line()} (it runs as you, outside the sandbox{files}). "
-                                         "Start it?", confirm)
+                                         f"{server.command_line()} ({_what(server, covered['files'])}). Start it?",
+                                confirm)
         if verdict.granted:
             started.append(server)
         else:
@@ -142,6 +141,18 @@ def startable(servers: list[ServerConfig], *, repo: Path, state_dir: Path, envir
                 "not approved (no terminal to ask: --trust-mcp starts the repository's servers)"
             say(f"[MCP: {server.name} (.mcp.json: {server.command_line()}) not started: {why}]")
     return started
+
+
+def _what(server: ServerConfig, files: Iterable[str]) -> str:
+    """What starting a repository's server means, as its question says it: where it runs, the variables of yours it
+    is given or sends where (a token in a header goes to that address), the files its approval covers."""
+    names = ", ".join(f"${name}" for name in server.variables())
+    if server.transport == Transport.HTTP:
+        what = "reached from here" + (f", sent {names} from your environment in its headers" if names else "")
+    else:
+        what = "it runs as you, outside the sandbox" + (f", given {names} from your environment" if names else "")
+    files = list(files)
+    return what + (f"; {_some(files)} as they are now" if files else "")
 
 
 def _some(files: list[str], shown: int = 4) -> str:
