@@ -54,3 +54,23 @@ def test_a_run_answered_so_ends_green(tmp_path: Path) -> None:
     assert proc.returncode == 0 and "Result: SUCCESS" in proc.stdout, proc.stdout + proc.stderr
     assert len(asked) == 1 and "return a + b" in (repo / "calc.py").read_text()
     assert "def multiply" in (repo / "calc.py").read_text()
+
+
+def test_an_empty_search_under_an_existing_file_adds_to_its_end(tmp_path: Path) -> None:
+    """aider's reading of an empty SEARCH, which models trained on its format follow: a new file, or the text added
+    at the end of a file that exists. The reproduction test added to the existing test file is kept (it was refused
+    as "already exists", and the run went on without a reproduction)."""
+    files = {"calc.py": "def add(a, b):\n    return a - b\n\n\ndef multiply(a, b):\n    return a * b\n",
+             "tests/test_calc.py": "from calc import add, multiply\n\n\ndef test_multiply():\n"
+                                   "    assert multiply(2, 3) == 6\n",
+             "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"}
+    repo = python_repo(tmp_path, files)
+    added = "\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    test_block = "tests/test_calc.py\n```\n<<<<<<< SEARCH\n=======\n" + added + ">>>>>>> REPLACE\n```\n"
+    fix_block = "calc.py\n```\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE\n```\n"
+    with ScriptedServer([test_block, fix_block]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "add() subtracts: make it add", "--test-command", PYTEST,
+                        "--edit-format", "blocks"], server_url=server.url)
+    assert proc.returncode == 0 and "Result: SUCCESS" in proc.stdout, proc.stdout + proc.stderr
+    assert "[Reproduced: tests/test_calc.py fails before any fix" in proc.stdout
+    assert (repo / "tests/test_calc.py").read_text() == files["tests/test_calc.py"] + added

@@ -17,7 +17,8 @@ or, the first, to the one file its SEARCH lines are in when the caller can say (
 shown); else it is refused.
 A block that lost its `<<<<<<< SEARCH` line (a small model sends a fence, the path, `=======` and a whole definition)
 is read by parse_headless: the lines before the divider are the SEARCH text, or, none, the definition after it
-replaces the one of its name in that file. An empty SEARCH creates the file. Markers take 5 to 9 characters, as
+replaces the one of its name in that file. An empty SEARCH creates the file, or, as aider reads it, adds the new
+lines at the end of a file that exists. Markers take 5 to 9 characters, as
 aider's do; the older ORIGINAL/UPDATED words are read too. The blocks become "modify", "create" and
 "replace_symbol" operations, which go through the same matcher, guardrails and journal as JSON edits.
 """
@@ -109,7 +110,7 @@ def parse_blocks(text: str, owner: Callable[[str], str | None] | None = None) ->
             ops.append(EditOperation(file_path=current, search=search, replace=replace, action=Action.MODIFY))
         else:
             ops.append(EditOperation(file_path=current, action=Action.CREATE, content=replace,
-                                     description="an empty SEARCH"))
+                                     description="an empty SEARCH", append=True))
         i = tail + 1
     return ops
 
