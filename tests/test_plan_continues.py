@@ -79,3 +79,17 @@ def test_in_blocks_the_continued_plan_asks_for_blocks(tmp_path: Path) -> None:
     assert asked[0][-1]["content"].endswith("It will be run alone now and must fail. Reply with SEARCH/REPLACE "
                                             "blocks only: a new test file is its path, then a block with an empty "
                                             "SEARCH and the whole file after `=======`.")
+
+
+def test_after_unreadable_reproduction_answers_the_plan_starts_afresh(tmp_path: Path) -> None:
+    """Shown its two broken answers, Qwen2.5-Coder-1.5B sent the same broken answer to the continued plan, twice
+    (node-ms-invalid-numbers): after answers that could not be read, the plan is asked as without a reproduction."""
+    repo = python_repo(tmp_path, FILES)
+    script = ["I would write a test here but", "Still no JSON, sorry.", answer(FIX_ADD)]
+    with ScriptedServer(script) as server:
+        proc = _run(repo, server)
+        asked = [body["messages"] for body in server.chat_requests]
+    assert "[Not reproduced: the model's answer could not be read" in proc.stdout, proc.stdout + proc.stderr
+    assert len(asked) == 3 and [m["role"] for m in asked[2]] == ["system", "user"]
+    assert asked[2][1]["content"].startswith("# Task") and "Now plan" not in asked[2][1]["content"]
+    assert proc.returncode == 0 and "return a + b" in (repo / "calc.py").read_text()

@@ -18,7 +18,7 @@ from code_assistant.agent.fix_target import FixTarget, failing_now
 from code_assistant.agent.kit import Kit, LoopConfig
 from code_assistant.agent.parts import build_parts
 from code_assistant.agent.progress import best, counts, iteration_line
-from code_assistant.agent.reproduction import reproduce
+from code_assistant.agent.reproduction import UNREADABLE, reproduce
 from code_assistant.agent.requests import FixRequest, FollowUp, PlanRequest, Request
 from code_assistant.agent.state import Answer, Applied, Prepared, Reproduction, RunResult
 from code_assistant.edit.edits import EditOperation
@@ -206,9 +206,11 @@ class Run:
 
     def _after_reproduction(self, reproduction: Reproduction | None) -> str | None:
         """The plan's message in the reproduction step's conversation when that step ran in this loop's conversation
-        (an attempt of best-of-N starts its own) and the two fit the window; else None: the plan starts afresh."""
+        (an attempt of best-of-N starts its own), its answers could be read, and the two fit the window; else None:
+        the plan starts afresh. After unreadable answers it does: Qwen2.5-Coder-1.5B, shown its two broken answers,
+        sent the plan the same broken answer twice more (node-ms-invalid-numbers)."""
         conversation = self.parts.conversation
-        if reproduction is None or conversation.request is None:
+        if reproduction is None or conversation.request is None or reproduction.note == UNREADABLE:
             return None
         return conversation.requests.plan_after(conversation.messages, reproduction.paths if reproduction.reproduced
                                                 else (), reproduction.failed, reproduction.note)
