@@ -51,6 +51,9 @@ AIDER = "aider-chat==0.86.2"
 PEERS_PYTHON = "python3.12"  # aider 0.86 wants Python < 3.13; both run on 3.12
 DEFAULT_PEERS = Path(tempfile.gettempdir()) / "code-assistant-peers"
 STOP_GRACE_S = 20.0
+# How long settling may wait, in wall limits: a request an agent left at the limit may be a whole window's prompt,
+# which a loaded CPU reads at ~12 tokens a second (8,192 tokens: 11 minutes), and the case after it must not pay it
+SETTLE_WALLS = 4
 # Comparable step limits: ours plans and then fixes up to --max-iterations times (a request each, plus the
 # reproduction's); aider answers, runs the tests and fixes up to 3 times (its own max_reflections, not settable);
 # mini spends a step on every shell command (reading a file, running the tests), so it gets several a round.
@@ -165,19 +168,20 @@ def ours_args(setup: Setup, url: str) -> tuple[str, ...]:
 def settle(setup: Setup) -> float:
     """Wait until the server answers a one-token request: an agent stopped at the limit may have left a request the
     server is still working on (llama-cpp-python answers one at a time), which the next agent must not pay for.
-    Returns the seconds waited."""
+    Returns the seconds waited; gives up (raises) after SETTLE_WALLS wall limits."""
     start = time.monotonic()
     body = json.dumps({"model": setup.model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}).encode()
     while True:
         request = urllib.request.Request(f"{setup.base_url}/chat/completions", data=body,
                                          headers={"Content-Type": "application/json", "Authorization": "Bearer local"})
+        left = SETTLE_WALLS * setup.wall_s - (time.monotonic() - start)
         try:
-            with urllib.request.urlopen(request, timeout=setup.wall_s):
+            with urllib.request.urlopen(request, timeout=max(1.0, left)):
                 return time.monotonic() - start
         except OSError:
-            if time.monotonic() - start > setup.wall_s:
+            if time.monotonic() - start > SETTLE_WALLS * setup.wall_s:
                 raise
-            time.sleep(2)
+            time.sleep(min(2.0, setup.wall_s))
 
 
 def run_peer(invocation: Invocation, repo: Path, work: Path, wall_s: float) -> tuple[int | None, float]:

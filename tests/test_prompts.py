@@ -26,6 +26,7 @@ KNOWN = {
     "tools-json/v1.0.0": "7ecb2216cdd5486fecd932e8d0bff5fad0bd55a08e2ff2f05646f588d705f3db",
     "tools-done/v1.0.0": "0f18b4052de1964b92c6598be43f0d0a1f93708380bd87d12caa6aca14d1f0df",
     "first-test/v1.0.0": "1c94d1700560019d98033fad1d09a33bb0d49ae1c389efdb0b673d61994cdaa9",
+    "plan-next/v1.0.0": "ebf4ca9f5192dbd1fc98161c63aab65614871bd89055ebc641ee47260a5a2543",
 }
 
 

@@ -151,3 +151,14 @@ def test_the_harness_is_a_command() -> None:
     done = subprocess.run([sys.executable, "-m", "bench.peers"], capture_output=True, text=True, check=False,
                           cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 2 and "CASES, --base-url and --model are needed" in done.stderr
+
+
+def test_settling_waits_out_a_request_an_agent_left_behind_longer_than_the_wall() -> None:
+    """aider stopped at the 300 s limit on node-strip-json-comments-escapes left its request to the server, which
+    read it for longer than the limit again: settling gave up after one limit and the harness stopped there, the
+    cases after it not run. The server answers only after 3 s here, the limit being 1 s."""
+    from bench.peers import settle
+
+    with ScriptedServer([{"sleep": 3, "answer": "ok"}]) as server:
+        waited = settle(Setup(base_url=server.url, model="m", wall_s=1.0))
+    assert waited >= 3

@@ -18,7 +18,7 @@ from code_assistant.agent.fix_target import FixTarget, failing_now
 from code_assistant.agent.kit import Kit, LoopConfig
 from code_assistant.agent.parts import build_parts
 from code_assistant.agent.progress import best, counts, iteration_line
-from code_assistant.agent.reproduction import reproduce
+from code_assistant.agent.reproduction import UNREADABLE, reproduce
 from code_assistant.agent.requests import FixRequest, FollowUp, PlanRequest, Request
 from code_assistant.agent.state import Answer, Applied, Prepared, Reproduction, RunResult
 from code_assistant.edit.edits import EditOperation
@@ -188,15 +188,32 @@ class Run:
     def plan(self, task: str, prepared: Prepared) -> Answer:
         """The first request (with the reproduction test's failing run, when there is one) and the model's plan."""
         reproduced = prepared.reproduction if prepared.reproduction and prepared.reproduction.reproduced else None
+        conversation = self.parts.conversation
         request = PlanRequest(index=prepared.index, task=task, baseline=prepared.baseline,
                               reproduced=reproduced.failed if reproduced else None,
-                              reproduction=reproduced.paths if reproduced else ())
-        self.say(context_line(self.parts.conversation.open(request)))
+                              reproduction=reproduced.paths if reproduced else (),
+                              after=self._after_reproduction(prepared.reproduction) or "")
+        shown = conversation.open(request)
+        if request.after:  # the reproduction step's conversation goes on: its prefix is what the server read last
+            self.say(context_line(conversation.last_context).replace("[Context:", "[Context, as shown for the test:"))
+        else:
+            self.say(context_line(shown))
         self.say("[Planning changes...]")
         answer = self.ask(request)
         if answer.stop is None:
             self.say(plan_line(answer.ops))
         return answer
+
+    def _after_reproduction(self, reproduction: Reproduction | None) -> str | None:
+        """The plan's message in the reproduction step's conversation when that step ran in this loop's conversation
+        (an attempt of best-of-N starts its own), its answers could be read, and the two fit the window; else None:
+        the plan starts afresh. After unreadable answers it does: Qwen2.5-Coder-1.5B, shown its two broken answers,
+        sent the plan the same broken answer twice more (node-ms-invalid-numbers)."""
+        conversation = self.parts.conversation
+        if reproduction is None or conversation.request is None or reproduction.note == UNREADABLE:
+            return None
+        return conversation.requests.plan_after(conversation.messages, reproduction.paths if reproduction.reproduced
+                                                else (), reproduction.failed, reproduction.note)
 
     def preview(self, ops: list[EditOperation]) -> Preview:
         """A dry run: the plan applied to a scratch copy, what would fail said."""

@@ -22,6 +22,7 @@ from code_assistant.verify.runner import TestResult
 # Python's words for a module that was found (its file named in parentheses) but defines no such name: a test of a
 # function the task asks for fails so before the fix, which is the bug's own error, not a test that cannot run
 MISSING_NAME_RE = re.compile(r"cannot import name '[^']+' from '[^']+' \(")
+UNREADABLE = "the model's answer could not be read"  # the note of a step whose answers could not be read, twice
 
 
 def reproduce(parts: Parts, editor: FileEditor, *, ask: Callable[[Request], Answer], say: Callable[[str], None],
@@ -38,7 +39,7 @@ def reproduce(parts: Parts, editor: FileEditor, *, ask: Callable[[Request], Answ
     answer = ask(ReproduceRequest(index=index, task=task, baseline=baseline, first=first))
     for attempt in range(2):
         if answer.stop == Stop.MODEL_ERROR:  # its answer could not be read, twice: no reason to end the run
-            note = "the model's answer could not be read"
+            note = UNREADABLE
             break
         if answer.stop is not None:
             return answer

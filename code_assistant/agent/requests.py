@@ -90,7 +90,13 @@ class PlanRequest:
     baseline: TestResult
     reproduced: TestResult | None = None
     reproduction: Sequence[str] = ()
-    prompt: ClassVar[prompts.Prompt] = prompts.PLAN
+    # the plan asked as one more message of the reproduction step's conversation (Requests.plan_after): its text.
+    # Answered with files to read, the plan is built afresh with them shown first.
+    after: str = ""
+
+    @property
+    def prompt(self) -> prompts.Prompt:
+        return prompts.PLAN_NEXT if self.after else prompts.PLAN
 
 
 @dataclass(frozen=True)
@@ -249,6 +255,8 @@ class Requests:
     def _build(self, request: Request, history: Sequence[Message], asked: Sequence[str], note: str) -> Built:
         context: Context | None = None
         match request:
+            case PlanRequest() if request.after and not asked:
+                messages = self.follow_up(history, request.after)
             case PlanRequest():
                 messages, context = self.plan(request, asked)
             case ReproduceRequest():
@@ -349,6 +357,21 @@ class Requests:
                                 must_include=[*asked, *self._involved(index, result, request.modified)])
         logger.info("prompt %s; context budget %d of a %d-token room", prompts.FIX.version, budget, room)
         return self.fitted([*kept, {"role": "user", "content": render(context.render())}]), context
+
+    def plan_after(self, history: Sequence[Message], paths: Sequence[str], failed: TestResult | None,
+                   note: str) -> str | None:
+        """The plan asked for in the reproduction step's conversation (`history`), as one more message: what became
+        of its test (`paths` failing as `failed`, or the `note` why none was kept), then the plan's last words; the
+        messages before it stay as the server last read them. None when the conversation and the message would not
+        fit the window whole: the plan is then asked afresh (dropping older turns would drop the code shown)."""
+        if paths and failed is not None:
+            output = failure_text(failed) or shown_output(failed)
+            said = prompts.REPRODUCED.render(paths=", ".join(paths),
+                                             output=clip_text(output, self.room() // FAILURES_SHARE, "test output"))
+        else:
+            said = prompts.NOT_REPRODUCED.format(note=note or "no test was written")
+        text = prompts.PLAN_NEXT.render(reproduction=said)
+        return text if message_tokens([*history, {"role": "user", "content": text}]) <= self.room() else None
 
     def follow_up(self, history: Sequence[Message], text: str) -> list[Message]:
         """The conversation and one more user message (a re-ask, a syntax repair)."""

@@ -13,7 +13,7 @@ from enum import StrEnum
 
 from code_assistant.answers.plan_json import JsonPlanError, find_plan_json
 from code_assistant.answers.reasoning import split_reasoning
-from code_assistant.answers.search_replace import BlockError, has_blocks, parse_blocks
+from code_assistant.answers.search_replace import BlockError, has_blocks, has_headless, parse_blocks, parse_headless
 from code_assistant.answers.unified_diff import DiffError, has_diff, parse_diff
 from code_assistant.edit.edits import PLAN_ACTIONS, Action, EditOperation
 
@@ -123,6 +123,9 @@ def _parse(text: str, owner: Callable[[str], str | None] | None = None) -> Plan:
                         format=PlanFormat.SEARCH_REPLACE, reasoning=reasoned.reasoning)
         if has_diff(answer):
             return Plan(ops=_read(parse_diff, answer, DiffError), format=PlanFormat.UNIFIED_DIFF,
+                        reasoning=reasoned.reasoning)
+        if has_headless(answer):
+            return Plan(ops=_read(parse_headless, answer, BlockError), format=PlanFormat.SEARCH_REPLACE,
                         reasoning=reasoned.reasoning)
         raise PlanParseError(str(exc), incomplete=exc.incomplete) from exc
     return Plan(ops=operations(data), format=PlanFormat.JSON_REPAIRED if repaired else PlanFormat.JSON,

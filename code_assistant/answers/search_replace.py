@@ -15,9 +15,12 @@ The file's path is on the nearest line above the block that is not a fence (abov
 its own fence; in bold or backticks; after a "#"); a block without one belongs to the file of the block before it,
 or, the first, to the one file its SEARCH lines are in when the caller can say (`owner`: the files the model was
 shown); else it is refused.
-An empty SEARCH creates the file. Markers take 5 to 9 characters, as aider's do; the older ORIGINAL/UPDATED words
-are read too. The blocks become "modify" and "create" operations, which go through the same matcher, guardrails and
-journal as JSON edits.
+A block that lost its `<<<<<<< SEARCH` line (a small model sends a fence, the path, `=======` and a whole definition)
+is read by parse_headless: the lines before the divider are the SEARCH text, or, none, the definition after it
+replaces the one of its name in that file. An empty SEARCH creates the file, or, as aider reads it, adds the new
+lines at the end of a file that exists. Markers take 5 to 9 characters, as
+aider's do; the older ORIGINAL/UPDATED words are read too. The blocks become "modify", "create" and
+"replace_symbol" operations, which go through the same matcher, guardrails and journal as JSON edits.
 """
 from __future__ import annotations
 
@@ -34,6 +37,11 @@ _LABEL_RE = re.compile(r"^(?:#+|\*+|-|(?:file(?:name)?|path)\s*:)\s*", re.IGNORE
 _QUOTED_RE = re.compile(r"`([^`\s]+)`")
 NAME_LOOKBACK = 8  # lines above a block searched for its file's path (blank and fence lines among them)
 _BARE_NAMES = {"Makefile", "Dockerfile", "Justfile", "Rakefile", "Gemfile", "Procfile", "LICENSE", "Jenkinsfile"}
+
+
+# the name a definition's first line defines: def/class (Python), function (JavaScript), func (Go), fn (Rust)
+_DEFINES_RE = re.compile(r"^[ \t]*(?:export\s+)?(?:pub(?:\([\w:]+\))?\s+)?(?:async\s+)?(?:def|class|function|func|fn)"
+                         r"\s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)")
 
 
 class BlockError(ValueError):
@@ -102,7 +110,7 @@ def parse_blocks(text: str, owner: Callable[[str], str | None] | None = None) ->
             ops.append(EditOperation(file_path=current, search=search, replace=replace, action=Action.MODIFY))
         else:
             ops.append(EditOperation(file_path=current, action=Action.CREATE, content=replace,
-                                     description="an empty SEARCH"))
+                                     description="an empty SEARCH", append=True))
         i = tail + 1
     return ops
 
@@ -126,3 +134,47 @@ def _next(bare: list[str], start: int, marker: re.Pattern[str], number: int, pat
             break
     raise BlockError(f"SEARCH/REPLACE block {number} ({path}) is not closed: expected `{name}`. Send every block "
                      f"whole: `<<<<<<< SEARCH`, the lines, `=======`, the new lines, `>>>>>>> REPLACE`")
+
+
+def has_headless(text: str) -> bool:
+    """A block without its `<<<<<<< SEARCH` line: no head marker anywhere, exactly one `=======` line."""
+    bare = text.splitlines()
+    return not has_blocks(text) and sum(1 for line in bare if _DIVIDER_RE.match(line)) == 1
+
+
+def parse_headless(text: str) -> list[EditOperation]:
+    """The one block of an answer that lost its `<<<<<<< SEARCH` line: the path on the block's first line (inside
+    its fence) or above it, the SEARCH lines up to `=======`, the new lines up to `>>>>>>> REPLACE` or the closing
+    fence. No SEARCH lines: the new lines must start a definition, which replaces the one of that name in the file
+    (replace_symbol). Raises BlockError."""
+    lines = text.splitlines(keepends=True)
+    bare = [line.rstrip("\r\n") for line in lines]
+    divider = next(i for i, line in enumerate(bare) if _DIVIDER_RE.match(line))
+    fence = next((i for i in range(divider - 1, -1, -1) if _FENCE_RE.match(bare[i])), None)
+    start = fence + 1 if fence is not None else 0
+    first = next((i for i in range(start, divider) if bare[i].strip()), None)
+    path = _clean(bare[first]) if first is not None else None
+    if path is not None:
+        start = first + 1
+    elif fence is not None:
+        path = _name_above(bare, fence)
+    elif first is not None:  # no fence: the path is the line right above the divider's block
+        start = divider
+        path = _clean(bare[first]) if first == divider - 1 else None
+    if path is None:
+        raise BlockError("the answer's block names no file and has no `<<<<<<< SEARCH` line: send each change as "
+                         "the file's path, then `<<<<<<< SEARCH`, the lines, `=======`, the new lines, "
+                         "`>>>>>>> REPLACE`")
+    end = next((j for j in range(divider + 1, len(bare)) if _TAIL_RE.match(bare[j]) or _FENCE_RE.match(bare[j])),
+               len(bare))
+    search, replace = "".join(lines[start:divider]), "".join(lines[divider + 1:end])
+    if search.strip():
+        return [EditOperation(file_path=path, search=search, replace=replace, action=Action.MODIFY)]
+    head = next((line for line in bare[divider + 1:end] if line.strip()), "")
+    defined = _DEFINES_RE.match(head)
+    if defined is None:
+        raise BlockError(f"the answer's block for {path} has no `<<<<<<< SEARCH` line and no lines to search for: "
+                         f"send `<<<<<<< SEARCH`, the lines copied from {path}, `=======`, the new lines, "
+                         f"`>>>>>>> REPLACE`")
+    return [EditOperation(file_path=path, action=Action.REPLACE_SYMBOL, symbol=defined.group(1), content=replace,
+                          description="a whole definition after `=======`, no SEARCH line")]

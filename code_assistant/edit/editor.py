@@ -307,6 +307,11 @@ class FileEditor:
                                                   "it. Check the path, or use action 'create' with the file's full "
                                                   "content to make a new file.")
         if action == Action.CREATE or (action == Action.MODIFY and not exists and not op.search.strip()):
+            if exists and op.append and not op.overwrite:
+                base = file_text(old)[0]
+                added = op.content if op.content is not None else op.replace
+                return self._write(path, rel, action, old, base + ("\n" if base and not base.endswith("\n") else "")
+                                   + added, "append")
             if exists and not op.overwrite:
                 return EditResult.failed(rel, action, f"{rel} already exists. To change it, send a search/replace "
                                                       "edit; to replace it entirely, create with overwrite=true.")

@@ -38,6 +38,7 @@ class EditOperation:
     description: str = ""
     symbol: str | None = None  # qualname for symbol actions
     overwrite: bool = False  # create over an existing file only when True
+    append: bool = False  # create over an existing file: the content added at its end (an empty SEARCH, as aider)
 
 
 @dataclass

@@ -68,7 +68,10 @@ never add skip/xfail markers. Keep changes minimal and focused on the task.""")
 
 # What the requests written for the JSON plan say of their answer, as said to a model that writes blocks (the
 # prompts keep one text and one version each; test_edit_format checks every JSON reply of theirs has its line here).
-IN_BLOCKS: dict[str, str] = {
+IN_BLOCKS: dict[str, str] = {  # in order: the reproduction request's own words before the words every request ends with
+    "It will be run alone now and must fail. Reply with the JSON object only.":
+        "It will be run alone now and must fail. Reply with SEARCH/REPLACE blocks only: a new test file is its path, "
+        "then a block with an empty SEARCH and the whole file after `=======`.",
     "Reply with the JSON object only.": "Reply with SEARCH/REPLACE blocks only.",
     "Reply with a JSON object of further changes (search text must match the CURRENT content shown above).":
         "Reply with SEARCH/REPLACE blocks of further changes (SEARCH text must match the CURRENT content shown above).",
@@ -175,6 +178,16 @@ Your changes must make it pass, together with the whole suite. Do not change or 
 
 """)
 
+# The plan after a reproduction step, asked in that step's conversation (agent/loop.py): the server has just read
+# the task and the code with the reproduction request, and a server that keeps the last prompt (llama.cpp) reads
+# only this message. {reproduction}: REPRODUCED, or the words that no test was kept.
+PLAN_NEXT = Prompt("plan-next/v1.0.0", """\
+{reproduction}Now plan the changes that complete the task so that the tests pass. The files shown above are as they
+are now: copy search text from them, never from a test, the task or the test output.
+Reply with the JSON object only.""")
+
+NOT_REPRODUCED = "# No reproduction test was kept ({note}): the tests are as they were.\n\n"
+
 READ = Prompt("read/v1.0.0", """\
 # The files you asked to read
 Shown first in the context above: {shown}. Not files of this repository (only the files in the context and on its
@@ -220,6 +233,6 @@ TOOLS_DONE = Prompt("tools-done/v1.0.0", "You have made the {max_calls} tool cal
 
 ALL: dict[str, Prompt] = {p.version.split("/")[0]: p for p in (SYSTEM, SYSTEM_BLOCKS, PLAN, FIX, SYNTAX, REASK, ASK,
                                                                  REPRODUCE, REPRODUCE_AGAIN, REPRODUCE_UNRUN, REPRODUCED,
-                                                                 READ, INSTRUCTIONS, FIRST_TEST,
+                                                                 READ, INSTRUCTIONS, FIRST_TEST, PLAN_NEXT,
                                                                  SESSION, UNAPPLIED, TOOLS_NATIVE, TOOLS_JSON,
                                                                  TOOLS_DONE)}
