@@ -37,6 +37,15 @@ def stop_completions(index: Path) -> None:
     subprocess.run(["pkill", "-9", "-f", str(index)], check=False, capture_output=True)
 
 
+def as_a_clone(tree: Path) -> None:
+    """The written-out tree made a git repository of one commit, as a user's clone is (the first answer's scan of a
+    big tree is `git grep`; a tree that is no repository is indexed whole)."""
+    shutil.rmtree(tree / ".git", ignore_errors=True)
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost", "-c", "commit.gpgsign=false"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base", "--no-verify"]):
+        subprocess.run([*git, *args], cwd=tree, check=True, capture_output=True)
+
+
 def one(main: Path, repo: Path, task: str, golds: list[str], timeout: float) -> dict:
     index = Path(tempfile.mkdtemp(prefix="cold-index-"))
     try:
@@ -75,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             for inst, git in chosen[:args.limit or None]:
                 dest = args.work / inst["repo"].split("/")[-1]
                 materialize(git, inst["base_commit"], dest)
+                as_a_clone(dest)
                 golds = golds_of({"golds": gold_files(inst["patch"], inst.get("language", "py"))})
                 for label, path in mains.items():
                     result = {"set": set_name, "instance_id": inst["instance_id"], "main": label,
