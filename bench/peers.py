@@ -115,12 +115,30 @@ def peer_bin(setup: Setup, agent: Agent) -> Path | None:
     return found if found.is_file() else None
 
 
+def peers_python(name: str = PEERS_PYTHON, candidates: list[str] | None = None) -> str:
+    """A Python the peers run on that starts: `name` on PATH — unless it is a pyenv shim for a version that is not
+    the selected one ("pyenv: python3.12: command not found") — else pyenv's own install of that version."""
+    version = name.removeprefix("python")
+    if candidates is None:
+        pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+        installed = sorted(pyenv.glob(f"{version}*/bin/{name}"))
+        candidates = [p for p in [shutil.which(name)] if p] + [str(p) for p in installed]
+    for candidate in candidates:
+        try:
+            if subprocess.run([candidate, "-c", "import venv"], capture_output=True, timeout=30).returncode == 0:
+                return candidate
+        except OSError:
+            continue
+    raise SystemExit(f"bench.peers: no {name} that starts (tried {', '.join(candidates) or 'PATH'}); "
+                     f"the peers need Python {version}")
+
+
 def install(peers: Path, python: str = PEERS_PYTHON) -> None:
     """Each peer, pinned, into a venv of its own under `peers` (a minute or two each)."""
     for agent, requirement in ((Agent.MINI, MINI), (Agent.AIDER, AIDER)):
         venv = peers / agent.value
         if not (venv / "bin" / "python").is_file():
-            subprocess.run([shutil.which(python) or python, "-m", "venv", str(venv)], check=True)
+            subprocess.run([peers_python(python), "-m", "venv", str(venv)], check=True)
         subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", requirement], check=True)
 
 

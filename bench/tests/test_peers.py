@@ -162,3 +162,15 @@ def test_settling_waits_out_a_request_an_agent_left_behind_longer_than_the_wall(
     with ScriptedServer([{"sleep": 3, "answer": "ok"}]) as server:
         waited = settle(Setup(base_url=server.url, model="m", wall_s=1.0))
     assert waited >= 3
+
+
+def test_the_peers_python_skips_a_pyenv_shim_that_refuses_and_takes_one_that_starts(tmp_path: Path) -> None:
+    from bench.peers import peers_python
+
+    shim = tmp_path / "shims" / "python3.12"
+    shim.parent.mkdir()
+    shim.write_text("#!/bin/sh\necho 'pyenv: python3.12: command not found' >&2\nexit 127\n")
+    shim.chmod(0o755)
+    assert peers_python("python3.12", [str(shim), sys.executable]) == sys.executable
+    with pytest.raises(SystemExit, match="no python3.12 that starts"):
+        peers_python("python3.12", [str(shim), str(tmp_path / "missing")])
