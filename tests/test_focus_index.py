@@ -2,6 +2,7 @@
 in a background process, and the complete index the same as one made whole."""
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -168,15 +170,25 @@ def test_an_index_completed_after_a_first_answer_is_the_index_made_whole(
     assert staged_index.graph == whole_index.graph
 
 
+@contextlib.contextmanager
+def _a_completion_holds_the_lock(index_dir: Path) -> Iterator[None]:
+    """The index's completion lock held, as a completion of another pid holds it, until the block ends."""
+    with (index_dir / completion.LOCK_NAME).open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        held.write("1\n")
+        held.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+
+
 def test_while_a_completion_runs_a_task_adds_nothing_and_a_run_without_one_waits_for_it(
         repo: Path, tmp_path: Path, embedder: embeddings.Embedder) -> None:
     index_path = tmp_path / "index"
     _, first = _indexer(repo, index_path, embedder).update(focus=TASK)
     waiting = _indexer(repo, index_path, embedder)
-    with (waiting.dir / completion.LOCK_NAME).open("a") as held:  # a completion holds the lock (another pid)
-        fcntl.flock(held, fcntl.LOCK_EX)
-        held.write("1\n")
-        held.flush()
+    with _a_completion_holds_the_lock(waiting.dir):
         assert completion.running(waiting.dir)
         _, meanwhile = _indexer(repo, index_path, embedder).update(focus=TASK, background=True)
         assert (meanwhile.added, meanwhile.pending) == (0, first.pending), "nothing added, no second completion"
@@ -186,7 +198,6 @@ def test_while_a_completion_runs_a_task_adds_nothing_and_a_run_without_one_waits
         whole.start()
         whole.join(2.0)
         assert whole.is_alive() and not done, "a run without a task waits for the completion"
-        fcntl.flock(held, fcntl.LOCK_UN)
     whole.join(COMPLETION_TIMEOUT_S)
     assert done == [FILES]
 
@@ -197,17 +208,10 @@ def test_while_a_completion_runs_search_and_symbol_answer_from_what_is_stored_an
     tree's completion to end (a minute on two cores): they answer from what is stored, said to be partial."""
     index_path = tmp_path / "index"
     _, first = _indexer(repo, index_path, embedder).update(focus=TASK)
-    held_by = _indexer(repo, index_path, embedder)
     where = ["--repo", str(repo), "--index-path", str(index_path)]
-    with (held_by.dir / completion.LOCK_NAME).open("a") as held:  # a completion holds the lock (another pid)
-        fcntl.flock(held, fcntl.LOCK_EX)
-        held.write("1\n")
-        held.flush()
-        try:
-            found = run_cli(["search", *where, "Location header of a redirect"], api_key=None, timeout=60)
-            defined = run_cli(["symbol", *where, "build_location_header"], api_key=None, timeout=60)
-        finally:
-            fcntl.flock(held, fcntl.LOCK_UN)
+    with _a_completion_holds_the_lock(_index_dir(index_path)):
+        found = run_cli(["search", *where, "Location header of a redirect"], api_key=None, timeout=60)
+        defined = run_cli(["symbol", *where, "build_location_header"], api_key=None, timeout=60)
     pending = f"{first.pending} files of the repository are not indexed yet"
     assert found.returncode == 0 and TARGET in found.stdout and pending in found.stdout, found.stdout + found.stderr
     assert defined.returncode == 0 and f"{TARGET}:4: def build_location_header(url, base):" in defined.stdout
