@@ -96,9 +96,9 @@ def window_line(window: ContextWindow) -> str:
     return f"[Window: {window.describe()}{remembered}{setting}]"
 
 
-def context_line(context: Context | None) -> str:
+def context_line(context: Context | None, label: str = "Context") -> str:
     """What a request shows, in one line: said before it is sent, and again when it is built smaller."""
-    return f"[Context: {len(context.files)} files, {context.tokens} tokens]" if context else "[Context: no files]"
+    return f"[{label}: {len(context.files)} files, {context.tokens} tokens]" if context else f"[{label}: no files]"
 
 
 def _calls(response: ChatResponse, tools: Toolbox | None) -> list[WrittenCall]:

@@ -195,7 +195,7 @@ class Run:
                               after=self._after_reproduction(prepared.reproduction) or "")
         shown = conversation.open(request)
         if request.after:  # the reproduction step's conversation goes on: its prefix is what the server read last
-            self.say(context_line(conversation.last_context).replace("[Context:", "[Context, as shown for the test:"))
+            self.say(context_line(conversation.last_context, "Context, as shown for the test"))
         else:
             self.say(context_line(shown))
         self.say("[Planning changes...]")
