@@ -176,7 +176,7 @@ def local_source(path: Path, *, where: str, base: Path, roots: Sequence[Path] = 
     says so (--case-root)."""
     resolved = path.resolve()
     allowed = [base.resolve(), *(root.resolve() for root in roots)]
-    if not any(resolved == root or resolved.is_relative_to(root) for root in allowed):
+    if not any(resolved.is_relative_to(root) for root in allowed):  # the folder itself too
         raise CaseError(f"{where}: the case's repository {resolved} is outside the cases file's folder ({allowed[0]}); "
                         "a case names only what lies beside it (--case-root DIR allows another folder)")
     return str(resolved)
