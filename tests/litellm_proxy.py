@@ -11,6 +11,7 @@ reason when it is not installed — a gateway is not faked.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -22,7 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Self
 
-from tests.llama_server import free_port
+from tests.llama_server import ends_with, free_port
 
 VERSION = "1.108.7"
 STARTUP_TIMEOUT_S = 240  # the proxy imports much of its tree before it listens: ~30 s on a shared 2-core machine
@@ -65,7 +66,8 @@ class LiteLLMProxy:
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen([self.command, "--config", str(self.config), "--host", "127.0.0.1", "--port",
                                           str(self.port)], stdout=out, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, cwd=self.workdir, env=env, start_new_session=True)
+                                         stdin=subprocess.DEVNULL, cwd=self.workdir, env=env, start_new_session=True,
+                                         preexec_fn=functools.partial(ends_with, os.getpid()))
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
