@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import textwrap
 
-from code_assistant.parse.chunker import skeleton
+from code_assistant.parse.chunker import excerpt, skeleton
 from code_assistant.parse.code_parser import Import, find_symbols, parse_source, syntax_problem
 
 PY = textwrap.dedent('''\
@@ -239,6 +239,15 @@ def test_skeleton_elides_bodies_and_keeps_requested() -> None:
     assert "    def mul(self, a, b):" in text and "return a * b" not in text
     kept = skeleton("pkg/calc.py", PY, keep={"Calc.mul"})
     assert "return a * b * self.scale" in kept and "return helper(a)" not in kept
+
+
+def test_an_excerpt_shows_only_the_kept_definitions_whole_under_their_class_header() -> None:
+    text = excerpt("pkg/calc.py", PY, keep={"Calc.mul"})
+    assert text == "⋮\nclass Calc(Base):\n⋮\n    def mul(self, a, b):\n        return a * b * self.scale\n"
+    both = excerpt("pkg/calc.py", PY, keep={"add", "Calc.mul"})
+    assert "@decorate\ndef add(a: int,\n        b: int) -> int:\n    return a + b\n" in both
+    assert "import os" not in both and "return helper(a)" not in both
+    assert excerpt("pkg/calc.py", PY, keep={"nothing"}) is None and excerpt("pkg/calc.py", PY) is None
 
 
 def test_skeleton_go_keeps_braces_and_import_block() -> None:

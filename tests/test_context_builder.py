@@ -86,17 +86,26 @@ def test_import_graph_neighbour_is_in_the_ranking_and_the_context(index: RepoInd
     assert {"shop/pricing.py", "shop/discounts.py"} <= set(context.paths)
 
 
-def test_big_file_becomes_a_skeleton_keeping_the_named_definition_and_budget_holds(index: RepoIndex) -> None:
+def test_big_file_becomes_a_skeleton_or_excerpt_keeping_the_named_definition_and_budget_holds(
+        index: RepoIndex) -> None:
     assert tokens.count_tokens((index.repo / "shop/big.py").read_text()) > 3000
     context = build_context(index, "Warehouse.restock ignores the `restock` count of a ShoppingCart with discounts",
                             3000)
     big = next(f for f in context.files if f.path == "shop/big.py")
-    assert big.mode in ("skeleton", "outline")
-    assert big.mode == "outline" or "return n" in big.text
+    assert big.mode in ("skeleton", "excerpt") and "return n" in big.text
     assert context.tokens <= 3000
     assert context.tokens == sum(tokens.count_tokens(f.text) for f in context.files) + (
         tokens.count_tokens(context.map_text) if context.map_text else 0)
     assert len(context.files) >= 3  # the big file does not crowd out the others
+
+
+def test_a_big_file_whose_skeleton_does_not_fit_shows_the_named_definition_whole_in_an_excerpt(
+        index: RepoIndex) -> None:
+    context = build_context(index, "Warehouse.restock ignores the count it is given", 1000)
+    big = next(f for f in context.files if f.path == "shop/big.py")
+    assert big.mode == "excerpt"
+    assert "class Warehouse:\n    def restock(self, n):\n        return n\n" in big.text
+    assert "def stock_1(" not in big.text and context.tokens <= 1000
 
 
 @pytest.mark.parametrize("budget", [300, 800, 2000, 12000])
@@ -118,8 +127,8 @@ def test_ranked_files_that_do_not_fit_are_on_the_map_a_line_each_in_rank_order(i
 
 
 def test_the_map_lists_the_names_the_task_uses_first(index: RepoIndex) -> None:
-    context = build_context(index, "stock_399 and stock_7 of the ShoppingCart are wrong", 1000)
-    line = next(line for line in context.map_text.splitlines() if line.startswith("shop/big.py: "))
+    named = file_map.file_map(index, ["shop/big.py"], lambda path: {"stock_399", "stock_7"}, 200)
+    line = next(line for line in named.text.splitlines() if line.startswith("shop/big.py: "))
     assert line.startswith("shop/big.py: stock_7, stock_399, Warehouse") or line.startswith(
         "shop/big.py: stock_399, stock_7, Warehouse"), line
 
@@ -238,12 +247,14 @@ def test_each_language_ranks_the_defining_file_first_and_follows_imports(tmp_pat
 
 
 @pytest.mark.parametrize("room", [50, 300, 1200, 5000, 100_000])
-def test_later_passes_build_only_forms_that_can_fit_and_pick_the_same_one(index: RepoIndex, room: int) -> None:
+@pytest.mark.parametrize("keep", [set(), {"Warehouse.restock", "price_of"}])
+def test_later_passes_build_only_forms_that_can_fit_and_pick_the_same_one(index: RepoIndex, room: int,
+                                                                          keep: set[str]) -> None:
     for path in index.files:
         text = (index.repo / path).read_text()
-        every = forms.file_forms(path, text, set(), False, index)
+        every = forms.file_forms(path, text, keep, False, index)
         best = next((f for f in every if f.mode != "outline" and f.tokens <= room), None)
-        assert forms.fitting_form(path, text, set(), False, index, room) == best, (path, room)
+        assert forms.fitting_form(path, text, keep, False, index, room) == best, (path, room)
 
 
 def test_with_tests_puts_the_top_source_files_test_right_after_it() -> None:
@@ -365,7 +376,7 @@ def test_in_a_budget_too_small_for_a_map_a_core_file_too_long_to_outline_shows_i
     """Issue 61: in a small window (a budget under the map's minimum), a ranked file whose outline alone is longer than
     what is left was skipped, leaving most of the budget unused (226 tokens of a 2,048-token window). It is shown by
     the outline of as many of its first definitions as fit, saying how many more there are."""
-    context = build_context(index, "Warehouse restock and stock_3 are wrong", 600)
+    context = build_context(index, "the warehouse restocks the wrong stock levels", 600)
     assert context.map == [] and context.tokens <= 600
     big = next(f for f in context.files if f.path == "shop/big.py")
     assert big.mode == "outline" and "more definitions)" in big.text and "class Warehouse" in big.text

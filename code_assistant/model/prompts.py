@@ -90,7 +90,7 @@ def in_blocks(text: str) -> str:
     return text
 
 
-PLAN = Prompt("plan/v1.1.0", """\
+PLAN = Prompt("plan/v1.2.0", """\
 # Task
 {task}
 
@@ -99,7 +99,8 @@ PLAN = Prompt("plan/v1.1.0", """\
 
 {baseline_failures}# Repository context
 The most relevant files, ranked. Files marked (skeleton) show the relevant definitions in full and only the
-signatures of the rest; an elided body reads `...  # lines N-M`. Never use a skeleton's elision lines as search text.
+signatures of the rest; an elided body reads `...  # lines N-M`. Files marked (excerpt) show only the relevant
+definitions, in full; a `⋮` line stands for lines left out. Never use elision lines as search text.
 
 {context}
 

@@ -311,3 +311,34 @@ def skeleton(path: str, source: str, parsed: ParsedFile | None = None, keep: set
             out.append("⋮")
         row = end + 1
     return "\n".join(out) + "\n"
+
+
+def excerpt(path: str, source: str, parsed: ParsedFile | None = None, keep: set[str] | None = None) -> str | None:
+    """Only the definitions whose qualname is in `keep`, whole, in file order, each under the header lines of the
+    definitions around it (a method under its class's); every stretch left out is one `⋮` line. None when `keep`
+    names no definition of the file. Cheaper than a skeleton, which shows every header: what a small budget can
+    hold of a long file when the definitions that matter are known."""
+    if parsed is None:
+        parsed = parse_source(path, source)
+    kept = [s for s in parsed.symbols if s.qualname in (keep or set())]
+    if not kept:
+        return None
+    lines = source.splitlines()
+    by_name = {s.qualname: s for s in parsed.symbols}
+    visible = [False] * (len(lines) + 2)
+    for sym in kept:
+        for row in range(sym.start_line, min(sym.end_line, len(lines)) + 1):
+            visible[row] = True
+        parent = by_name.get(sym.parent) if sym.parent else None
+        while parent is not None:  # the enclosing definitions' header lines, up to where their body starts
+            head_end = parsed.bodies.get((parent.qualname, parent.start_line), (parent.start_line + 1, 0))[0] - 1
+            for row in range(parent.start_line, max(parent.start_line, min(head_end, sym.start_line - 1)) + 1):
+                visible[row] = True
+            parent = by_name.get(parent.parent) if parent.parent else None
+    out: list[str] = []
+    for row in range(1, len(lines) + 1):
+        if visible[row]:
+            out.append(lines[row - 1])
+        elif not out or out[-1] != "⋮":
+            out.append("⋮")
+    return "\n".join(out) + "\n"

@@ -62,8 +62,9 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
                   with_tests: bool = False, tests_paired: bool = True) -> Context:
     """The ranked files in the budget: first a seat for each of the top CORE_FILES (more when the ranking cannot
     tell them apart: core_count) in its cheapest form (an outline of its definitions), then in rank order each
-    upgraded to a skeleton keeping the relevant definitions; the tests of the top TEST_PAIRS source files beside
-    them (test_pairs; tests_paired=False: none), each in at most PAIR_MAX_TOKENS; then the files upgraded to whole
+    upgraded to an excerpt of the relevant definitions, then to a skeleton keeping them; the tests of the top
+    TEST_PAIRS source files beside them (test_pairs; tests_paired=False: none), each in at most PAIR_MAX_TOKENS;
+    then the files upgraded to whole
     where that still fits; then further files while room is left. `ranked`: a ranking already made for this task
     (the bench's), not made again. With with_tests, the test counterpart of the top-ranked source file (its tests
     by the language's naming convention) follows it as a core file. Last, the map: the ranked files after those
@@ -127,8 +128,9 @@ def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]],
             mapped: bool = False) -> list[ContextFile]:
     """The forms of the files shown, in `order`, within budget: 1. a seat for each of the `seats` core files in its
     cheapest form (its first lines when it has no definitions and does not fit whole), 2. upgrades in rank order of
-    every core file to a skeleton, 3. the test paired with a core file (`pairs`: source -> test) in its richest form
-    up to PAIR_MAX_TOKENS (whole, skeleton, outline, else its first lines), 4. upgrades of core files to the whole
+    every core file to an excerpt (the definitions that matter, whole), then to a skeleton, 3. the test paired with
+    a core file (`pairs`: source -> test) in its richest form up to PAIR_MAX_TOKENS (whole, skeleton, excerpt,
+    outline, else its first lines), 4. upgrades of core files to the whole
     file in rank order (the first may take the budget unless the seats were widened: then no file takes more than
     MAX_SHARE), 5. without a map of the files not shown (`mapped`: a budget too small for one), a core file with no
     seat yet (even its outline too long) shown by the outline of its first definitions that fits what is left,
@@ -160,7 +162,8 @@ def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]],
         if cheapest and used + cheapest.tokens <= budget:
             chosen[path] = cheapest
             used += cheapest.tokens
-    upgrade(FileForm.SKELETON)  # 2
+    upgrade(FileForm.EXCERPT)  # 2: the definitions that matter, whole, then every header beside them
+    upgrade(FileForm.SKELETON)
     for source, test in pairs.items():  # 3: the tests of the top source files, as their code is shown
         if source in chosen:
             text = read_text(index, test)

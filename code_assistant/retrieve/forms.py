@@ -1,5 +1,5 @@
-"""The forms a file takes in a context: whole, a skeleton keeping the definitions that matter, an outline of its
-definitions, or its first lines - each rendered with its path, and chosen within a room of tokens building no more
+"""The forms a file takes in a context: whole, a skeleton keeping the definitions that matter, an excerpt of only
+those, an outline of its definitions, or its first lines - each rendered with its path, and chosen within a room of tokens building no more
 than needed."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from enum import StrEnum
 
 from code_assistant import tokens
 from code_assistant.index.indexer import IndexedFile, RepoIndex
-from code_assistant.parse.chunker import skeleton
+from code_assistant.parse.chunker import excerpt, skeleton
 from code_assistant.parse.code_parser import parse_source
 
 OUTLINE_MAX_TOKENS = 1500
@@ -21,6 +21,7 @@ class FileForm(StrEnum):
 
     FULL = "full"
     SKELETON = "skeleton"  # imports and definition headers, bodies elided but for the definitions that matter
+    EXCERPT = "excerpt"  # the definitions that matter, whole, and nothing else (`⋮` for what is left out)
     OUTLINE = "outline"  # a line per definition, with its line number
     HEAD = "head"  # the first lines: a paired test, a file without definitions
 
@@ -94,11 +95,14 @@ def outline_within(path: str, index: RepoIndex, room: int) -> ContextFile | None
 
 
 def file_forms(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex) -> list[ContextFile]:
-    """The file whole, as a skeleton and as an outline, richest first, each only if cheaper than the one before."""
+    """The file whole, as a skeleton, as an excerpt (when `keep` names a definition of it) and as an outline, richest
+    first, each only if cheaper than the one before."""
     forms = [_form(path, numbered_text(text) if numbered else text, FileForm.FULL)]
     parsed = parse_source(path, text)
     if parsed.symbols:
         forms.append(_form(path, skeleton(path, text, parsed, keep=keep), FileForm.SKELETON))
+        if (cut := excerpt(path, text, parsed, keep)) is not None:
+            forms.append(_form(path, cut, FileForm.EXCERPT))
         forms.append(_outline(path, index.files.get(path)) or _form(path, "", FileForm.OUTLINE))
     cheaper = [forms[0]]
     for form in forms[1:]:
@@ -110,20 +114,29 @@ def file_forms(path: str, text: str, keep: set[str], numbered: bool, index: Repo
 def fitting_form(path: str, text: str, keep: set[str], numbered: bool, index: RepoIndex,
                   room: int) -> ContextFile | None:
     """The first form of `file_forms` other than the outline that fits in room, building no more than needed: the
-    file is not parsed when it fits whole, nor when even its skeleton's floor does not fit."""
+    file is not parsed when it fits whole, nor when even its skeleton's floor does not fit and `keep` names none of
+    its definitions (then only an excerpt of those could)."""
     record = index.files.get(path)
     full = None
     if not (record and record.tokens > room + FULL_SLACK):  # its indexed size (a lower bound) rules it out
         full = _form(path, numbered_text(text) if numbered else text, FileForm.FULL)
         if full.tokens <= room:
             return full
-    if record and _skeleton_floor(record) > room:
+    floored = record is not None and _skeleton_floor(record) > room
+    if floored and not keep & {qualname for qualname, *_ in record.symbols}:
         return None
     parsed = parse_source(path, text)
     if not parsed.symbols:
         return None
-    form = _form(path, skeleton(path, text, parsed, keep=keep), FileForm.SKELETON)
-    return form if form.tokens <= room and (full is None or form.tokens < full.tokens) else None
+    richer = full.tokens if full is not None else None
+    if not floored:
+        form = _form(path, skeleton(path, text, parsed, keep=keep), FileForm.SKELETON)
+        if form.tokens <= room and (richer is None or form.tokens < richer):
+            return form
+        richer = min(form.tokens, richer) if richer is not None else form.tokens
+    cut = excerpt(path, text, parsed, keep)
+    form = _form(path, cut, FileForm.EXCERPT) if cut is not None else None
+    return form if form and form.tokens <= room and (richer is None or form.tokens < richer) else None
 
 
 def _skeleton_floor(record: IndexedFile) -> int:
