@@ -35,6 +35,16 @@ def test_lines_before_the_divider_are_the_search_text() -> None:
         (Action.MODIFY, "calc.py", "    return a - b\n", "    return a + b\n")]
 
 
+def test_a_head_that_names_the_file_in_place_of_search_opens_a_block_of_that_file() -> None:
+    """Qwen2.5-Coder-1.5B wrote `<<<<<<< parse.py` (and `<<<<<<< toml/encoder.py`, `<<<<<<< pager/paging.py`) where
+    `<<<<<<< SEARCH` goes: refused as holding no block, where the file is named on the very line."""
+    plan = parse_answer("```\n<<<<<<< calc.py\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE\n```\n")
+    assert [(op.action, op.file_path, op.search, op.replace) for op in plan.ops] == [
+        (Action.MODIFY, "calc.py", "    return a - b\n", "    return a + b\n")]
+    with pytest.raises(PlanParseError):  # a merge conflict's marker names no file
+        parse_answer("```\n<<<<<<< HEAD\n    return a - b\n=======\n    return a + b\n>>>>>>> main\n```\n")
+
+
 @pytest.mark.parametrize("text", [
     "```\ncalc.py\n=======\nsome prose, no definition\n```\n",  # nothing after the divider defines a name
     "```\n=======\n" + NEW_ADD + "```\n",  # no file named

@@ -12,7 +12,8 @@
     ```
 
 The file's path is on the nearest line above the block that is not a fence (above the fence, or just inside it; in
-its own fence; in bold or backticks; after a "#"); a block without one belongs to the file of the block before it,
+its own fence; in bold or backticks; after a "#"), or on the head line itself in place of SEARCH (`<<<<<<< calc.py`,
+as a small model writes it); a block without one belongs to the file of the block before it,
 or, the first, to the one file its SEARCH lines are in when the caller can say (`owner`: the files the model was
 shown); else it is refused.
 A block that lost its `<<<<<<< SEARCH` line (a small model sends a fence, the path, `=======` and a whole definition)
@@ -30,6 +31,8 @@ from collections.abc import Callable
 from code_assistant.edit.edits import Action, EditOperation
 
 _HEAD_RE = re.compile(r"^[ \t]*<{5,9} ?(?:SEARCH|ORIGINAL)\b.*$")
+# a head that names its file where SEARCH goes (`<<<<<<< pager/paging.py`): Qwen2.5-Coder-1.5B writes it so
+_NAMED_HEAD_RE = re.compile(r"^[ \t]*<{5,9} ?(\S+)[ \t]*$")
 _DIVIDER_RE = re.compile(r"^[ \t]*={5,9}[ \t]*$")
 _TAIL_RE = re.compile(r"^[ \t]*>{5,9} ?(?:REPLACE|UPDATED)\b.*$")
 _FENCE_RE = re.compile(r"^[ \t]*(```+|~~~+)(.*)$")
@@ -48,8 +51,21 @@ class BlockError(ValueError):
     """The blocks cannot be read; the message is written for the model."""
 
 
+def _head(line: str) -> tuple[bool, str | None]:
+    """Whether the line opens a block, and the path it names when it is `<<<<<<< PATH` rather than `SEARCH`."""
+    if _HEAD_RE.match(line):
+        return True, None
+    named = _NAMED_HEAD_RE.match(line)
+    path = _clean(named.group(1)) if named else None
+    return path is not None, path
+
+
+def _is_head(line: str) -> bool:
+    return _head(line)[0]
+
+
 def has_blocks(text: str) -> bool:
-    return any(_HEAD_RE.match(line) for line in text.splitlines())
+    return any(_is_head(line) for line in text.splitlines())
 
 
 def _path_like(name: str) -> bool:
@@ -80,7 +96,7 @@ def _name_above(lines: list[str], head: int) -> str | None:
             if named:
                 return named
             continue
-        if _HEAD_RE.match(line) or _DIVIDER_RE.match(line) or _TAIL_RE.match(line):
+        if _is_head(line) or _DIVIDER_RE.match(line) or _TAIL_RE.match(line):
             return None  # the end of the block before: this block has no name of its own
         return _clean(line)
     return None
@@ -95,11 +111,12 @@ def parse_blocks(text: str, owner: Callable[[str], str | None] | None = None) ->
     current: str | None = None
     i = 0
     while i < len(lines):
-        if not _HEAD_RE.match(bare[i]):
+        is_head, named = _head(bare[i])
+        if not is_head:
             i += 1
             continue
         number = len(ops) + 1
-        current = _name_above(bare, i) or current or _owning(owner, lines, i)
+        current = named or _name_above(bare, i) or current or _owning(owner, lines, i)
         if current is None:
             raise BlockError(f"SEARCH/REPLACE block {number} names no file: put the file's path alone on the line "
                              f"before `<<<<<<< SEARCH`")
@@ -130,7 +147,7 @@ def _next(bare: list[str], start: int, marker: re.Pattern[str], number: int, pat
     for j in range(start, len(bare)):
         if marker.match(bare[j]):
             return j
-        if _HEAD_RE.match(bare[j]) or (marker is _DIVIDER_RE and _TAIL_RE.match(bare[j])):
+        if _is_head(bare[j]) or (marker is _DIVIDER_RE and _TAIL_RE.match(bare[j])):
             break
     raise BlockError(f"SEARCH/REPLACE block {number} ({path}) is not closed: expected `{name}`. Send every block "
                      f"whole: `<<<<<<< SEARCH`, the lines, `=======`, the new lines, `>>>>>>> REPLACE`")
