@@ -83,6 +83,21 @@ def test_elision_keeps_the_lines_it_stands_for() -> None:
     assert out.content == expected
 
 
+def test_a_class_line_above_a_method_with_the_lines_between_left_out_is_an_elision() -> None:
+    """An excerpt shows `class Store:`, `⋮`, then `def put`: a small model copies the class line and the method as
+    neighbours, with or without the ⋮."""
+    for cut in ("", "⋮\n"):
+        search = f"class Store:\n{cut}    def put(self, key, value):\n        self.items[key] = value\n"
+        replace = f"class Store:\n{cut}    def put(self, key, value):\n        self.items[key] = value\n        self.n += 1\n"
+        out = apply_search_replace(SRC, search, replace)
+        assert out.ok and out.strategy == "elision", cut
+        assert out.content == SRC.replace("        self.items[key] = value\n",
+                                          "        self.items[key] = value\n        self.n += 1\n")
+    changed = apply_search_replace(SRC, "class Store:\n    def put(self, key, value):\n",
+                                   "class Shop:\n    def put(self, key, value):\n")
+    assert not changed.ok, "a header the replace changes is no elision"
+
+
 def test_intraline_spacing_differences_match_and_unchanged_lines_keep_the_file_spelling() -> None:
     search = "    def put(self,key,value):\n        self.items[key]=value\n"
     replace = "    def put(self,key,value):\n        self.items[key]=value\n        self.count += 1\n"

@@ -3,7 +3,8 @@
 First the plain case: a search text found exactly once in the file, as a substring, is applied there whatever the
 line boundaries. Then line-based strategies, strictest first: exact, whitespace (line endings / trailing spaces), indent
 (uniform shift, tabs<->spaces); the same three again accepting a first search line that starts mid-line and a last one
-that stops mid-line; elision (`...` lines), intraline (spacing between tokens), fuzzy (unique, very close, same words);
+that stops mid-line; elision (`...` or `⋮` lines, or none after a definition's header line kept as it was),
+intraline (spacing between tokens), fuzzy (unique, very close, same words);
 last, a one-line text holding `\\n` read as the lines it means (a small model's JSON escaped twice).
 A search that matches in several places is refused, never applied to the first hit. Lines the model kept unchanged
 between search and replace are copied from the file byte for byte; only the lines it changed come from the model, and
@@ -38,7 +39,9 @@ _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 _WORD_RE = re.compile(r"\w+")
 _ESCAPES = {"\\n": "\n", "\\t": "\t", '\\"': '"', "\\\\": "\\"}
 _ESCAPES_RE = re.compile(r'\\[nt"\\]')
-_ELISION_RE = re.compile(r"^\s*(\.\.\.|…|(#|//|/\*)\s*(\.\.\.|…).*)\s*$")
+_ELISION_RE = re.compile(r"^\s*(\.\.\.|…|⋮.*|(#|//|/\*)\s*(\.\.\.|…).*)\s*$")  # ⋮: a skeleton's, an excerpt's
+# a definition's first line: a class above one of its methods in an excerpt, the lines between left out
+_HEADER_RE = re.compile(r"^\s*(?:export\s+)?(?:pub\s+)?(?:async\s+)?(?:class|def|function|func|fn|impl|struct|interface)\b")
 
 
 class _Hit(NamedTuple):
@@ -248,6 +251,16 @@ def _elision(bodies: list[str], eols: list[str], search: list[str], replace: lis
     return MatchOutcome(ok=True, content=splice(bodies, eols, first, pos, new), strategy="elision", line=first + 1)
 
 
+def _under_header(bodies: list[str], eols: list[str], search: list[str], replace: list[str], newline: str
+                  ) -> MatchOutcome | None:
+    """A search whose first line is the header of a definition above the rest, kept unchanged as the replace's first
+    line: an excerpt shows a class's line above one of its methods with the lines between left out, and a small
+    model copies the two as if they were neighbours. Read as an elision after the header."""
+    if len(search) < 2 or not replace or search[0].strip() != replace[0].strip() or not _HEADER_RE.match(search[0]):
+        return None
+    return _elision(bodies, eols, [search[0], "...", *search[1:]], [replace[0], "...", *replace[1:]], newline)
+
+
 def _seg_hits(bodies: list[str], seg: list[str], lo: int) -> list[_Hit]:
     for strategy in ("exact", "whitespace", "indent"):
         hits = _find(bodies, seg, strategy, lo=lo)
@@ -296,9 +309,9 @@ def apply_search_replace(content: str, search: str, replace: str) -> MatchOutcom
             return _ambiguous([h.start for h in hits])
         if hits:
             return _apply_hit(bodies, eols, hits[0], search_lines, replace_lines, f"{strategy}_partial", newline)
-    outcome = _elision(bodies, eols, search_lines, replace_lines, newline)
-    if outcome is not None:
-        return outcome
+    for elided in (_elision, _under_header):
+        if (outcome := elided(bodies, eols, search_lines, replace_lines, newline)) is not None:
+            return outcome
     for strategy in ("intraline", "fuzzy"):
         hits = _find(bodies, search_lines, strategy) if strategy != "fuzzy" else _fuzzy_find(bodies, search_lines)
         if len(hits) > 1:
