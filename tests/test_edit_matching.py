@@ -96,6 +96,9 @@ def test_a_class_line_above_a_method_with_the_lines_between_left_out_is_an_elisi
     changed = apply_search_replace(SRC, "class Store:\n    def put(self, key, value):\n",
                                    "class Shop:\n    def put(self, key, value):\n")
     assert not changed.ok, "a header the replace changes is no elision"
+    two = "def add(a, b):\n    return a - b\n\n\ndef multiply(a, b):\n    return a * b\n"
+    later = apply_search_replace(two, "def add(a, b):\n    return a * b\n", "def add(a, b):\n    return a + b\n")
+    assert later.content != two.replace("a * b", "a + b"), "a later definition's equal line is not under the header"
 
 
 def test_intraline_spacing_differences_match_and_unchanged_lines_keep_the_file_spelling() -> None:

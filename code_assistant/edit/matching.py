@@ -253,12 +253,31 @@ def _elision(bodies: list[str], eols: list[str], search: list[str], replace: lis
 
 def _under_header(bodies: list[str], eols: list[str], search: list[str], replace: list[str], newline: str
                   ) -> MatchOutcome | None:
-    """A search whose first line is the header of a definition above the rest, kept unchanged as the replace's first
-    line: an excerpt shows a class's line above one of its methods with the lines between left out, and a small
-    model copies the two as if they were neighbours. Read as an elision after the header."""
+    """A search whose first line is the header of a definition holding the rest further down, kept unchanged as the
+    replace's first line: an excerpt shows a class's line above one of its methods with the lines between left out,
+    and a small model copies the two as if they were neighbours. The rest is looked for inside that definition only
+    (a later definition's equal lines are not it) and replaced there."""
     if len(search) < 2 or not replace or search[0].strip() != replace[0].strip() or not _HEADER_RE.match(search[0]):
         return None
-    return _elision(bodies, eols, [search[0], "...", *search[1:]], [replace[0], "...", *replace[1:]], newline)
+    rest = [line for line in search[1:] if not _ELISION_RE.match(line)]
+    new = [line for line in replace[1:] if not _ELISION_RE.match(line)]
+    if not any(line.strip() for line in rest):
+        return None
+    hits = [hit for head in _seg_hits(bodies, search[:1], 0)
+            for hit in _seg_hits(bodies[:_block_end(bodies, head.start)], rest, head.start + 1)]
+    if len(hits) != 1:
+        return _ambiguous([h.start for h in hits]) if hits else None
+    return _apply_hit(bodies, eols, hits[0], rest, new, "elision", newline)
+
+
+def _block_end(bodies: list[str], head: int) -> int:
+    """The line after the block a header opens: the first line past it indented no deeper than the header, a closing
+    brace at the header's depth included."""
+    depth = len(leading(bodies[head]))
+    for j in range(head + 1, len(bodies)):
+        if bodies[j].strip() and len(leading(bodies[j])) <= depth:
+            return j + 1 if bodies[j].strip()[0] in "}])" else j
+    return len(bodies)
 
 
 def _seg_hits(bodies: list[str], seg: list[str], lo: int) -> list[_Hit]:
