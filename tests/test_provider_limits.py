@@ -195,7 +195,10 @@ def test_an_empty_answer_far_from_a_reported_window_is_not_asked_again() -> None
 def test_a_run_through_a_gateway_that_empties_an_overflow_learns_the_window_and_goes_green(tmp_path: Path) -> None:
     helpers = "".join(f"\n\ndef helper_{i}(a, b):\n    \"\"\"Add helper number {i}.\"\"\"\n    return add(a, b) + {i}\n"
                       for i in range(250))
-    repo = python_repo(tmp_path, {"calc.py": CALC_PY + helpers, "tests/test_calc.py": TEST_CALC_PY,
+    # the helpers in a module of their own, whose outline takes the first request over the gateway's window: beside
+    # add() in calc.py, they would be shown by the excerpt of add() its failing test names, a few tokens
+    repo = python_repo(tmp_path, {"calc.py": CALC_PY, "helpers.py": "from calc import add\n" + helpers,
+                                  "tests/test_calc.py": TEST_CALC_PY,
                                   "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"})
     # the first request over the gateway's 4,096 tokens and under the default 8,192
     task = "fix add so that it returns the sum. " + "The helpers rely on add being right; keep each as it is. " * 80
@@ -203,7 +206,7 @@ def test_a_run_through_a_gateway_that_empties_an_overflow_learns_the_window_and_
         proc = run_cli(["--repo", str(repo), "--task", task, "--test-command", PYTEST, "--no-reproduce", "--model",
                         "smollm2"], server_url=emulator.url)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "[Window: 4096 tokens, from the server's refusal; remembered for this server and model" in proc.stdout and "empty" not in proc.stdout
+    assert "[Window: 4096 tokens, from the server's refusal; remembered for this server and model" in proc.stdout and "empty" not in proc.stdout, proc.stdout
     streamed, unstreamed, answered = emulator.bodies(CHAT)
     assert (streamed.get("stream"), unstreamed.get("stream"), answered.get("stream")) == (True, None, True)
     assert emulator.requested(answered) <= 4096 < emulator.requested(streamed)
