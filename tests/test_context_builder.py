@@ -108,6 +108,30 @@ def test_a_big_file_whose_skeleton_does_not_fit_shows_the_named_definition_whole
     assert "def stock_1(" not in big.text and context.tokens <= 1000
 
 
+def test_a_small_budget_seats_fewer_files_so_an_unrelated_outline_does_not_take_it(index: RepoIndex) -> None:
+    """A seat for every SEAT_TOKENS of the budget: in 2,900 tokens a ShoppingCart task gave the outline of shop/big.py
+    (400 definitions, 1,272 tokens) a seat beside the four files it is about; with the toml package's six seats of
+    outlines at a 1,000-token budget, the file the task was about could not grow past its own outline."""
+    context = build_context(index, "ShoppingCart total with discount codes", 2900)
+    assert "shop/big.py" not in context.paths and "shop/big.py" in context.map
+    assert {"shop/cart.py", "shop/pricing.py", "shop/discounts.py"} <= set(context.paths)
+    assert all(f.mode == "full" for f in context.files)
+    assert "1 core file: a seat for every 1500 tokens of the budget" in context.budget_log
+
+
+def test_under_a_small_budget_an_excerpt_is_not_traded_for_a_skeleton(tmp_path: Path) -> None:
+    """parse 1.12's parse.py (1,300 lines) in 2,500 tokens: a skeleton of its hundred headers (1,791 tokens) in place
+    of the excerpt of the two functions the task names (678); a small model copied the headers."""
+    module = "".join(f"def helper_{i}(value):\n    \"\"\"Helper {i}.\"\"\"\n    total = value * 3 + {i}\n    return total - {i} // 2\n\n\n"
+                     for i in range(120))
+    index = indexed_tree(tmp_path, {"lib/parse.py": module + "def compile(fmt):\n    return fmt.lower()\n"})
+    context = build_context(index, "compile() ignores case", 2500)
+    assert [(f.path, f.mode) for f in context.files] == [("lib/parse.py", "excerpt")]
+    assert "def compile(fmt):\n    return fmt.lower()" in context.files[0].text
+    roomy = build_context(index, "compile() ignores case", 3500)
+    assert [(f.path, f.mode) for f in roomy.files] == [("lib/parse.py", "skeleton")]
+
+
 @pytest.mark.parametrize("budget", [300, 800, 2000, 12000])
 def test_context_never_exceeds_the_budget(index: RepoIndex, budget: int) -> None:
     context = build_context(index, "ShoppingCart total with discount codes", budget)

@@ -320,7 +320,7 @@ def test_the_context_for_a_task_naming_res_redirect_shows_its_body(tmp_path: Pat
                     "how does res.redirect build the Location header"], api_key=None)
     assert done.returncode == 0, done.stderr
     shown = done.stdout
-    assert "### lib/response.js (skeleton)" in shown  # too big to go whole: its other members are headers
+    assert "### lib/response.js (excerpt)" in shown  # too big to go whole in this small budget: its named member
     assert "address = this.location(address).get('Location');" in shown  # the body, not a skeleton without it
     assert "this.set('Content-Length', Buffer.byteLength(address));" in shown
 

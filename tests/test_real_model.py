@@ -191,7 +191,7 @@ def test_the_window_learned_from_the_refusal_is_remembered_and_the_second_ask_is
 def test_a_run_without_a_window_learns_it_from_the_first_answer_the_server_cuts_at_it(llama: LlamaServer,
                                                                                       tmp_path: Path) -> None:
     """Issue 53: no window set, and llama-cpp-python reports none, so the plan request is sized for the default 8,192
-    tokens. Here it fits under the server's 2,048 (helpers.py's 38 functions put it at about 1,970 of the server's
+    tokens. Here it fits under the server's 2,048 (helpers.py's 36 functions put it at about 1,970 of the server's
     tokens, its tools' schema included) but its answer cap does not: the server cuts the answer where the window ends,
     finish_reason "length", no usage, no word. That first answer is read as the window — one line naming the cut, not
     the answer limit — and the request is asked again at once within it; no request after it passes the window.
@@ -199,7 +199,7 @@ def test_a_run_without_a_window_learns_it_from_the_first_answer_the_server_cuts_
     move the request's size: when the server refuses the first request instead of cutting its answer, take functions
     out of helpers.py; when the answer ends before the window, put some in.)"""
     helpers = "\n\n".join(f'def helper_{i}(value):\n    """Scale value by {i}."""\n    return value * {i}\n'
-                           for i in range(38))
+                           for i in range(36))
     repo = python_repo(tmp_path, {"calc.py": CALC_PY, "helpers.py": helpers, "tests/test_calc.py": TEST_CALC_PY,
                                   "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"})
     with RecordingProxy(llama.url) as proxy:
@@ -208,6 +208,7 @@ def test_a_run_without_a_window_learns_it_from_the_first_answer_the_server_cuts_
                         str(tmp_path / "runs")], server_url=proxy.url, timeout=600)
     assert "Traceback" not in proc.stderr and proc.returncode == 1, proc.stdout + proc.stderr
     assert "context window 8192 tokens, from the default" in proc.stdout and "over --max-tokens 2500" in proc.stdout
+    assert len(proxy.chats) == 2, ([c["status"] for c in proxy.chats], proc.stdout)
     cut, asked_again = proxy.chats
     assert cut["status"] == 200 and cut["events"] > 0, "the server refused the first request: see the docstring"
     assert cut["request"]["max_tokens"] == 1024, "sized for the default window"

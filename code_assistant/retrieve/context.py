@@ -26,6 +26,10 @@ from code_assistant.settings import EMBED_BUDGETS, EmbeddingBackend
 
 MIN_USEFUL_TOKENS = 120
 CORE_FILES = 6           # the top-ranked files that all get into the context in some form
+SEAT_TOKENS = 1500       # of the budget a seat: a small budget seats fewer files (at least one), so that the
+#                          outlines of six files do not take the room the first file's code needs
+SMALL_BUDGET = 3000      # below it an excerpt is not traded for a skeleton's every header: a small local model
+#                          copies outlines and headers as if they were code
 CORE_MAX = 10            # ... or up to this many when the ranking cannot tell them apart (core_count)
 CLOSE = 1.5              # scores this close to the second file's (the fitted model's units) count as a tie with it
 MAX_SHARE = 0.4          # of the budget, for any one core file but the first
@@ -90,6 +94,9 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
     seats = core_count(ranked.files)
     if seats > CORE_FILES:
         log.append(f"{seats} core files: the scores of ranks 2-{seats} are within {CLOSE:g} of each other")
+    if (afforded := max(1, budget // SEAT_TOKENS)) < seats:
+        seats = afforded
+        log.append(f"{seats} core file{'s' if seats > 1 else ''}: a seat for every {SEAT_TOKENS} tokens of the budget")
     files = _choose(index, order, keep, numbered, budget - reserve, log, pairs, seats,
                     mapped=reserve > 0)  # the code: the budget less the map's
     used = sum(f.tokens for f in files)
@@ -128,7 +135,8 @@ def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]],
             mapped: bool = False) -> list[ContextFile]:
     """The forms of the files shown, in `order`, within budget: 1. a seat for each of the `seats` core files in its
     cheapest form (its first lines when it has no definitions and does not fit whole), 2. upgrades in rank order of
-    every core file to an excerpt (the definitions that matter, whole), then to a skeleton, 3. the test paired with
+    every core file to an excerpt (the definitions that matter, whole), then to a skeleton (under SMALL_BUDGET, an
+    excerpt stays one), 3. the test paired with
     a core file (`pairs`: source -> test) in its richest form up to PAIR_MAX_TOKENS (whole, skeleton, excerpt,
     outline, else its first lines), 4. upgrades of core files to the whole
     file in rank order (the first may take the budget unless the seats were widened: then no file takes more than
@@ -141,9 +149,11 @@ def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]],
     chosen: dict[str, ContextFile] = {}
     used = 0
 
-    def upgrade(mode: FileForm) -> None:
+    def upgrade(mode: FileForm, unless: FileForm | None = None) -> None:
         nonlocal used
         for position, path in enumerate(p for p in chosen if p in forms):
+            if chosen[path].mode == unless:
+                continue
             form = next((f for f in forms[path] if f.mode == mode), None)
             extra = form.tokens - chosen[path].tokens if form else 0
             share = 1.0 if position == 0 and seats <= CORE_FILES else MAX_SHARE  # close: no file takes it all
@@ -163,7 +173,8 @@ def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]],
             chosen[path] = cheapest
             used += cheapest.tokens
     upgrade(FileForm.EXCERPT)  # 2: the definitions that matter, whole, then every header beside them
-    upgrade(FileForm.SKELETON)
+    small = budget < SMALL_BUDGET  # an excerpt is not traded for a skeleton's every header
+    upgrade(FileForm.SKELETON, unless=FileForm.EXCERPT if small else None)
     for source, test in pairs.items():  # 3: the tests of the top source files, as their code is shown
         if source in chosen:
             text = read_text(index, test)
