@@ -79,6 +79,13 @@ class EditFormat(StrEnum):
 
 
 EDIT_FORMATS = tuple(f.value for f in EditFormat)
+# --small-model: what a model of one to a few billion parameters on a CPU does best with (issue 58, measured with
+# Qwen2.5-Coder-1.5B in BENCHMARKS.md): SEARCH/REPLACE blocks, no tools (their declarations are ~650 tokens of a
+# prompt read at ~57 tokens a second, and it writes tool calls as text), no reproduction test (none of its answers to
+# that request could be read in six cases), a context of 2,500 tokens (a 4-5k one got answers copied from the task or
+# an outline). Each is still set by its own flag, which wins.
+SMALL_MODEL: dict[str, object] = {"edit_format": "blocks", "tools": "off", "reproduce": False,
+                                  "context_tokens": 2500}
 TOOLS_MIN_WINDOW = 4096
 WIRES = ("chat", "responses")  # the APIs a model is asked through (model/accepts.py)
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")  # OpenAI's values; servers take some
@@ -162,6 +169,7 @@ class Settings:
     tools: ToolsMode = ToolsMode.AUTO  # the model may look around before it answers
     max_tool_calls: int = 12        # tool calls one answer may make
     trust_mcp: bool = False         # start the repository's .mcp.json servers without asking
+    small_model: bool = False      # --small-model: SMALL_MODEL's settings where no flag of their own says otherwise
     verbose: bool = False
     wait: bool = False              # another run or session holds the repository: wait for it (else refused)
 
@@ -249,6 +257,10 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
         if key == "pass_env":
             value = [*settings.pass_env, *value]  # type: ignore[misc]
         setattr(settings, key, value)
+    if settings.small_model:
+        for key, value in SMALL_MODEL.items():
+            if cli.get(key) is None:
+                setattr(settings, key, value)
     settings.model_named = bool(env.get("OPENAI_MODEL")) or cli.get("model") is not None
     if cli.get("test_command") is None:  # none given: the repository's framework says it (and the run says so)
         named = framework(repo_path)

@@ -267,6 +267,11 @@ class Workspace:
         if line := self._instructions_line():
             self.say(line)
         s = self._approved()
+        if s.small_model:
+            reproduce = {None: "when the suite is green", True: "on", False: "off"}[s.reproduce]
+            edits = "SEARCH/REPLACE blocks" if s.edit_format == EditFormat.BLOCKS else "a JSON plan"
+            self.say(f"[--small-model: edits as {edits}, tools {s.tools}, reproduction test {reproduce}, a "
+                     f"{s.context_tokens}-token context]")
         if s.max_cost is None or estimate_cost(model.name, 1, 1, s.base_url) is not None:
             return
         priced = gateway_info(s.base_url, model.name, s.api_key or None) if s.base_url else None

@@ -122,8 +122,8 @@ def test_a_small_budget_seats_fewer_files_so_an_unrelated_outline_does_not_take_
 def test_under_a_small_budget_an_excerpt_is_not_traded_for_a_skeleton(tmp_path: Path) -> None:
     """parse 1.12's parse.py (1,300 lines) in 2,500 tokens: a skeleton of its hundred headers (1,791 tokens) in place
     of the excerpt of the two functions the task names (678); a small model copied the headers."""
-    module = "".join(f"def helper_{i}(value):\n    \"\"\"Helper {i}.\"\"\"\n    total = value * 3 + {i}\n    return total - {i} // 2\n\n\n"
-                     for i in range(120))
+    module = "".join(f"def helper_{i}(value):\n    \"\"\"Helper {i}.\"\"\"\n    total = value * 3 + {i}\n"
+                     f"    return total - {i} // 2\n\n\n" for i in range(120))
     index = indexed_tree(tmp_path, {"lib/parse.py": module + "def compile(fmt):\n    return fmt.lower()\n"})
     context = build_context(index, "compile() ignores case", 2500)
     assert [(f.path, f.mode) for f in context.files] == [("lib/parse.py", "excerpt")]

@@ -109,3 +109,27 @@ def test_a_follow_up_still_finds_the_file_a_block_without_a_name_belongs_to(tmp_
         asked = server.chat_requests
     assert proc.returncode == 0 and "Result: SUCCESS" in proc.stdout, proc.stdout + proc.stderr
     assert len(asked) == 2 and "return a + b" in (repo / "calc.py").read_text()
+
+
+def test_small_model_asks_for_blocks_without_tools_or_a_reproduction_in_a_small_context(tmp_path: Path) -> None:
+    """--small-model: one flag for what Qwen2.5-Coder-1.5B did best with (issue 58): blocks, no tools, no
+    reproduction test even on a green suite, a 2,500-token context; a flag of its own still wins, and the run says
+    what it uses."""
+    repo = python_repo(tmp_path, {"calc.py": "def add(a, b):\n    return a - b\n",
+                                  "tests/test_calc.py": "from calc import add\n\n\ndef test_sub():\n"
+                                                        "    assert add(3, 1) == 2\n"})
+    fix = "calc.py\n```\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a - b  # kept\n>>>>>>> REPLACE\n```\n"
+    with ScriptedServer([fix]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "Say in add() that it is kept", "--test-command", PYTEST,
+                        "--small-model"], server_url=server.url)
+        asked = server.chat_requests
+    assert proc.returncode == 0 and "Result: SUCCESS" in proc.stdout, proc.stdout + proc.stderr
+    assert "[--small-model: edits as SEARCH/REPLACE blocks, tools off, reproduction test off, a 2500-token " \
+           "context]" in proc.stdout
+    assert "[Reproducing" not in proc.stdout and len(asked) == 1, "the suite is green, yet no reproduction request"
+    assert _said(asked[0]).startswith(prompts.SYSTEM_BLOCKS.render()) and "tools" not in asked[0]
+    with ScriptedServer([fix.replace("  # kept", "  # kept twice")]) as server:
+        own = run_cli(["--repo", str(repo), "--task", "Say it twice", "--test-command", PYTEST, "--small-model",
+                       "--context-tokens", "900", "--edit-format", "json", "--no-structured-output"],
+                      server_url=server.url)
+    assert "[--small-model: edits as a JSON plan, tools off, reproduction test off, a 900-token context]" in own.stdout

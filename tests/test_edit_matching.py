@@ -88,7 +88,8 @@ def test_a_class_line_above_a_method_with_the_lines_between_left_out_is_an_elisi
     neighbours, with or without the ⋮."""
     for cut in ("", "⋮\n"):
         search = f"class Store:\n{cut}    def put(self, key, value):\n        self.items[key] = value\n"
-        replace = f"class Store:\n{cut}    def put(self, key, value):\n        self.items[key] = value\n        self.n += 1\n"
+        replace = (f"class Store:\n{cut}    def put(self, key, value):\n        self.items[key] = value\n"
+                   "        self.n += 1\n")
         out = apply_search_replace(SRC, search, replace)
         assert out.ok and out.strategy == "elision", cut
         assert out.content == SRC.replace("        self.items[key] = value\n",

@@ -206,7 +206,8 @@ def test_a_run_through_a_gateway_that_empties_an_overflow_learns_the_window_and_
         proc = run_cli(["--repo", str(repo), "--task", task, "--test-command", PYTEST, "--no-reproduce", "--model",
                         "smollm2"], server_url=emulator.url)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "[Window: 4096 tokens, from the server's refusal; remembered for this server and model" in proc.stdout and "empty" not in proc.stdout, proc.stdout
+    assert "[Window: 4096 tokens, from the server's refusal; remembered for this server and model" in proc.stdout \
+        and "empty" not in proc.stdout, proc.stdout
     streamed, unstreamed, answered = emulator.bodies(CHAT)
     assert (streamed.get("stream"), unstreamed.get("stream"), answered.get("stream")) == (True, None, True)
     assert emulator.requested(answered) <= 4096 < emulator.requested(streamed)

@@ -41,7 +41,8 @@ _ESCAPES = {"\\n": "\n", "\\t": "\t", '\\"': '"', "\\\\": "\\"}
 _ESCAPES_RE = re.compile(r'\\[nt"\\]')
 _ELISION_RE = re.compile(r"^\s*(\.\.\.|…|⋮.*|(#|//|/\*)\s*(\.\.\.|…).*)\s*$")  # ⋮: a skeleton's, an excerpt's
 # a definition's first line: a class above one of its methods in an excerpt, the lines between left out
-_HEADER_RE = re.compile(r"^\s*(?:export\s+)?(?:pub\s+)?(?:async\s+)?(?:class|def|function|func|fn|impl|struct|interface)\b")
+_HEADER_RE = re.compile(r"^\s*(?:export\s+)?(?:pub\s+)?(?:async\s+)?"
+                        r"(?:class|def|function|func|fn|impl|struct|interface)\b")
 
 
 class _Hit(NamedTuple):

@@ -1,6 +1,6 @@
 """The forms a file takes in a context: whole, a skeleton keeping the definitions that matter, an excerpt of only
-those, an outline of its definitions, or its first lines - each rendered with its path, and chosen within a room of tokens building no more
-than needed."""
+those, an outline of its definitions, or its first lines - each rendered with its path, and chosen within a room of
+tokens building no more than needed."""
 from __future__ import annotations
 
 from dataclasses import dataclass
