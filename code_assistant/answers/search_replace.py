@@ -30,11 +30,11 @@ from collections.abc import Callable
 
 from code_assistant.edit.edits import Action, EditOperation
 
-_HEAD_RE = re.compile(r"^[ \t]*<{5,9} ?(?:SEARCH|ORIGINAL)\b.*$")
+_HEAD_RE = re.compile(r"^[ \t]*<{5,9} ?(?:SEARCH|ORIGINAL)\b.*$", re.IGNORECASE)  # `>>>>>>> replace` seen too
 # a head that names its file where SEARCH goes (`<<<<<<< pager/paging.py`): Qwen2.5-Coder-1.5B writes it so
 _NAMED_HEAD_RE = re.compile(r"^[ \t]*<{5,9} ?(\S+)[ \t]*$")
 _DIVIDER_RE = re.compile(r"^[ \t]*={5,9}[ \t]*$")
-_TAIL_RE = re.compile(r"^[ \t]*>{5,9} ?(?:REPLACE|UPDATED)\b.*$")
+_TAIL_RE = re.compile(r"^[ \t]*>{5,9} ?(?:REPLACE|UPDATED)\b.*$", re.IGNORECASE)
 _FENCE_RE = re.compile(r"^[ \t]*(```+|~~~+)(.*)$")
 _LABEL_RE = re.compile(r"^(?:#+|\*+|-|(?:file(?:name)?|path)\s*:)\s*", re.IGNORECASE)
 _QUOTED_RE = re.compile(r"`([^`\s]+)`")
