@@ -41,7 +41,8 @@ def test_a_head_that_names_the_file_in_place_of_search_opens_a_block_of_that_fil
     plan = parse_answer("```\n<<<<<<< calc.py\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE\n```\n")
     assert [(op.action, op.file_path, op.search, op.replace) for op in plan.ops] == [
         (Action.MODIFY, "calc.py", "    return a - b\n", "    return a + b\n")]
-    lower = parse_answer("calc.py\n```\n<<<<<<< search\n    return a - b\n=======\n    return a + b\n>>>>>>> replace\n```\n")
+    lower = parse_answer("calc.py\n```\n<<<<<<< search\n    return a - b\n=======\n    return a + b\n"
+                         ">>>>>>> replace\n```\n")
     assert [(op.file_path, op.replace) for op in lower.ops] == [("calc.py", "    return a + b\n")], \
         "the markers in lower case (Qwen2.5-Coder-1.5B closed parse's block with `>>>>>>> replace`)"
     with pytest.raises(PlanParseError):  # a merge conflict's marker names no file
