@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from code_assistant.model import prompts
-from tests.repos import python_repo, run_cli
+from tests.repos import CALC_PY, TEST_CALC_PY, python_repo, run_cli
 from tests.scripted_server import ScriptedServer
 
 PYTEST = f"{sys.executable} -m pytest -q"
@@ -133,3 +133,23 @@ def test_small_model_asks_for_blocks_without_tools_or_a_reproduction_in_a_small_
                        "--context-tokens", "900", "--edit-format", "json", "--no-structured-output"],
                       server_url=server.url)
     assert "[--small-model: edits as a JSON plan, tools off, reproduction test off, a 900-token context]" in own.stdout
+
+
+def test_blocks_without_tools_get_no_map_of_more_files_the_model_could_not_ask_for(tmp_path: Path) -> None:
+    """The map lists files not shown so that the model can ask to read one: the JSON plan's "read", or the tools. In
+    blocks without tools nothing can ask, and Qwen2.5-Coder-1.5B copied the map's lines as its SEARCH text (toml)."""
+    users = {f"users_{k}.py": "from calc import add\n\n\n" + "".join(
+        f"def use_{k}_{i}(a):\n    \"\"\"Add {i} to a.\"\"\"\n    return add(a, {i}) * {k}\n\n\n" for i in range(30))
+        for k in range(6)}
+    repo = python_repo(tmp_path, {"calc.py": CALC_PY, "tests/test_calc.py": TEST_CALC_PY, **users,
+                                  "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"})
+    said = {}
+    for form in ("json", "blocks"):
+        with ScriptedServer([RIGHT_BLOCK.replace("a * 1 - b", "a - b")]) as server:
+            proc = run_cli(["--repo", str(repo), "--task", "Fix add() and make the tests pass", "--test-command",
+                            PYTEST, "--no-reproduce", "--no-tools", "--context-tokens", "1500", "--edit-format", form,
+                            "--dry-run"], server_url=server.url)
+            said[form] = _said(server.chat_requests[0])
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "More files, ranked after those above" in said["json"]
+    assert "More files, ranked after those above" not in said["blocks"] and "def use_" in said["blocks"]

@@ -405,9 +405,13 @@ class Requests:
         # while a big tree's files are pending, from the fast signals: loading the embedding model and embedding
         # the candidates' chunks would double the first request's wait (docs/indexing.md, "A big tree")
         embed_budget = 0 if index.pending else self.config.embed_budget
+        # a map of more files is for a model that can ask to read one: a JSON plan's "read", or the tools (a small
+        # model in blocks copied the map's lines as its SEARCH text)
+        can_read = self.config.edit_format == EditFormat.JSON or bool(self.tools and self.tools.tools)
         with self.index_lock:
             return build_context(index, task, budget, extra_text=extra_text, must_include=must_include,
-                                 numbered=numbered, with_tests=with_tests, embed_budget=embed_budget)
+                                 numbered=numbered, with_tests=with_tests, embed_budget=embed_budget,
+                                 map_files=can_read)
 
     def fitted(self, messages: list[Message]) -> list[Message]:
         """The messages within the window's room (tool results shortened first, then older turns dropped and long

@@ -63,7 +63,7 @@ class Context:
 def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_text: str = "",
                   must_include: list[str] | None = None, numbered: bool = False,
                   embed_budget: int | None = EMBED_BUDGETS[EmbeddingBackend.LOCAL], ranked: Ranking | None = None,
-                  with_tests: bool = False, tests_paired: bool = True) -> Context:
+                  with_tests: bool = False, tests_paired: bool = True, map_files: bool = True) -> Context:
     """The ranked files in the budget: first a seat for each of the top CORE_FILES (more when the ranking cannot
     tell them apart: core_count) in its cheapest form (an outline of its definitions), then in rank order each
     upgraded to an excerpt of the relevant definitions, then to a skeleton keeping them; the tests of the top
@@ -74,7 +74,8 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
     by the language's naming convention) follows it as a core file. Last, the map: the ranked files after those
     shown, a line each with its top-level names, then the next ones by path alone, so the model can ask to see one
     (the "read" action). The code leaves the map what a map of every ranked file but the first would take, at most
-    MAP_SHARE of the budget (so a repository of a few files keeps nearly all of it for code)."""
+    MAP_SHARE of the budget (so a repository of a few files keeps nearly all of it for code). `map_files=False`: no
+    map (the model has no way to ask for a file: SEARCH/REPLACE blocks and no tools)."""
     if ranked is None:
         frames = traceback_frames(extra_text, index.repo, set(index.files)) if extra_text else []
         ranked = rank(index, task + ("\n" + extra_text if extra_text else ""), frames, embed_budget=embed_budget)
@@ -87,7 +88,7 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
             _symbols_at(index, path, [line for p, line in ranked.frames if p == path]))
 
     reserve = 0
-    if budget >= MAP_MIN_BUDGET:  # what a map of every file but the first takes, up to MAP_SHARE: a repository
+    if budget >= MAP_MIN_BUDGET and map_files:  # what a map of every file but the first takes, up to MAP_SHARE: a repository
         most = file_map(index, order[1:], keep, int(budget * MAP_SHARE)).text  # of a few files keeps its budget
         reserve = tokens.count_tokens(most) if most else 0
     log = [f"budget {budget} tokens" + (f" ({reserve} kept for the map of more files)" if reserve else "")]
