@@ -88,8 +88,8 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
             _symbols_at(index, path, [line for p, line in ranked.frames if p == path]))
 
     reserve = 0
-    if budget >= MAP_MIN_BUDGET and map_files:  # what a map of every file but the first takes, up to MAP_SHARE: a repository
-        most = file_map(index, order[1:], keep, int(budget * MAP_SHARE)).text  # of a few files keeps its budget
+    if budget >= MAP_MIN_BUDGET and map_files:  # what a map of every file but the first takes, up to MAP_SHARE:
+        most = file_map(index, order[1:], keep, int(budget * MAP_SHARE)).text  # a few files keep the budget
         reserve = tokens.count_tokens(most) if most else 0
     log = [f"budget {budget} tokens" + (f" ({reserve} kept for the map of more files)" if reserve else "")]
     seats = core_count(ranked.files)
