@@ -258,7 +258,7 @@ class Workspace:
     def _header(self, model: ChatModel) -> None:
         """The lines that say what a run will ask: the model and its window, the owner's instructions, a cost cap
         that cannot be kept."""
-        from code_assistant.model.names import shown
+        from code_assistant.model.names import SMALL_BILLIONS, billions, shown
         from code_assistant.model.prices import estimate_cost
         from code_assistant.model.server_reports import gateway_info
 
@@ -267,6 +267,9 @@ class Workspace:
         if line := self._instructions_line():
             self.say(line)
         s = self._approved()
+        if not s.small_model and (size := billions(model.name)) is not None and size <= SMALL_BILLIONS:
+            self.say(f"[{shown(model.name)} names {size:g}B parameters: a model this small may do better with "
+                     "--small-model (SEARCH/REPLACE blocks, no tools, no reproduction test, a 2500-token context)]")
         if s.small_model:
             reproduce = {None: "when the suite is green", True: "on", False: "off"}[s.reproduce]
             edits = "SEARCH/REPLACE blocks" if s.edit_format == EditFormat.BLOCKS else "a JSON plan"

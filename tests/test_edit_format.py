@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from code_assistant.model import prompts
+from code_assistant.model.names import billions
 from tests.repos import CALC_PY, TEST_CALC_PY, python_repo, run_cli
 from tests.scripted_server import ScriptedServer
 
@@ -153,3 +154,20 @@ def test_blocks_without_tools_get_no_map_of_more_files_the_model_could_not_ask_f
         assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "More files, ranked after those above" in said["json"]
     assert "More files, ranked after those above" not in said["blocks"] and "def use_" in said["blocks"]
+
+
+def test_the_parameters_a_models_name_gives() -> None:
+    names = ["qwen2.5-coder-1.5b", "/models/SmolLM2-135M-Instruct-Q8_0.gguf", "llama3.1:8b", "Qwen2.5-Coder-32B-Instruct",
+             "gemma-3-4b-it", "gpt-4o", "gpt-4o-mini-2024-07-18", "claude-sonnet-4-5", "phi-3-mini-4k"]
+    assert [billions(n) for n in names] == [1.5, 0.135, 8.0, 32.0, 4.0, None, None, None, None]
+
+
+def test_a_model_whose_name_says_it_is_small_is_told_of_small_model(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    for extra, hinted in (((), True), (("--small-model",), False)):
+        with ScriptedServer([RIGHT_BLOCK.replace("a * 1 - b", "a - b")]) as server:
+            proc = run_cli(["--repo", str(repo), "--task", "Fix add()", "--test-command", PYTEST, "--no-reproduce",
+                            "--model", "qwen2.5-coder-1.5b", "--dry-run", *extra], server_url=server.url)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        hint = "[qwen2.5-coder-1.5b names 1.5B parameters: a model this small may do better with --small-model"
+        assert (hint in proc.stdout) is hinted, proc.stdout
