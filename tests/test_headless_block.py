@@ -45,6 +45,12 @@ def test_a_head_that_names_the_file_in_place_of_search_opens_a_block_of_that_fil
                          ">>>>>>> replace\n```\n")
     assert [(op.file_path, op.replace) for op in lower.ops] == [("calc.py", "    return a + b\n")], \
         "the markers in lower case (Qwen2.5-Coder-1.5B closed parse's block with `>>>>>>> replace`)"
+    labelled = parse_answer("```\n<<<<<<< calc.py (excerpt)\n    return a - b\n=======\n    return a + b\n"
+                            ">>>>>>> replace\n```\n")
+    assert [op.file_path for op in labelled.ops] == ["calc.py"], "the context heading's form copied after the path"
+    above = parse_answer("calc.py (excerpt)\n```\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n"
+                         ">>>>>>> REPLACE\n```\n")
+    assert [op.file_path for op in above.ops] == ["calc.py"]
     with pytest.raises(PlanParseError):  # a merge conflict's marker names no file
         parse_answer("```\n<<<<<<< HEAD\n    return a - b\n=======\n    return a + b\n>>>>>>> main\n```\n")
 

@@ -32,7 +32,9 @@ from code_assistant.edit.edits import Action, EditOperation
 
 _HEAD_RE = re.compile(r"^[ \t]*<{5,9} ?(?:SEARCH|ORIGINAL)\b.*$", re.IGNORECASE)  # `>>>>>>> replace` seen too
 # a head that names its file where SEARCH goes (`<<<<<<< pager/paging.py`): Qwen2.5-Coder-1.5B writes it so
-_NAMED_HEAD_RE = re.compile(r"^[ \t]*<{5,9} ?(\S+)[ \t]*$")
+_NAMED_HEAD_RE = re.compile(r"^[ \t]*<{5,9} ?(\S+(?:[ \t]+\([a-z]+\))?)[ \t]*$")
+# the form a context's heading gives a file (`### parse.py (excerpt)`), copied after the path
+_FORM_RE = re.compile(r"[ \t]+\((?:full|skeleton|excerpt|outline|head)\)[ \t]*$")
 _DIVIDER_RE = re.compile(r"^[ \t]*={5,9}[ \t]*$")
 _TAIL_RE = re.compile(r"^[ \t]*>{5,9} ?(?:REPLACE|UPDATED)\b.*$", re.IGNORECASE)
 _FENCE_RE = re.compile(r"^[ \t]*(```+|~~~+)(.*)$")
@@ -75,8 +77,8 @@ def _path_like(name: str) -> bool:
 
 def _clean(line: str) -> str | None:
     """The path a line names, or None: `calc.py`, **calc.py**, # calc.py, File: calc.py, calc.py:, <calc.py> (the
-    format's own placeholder, `<the path ...>`, copied with its brackets)."""
-    text = _LABEL_RE.sub("", line.strip()).strip()
+    format's own placeholder, `<the path ...>`, copied with its brackets), calc.py (excerpt) (a context heading's)."""
+    text = _FORM_RE.sub("", _LABEL_RE.sub("", line.strip()).strip())
     text = text.strip("*`'\"<>").rstrip(":").strip("*`'\"<>")
     if _path_like(text):
         return text
