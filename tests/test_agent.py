@@ -99,8 +99,9 @@ def test_no_progress_when_the_model_repeats_itself(tmp_path: Path, embedder: emb
     repo = python_repo(tmp_path)
     wrong = answer(modify("calc.py", "return a - b", "return a * b"))
     undo = answer(modify("calc.py", "def add(a, b):\n    return a * b", "def add(a, b):\n    return a - b"))
-    result, _, _ = run_agent(repo, [wrong, undo, wrong], embedder, max_iterations=5)
+    result, server, _ = run_agent(repo, [wrong, undo, wrong, wrong], embedder, max_iterations=5)
     assert result.stop_reason == "no_progress" and "repeated" in result.message
+    assert server.chat_requests[3].get("temperature") == 0.7, "asked once more, sampled, before giving up"
 
 
 def test_cost_cap_by_tokens(tmp_path: Path, embedder: embeddings.Embedder) -> None:

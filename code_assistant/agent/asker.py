@@ -31,6 +31,10 @@ from code_assistant.waiting import SILENT, Status
 logger = logging.getLogger(__name__)
 
 READ_ROUNDS = 1  # answers per request that may ask to read files; after that, "read" changes are ignored
+# An answer with edits the model sent before in this run, sent again: at temperature 0 the same request gets it every
+# time, so it is asked once more (once a run) at this temperature and seed before the run gives up on it
+RESAMPLE_TEMPERATURE = 0.7
+RESAMPLE_SEED = 1
 REASONING_ONLY = "(reasoning only, no answer)"  # the conversation's record of an answer that was all reasoning
 
 
@@ -55,14 +59,17 @@ class Asker:
                  budget: Budget, spent: Callable[[], Usage], iteration: Callable[[], int],
                  index: Callable[[], RepoIndex | None], say: Callable[[str], None],
                  on_token: Callable[[str], None] | None = None, status: Status = SILENT,
-                 cancelled: threading.Event | None = None, tools: Toolbox | None = None) -> None:
+                 cancelled: threading.Event | None = None, tools: Toolbox | None = None,
+                 metered: Callable[[ChatModel], None] = lambda model: None) -> None:
         """`index`: the repository's, whose files the model may ask to read; `tools`: what the model may call
-        before it answers."""
+        before it answers; `metered`: counts another model's usage into the run's (the one that resamples)."""
         self.model, self.conversation, self.recorder, self.tree = model, conversation, recorder, tree
         self.budget, self.spent, self.iteration, self.index = budget, spent, iteration, index
         self.say, self.on_token, self.cancelled = say, on_token, cancelled
-        self.tools, self.status = tools, status
+        self.tools, self.status, self.metered = tools, status, metered
         self._over: Ending | None = None  # the budget spent during the answer's tool calls
+        self._earlier: list[str] = []  # the answers of this run so far that held edits
+        self._sampler: ChatModel | None = None  # the model that asked again at RESAMPLE_TEMPERATURE (once a run)
 
     def ask(self, request: Request) -> Answer:
         """The model's changes for a request (a new step of the conversation, unless it is the one just opened)."""
@@ -158,6 +165,7 @@ class Asker:
         if self.tools is not None:
             self.tools.new_answer()  # a re-ask of this request shares its calls
         before = replace(self.model.usage)
+        sampled = replace(self._sampler.usage) if self._sampler is not None else Usage()
         said: list[str] = []
         self._over = None
         unreadable = 0
@@ -167,6 +175,11 @@ class Asker:
                                     say=self.say, on_round=self._round, answer=PLAN_ANSWER, status=self.status)
                 if self._over is not None:
                     return Answer(said=tuple(said), stop=self._over.reason, why=self._over.message)
+                if self._sampler is None and _visible(response.text) in self._earlier:
+                    recorder.answered(response.text, response, final=False)
+                    response = self._resample()
+                    if self._over is not None:
+                        return Answer(said=tuple(said), stop=self._over.reason, why=self._over.message)
                 recorder.answered(response.text, response)
                 visible = _visible(response.text)
                 self.conversation.answer(visible or REASONING_ONLY)
@@ -176,6 +189,8 @@ class Asker:
                 try:
                     plan = parse_answer(response.text, cut_off=response.cut_off, owner=self._owner)
                     recorder.read_as(plan.format)
+                    if plan.ops:
+                        self._earlier.append(visible)
                     return Answer(ops=plan.ops, said=tuple(said))
                 except PlanParseError as exc:
                     error = _why(exc, response, visible)
@@ -187,7 +202,17 @@ class Asker:
                              if response.cut_off else "") + "; asking once more]")
                     self.conversation.tell(prompts.REASK.render(error=error))
         finally:
-            recorder.used(self.model.usage - before, time.perf_counter() - started)
+            extra = self._sampler.usage - sampled if self._sampler is not None else Usage()
+            recorder.used(self.model.usage - before + extra, time.perf_counter() - started)
+
+    def _resample(self) -> ChatResponse:
+        """The same messages once more at RESAMPLE_TEMPERATURE: the answer just received was sent before in this
+        run, and at temperature 0 asking again gets it again."""
+        self.say(f"[The model sent an earlier answer again; asking once more at temperature {RESAMPLE_TEMPERATURE:g}]")
+        self._sampler = self.model.with_(temperature=RESAMPLE_TEMPERATURE, seed=RESAMPLE_SEED)
+        self.metered(self._sampler)
+        return exchange(self._sampler, self.conversation, tools=self.tools, on_token=self.on_token, say=self.say,
+                        on_round=self._round, answer=PLAN_ANSWER, status=self.status)
 
     def _round(self, round_: Round) -> bool:
         """An answer that asked for tool calls, into the step being built (in the written form, which --replay reads

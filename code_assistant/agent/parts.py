@@ -52,7 +52,7 @@ def build_parts(kit: Kit, config: LoopConfig, *, ask: Callable[[Request], Answer
                         candidate=kit.candidate)
     asker = Asker(model, conversation, recorder, tree=kit.tree, budget=config.budget, spent=run_usage or meter.total,
                   iteration=iteration, index=index, say=display.say, on_token=display.run_tokens,
-                  status=display.status, cancelled=cancelled, tools=toolbox)
+                  status=display.status, cancelled=cancelled, tools=toolbox, metered=meter.add)
     applier = Applier(kit.tree, kit.editor, config.limits, ask=ask, room=requests.room, say=display.say,
                       review=display.review, guard=kit.guard, around=config.around)
     verifier = Verifier(kit.runner, config.limits, say=display.say, status=display.status)
