@@ -61,7 +61,8 @@ def test_every_reply_a_run_requests_has_its_words_for_blocks() -> None:
               "iteration": 1, "max_iterations": 3, "summary": "1 failed", "failures": "F", "edit_feedback": "",
               "files": "F", "feedback": "", "error": "E", "output": "O", "why": "W", "paths": "p", "shown": "s",
               "refused": "r", "names": "AGENTS.md", "text": "t", "notes": "n", "how": "h", "max_calls": 3,
-              "run": "", "answer": "the JSON object of changes only", "tools": "t", "reproduction": "R"}
+              "run": "", "answer": "the JSON object of changes only", "tools": "t", "reproduction": "R",
+              "excerpts": prompts.EXCERPTS}
     for name, prompt in prompts.ALL.items():
         if name in ("system", "tools-json", "ask"):
             continue

@@ -9,7 +9,7 @@ from code_assistant.model import prompts
 KNOWN = {
     "system/v1.3.0": "5decba525a53498de0b3796432b437a3ab38622251289ef3327d8b8fb82c8170",
     "system-blocks/v1.0.0": "db0a64e36359f6c754a3d752df23954a6c177a72c27f1054c8bdd9e6105e2c57",
-    "plan/v1.2.0": "e104932a34db3a366166282ef48f1dee83864bc592470f3c9d46477fff9b16ac",
+    "plan/v1.3.0": "4a90451772a66b03853eb7b5353dfc08584fecdd0178b6e860c01559633b8f04",
     "fix/v1.0.0": "ceead2092d78182514cd013d539db5135c56f4ab002c72c20af89d3f43aca090",
     "ask/v1.0.0": "9a793ebd4e28f6dd05747d5620a4ec66de2364d0e387b5880dfec8b225b09f89",
     "syntax/v1.0.0": "1c3b6d81c951054b2349b5052d7911027d5027e4fffcc61dcb34903d6de8b38f",
@@ -39,5 +39,8 @@ def test_every_prompt_text_matches_its_version() -> None:
 
 def test_prompts_render_with_their_fields() -> None:
     text = prompts.PLAN.render(task="T", test_command="pytest", baseline="1 failed", baseline_failures="",
-                               context="ctx")
-    assert "T" in text and "ctx" in text
+                               context="ctx", excerpts="")
+    assert "T" in text and "ctx" in text and "(excerpt)" not in text
+    assert "Files marked (excerpt)" in prompts.PLAN.render(task="T", test_command="pytest", baseline="",
+                                                           baseline_failures="", context="ctx",
+                                                           excerpts=prompts.excerpts_said(["full", "excerpt"]))

@@ -288,18 +288,21 @@ class Requests:
                                                 output=clip_text(output, room // FAILURES_SHARE, "test output"))
             extra = f"{failures}\n{output}"
 
-        def render(context: str, owner: int = 0, shown: Sequence[str] = ()) -> list[Message]:
+        def render(context: str, owner: int = 0, shown: Sequence[str] = (), excerpts: str = prompts.EXCERPTS
+                   ) -> list[Message]:
             user = prompts.PLAN.render(task=task, test_command=self.config.test_command,
-                                               baseline=baseline.summary(), baseline_failures=before, context=context)
+                                       baseline=baseline.summary(), baseline_failures=before, context=context,
+                                       excerpts=excerpts)
             return [{"role": "system", "content": self.system(owner, shown)}, {"role": "user", "content": user}]
 
-        budget, owner = self._split(room, render(""), index)
+        budget, owner = self._split(room, render(""), index)  # the shell as long as it can be
         pinned = self.memory.shown() if self.memory else []
         context = self._context(index, task, budget, extra_text=extra,
                                 must_include=[*asked, *reproduction, *pinned])
         logger.info("prompts %s + %s; context budget %d of a %d-token room", self.rules().version,
                     prompts.PLAN.version, budget, room)
-        return self.fitted(render(context.render() or "(no files indexed)", owner, context.paths)), context
+        said = prompts.excerpts_said(f.mode for f in context.files)
+        return self.fitted(render(context.render() or "(no files indexed)", owner, context.paths, said)), context
 
     def context_room(self, index: RepoIndex, task: str) -> int:
         """The context's budget in a first request for `task` whose tests passed (no failing output to show): what a
@@ -307,7 +310,7 @@ class Requests:
         self.task = task
         self.fit_tools()
         user = prompts.PLAN.render(task=task, test_command=self.config.test_command, baseline="", baseline_failures="",
-                                   context="")
+                                   context="", excerpts=prompts.EXCERPTS)
         budget, _ = self._split(self.room(), [{"role": "system", "content": self.system()},
                                               {"role": "user", "content": user}], index)
         return budget

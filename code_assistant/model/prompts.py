@@ -4,6 +4,7 @@ Changing a text without bumping its version fails tests/test_prompts.py.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -90,7 +91,17 @@ def in_blocks(text: str) -> str:
     return text
 
 
-PLAN = Prompt("plan/v1.2.0", """\
+# What PLAN says of an excerpt, where the context holds one ("" elsewhere: a request's every token changes what a small
+# model answers at temperature 0, and calc-add's resolved request lost its fix to this sentence)
+EXCERPTS = (" Files marked (excerpt) show only the relevant definitions, in full; a `⋮` line stands for lines left "
+            "out and is no search text either.")
+
+
+def excerpts_said(forms: Iterable[str]) -> str:
+    """PLAN's words on excerpts for a context whose files take these forms (retrieve/forms.py's FileForm values)."""
+    return EXCERPTS if "excerpt" in forms else ""
+
+PLAN = Prompt("plan/v1.3.0", """\
 # Task
 {task}
 
@@ -99,8 +110,7 @@ PLAN = Prompt("plan/v1.2.0", """\
 
 {baseline_failures}# Repository context
 The most relevant files, ranked. Files marked (skeleton) show the relevant definitions in full and only the
-signatures of the rest; an elided body reads `...  # lines N-M`. Files marked (excerpt) show only the relevant
-definitions, in full; a `⋮` line stands for lines left out. Never use elision lines as search text.
+signatures of the rest; an elided body reads `...  # lines N-M`.{excerpts} Never use a skeleton's elision lines as search text.
 
 {context}
 

@@ -131,7 +131,8 @@ class McpDoor:
         """The assistant's own first request for a task: its edit format, the task and the ranked context."""
         context = self.run("context", o.ContextOptions(task=task)).context
         plan = prompts.PLAN.render(task=task, test_command=self.workspace.settings.test_command, baseline=NOT_RUN,
-                                   baseline_failures="", context=context.render() or "(no files indexed)")
+                                   baseline_failures="", context=context.render() or "(no files indexed)",
+                                   excerpts=prompts.excerpts_said(f.mode for f in context.files))
         return f"{prompts.SYSTEM.render()}\n\n{plan}\n\n{FIX_NEXT}"
 
     def explain_prompt(self, question: str) -> str:
