@@ -66,7 +66,7 @@ def test_frames_links_and_tools_never_bring_a_file_of_home_to_the_model(tmp_path
                            {"name": "grep", "arguments": {"pattern": "marker"}},
                            {"name": "search", "arguments": {"query": "marker machine login password"}}]}
     fix = answer(modify("calc.py", "    return a - b", "    return a + b"))
-    with ScriptedServer([look, fix, fix]) as server:
+    with ScriptedServer([look, fix, fix, fix]) as server:  # the repeated fix is asked once more, sampled
         proc = run_cli(["--repo", str(repo), "--task", "fix add", "--test-command", PYTEST, "--no-reproduce",
                         "--max-iterations", "2", "--json"], server_url=server.url)
     result = json.loads(proc.stdout)

@@ -102,7 +102,8 @@ class Applier:
         budget = self.room() // (2 * len(outside.overlaps))
         feedback = "".join(_changed_meanwhile(rel, why, outside.now[rel], budget)
                            for rel, why in outside.overlaps.items())
-        return ask(FollowUp(text=prompts.UNAPPLIED.render(feedback=feedback), prompt=prompts.UNAPPLIED))
+        return ask(FollowUp(text=prompts.UNAPPLIED.render(feedback=feedback), prompt=prompts.UNAPPLIED,
+                            resample=False))
 
     def repair_syntax(self, applied: Applied) -> Applied:
         """An edit that broke a file's syntax goes straight back to the model, before the tests run (once); with no

@@ -15,7 +15,7 @@ from code_assistant.agent.decide import Ending, Facts, Point, decide
 from code_assistant.agent.exchange import Round, exchange
 from code_assistant.agent.kit import Budget, Tree
 from code_assistant.agent.recorder import Recorder
-from code_assistant.agent.requests import PLAN_ANSWER, PlanRequest, ReproduceRequest, Request
+from code_assistant.agent.requests import PLAN_ANSWER, FollowUp, PlanRequest, ReproduceRequest, Request
 from code_assistant.agent.state import Answer
 from code_assistant.answers.plan import PlanParseError, parse_answer
 from code_assistant.answers.reasoning import split_reasoning
@@ -175,7 +175,8 @@ class Asker:
                                     say=self.say, on_round=self._round, answer=PLAN_ANSWER, status=self.status)
                 if self._over is not None:
                     return Answer(said=tuple(said), stop=self._over.reason, why=self._over.message)
-                if self._sampler is None and _visible(response.text) in self._earlier:
+                resample = not isinstance(request, FollowUp) or request.resample
+                if resample and self._sampler is None and _visible(response.text) in self._earlier:
                     recorder.answered(response.text, response, final=False)
                     response = self._resample()
                     if self._over is not None:

@@ -130,6 +130,8 @@ class FollowUp:
 
     text: str
     prompt: prompts.Prompt = field(default=prompts.SYNTAX)
+    resample: bool = True  # an earlier answer sent again is asked once more, sampled (False: the same answer is the
+    #                        model's word, as after "the file changed meanwhile": sent again, it ends the run)
 
 
 @dataclass(frozen=True)
