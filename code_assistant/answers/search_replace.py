@@ -30,7 +30,8 @@ from collections.abc import Callable
 
 from code_assistant.edit.edits import Action, EditOperation
 
-_HEAD_RE = re.compile(r"^[ \t]*<{5,9} ?(?:SEARCH|ORIGINAL)\b.*$", re.IGNORECASE)  # `>>>>>>> replace` seen too
+# the markers in any case: Qwen2.5-Coder-1.5B closed a block with `>>>>>>> replace`
+_HEAD_RE = re.compile(r"^[ \t]*<{5,9} ?(?:SEARCH|ORIGINAL)\b.*$", re.IGNORECASE)
 # a head that names its file where SEARCH goes (`<<<<<<< pager/paging.py`): Qwen2.5-Coder-1.5B writes it so
 _NAMED_HEAD_RE = re.compile(r"^[ \t]*<{5,9} ?(\S+(?:[ \t]+\([a-z]+\))?)[ \t]*$")
 # the form a context's heading gives a file (`### parse.py (excerpt)`), copied after the path
