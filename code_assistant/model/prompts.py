@@ -101,6 +101,7 @@ def excerpts_said(forms: Iterable[str]) -> str:
     """PLAN's words on excerpts for a context whose files take these forms (retrieve/forms.py's FileForm values)."""
     return EXCERPTS if "excerpt" in forms else ""
 
+
 PLAN = Prompt("plan/v1.3.0", """\
 # Task
 {task}

@@ -68,8 +68,7 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
     tell them apart: core_count) in its cheapest form (an outline of its definitions), then in rank order each
     upgraded to an excerpt of the relevant definitions, then to a skeleton keeping them; the tests of the top
     TEST_PAIRS source files beside them (test_pairs; tests_paired=False: none), each in at most PAIR_MAX_TOKENS;
-    then the files upgraded to whole
-    where that still fits; then further files while room is left. `ranked`: a ranking already made for this task
+    then the files upgraded to whole where that still fits; then further files while room is left. `ranked`: a ranking already made for this task
     (the bench's), not made again. With with_tests, the test counterpart of the top-ranked source file (its tests
     by the language's naming convention) follows it as a core file. Last, the map: the ranked files after those
     shown, a line each with its top-level names, then the next ones by path alone, so the model can ask to see one
@@ -137,9 +136,8 @@ def _choose(index: RepoIndex, order: list[str], keep: Callable[[str], set[str]],
     """The forms of the files shown, in `order`, within budget: 1. a seat for each of the `seats` core files in its
     cheapest form (its first lines when it has no definitions and does not fit whole), 2. upgrades in rank order of
     every core file to an excerpt (the definitions that matter, whole), then to a skeleton (under SMALL_BUDGET, an
-    excerpt stays one), 3. the test paired with
-    a core file (`pairs`: source -> test) in its richest form up to PAIR_MAX_TOKENS (whole, skeleton, excerpt,
-    outline, else its first lines), 4. upgrades of core files to the whole
+    excerpt stays one), 3. the test paired with a core file (`pairs`: source -> test) in its richest form up to
+    PAIR_MAX_TOKENS (whole, skeleton, excerpt, outline, else its first lines), 4. upgrades of core files to the whole
     file in rank order (the first may take the budget unless the seats were widened: then no file takes more than
     MAX_SHARE), 5. without a map of the files not shown (`mapped`: a budget too small for one), a core file with no
     seat yet (even its outline too long) shown by the outline of its first definitions that fits what is left,
