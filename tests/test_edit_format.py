@@ -159,7 +159,8 @@ def test_blocks_without_tools_get_no_map_of_more_files_the_model_could_not_ask_f
 
 def test_the_parameters_a_models_name_gives() -> None:
     names = ["qwen2.5-coder-1.5b", "/models/SmolLM2-135M-Instruct-Q8_0.gguf", "llama3.1:8b",
-             "Qwen2.5-Coder-32B-Instruct", "gemma-3-4b-it", "gpt-4o", "gpt-4o-mini-2024-07-18", "claude-sonnet-4-5", "phi-3-mini-4k"]
+             "Qwen2.5-Coder-32B-Instruct", "gemma-3-4b-it", "gpt-4o", "gpt-4o-mini-2024-07-18", "claude-sonnet-4-5",
+             "phi-3-mini-4k"]
     assert [billions(n) for n in names] == [1.5, 0.135, 8.0, 32.0, 4.0, None, None, None, None]
 
 

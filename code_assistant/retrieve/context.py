@@ -68,13 +68,13 @@ def build_context(index: RepoIndex, task: str, budget: int = 12000, *, extra_tex
     tell them apart: core_count) in its cheapest form (an outline of its definitions), then in rank order each
     upgraded to an excerpt of the relevant definitions, then to a skeleton keeping them; the tests of the top
     TEST_PAIRS source files beside them (test_pairs; tests_paired=False: none), each in at most PAIR_MAX_TOKENS;
-    then the files upgraded to whole where that still fits; then further files while room is left. `ranked`: a ranking already made for this task
-    (the bench's), not made again. With with_tests, the test counterpart of the top-ranked source file (its tests
-    by the language's naming convention) follows it as a core file. Last, the map: the ranked files after those
-    shown, a line each with its top-level names, then the next ones by path alone, so the model can ask to see one
-    (the "read" action). The code leaves the map what a map of every ranked file but the first would take, at most
-    MAP_SHARE of the budget (so a repository of a few files keeps nearly all of it for code). `map_files=False`: no
-    map (the model has no way to ask for a file: SEARCH/REPLACE blocks and no tools)."""
+    then the files upgraded to whole where that still fits; then further files while room is left. `ranked`: a
+    ranking already made for this task (the bench's), not made again. With with_tests, the test counterpart of the
+    top-ranked source file (its tests by the language's naming convention) follows it as a core file. Last, the map:
+    the ranked files after those shown, a line each with its top-level names, then the next ones by path alone, so
+    the model can ask to see one (the "read" action). The code leaves the map what a map of every ranked file but
+    the first would take, at most MAP_SHARE of the budget (so a repository of a few files keeps nearly all of it for
+    code). `map_files=False`: no map (the model has no way to ask for a file: SEARCH/REPLACE blocks and no tools)."""
     if ranked is None:
         frames = traceback_frames(extra_text, index.repo, set(index.files)) if extra_text else []
         ranked = rank(index, task + ("\n" + extra_text if extra_text else ""), frames, embed_budget=embed_budget)
