@@ -86,6 +86,8 @@ EDIT_FORMATS = tuple(f.value for f in EditFormat)
 # an outline). Each is still set by its own flag, which wins.
 SMALL_MODEL: dict[str, object] = {"edit_format": "blocks", "tools": "off", "reproduce": False,
                                   "context_tokens": 2500}
+SMALL_MODEL_SAID = (f"SEARCH/REPLACE blocks, no tools, no reproduction test, a {SMALL_MODEL['context_tokens']}-token "
+                    "context")  # what the flag's help and the header's hint say it sets
 TOOLS_MIN_WINDOW = 4096
 WIRES = ("chat", "responses")  # the APIs a model is asked through (model/accepts.py)
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")  # OpenAI's values; servers take some

@@ -26,7 +26,7 @@ from code_assistant import env_files
 from code_assistant.display import Display
 from code_assistant.errors import ConfigError
 from code_assistant.memory import Memory
-from code_assistant.settings import EditFormat, Settings, approved_base_url, base_url_refusal
+from code_assistant.settings import SMALL_MODEL_SAID, EditFormat, Settings, approved_base_url, base_url_refusal
 from code_assistant.waiting import counting_files, waiting
 
 if TYPE_CHECKING:
@@ -269,7 +269,7 @@ class Workspace:
         s = self._approved()
         if not s.small_model and (size := billions(model.name)) is not None and size <= SMALL_BILLIONS:
             self.say(f"[{shown(model.name)} names {size:g}B parameters: a model this small may do better with "
-                     "--small-model (SEARCH/REPLACE blocks, no tools, no reproduction test, a 2500-token context)]")
+                     f"--small-model ({SMALL_MODEL_SAID})]")
         if s.small_model:
             reproduce = {None: "when the suite is green", True: "on", False: "off"}[s.reproduce]
             edits = "SEARCH/REPLACE blocks" if s.edit_format == EditFormat.BLOCKS else "a JSON plan"

@@ -175,14 +175,15 @@ class Asker:
                                     say=self.say, on_round=self._round, answer=PLAN_ANSWER, status=self.status)
                 if self._over is not None:
                     return Answer(said=tuple(said), stop=self._over.reason, why=self._over.message)
+                visible = _visible(response.text)
                 resample = not isinstance(request, FollowUp) or request.resample
-                if resample and self._sampler is None and _visible(response.text) in self._earlier:
+                if resample and self._sampler is None and visible in self._earlier:
                     recorder.answered(response.text, response, final=False)
                     response = self._resample()
                     if self._over is not None:
                         return Answer(said=tuple(said), stop=self._over.reason, why=self._over.message)
+                    visible = _visible(response.text)
                 recorder.answered(response.text, response)
-                visible = _visible(response.text)
                 self.conversation.answer(visible or REASONING_ONLY)
                 said.append(visible)
                 if ending := self.replied():

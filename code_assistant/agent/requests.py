@@ -181,7 +181,11 @@ class Requests:
 
     def _too_small(self, needed: int, over: int) -> ContextWindowError:
         """`needed`: the messages' counted tokens (the declared tools' schema is added), `over` their excess."""
-        return too_small(self.window, needed + self._schema(), tools=bool(self.tools and self.tools.tools), over=over)
+        return too_small(self.window, needed + self._schema(), tools=self._offers_tools, over=over)
+
+    @property
+    def _offers_tools(self) -> bool:
+        return bool(self.tools and self.tools.tools)
 
     def tools_text(self, answer: str) -> str:
         """How the model may call its tools, for the system message ("" without tools); `answer`: what it replies
@@ -412,7 +416,7 @@ class Requests:
         embed_budget = 0 if index.pending else self.config.embed_budget
         # a map of more files is for a model that can ask to read one: a JSON plan's "read", or the tools (a small
         # model in blocks copied the map's lines as its SEARCH text)
-        can_read = self.config.edit_format == EditFormat.JSON or bool(self.tools and self.tools.tools)
+        can_read = self.config.edit_format == EditFormat.JSON or self._offers_tools
         with self.index_lock:
             return build_context(index, task, budget, extra_text=extra_text, must_include=must_include,
                                  numbered=numbered, with_tests=with_tests, embed_budget=embed_budget,

@@ -17,6 +17,7 @@ from code_assistant.settings import (
     EDIT_FORMATS,
     REASONING_EFFORTS,
     SANDBOX_MODES,
+    SMALL_MODEL_SAID,
     TOOLS_MODES,
     WIRES,
     Settings,
@@ -108,8 +109,8 @@ def model(p: argparse.ArgumentParser) -> None:
              help="how hard a reasoning model thinks, sent where the model takes it (default: "
                   "$OPENAI_REASONING_EFFORT, else the model's own)")
     _setting(p, "--small-model", field="small_model", action="store_true", default=None,
-             help="for a model of a few billion parameters on a CPU: SEARCH/REPLACE blocks, no tools, no "
-                  "reproduction test, a 2500-token context (each still set by its own flag)")
+             help=f"for a model of a few billion parameters on a CPU: {SMALL_MODEL_SAID} (each still set by its own "
+                  "flag)")
     p.add_argument("--no-stream", action="store_true", help="do not stream the model's answer to the terminal")
     _setting(p, "--no-instructions", field="instructions", action="store_false", default=None,
              help="leave the repository's AGENTS.md (or CLAUDE.md, CONVENTIONS.md, .github/copilot-instructions.md) "
