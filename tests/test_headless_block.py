@@ -65,6 +65,34 @@ def test_without_a_path_a_divider_or_a_definition_it_is_still_unreadable(text: s
         parse_answer(text)
 
 
+def test_a_block_that_names_no_file_belongs_to_the_file_that_defines_its_definition() -> None:
+    """Qwen2.5-Coder-1.5B, sampled on pager-page-slice, sent the fix as a fence, `=======` and the whole definition,
+    no path: the one file shown that holds the definition's first line is its file; none or several, still refused."""
+    text = "```python\n=======\n" + NEW_ADD + "```\n"
+    asked: list[str] = []
+
+    def owner(search: str) -> str | None:
+        asked.append(search)
+        return "calc.py" if search == "def add(a, b):\n" else None
+
+    plan = parse_answer(text, owner=owner)
+    assert [(op.action, op.file_path, op.symbol) for op in plan.ops] == [(Action.REPLACE_SYMBOL, "calc.py", "add")]
+    assert asked == ["def add(a, b):\n"]
+    with pytest.raises(PlanParseError, match="names no file"):
+        parse_answer(text, owner=lambda search: None)
+    with pytest.raises(PlanParseError, match="names no file"):  # prose after the divider: nothing to look for
+        parse_answer("```\n=======\nsome prose\n```\n", owner=lambda search: "calc.py")
+
+
+def test_a_run_answered_with_a_nameless_definition_ends_green(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    with ScriptedServer(["```python\n=======\n" + NEW_ADD + "```\n"]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "Fix add() and make the tests pass", "--test-command", PYTEST,
+                        "--no-reproduce", "--edit-format", "blocks"], server_url=server.url)
+    assert proc.returncode == 0 and "Result: SUCCESS" in proc.stdout, proc.stdout + proc.stderr
+    assert "return a + b" in (repo / "calc.py").read_text() and "def multiply" in (repo / "calc.py").read_text()
+
+
 def test_a_run_answered_so_ends_green(tmp_path: Path) -> None:
     repo = python_repo(tmp_path)
     with ScriptedServer(["```python\ncalc.py\n=======\n" + NEW_ADD + "```\n"]) as server:

@@ -162,11 +162,12 @@ def has_headless(text: str) -> bool:
     return not has_blocks(text) and sum(1 for line in bare if _DIVIDER_RE.match(line)) == 1
 
 
-def parse_headless(text: str) -> list[EditOperation]:
+def parse_headless(text: str, owner: Callable[[str], str | None] | None = None) -> list[EditOperation]:
     """The one block of an answer that lost its `<<<<<<< SEARCH` line: the path on the block's first line (inside
     its fence) or above it, the SEARCH lines up to `=======`, the new lines up to `>>>>>>> REPLACE` or the closing
     fence. No SEARCH lines: the new lines must start a definition, which replaces the one of that name in the file
-    (replace_symbol). Raises BlockError."""
+    (replace_symbol); a block that names no file belongs to the one file `owner` finds that definition's first line
+    in (Qwen2.5-Coder-1.5B sent pager's fix as a fence, `=======` and the definition, no path). Raises BlockError."""
     lines = text.splitlines(keepends=True)
     bare = [line.rstrip("\r\n") for line in lines]
     divider = next(i for i, line in enumerate(bare) if _DIVIDER_RE.match(line))
@@ -181,16 +182,18 @@ def parse_headless(text: str) -> list[EditOperation]:
     elif first is not None:  # no fence: the path is the line right above the divider's block
         start = divider
         path = _clean(bare[first]) if first == divider - 1 else None
+    end = next((j for j in range(divider + 1, len(bare)) if _TAIL_RE.match(bare[j]) or _FENCE_RE.match(bare[j])),
+               len(bare))
+    head = next((line for line in bare[divider + 1:end] if line.strip()), "")
+    if path is None and owner is not None and first is None and _DEFINES_RE.match(head):
+        path = owner(head.rstrip() + "\n")  # the file that holds this definition's first line as it is
     if path is None:
         raise BlockError("the answer's block names no file and has no `<<<<<<< SEARCH` line: send each change as "
                          "the file's path, then `<<<<<<< SEARCH`, the lines, `=======`, the new lines, "
                          "`>>>>>>> REPLACE`")
-    end = next((j for j in range(divider + 1, len(bare)) if _TAIL_RE.match(bare[j]) or _FENCE_RE.match(bare[j])),
-               len(bare))
     search, replace = "".join(lines[start:divider]), "".join(lines[divider + 1:end])
     if search.strip():
         return [EditOperation(file_path=path, search=search, replace=replace, action=Action.MODIFY)]
-    head = next((line for line in bare[divider + 1:end] if line.strip()), "")
     defined = _DEFINES_RE.match(head)
     if defined is None:
         raise BlockError(f"the answer's block for {path} has no `<<<<<<< SEARCH` line and no lines to search for: "
