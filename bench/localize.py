@@ -120,9 +120,9 @@ class InProcess:
         return index, stats
 
     def run(self, repo: Path, name: str, task: str, budget: int, embed_budget: int, key: str = "",
-            tests: tuple[list[str], str] = ([], "")) -> dict:
+            tests: tuple[list[str], str] = ([], ""), map_files: bool = True) -> dict:
         """One query: the ranking, its context and its signals; `tests`: the gold files and the fix's test patch
-        (test_fields)."""
+        (test_fields); map_files=False: the context of a model that cannot ask for more files (--small-model)."""
         from code_assistant.retrieve.context import build_context
         from code_assistant.retrieve.ranking import rank
 
@@ -131,7 +131,7 @@ class InProcess:
         indexed = time.perf_counter()
         ranking = rank(index, task, embed_budget=embed_budget)
         ranked = time.perf_counter()
-        context = build_context(index, task, budget, ranked=ranking)
+        context = build_context(index, task, budget, ranked=ranking, map_files=map_files)
         sig = ranking.signals
         assert sig is not None
         from code_assistant.retrieve import fusion
@@ -182,7 +182,7 @@ def evaluate(inst: dict, set_name: str, args: argparse.Namespace, count, runner:
         return rec
     assert runner is not None
     out = runner.run(dest, name, task, args.budget, args.embed_budget, f"{set_name}/{inst['instance_id']}",
-                     (golds, inst.get("test_patch", "")))
+                     (golds, inst.get("test_patch", "")), map_files=not args.no_map)
     rec["ranking"], rec["context"], rec["files"] = out.pop("files"), out.pop("context_files"), out.pop("signals")
     rec["map"], rec["listed"] = out.pop("map_files"), out.pop("listed_files")
     rec.update(out)
@@ -206,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--report-only", action="store_true", help="report on the stored records, run nothing")
     p.add_argument("--only", nargs="+", default=[], metavar="ID", help="instance ids (or substrings) to run")
     p.add_argument("--budget", type=int, default=12000, help="context token budget for 'gold in context'")
+    p.add_argument("--no-map", action="store_true",
+                   help="no map of more files in the context, as for a model that cannot ask for one (--small-model)")
     p.add_argument("--embed-budget", type=int, default=200, help="chunks a query may embed (the CLI's default)")
     p.add_argument("--cli", action="store_true", help="run main.py per instance (the contract), not in process")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per CLI call")
@@ -217,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     sets = with_set_files(args.set_file, p)
     if unknown := [s for s in args.sets if s not in sets]:
         p.error(f"unknown sets {unknown}: choose from {sorted(sets)}")
+    if args.no_map and args.cli:
+        p.error("--no-map is for the in-process run, not --cli")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     count, _ = load_token_counter()
