@@ -79,15 +79,30 @@ class EditFormat(StrEnum):
 
 
 EDIT_FORMATS = tuple(f.value for f in EditFormat)
+
+
+class FixBy(StrEnum):
+    """What a failed iteration leads to (agent/loop.py): the failures and the current files sent back for a fix in
+    the same conversation, or the change taken back and the first plan asked again at a temperature above 0 with a
+    new seed — a sample, which a server that keeps the last prompt (llama.cpp) answers after reading no new token."""
+
+    FEEDBACK = "feedback"
+    SAMPLES = "samples"
+
+
+FIX_BY = tuple(f.value for f in FixBy)
 # --small-model: what a model of one to a few billion parameters on a CPU does best with (issue 58, measured with
 # Qwen2.5-Coder-1.5B in BENCHMARKS.md): SEARCH/REPLACE blocks, no tools (their declarations are ~650 tokens of a
 # prompt read at ~57 tokens a second, and it writes tool calls as text), no reproduction test (none of its answers to
 # that request could be read in six cases), a context of 2,500 tokens (a 4-5k one got answers copied from the task or
 # an outline). Each is still set by its own flag, which wins.
+# A failed iteration is followed by a sample of the plan (FixBy.SAMPLES): shown its failures, the model sent the same
+# answer again (pager-page-slice, three times), while six samples of the first request at 0.7 cost 4-40 s each and
+# one held the fix.
 SMALL_MODEL: dict[str, object] = {"edit_format": "blocks", "tools": "off", "reproduce": False,
-                                  "context_tokens": 2500}
+                                  "context_tokens": 2500, "fix_by": "samples"}
 SMALL_MODEL_SAID = (f"SEARCH/REPLACE blocks, no tools, no reproduction test, a {SMALL_MODEL['context_tokens']}-token "
-                    "context")  # what the flag's help and the header's hint say it sets
+                    "context, a failed attempt taken back and the plan sampled again")  # the flag's help, the hint
 TOOLS_MIN_WINDOW = 4096
 WIRES = ("chat", "responses")  # the APIs a model is asked through (model/accepts.py)
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")  # OpenAI's values; servers take some
@@ -145,6 +160,7 @@ class Settings:
     context_window: int | None = None  # the model's window in tokens; None: asked of the server, else known or default
     structured_output: bool = True     # send the plan's JSON schema as response_format (edit_format json only)
     edit_format: EditFormat = EditFormat.JSON  # how the model writes its edits
+    fix_by: FixBy = FixBy.FEEDBACK  # what a failed iteration leads to: a fix request, or a sample of the plan
     wire: str | None = None            # "chat" or "responses"; None: chat, unless the server says otherwise
     reasoning_effort: str | None = None  # sent to models that take it (REASONING_EFFORTS)
     request_timeout: float = 120.0     # seconds without a byte from the model server (between two streamed tokens)
@@ -298,6 +314,7 @@ def load_settings(repo: str | Path, **cli: object) -> Settings:
         raise ConfigError(f"--tools must be one of {', '.join(TOOLS_MODES)}, not {settings.tools!r}")
     settings.tools = ToolsMode(settings.tools)
     settings.edit_format = EditFormat(settings.edit_format)
+    settings.fix_by = FixBy(settings.fix_by)
     if settings.max_tool_calls < 0:
         raise ConfigError("--max-tool-calls must be 0 or more")
     if settings.candidates < 1:

@@ -26,7 +26,7 @@ from code_assistant import env_files
 from code_assistant.display import Display
 from code_assistant.errors import ConfigError
 from code_assistant.memory import Memory
-from code_assistant.settings import SMALL_MODEL_SAID, EditFormat, Settings, approved_base_url, base_url_refusal
+from code_assistant.settings import SMALL_MODEL_SAID, EditFormat, FixBy, Settings, approved_base_url, base_url_refusal
 from code_assistant.waiting import counting_files, waiting
 
 if TYPE_CHECKING:
@@ -273,8 +273,9 @@ class Workspace:
         if s.small_model:
             reproduce = {None: "when the suite is green", True: "on", False: "off"}[s.reproduce]
             edits = "SEARCH/REPLACE blocks" if s.edit_format == EditFormat.BLOCKS else "a JSON plan"
+            fixes = "the plan sampled again" if s.fix_by == FixBy.SAMPLES else "the failures sent back"
             self.say(f"[--small-model: edits as {edits}, tools {s.tools}, reproduction test {reproduce}, a "
-                     f"{s.context_tokens}-token context]")
+                     f"{s.context_tokens}-token context, after a failed iteration {fixes}]")
         if s.max_cost is None or estimate_cost(model.name, 1, 1, s.base_url) is not None:
             return
         priced = gateway_info(s.base_url, model.name, s.api_key or None) if s.base_url else None

@@ -35,6 +35,7 @@ READ_ROUNDS = 1  # answers per request that may ask to read files; after that, "
 # time, so it is asked once more (once a run) at this temperature and seed before the run gives up on it
 RESAMPLE_TEMPERATURE = 0.7
 RESAMPLE_SEED = 1
+SAMPLE_TEMPERATURE = 0.7  # a sampled plan's (FixBy.SAMPLES), its seed the sample's number
 REASONING_ONLY = "(reasoning only, no answer)"  # the conversation's record of an answer that was all reasoning
 
 
@@ -164,19 +165,20 @@ class Asker:
         started = time.perf_counter()
         if self.tools is not None:
             self.tools.new_answer()  # a re-ask of this request shares its calls
-        before = replace(self.model.usage)
+        model = self._model_for(request)
+        before = replace(model.usage)
         sampled = replace(self._sampler.usage) if self._sampler is not None else Usage()
         said: list[str] = []
         self._over = None
         unreadable = 0
         try:
             while True:
-                response = exchange(self.model, self.conversation, tools=self.tools, on_token=self.on_token,
+                response = exchange(model, self.conversation, tools=self.tools, on_token=self.on_token,
                                     say=self.say, on_round=self._round, answer=PLAN_ANSWER, status=self.status)
                 if self._over is not None:
                     return Answer(said=tuple(said), stop=self._over.reason, why=self._over.message)
                 visible = _visible(response.text)
-                resample = not isinstance(request, FollowUp) or request.resample
+                resample = (not isinstance(request, FollowUp) or request.resample) and model is self.model
                 if resample and self._sampler is None and visible in self._earlier:
                     recorder.answered(response.text, response, final=False)
                     response = self._resample()
@@ -205,7 +207,16 @@ class Asker:
                     self.conversation.tell(prompts.REASK.render(error=error))
         finally:
             extra = self._sampler.usage - sampled if self._sampler is not None else Usage()
-            recorder.used(self.model.usage - before + extra, time.perf_counter() - started)
+            recorder.used(model.usage - before + extra, time.perf_counter() - started)
+
+    def _model_for(self, request: Request) -> ChatModel:
+        """The run's model, or for a sampled plan a copy at SAMPLE_TEMPERATURE with the sample's number as its seed
+        (its usage counted into the run's)."""
+        if not isinstance(request, PlanRequest) or not request.sample:
+            return self.model
+        sampler = self.model.with_(temperature=SAMPLE_TEMPERATURE, seed=request.sample)
+        self.metered(sampler)
+        return sampler
 
     def _resample(self) -> ChatResponse:
         """The same messages once more at RESAMPLE_TEMPERATURE: the answer just received was sent before in this

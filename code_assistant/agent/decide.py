@@ -88,6 +88,7 @@ class Facts:
     unreadable: str = ""
     unreadable_times: int = 0
     failure: BaseException | None = None
+    sampling: bool = False  # a failed iteration is followed by a sample of the plan (FixBy.SAMPLES), not a fix
 
 
 def decide(f: Facts) -> Ending | None:
@@ -107,10 +108,11 @@ def decide(f: Facts) -> Ending | None:
         case Point.ANSWERED:
             assert f.answer is not None
             if not f.answer.ops:
-                return Ending(reason=Stop.NO_CHANGES,
-                              message="the model proposed no further changes" if f.changed else NO_CHANGE)
+                return Ending(reason=Stop.NO_CHANGES, message="the samples of the plan held no change" if f.sampling
+                              else "the model proposed no further changes" if f.changed else NO_CHANGE)
             if f.repeated:
-                return Ending(reason=Stop.NO_PROGRESS, message="the model repeated an earlier answer")
+                return Ending(reason=Stop.NO_PROGRESS, message="the samples of the plan repeated earlier answers"
+                              if f.sampling else "the model repeated an earlier answer")
             return None
         case Point.CHOSEN:
             return Ending(reason=Stop.NO_CANDIDATE, message=f"none of the {f.candidates} candidates passed") \
@@ -150,7 +152,7 @@ def _tested(f: Facts) -> Ending | None:
             return green(f)
         if last:
             return Ending(reason=Stop.MAX_ITERATIONS, message=f.result.summary())
-        if f.same_failures and f.applied is not None and f.applied.wrote:
+        if f.same_failures and f.applied is not None and f.applied.wrote and not f.sampling:  # a sample starts over
             return Ending(reason=Stop.NO_PROGRESS, message="the same tests failed the same way after the last fix")
     if f.refused_in_a_row >= 2:
         refused = f.applied.refused if f.applied is not None else []

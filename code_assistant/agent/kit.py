@@ -18,7 +18,7 @@ from code_assistant.display import Display
 from code_assistant.edit.preview import Limits
 from code_assistant.gate import Gate
 from code_assistant.languages import framework
-from code_assistant.settings import repo_id
+from code_assistant.settings import FixBy, repo_id
 
 if TYPE_CHECKING:
     from code_assistant.edit.editor import FileEditor
@@ -72,6 +72,7 @@ class LoopConfig:
     dry_run: bool = False
     budget: Budget = field(default_factory=Budget)
     around: bool = True
+    fix_by: FixBy = FixBy.FEEDBACK
 
 
 def loop_config(settings: Settings, *, around: bool = True) -> LoopConfig:
@@ -80,7 +81,7 @@ def loop_config(settings: Settings, *, around: bool = True) -> LoopConfig:
     s = settings
     return LoopConfig(limits=Limits.of(s), max_iterations=s.max_iterations, reproduce=s.reproduce, dry_run=s.dry_run,
                       budget=Budget(max_tokens=s.max_tokens, max_cost=s.max_cost, base_url=s.server_url),
-                      around=around)
+                      around=around, fix_by=s.fix_by)
 
 
 def request_config(settings: Settings, tree: Path | None = None, state_path: Path | None = None, *,

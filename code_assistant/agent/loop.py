@@ -21,17 +21,21 @@ from code_assistant.agent.progress import best, counts, iteration_line
 from code_assistant.agent.reproduction import UNREADABLE, reproduce
 from code_assistant.agent.requests import FixRequest, FollowUp, PlanRequest, Request
 from code_assistant.agent.state import Answer, Applied, Prepared, Reproduction, RunResult
-from code_assistant.edit.edits import EditOperation
+from code_assistant.agent.asker import SAMPLE_TEMPERATURE
+from code_assistant.edit.edits import Action, EditOperation
 from code_assistant.edit.leftovers import changed_since
 from code_assistant.edit.preview import Preview
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.languages import is_test_file
 from code_assistant.model import prompts
 from code_assistant.model.chat import Usage
+from code_assistant.settings import FixBy
 from code_assistant.verify.outputs import NotRunCause
 from code_assistant.verify.runner import TestResult, TestsNotRunError
 
 logger = logging.getLogger(__name__)
+
+SAMPLE_TRIES = 3  # asks of one sampled iteration while the samples repeat an earlier answer or hold no change
 
 
 def plan_line(ops: list[EditOperation]) -> str:
@@ -63,6 +67,7 @@ class Run:
         self.baseline: TestResult | None = None
         self.tested: list[tuple[int, TestResult]] = []  # every test run of an iteration, with its iteration
         self.changes: dict[int, str] = {}  # each tested iteration's change, as a diff (a rollback keeps the best's)
+        self.samples = 0  # the plan's samples asked so far (FixBy.SAMPLES)
         attempt = kit.candidate is not None  # an attempt's tools look at the index the run started from
         self.parts = build_parts(kit, config, ask=self.ask, iteration=lambda: self.iteration, index=lambda: self.index,
                                  tools_index=self._started_index if attempt else kit.current_index, run_usage=run_usage,
@@ -110,6 +115,7 @@ class Run:
         self.index, self.reproduction = prepared.index, prepared.reproduction
         self.task, self.baseline = task, prepared.baseline
         editor, config = self.kit.editor, self.config
+        sampling = config.fix_by == FixBy.SAMPLES
         answer = prepared.stopped or self.plan(task, prepared)
         preview = self.preview(answer.ops) if config.dry_run and answer.stop is None else None
         if ending := decide(Facts(point=Point.PLANNED, answer=answer, baseline=prepared.baseline, preview=preview)):
@@ -124,14 +130,15 @@ class Run:
                     iteration=self.iteration, max_iterations=config.max_iterations,
                     changed=bool(editor.modified_files), same_failures=failures is not None and failures == self.failures,
                     refused_in_a_row=self.refused_in_a_row, reproduction=prepared.reproduction,
-                    reproduce=config.reproduce)):
+                    reproduce=config.reproduce, sampling=sampling)):
                 return ending
             self.failures = failures if failures is not None else self.failures
-            answer = self.ask(self.next_request(task, prepared, applied, result))
+            answer = self.sample(task, prepared) if sampling else \
+                self.ask(self.next_request(task, prepared, applied, result))
             if ending := decide(Facts(point=Point.ANSWERED, answer=answer, changed=bool(editor.modified_files),
-                                      repeated=bool(self.answers) and self.answers[-1] in self.answers[:-1])):
+                                      repeated=self.repeated(), sampling=sampling)):
                 return ending
-            applied = self.apply(answer.ops, is_plan=False)
+            applied = self.apply(answer.ops, is_plan=sampling)
         return ending
 
     def finish(self, body: Callable[[], Ending]) -> RunResult:
@@ -187,12 +194,8 @@ class Run:
 
     def plan(self, task: str, prepared: Prepared) -> Answer:
         """The first request (with the reproduction test's failing run, when there is one) and the model's plan."""
-        reproduced = prepared.reproduction if prepared.reproduction and prepared.reproduction.reproduced else None
         conversation = self.parts.conversation
-        request = PlanRequest(index=prepared.index, task=task, baseline=prepared.baseline,
-                              reproduced=reproduced.failed if reproduced else None,
-                              reproduction=reproduced.paths if reproduced else (),
-                              after=self._after_reproduction(prepared.reproduction) or "")
+        request = self.plan_request(task, prepared, after=self._after_reproduction(prepared.reproduction) or "")
         shown = conversation.open(request)
         if request.after:  # the reproduction step's conversation goes on: its prefix is what the server read last
             self.say(context_line(conversation.last_context, "Context, as shown for the test"))
@@ -203,6 +206,49 @@ class Run:
         if answer.stop is None:
             self.say(plan_line(answer.ops))
         return answer
+
+    def plan_request(self, task: str, prepared: Prepared, *, after: str = "", sample: int = 0) -> PlanRequest:
+        reproduced = prepared.reproduction if prepared.reproduction and prepared.reproduction.reproduced else None
+        return PlanRequest(index=prepared.index, task=task, baseline=prepared.baseline,
+                           reproduced=reproduced.failed if reproduced else None,
+                           reproduction=reproduced.paths if reproduced else (), after=after, sample=sample)
+
+    def sample(self, task: str, prepared: Prepared) -> Answer:
+        """FixBy.SAMPLES, after a failed iteration: its change taken back (a reproduction test written before it is
+        kept) and the first plan asked again, afresh, at a temperature above 0 with the sample's number as seed — the
+        same messages, so a server that keeps the last prompt reads none of them again. A sample that repeats an
+        earlier answer or holds no change is asked again with the next seed, SAMPLE_TRIES times in all."""
+        self.take_back(prepared)
+        answer = Answer()
+        for _ in range(SAMPLE_TRIES):
+            self.samples += 1
+            self.say(f"[Sampling the plan again: sample {self.samples}, temperature {SAMPLE_TEMPERATURE:g}, "
+                     f"seed {self.samples}]")
+            answer = self.ask(self.plan_request(task, prepared, sample=self.samples))
+            if answer.stop is not None or (answer.ops and not self.repeated()):
+                break
+            self.say("[The sample repeats an earlier answer]" if answer.ops else "[The sample holds no change]")
+        if answer.stop is None:
+            self.say(plan_line(answer.ops))
+        return answer
+
+    def take_back(self, prepared: Prepared) -> None:
+        """The run's change taken out of the files, said; a reproduction test the run wrote before the fix is
+        written again (through the journal: a rollback or an undo still takes it out)."""
+        editor, root = self.kit.editor, self.kit.tree.root
+        kept = {path: (root / path).read_text(encoding="utf-8")
+                for path in (prepared.reproduction.paths if prepared.reproduction else []) if (root / path).is_file()}
+        taken = editor.rollback()
+        if kept:
+            editor.apply_edits([EditOperation(file_path=path, action=Action.CREATE, content=text, overwrite=True,
+                                              description="the reproduction test, kept") for path, text in kept.items()])
+        names = [o.path for o in taken if o.path not in kept]
+        if names:
+            self.say(f"[Taken back: {', '.join(names)}]")
+
+    def repeated(self) -> bool:
+        """The model's last answer is one it gave before in this run."""
+        return bool(self.answers) and self.answers[-1] in self.answers[:-1]
 
     def _after_reproduction(self, reproduction: Reproduction | None) -> str | None:
         """The plan's message in the reproduction step's conversation when that step ran in this loop's conversation

@@ -93,6 +93,8 @@ class PlanRequest:
     # the plan asked as one more message of the reproduction step's conversation (Requests.plan_after): its text.
     # Answered with files to read, the plan is built afresh with them shown first.
     after: str = ""
+    # 0: the plan; n: the same plan asked again at a temperature above 0 with seed n (settings.FixBy.SAMPLES)
+    sample: int = 0
 
     @property
     def prompt(self) -> prompts.Prompt:

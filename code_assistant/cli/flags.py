@@ -15,6 +15,7 @@ from code_assistant.settings import (
     DEFAULT_MODEL,
     DEFAULT_TEST_COMMAND,
     EDIT_FORMATS,
+    FIX_BY,
     REASONING_EFFORTS,
     SANDBOX_MODES,
     SMALL_MODEL_SAID,
@@ -173,6 +174,10 @@ def run(p: argparse.ArgumentParser) -> None:
     _setting(p, "--edit-format", field="edit_format", choices=EDIT_FORMATS,
              help="how the model writes its edits: json (a plan of every action) or blocks (SEARCH/REPLACE blocks, "
                   f"for a small local model); default {default('edit_format')}")
+    _setting(p, "--fix-by", field="fix_by", choices=FIX_BY,
+             help="after a failed iteration: feedback (the failures sent back for a fix) or samples (the change taken "
+                  "back and the first plan asked again at temperature 0.7, a new seed each time: cheap where the "
+                  f"server keeps the prompt, as llama.cpp does); default {default('fix_by')}")
     g = p.add_argument_group("guardrails")
     _setting(g, "--max-changed-lines", field="max_changed_lines", type=int,
              help=f"refuse a fix changing more lines (default {default('max_changed_lines')})")
