@@ -44,6 +44,15 @@ def test_a_sample_that_repeats_an_earlier_answer_is_asked_again_with_the_next_se
     assert out.count("[Testing (iteration") == 2, "the repeated sample is not tested again"
 
 
+def test_a_sample_that_cannot_be_read_is_followed_by_the_next_sample_not_a_re_ask(tmp_path: Path) -> None:
+    repo = python_repo(tmp_path)
+    out, asked = _run(repo, [WRONG, "```\n=======\n>>>>>>> REPLACE\n```\n", RIGHT])
+    assert "Result: SUCCESS" in out, out
+    assert "[The sample could not be read:" in out and "asking once more" not in out
+    assert [(r.get("temperature"), r.get("seed")) for r in asked] == [(0.0, None), (0.7, 1), (0.7, 2)]
+    assert all(r["messages"] == asked[0]["messages"] for r in asked), "no re-ask message: each sample afresh"
+
+
 def test_samples_that_all_fail_end_at_the_iteration_limit_with_the_tree_as_it_was(tmp_path: Path) -> None:
     repo = python_repo(tmp_path)
     out, asked = _run(repo, [WRONG, OTHER_WRONG, WRONG, WRONG, WRONG, RIGHT], "--max-iterations", "2")

@@ -198,6 +198,8 @@ class Asker:
                     return Answer(ops=plan.ops, said=tuple(said))
                 except PlanParseError as exc:
                     error = _why(exc, response, visible)
+                    if model is not self.model:  # a sample that cannot be read: the next sample, not a re-ask
+                        return Answer(said=tuple(said), why=error)
                     unreadable += 1
                     if ending := self.replied(error, unreadable):
                         return Answer(said=tuple(said), stop=ending.reason, why=ending.message)

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from code_assistant.agent.asker import SAMPLE_TEMPERATURE
 from code_assistant.agent.decide import Ending, Facts, Point, decide
 from code_assistant.agent.exchange import context_line
 from code_assistant.agent.feedback import edit_feedback, failure_signature
@@ -21,7 +22,6 @@ from code_assistant.agent.progress import best, counts, iteration_line
 from code_assistant.agent.reproduction import UNREADABLE, reproduce
 from code_assistant.agent.requests import FixRequest, FollowUp, PlanRequest, Request
 from code_assistant.agent.state import Answer, Applied, Prepared, Reproduction, RunResult
-from code_assistant.agent.asker import SAMPLE_TEMPERATURE
 from code_assistant.edit.edits import Action, EditOperation
 from code_assistant.edit.leftovers import changed_since
 from code_assistant.edit.preview import Preview
@@ -208,6 +208,7 @@ class Run:
         return answer
 
     def plan_request(self, task: str, prepared: Prepared, *, after: str = "", sample: int = 0) -> PlanRequest:
+        """The plan's request, with the reproduction test's failing run when there is one; `sample`: its number."""
         reproduced = prepared.reproduction if prepared.reproduction and prepared.reproduction.reproduced else None
         return PlanRequest(index=prepared.index, task=task, baseline=prepared.baseline,
                            reproduced=reproduced.failed if reproduced else None,
@@ -227,7 +228,8 @@ class Run:
             answer = self.ask(self.plan_request(task, prepared, sample=self.samples))
             if answer.stop is not None or (answer.ops and not self.repeated()):
                 break
-            self.say("[The sample repeats an earlier answer]" if answer.ops else "[The sample holds no change]")
+            self.say("[The sample repeats an earlier answer]" if answer.ops else
+                     f"[The sample could not be read: {answer.why}]" if answer.why else "[The sample holds no change]")
         if answer.stop is None:
             self.say(plan_line(answer.ops))
         return answer

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Answer:
     """What one ask of the model came to: its edits, every answer it took (a re-ask's too, for the no-progress rule),
-    or why the run must stop instead (`stop`: the budget spent, the run cancelled, an answer unparsable twice)."""
+    or why the run must stop instead (`stop`: the budget spent, the run cancelled, an answer unparsable twice);
+    `why` without `stop`: why a sample of the plan could not be read (the next sample is asked, not a re-ask)."""
 
     ops: list[EditOperation] = field(default_factory=list)
     said: tuple[str, ...] = ()

@@ -125,8 +125,8 @@ def _parse(text: str, owner: Callable[[str], str | None] | None = None) -> Plan:
             return Plan(ops=_read(parse_diff, answer, DiffError), format=PlanFormat.UNIFIED_DIFF,
                         reasoning=reasoned.reasoning)
         if has_headless(answer):
-            return Plan(ops=_read(lambda a: parse_headless(a, owner), answer, BlockError), format=PlanFormat.SEARCH_REPLACE,
-                        reasoning=reasoned.reasoning)
+            return Plan(ops=_read(lambda a: parse_headless(a, owner), answer, BlockError),
+                        format=PlanFormat.SEARCH_REPLACE, reasoning=reasoned.reasoning)
         raise PlanParseError(str(exc), incomplete=exc.incomplete) from exc
     return Plan(ops=operations(data), format=PlanFormat.JSON_REPAIRED if repaired else PlanFormat.JSON,
                 reasoning=reasoned.reasoning)
