@@ -28,7 +28,7 @@ def test_a_failed_plan_is_taken_back_and_the_same_request_sampled(tmp_path: Path
     repo = python_repo(tmp_path)
     out, asked = _run(repo, [WRONG, RIGHT])
     assert "Result: SUCCESS" in out, out
-    assert "[Taken back: calc.py]" in out and "[Sampling the plan again: sample 1, temperature 0.7, seed 1]" in out
+    assert "[Taken back: calc.py]" in out and "[Sampling the plan again: sample 1, at temperature 0.7]" in out
     assert [(r.get("temperature"), r.get("seed")) for r in asked] == [(0.0, None), (0.7, 1)]
     assert asked[1]["messages"] == asked[0]["messages"], "the first request again, word for word: no feedback"
     assert (repo / "calc.py").read_text() == FIXED, "the sample applied to the file as it was, not over the first"
@@ -95,3 +95,14 @@ def test_a_reproduction_test_is_kept_while_the_plan_is_sampled(tmp_path: Path) -
                           "--max-iterations", "2"], server_url=server.url)
     assert "Result: FAILED" in failed.stdout, failed.stdout + failed.stderr
     assert not (again / "tests/test_add.py").exists() and (again / "calc.py").read_text() == CALC_PY
+
+
+def test_the_attempts_of_best_of_n_sample_seeds_of_their_own(tmp_path: Path) -> None:
+    """Attempt k samples with seeds k*1000+1, k*1000+2, ...: two attempts never ask the same sample."""
+    repo = python_repo(tmp_path)
+    out, asked = _run(repo, [WRONG, WRONG, RIGHT, RIGHT, RIGHT, RIGHT], "--candidates", "2")
+    assert "Result: SUCCESS" in out, out
+    seeds = [r.get("seed") for r in asked]
+    assert len(seeds) == len(set(seeds)), seeds
+    assert {s for s in seeds if s and s > 2} <= {1001, 1002, 1003, 2001, 2002, 2003}, seeds
+    assert any(s and s > 1000 for s in seeds), "a sample was asked"

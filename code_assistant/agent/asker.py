@@ -212,8 +212,8 @@ class Asker:
             recorder.used(model.usage - before + extra, time.perf_counter() - started)
 
     def _model_for(self, request: Request) -> ChatModel:
-        """The run's model, or for a sampled plan a copy at SAMPLE_TEMPERATURE with the sample's number as its seed
-        (its usage counted into the run's)."""
+        """The run's model, or for a sampled plan a copy at SAMPLE_TEMPERATURE with the sample's seed, its usage
+        counted into the run's."""
         if not isinstance(request, PlanRequest) or not request.sample:
             return self.model
         sampler = self.model.with_(temperature=SAMPLE_TEMPERATURE, seed=request.sample)

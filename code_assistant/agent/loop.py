@@ -36,6 +36,7 @@ from code_assistant.verify.runner import TestResult, TestsNotRunError
 logger = logging.getLogger(__name__)
 
 SAMPLE_TRIES = 3  # asks of one sampled iteration while the samples repeat an earlier answer or hold no change
+SAMPLE_SEEDS = 1000  # the seeds of each attempt of best of N: attempt k samples with seeds k*1000+1, k*1000+2, ...
 
 
 def plan_line(ops: list[EditOperation]) -> str:
@@ -208,7 +209,7 @@ class Run:
         return answer
 
     def plan_request(self, task: str, prepared: Prepared, *, after: str = "", sample: int = 0) -> PlanRequest:
-        """The plan's request, with the reproduction test's failing run when there is one; `sample`: its number."""
+        """The plan's request, with the reproduction test's failing run when there is one; `sample`: its seed."""
         reproduced = prepared.reproduction if prepared.reproduction and prepared.reproduction.reproduced else None
         return PlanRequest(index=prepared.index, task=task, baseline=prepared.baseline,
                            reproduced=reproduced.failed if reproduced else None,
@@ -223,9 +224,9 @@ class Run:
         answer = Answer()
         for _ in range(SAMPLE_TRIES):
             self.samples += 1
-            self.say(f"[Sampling the plan again: sample {self.samples}, temperature {SAMPLE_TEMPERATURE:g}, "
-                     f"seed {self.samples}]")
-            answer = self.ask(self.plan_request(task, prepared, sample=self.samples))
+            self.say(f"[Sampling the plan again: sample {self.samples}, at temperature {SAMPLE_TEMPERATURE:g}]")
+            seed = (self.kit.candidate or 0) * SAMPLE_SEEDS + self.samples  # best of N: an attempt's seeds its own
+            answer = self.ask(self.plan_request(task, prepared, sample=seed))
             if answer.stop is not None or (answer.ops and not self.repeated()):
                 break
             self.say("[The sample repeats an earlier answer]" if answer.ops else
