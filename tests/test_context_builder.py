@@ -116,7 +116,7 @@ def test_a_small_budget_seats_fewer_files_so_an_unrelated_outline_does_not_take_
     assert "shop/big.py" not in context.paths and "shop/big.py" in context.map
     assert {"shop/cart.py", "shop/pricing.py", "shop/discounts.py"} <= set(context.paths)
     assert all(f.mode == "full" for f in context.files)
-    assert "1 core file: a seat for every 1500 tokens of the budget" in context.budget_log
+    assert "2 core files: a seat for every 1250 tokens of the budget" in context.budget_log
 
 
 def test_under_a_small_budget_an_excerpt_is_not_traded_for_a_skeleton(tmp_path: Path) -> None:
