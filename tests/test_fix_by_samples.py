@@ -53,6 +53,16 @@ def test_a_sample_that_cannot_be_read_is_followed_by_the_next_sample_not_a_re_as
     assert all(r["messages"] == asked[0]["messages"] for r in asked), "no re-ask message: each sample afresh"
 
 
+def test_a_plan_that_cannot_be_read_is_sampled_not_asked_again(tmp_path: Path) -> None:
+    """Qwen2.5-Coder-1.5B's dotenv plan could not be read, nor its answer to the re-ask: the run ended (model_error)
+    with every sample still to be asked. Sampling, an unreadable plan goes to the samples."""
+    repo = python_repo(tmp_path)
+    out, asked = _run(repo, ["no block here, just prose", RIGHT])
+    assert "Result: SUCCESS" in out and "[The plan could not be read:" in out, out
+    assert [(r.get("temperature"), r.get("seed")) for r in asked] == [(0.0, None), (0.7, 1)]
+    assert "asking once more" not in out
+
+
 def test_samples_that_all_fail_end_at_the_iteration_limit_with_the_tree_as_it_was(tmp_path: Path) -> None:
     repo = python_repo(tmp_path)
     out, asked = _run(repo, [WRONG, OTHER_WRONG, WRONG, WRONG, WRONG, RIGHT], "--max-iterations", "2")

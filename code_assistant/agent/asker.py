@@ -61,13 +61,14 @@ class Asker:
                  index: Callable[[], RepoIndex | None], say: Callable[[str], None],
                  on_token: Callable[[str], None] | None = None, status: Status = SILENT,
                  cancelled: threading.Event | None = None, tools: Toolbox | None = None,
-                 metered: Callable[[ChatModel], None] = lambda model: None) -> None:
+                 metered: Callable[[ChatModel], None] = lambda model: None, sampling: bool = False) -> None:
         """`index`: the repository's, whose files the model may ask to read; `tools`: what the model may call
-        before it answers; `metered`: counts another model's usage into the run's (the one that resamples)."""
+        before it answers; `metered`: counts another model's usage into the run's (the one that resamples);
+        `sampling`: a plan that cannot be read is followed by a sample of it (FixBy.SAMPLES), not a re-ask."""
         self.model, self.conversation, self.recorder, self.tree = model, conversation, recorder, tree
         self.budget, self.spent, self.iteration, self.index = budget, spent, iteration, index
         self.say, self.on_token, self.cancelled = say, on_token, cancelled
-        self.tools, self.status, self.metered = tools, status, metered
+        self.tools, self.status, self.metered, self.sampling = tools, status, metered, sampling
         self._over: Ending | None = None  # the budget spent during the answer's tool calls
         self._earlier: list[str] = []  # the answers of this run so far that held edits
         self._sampler: ChatModel | None = None  # the model that asked again at RESAMPLE_TEMPERATURE (once a run)
@@ -198,7 +199,7 @@ class Asker:
                     return Answer(ops=plan.ops, said=tuple(said))
                 except PlanParseError as exc:
                     error = _why(exc, response, visible)
-                    if model is not self.model:  # a sample that cannot be read: the next sample, not a re-ask
+                    if self.sampling and isinstance(request, PlanRequest):  # the next sample, not a re-ask
                         return Answer(said=tuple(said), why=error)
                     unreadable += 1
                     if ending := self.replied(error, unreadable):

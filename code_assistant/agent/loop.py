@@ -204,6 +204,9 @@ class Run:
             self.say(context_line(shown))
         self.say("[Planning changes...]")
         answer = self.ask(request)
+        if answer.stop is None and not answer.ops and answer.why:  # FixBy.SAMPLES: an unreadable plan is sampled
+            self.say(f"[The plan could not be read: {answer.why}]")
+            return self.sample(task, prepared)
         if answer.stop is None:
             self.say(plan_line(answer.ops))
         return answer
