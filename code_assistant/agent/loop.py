@@ -247,7 +247,8 @@ class Run:
         taken = editor.rollback()
         if kept:
             editor.apply_edits([EditOperation(file_path=path, action=Action.CREATE, content=text, overwrite=True,
-                                              description="the reproduction test, kept") for path, text in kept.items()])
+                                              description="the reproduction test, kept")
+                                for path, text in kept.items()])
         names = [o.path for o in taken if o.path not in kept]
         if names:
             self.say(f"[Taken back: {', '.join(names)}]")
