@@ -222,7 +222,7 @@ class Run:
         """FixBy.SAMPLES, after a failed iteration: its change taken back (a reproduction test written before it is
         kept) and the first plan asked again, afresh, at a temperature above 0 with the sample's number as seed — the
         same messages, so a server that keeps the last prompt reads none of them again. A sample that repeats an
-        earlier answer or holds no change is asked again with the next seed, SAMPLE_TRIES times in all."""
+        earlier answer, holds no change or cannot be read is followed by the next seed, SAMPLE_TRIES asks in all."""
         self.take_back(prepared)
         answer = Answer()
         for _ in range(SAMPLE_TRIES):
