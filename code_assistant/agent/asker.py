@@ -33,9 +33,8 @@ logger = logging.getLogger(__name__)
 READ_ROUNDS = 1  # answers per request that may ask to read files; after that, "read" changes are ignored
 # An answer with edits the model sent before in this run, sent again: at temperature 0 the same request gets it every
 # time, so it is asked once more (once a run) at this temperature and seed before the run gives up on it
-RESAMPLE_TEMPERATURE = 0.7
+SAMPLE_TEMPERATURE = 0.7  # that re-ask's, and a sampled plan's (FixBy.SAMPLES, its seed the sample's number)
 RESAMPLE_SEED = 1
-SAMPLE_TEMPERATURE = 0.7  # a sampled plan's (FixBy.SAMPLES), its seed the sample's number
 REASONING_ONLY = "(reasoning only, no answer)"  # the conversation's record of an answer that was all reasoning
 
 
@@ -71,7 +70,7 @@ class Asker:
         self.tools, self.status, self.metered, self.sampling = tools, status, metered, sampling
         self._over: Ending | None = None  # the budget spent during the answer's tool calls
         self._earlier: list[str] = []  # the answers of this run so far that held edits
-        self._sampler: ChatModel | None = None  # the model that asked again at RESAMPLE_TEMPERATURE (once a run)
+        self._sampler: ChatModel | None = None  # the model that asked again at SAMPLE_TEMPERATURE (once a run)
 
     def ask(self, request: Request) -> Answer:
         """The model's changes for a request (a new step of the conversation, unless it is the one just opened)."""
@@ -222,10 +221,10 @@ class Asker:
         return sampler
 
     def _resample(self) -> ChatResponse:
-        """The same messages once more at RESAMPLE_TEMPERATURE: the answer just received was sent before in this
+        """The same messages once more at SAMPLE_TEMPERATURE: the answer just received was sent before in this
         run, and at temperature 0 asking again gets it again."""
-        self.say(f"[The model sent an earlier answer again; asking once more at temperature {RESAMPLE_TEMPERATURE:g}]")
-        self._sampler = self.model.with_(temperature=RESAMPLE_TEMPERATURE, seed=RESAMPLE_SEED)
+        self.say(f"[The model sent an earlier answer again; asking once more at temperature {SAMPLE_TEMPERATURE:g}]")
+        self._sampler = self.model.with_(temperature=SAMPLE_TEMPERATURE, seed=RESAMPLE_SEED)
         self.metered(self._sampler)
         return exchange(self._sampler, self.conversation, tools=self.tools, on_token=self.on_token, say=self.say,
                         on_round=self._round, answer=PLAN_ANSWER, status=self.status)

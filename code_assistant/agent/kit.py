@@ -74,6 +74,11 @@ class LoopConfig:
     around: bool = True
     fix_by: FixBy = FixBy.FEEDBACK
 
+    @property
+    def sampling(self) -> bool:
+        """A failed iteration is followed by a sample of the plan, not a fix request."""
+        return self.fix_by == FixBy.SAMPLES
+
 
 def loop_config(settings: Settings, *, around: bool = True) -> LoopConfig:
     """What the loop reads of the settings; `around`: an answer may go around a change the user made meanwhile

@@ -29,7 +29,6 @@ from code_assistant.index.indexer import RepoIndex
 from code_assistant.languages import is_test_file
 from code_assistant.model import prompts
 from code_assistant.model.chat import Usage
-from code_assistant.settings import FixBy
 from code_assistant.verify.outputs import NotRunCause
 from code_assistant.verify.runner import TestResult, TestsNotRunError
 
@@ -116,7 +115,7 @@ class Run:
         self.index, self.reproduction = prepared.index, prepared.reproduction
         self.task, self.baseline = task, prepared.baseline
         editor, config = self.kit.editor, self.config
-        sampling = config.fix_by == FixBy.SAMPLES
+        sampling = config.sampling
         answer = prepared.stopped or self.plan(task, prepared)
         preview = self.preview(answer.ops) if config.dry_run and answer.stop is None else None
         if ending := decide(Facts(point=Point.PLANNED, answer=answer, baseline=prepared.baseline, preview=preview)):

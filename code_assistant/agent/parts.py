@@ -19,7 +19,6 @@ from code_assistant.agent.state import Answer, UsageMeter
 from code_assistant.agent.verifier import Verifier
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.model.chat import Usage
-from code_assistant.settings import FixBy
 from code_assistant.tools.box import Toolbox
 
 
@@ -54,7 +53,7 @@ def build_parts(kit: Kit, config: LoopConfig, *, ask: Callable[[Request], Answer
     asker = Asker(model, conversation, recorder, tree=kit.tree, budget=config.budget, spent=run_usage or meter.total,
                   iteration=iteration, index=index, say=display.say, on_token=display.run_tokens,
                   status=display.status, cancelled=cancelled, tools=toolbox, metered=meter.add,
-                  sampling=config.fix_by == FixBy.SAMPLES)
+                  sampling=config.sampling)
     applier = Applier(kit.tree, kit.editor, config.limits, ask=ask, room=requests.room, say=display.say,
                       review=display.review, guard=kit.guard, around=config.around)
     verifier = Verifier(kit.runner, config.limits, say=display.say, status=display.status)
