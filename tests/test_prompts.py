@@ -9,6 +9,8 @@ from code_assistant.model import prompts
 KNOWN = {
     "system/v1.3.0": "5decba525a53498de0b3796432b437a3ab38622251289ef3327d8b8fb82c8170",
     "system-blocks/v1.0.0": "db0a64e36359f6c754a3d752df23954a6c177a72c27f1054c8bdd9e6105e2c57",
+    "example-blocks-task/v1.0.0": "3bdffe4cba19dcfe5a1abca1320a8549dda0c6bc06e443b9f8cceb775fd2927f",
+    "example-blocks-answer/v1.0.0": "9346f4b4ca67faf2fd6cf64a1a7448fcfeb11e6368aad97dbba8eaf29a17f3ad",
     "plan/v1.3.0": "4a90451772a66b03853eb7b5353dfc08584fecdd0178b6e860c01559633b8f04",
     "fix/v1.0.0": "ceead2092d78182514cd013d539db5135c56f4ab002c72c20af89d3f43aca090",
     "ask/v1.0.0": "9a793ebd4e28f6dd05747d5620a4ec66de2364d0e387b5880dfec8b225b09f89",

@@ -226,6 +226,15 @@ class Requests:
         return self.rules().render() + (found.text() if found else "") + self.session_notes() + self.tools_text(
             PLAN_ANSWER)
 
+    def opening(self, budget: int = 0, shown: Sequence[str] = ()) -> list[Message]:
+        """What a request for changes starts with: the system message, then — for a model that writes SEARCH/REPLACE
+        blocks — one worked exchange (prompts.EXAMPLE_BLOCKS_*), the form shown by use rather than by placeholders
+        a small model copies. The same every time: a server that keeps the last prompt reads it once."""
+        system: list[Message] = [{"role": "system", "content": self.system(budget, shown)}]
+        if self.config.edit_format != EditFormat.BLOCKS:
+            return system
+        return [*system, *EXAMPLE]
+
     def rules(self) -> prompts.Prompt:
         """The system message's rules: the answer format's."""
         return prompts.SYSTEM_BLOCKS if self.config.edit_format == EditFormat.BLOCKS else prompts.SYSTEM
@@ -301,7 +310,7 @@ class Requests:
             user = prompts.PLAN.render(task=task, test_command=self.config.test_command,
                                        baseline=baseline.summary(), baseline_failures=before, context=context,
                                        excerpts=excerpts)
-            return [{"role": "system", "content": self.system(owner, shown)}, {"role": "user", "content": user}]
+            return [*self.opening(owner, shown), {"role": "user", "content": user}]
 
         budget, owner = self._split(room, render(""), index)  # the shell as long as it can be
         pinned = self.memory.shown() if self.memory else []
@@ -319,8 +328,7 @@ class Requests:
         self.fit_tools()
         user = prompts.PLAN.render(task=task, test_command=self.config.test_command, baseline="", baseline_failures="",
                                    context="", excerpts=prompts.EXCERPTS)
-        budget, _ = self._split(self.room(), [{"role": "system", "content": self.system()},
-                                              {"role": "user", "content": user}], index)
+        budget, _ = self._split(self.room(), [*self.opening(), {"role": "user", "content": user}], index)
         return budget
 
     def warm_up(self, request: PlanRequest) -> None:
@@ -340,7 +348,7 @@ class Requests:
             if request.first:
                 user += "\n" + prompts.FIRST_TEST.render(how=self.config.first_test or "a test of the project's own framework",
                                                          test_command=self.config.test_command)
-            return [{"role": "system", "content": self.system(owner, shown)}, {"role": "user", "content": user}]
+            return [*self.opening(owner, shown), {"role": "user", "content": user}]
 
         budget, owner = self._split(room, render(""), index)
         context = self._context(index, task, budget, must_include=list(asked), with_tests=True)
@@ -362,7 +370,7 @@ class Requests:
 
         shell = message_tokens([{"role": "user", "content": render("")}])
         wanted = min(self.config.context_tokens // 2, max(MIN_CONTEXT_TOKENS, room // 3))
-        kept = fit_history(list(history), room - shell - wanted)
+        kept = fit_request(list(history), room - shell - wanted)
         budget = min(self.config.context_tokens // 2, room - message_tokens(kept) - shell - SLACK)
         context = self._context(index, task, max(budget, 1), extra_text=failures,
                                 must_include=[*asked, *self._involved(index, result, request.modified)])
@@ -431,7 +439,7 @@ class Requests:
         if self.config.edit_format == EditFormat.BLOCKS:  # every message passes here: said once for all of them
             messages = [m if m.get("role") not in ("system", "user") or not isinstance(m.get("content"), str)
                         else {**m, "content": prompts.in_blocks(m["content"])} for m in messages]
-        fitted = fit_history(fit_tool_results(messages, room), room)
+        fitted = fit_request(fit_tool_results(messages, room), room)
         if (size := message_tokens(fitted)) > room:
             raise self._too_small(size, size - room)
         return fitted
@@ -444,3 +452,14 @@ class Requests:
         manifests = [m for m in MANIFESTS if _import_error(result)]
         return [p for p in dict.fromkeys([*modified, *frames, *manifests]) if index.gate.admits(p)]
 
+
+EXAMPLE: tuple[Message, ...] = ({"role": "user", "content": prompts.EXAMPLE_BLOCKS_TASK.text},
+                                {"role": "assistant", "content": prompts.EXAMPLE_BLOCKS_ANSWER.text})
+
+
+def fit_request(messages: list[Message], room: int) -> list[Message]:
+    """fit_history, the worked example (Requests.opening) given up first: it is what a request can best do without,
+    and fit_history takes the first user message for the task, which it keeps."""
+    if message_tokens(messages) > room:
+        messages = [m for m in messages if m not in EXAMPLE]
+    return fit_history(messages, room)

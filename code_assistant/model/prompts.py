@@ -67,6 +67,34 @@ do: change the code they call, not the tests.
 Paths are relative to the repository root. Never edit files outside it, never weaken or delete tests,
 never add skip/xfail markers. Keep changes minimal and focused on the task.""")
 
+# One exchange shown before a blocks request's own (a user message and the answer to it): Qwen2.5-Coder-1.5B, told
+# the form with <...> placeholders, sent `<the path of the file to change, ...>` as the path, a fence with the path
+# in its marker, or the definition unchanged with no SEARCH; shown this exchange, it sent a path and a block each
+# time, with a change (pager-page-slice, eight samples: two held the fix; calc-add's fix kept; BENCHMARKS.md).
+EXAMPLE_BLOCKS_TASK = Prompt("example-blocks-task/v1.0.0", """\
+# Task
+greet() must say hello, not goodbye.
+
+# Repository context
+### hello/greeting.py
+```
+def greet(name):
+    return "goodbye " + name
+```
+
+Plan the changes that complete the task so that the tests pass. Reply with SEARCH/REPLACE blocks only.""")
+EXAMPLE_BLOCKS_ANSWER = Prompt("example-blocks-answer/v1.0.0", """\
+hello/greeting.py
+```
+<<<<<<< SEARCH
+def greet(name):
+    return "goodbye " + name
+=======
+def greet(name):
+    return "hello " + name
+>>>>>>> REPLACE
+```""")
+
 # What the requests written for the JSON plan say of their answer, as said to a model that writes blocks (the
 # prompts keep one text and one version each; test_edit_format checks every JSON reply of theirs has its line here).
 IN_BLOCKS: dict[str, str] = {  # in order: the reproduction request's own words before the words every request ends with
@@ -243,7 +271,8 @@ The tools:
 TOOLS_DONE = Prompt("tools-done/v1.0.0", "You have made the {max_calls} tool calls this answer may make; no more "
                                           "tools. Reply now with {answer}.")
 
-ALL: dict[str, Prompt] = {p.version.split("/")[0]: p for p in (SYSTEM, SYSTEM_BLOCKS, PLAN, FIX, SYNTAX, REASK, ASK,
+ALL: dict[str, Prompt] = {p.version.split("/")[0]: p for p in (SYSTEM, SYSTEM_BLOCKS, EXAMPLE_BLOCKS_TASK,
+                                                                 EXAMPLE_BLOCKS_ANSWER, PLAN, FIX, SYNTAX, REASK, ASK,
                                                                  REPRODUCE, REPRODUCE_AGAIN, REPRODUCE_UNRUN, REPRODUCED,
                                                                  READ, INSTRUCTIONS, FIRST_TEST, PLAN_NEXT,
                                                                  SESSION, UNAPPLIED, TOOLS_NATIVE, TOOLS_JSON,
