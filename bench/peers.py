@@ -54,10 +54,10 @@ STOP_GRACE_S = 20.0
 # How long settling may wait, in wall limits: a request an agent left at the limit may be a whole window's prompt,
 # which a loaded CPU reads at ~12 tokens a second (8,192 tokens: 11 minutes), and the case after it must not pay it
 SETTLE_WALLS = 4
-# Comparable step limits: ours plans and then fixes up to --max-iterations times (a request each, plus the
-# reproduction's); aider answers, runs the tests and fixes up to 3 times (its own max_reflections, not settable);
-# mini spends a step on every shell command (reading a file, running the tests), so it gets several a round.
-OURS_ITERATIONS = 3
+# Comparable step limits: ours plans and then fixes (or samples the plan again) up to its own --max-iterations (3,
+# 6 with --small-model, whose iterations are samples: an answer and a test run each; an --ours-arg may set it);
+# aider answers, runs the tests and fixes up to 3 times (its own max_reflections, not settable); mini spends a step
+# on every shell command (reading a file, running the tests), so it gets several a round. The wall limit is the same.
 MINI_STEPS = 12
 
 
@@ -180,7 +180,7 @@ def ours_args(setup: Setup, url: str) -> tuple[str, ...]:
     """Our run's options. --request-timeout is the wall limit: the proxy relays a streamed answer whole, so the
     first token comes when the last does (the peers wait as long: neither has a stall guard)."""
     return ("--base-url", url, "--model", setup.model, "--context-window", str(setup.n_ctx),
-            "--max-iterations", str(OURS_ITERATIONS), "--request-timeout", str(int(setup.wall_s)), *setup.ours_args)
+            "--request-timeout", str(int(setup.wall_s)), *setup.ours_args)
 
 
 def settle(setup: Setup) -> float:

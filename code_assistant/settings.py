@@ -98,11 +98,13 @@ FIX_BY = tuple(f.value for f in FixBy)
 # an outline). Each is still set by its own flag, which wins.
 # A failed iteration is followed by a sample of the plan (FixBy.SAMPLES): shown its failures, the model sent the same
 # answer again (pager-page-slice, three times), while six samples of the first request at 0.7 cost 4-40 s each and
-# one held the fix.
+# one held the fix. Six iterations: a sample costs its answer and a test run (pager-page-slice: 7 s each), and
+# the fix came with the third sample of one iteration after two that repeated the plan.
 SMALL_MODEL: dict[str, object] = {"edit_format": "blocks", "tools": "off", "reproduce": False,
-                                  "context_tokens": 2500, "fix_by": "samples"}
+                                  "context_tokens": 2500, "fix_by": "samples", "max_iterations": 6}
 SMALL_MODEL_SAID = (f"SEARCH/REPLACE blocks, no tools, no reproduction test, a {SMALL_MODEL['context_tokens']}-token "
-                    "context, a failed attempt taken back and the plan sampled again")  # the flag's help, the hint
+                    f"context, a failed attempt taken back and the plan sampled again, up to "
+                    f"{SMALL_MODEL['max_iterations']} iterations")  # the flag's help, the hint
 TOOLS_MIN_WINDOW = 4096
 WIRES = ("chat", "responses")  # the APIs a model is asked through (model/accepts.py)
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")  # OpenAI's values; servers take some

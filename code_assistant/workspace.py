@@ -275,7 +275,8 @@ class Workspace:
             edits = "SEARCH/REPLACE blocks" if s.edit_format == EditFormat.BLOCKS else "a JSON plan"
             fixes = "the plan sampled again" if s.fix_by == FixBy.SAMPLES else "the failures sent back"
             self.say(f"[--small-model: edits as {edits}, tools {s.tools}, reproduction test {reproduce}, a "
-                     f"{s.context_tokens}-token context, after a failed iteration {fixes}]")
+                     f"{s.context_tokens}-token context, after a failed iteration {fixes}, "
+                     f"{s.max_iterations} iterations]")
         if s.max_cost is None or estimate_cost(model.name, 1, 1, s.base_url) is not None:
             return
         priced = gateway_info(s.base_url, model.name, s.api_key or None) if s.base_url else None

@@ -127,15 +127,16 @@ def test_small_model_asks_for_blocks_without_tools_or_a_reproduction_in_a_small_
         asked = server.chat_requests
     assert proc.returncode == 0 and "Result: SUCCESS" in proc.stdout, proc.stdout + proc.stderr
     assert "[--small-model: edits as SEARCH/REPLACE blocks, tools off, reproduction test off, a 2500-token " \
-           "context, after a failed iteration the plan sampled again]" in proc.stdout
+           "context, after a failed iteration the plan sampled again, 6 iterations]" in proc.stdout
     assert "[Reproducing" not in proc.stdout and len(asked) == 1, "the suite is green, yet no reproduction request"
     assert _said(asked[0]).startswith(prompts.SYSTEM_BLOCKS.render()) and "tools" not in asked[0]
     with ScriptedServer([fix.replace("  # kept", "  # kept twice")]) as server:
         own = run_cli(["--repo", str(repo), "--task", "Say it twice", "--test-command", PYTEST, "--small-model",
-                       "--context-tokens", "900", "--edit-format", "json", "--no-structured-output"],
+                       "--context-tokens", "900", "--max-iterations", "2", "--edit-format", "json",
+                       "--no-structured-output"],
                       server_url=server.url)
     assert "[--small-model: edits as a JSON plan, tools off, reproduction test off, a 900-token context, after a " \
-           "failed iteration the plan sampled again]" in own.stdout
+           "failed iteration the plan sampled again, 2 iterations]" in own.stdout
 
 
 def test_blocks_without_tools_get_no_map_of_more_files_the_model_could_not_ask_for(tmp_path: Path) -> None:
