@@ -55,3 +55,32 @@ def test_a_request_too_long_for_its_room_gives_up_the_example_first_and_keeps_th
     conversation = [*messages, {"role": "assistant", "content": "calc.py\n..."}, {"role": "user", "content": "again"}]
     kept = fit_request(conversation, message_tokens(conversation) - 5)
     assert kept[0] == messages[0] and task in kept and not any(m in kept for m in EXAMPLE)
+
+
+def test_an_answer_that_edits_the_examples_file_is_refused_and_the_next_sample_goes_on(tmp_path: Path) -> None:
+    """The example copied — its file created in the user's tree — is refused whole, said, and nothing of it
+    written; a repository that has a file of that name may change it."""
+    repo = python_repo(tmp_path)
+    copied = (f"{prompts.EXAMPLE_BLOCKS_FILE}\n```\n<<<<<<< SEARCH\n=======\ndef greet(name):\n"
+              f"    return \"hello \" + name\n>>>>>>> REPLACE\n```\n") + RIGHT_BLOCK.replace("a * 1 - b", "a - b")
+    with ScriptedServer([copied, RIGHT_BLOCK.replace("a * 1 - b", "a - b")]) as server:
+        proc = run_cli(["--repo", str(repo), "--task", "Fix add() and make the tests pass", "--test-command", PYTEST,
+                        "--no-reproduce", "--no-tools", "--edit-format", "blocks", "--fix-by", "samples"],
+                       server_url=server.url)
+    assert proc.returncode == 0 and "Result: SUCCESS" in proc.stdout, proc.stdout + proc.stderr
+    assert (f"[Refused: {prompts.EXAMPLE_BLOCKS_FILE} is the answer format's example, not a file of this "
+            "repository: change the repository's files]") in proc.stdout
+    assert not (repo / prompts.EXAMPLE_BLOCKS_FILE).exists() and len(server.chat_requests) == 2
+    assert prompts.EXAMPLE_BLOCKS_ANSWER.text.splitlines()[0] == prompts.EXAMPLE_BLOCKS_FILE
+
+    (tmp_path / "own").mkdir()
+    own = python_repo(tmp_path / "own", {prompts.EXAMPLE_BLOCKS_FILE: "def greet(name):\n    return name\n",
+                                         "tests/test_greet.py": "from hello.greeting import greet\n\n\n"
+                                                                "def test_greet():\n    assert greet('x') == 'hello x'\n",
+                                         "pytest.ini": "[pytest]\npythonpath = .\n"})
+    fix = (f"{prompts.EXAMPLE_BLOCKS_FILE}\n```\n<<<<<<< SEARCH\n    return name\n=======\n"
+           "    return \"hello \" + name\n>>>>>>> REPLACE\n```\n")
+    with ScriptedServer([fix]) as server:
+        proc = run_cli(["--repo", str(own), "--task", "greet() says hello", "--test-command", PYTEST,
+                        "--no-reproduce", "--no-tools", "--edit-format", "blocks"], server_url=server.url)
+    assert proc.returncode == 0 and "Result: SUCCESS" in proc.stdout, proc.stdout + proc.stderr

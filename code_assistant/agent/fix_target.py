@@ -16,6 +16,7 @@ from code_assistant.agent.state import Reproduction
 from code_assistant.edit.edits import Action, EditOperation
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.languages import is_test_file
+from code_assistant.model import prompts
 from code_assistant.verify.runner import TestResult
 
 REFUSALS = 1  # test-only answers refused per run; the next goes through
@@ -62,6 +63,16 @@ class FixTarget:
                   if code else "change the code they test instead, so that the tests pass as they are written")
         return (f"{', '.join(edited)}: only tests were changed, but the failing tests ({_some(failing.failed_ids)}) "
                 f"check the code, not themselves: {change}")
+
+
+def copied_example(ops: Sequence[EditOperation], index: RepoIndex | None) -> str | None:
+    """Why an answer that edits the worked example's file (prompts.EXAMPLE_BLOCKS_FILE), which the repository does
+    not have, is refused whole (None: it does not): the example was copied, not a change made for this task (aider's
+    model wrote its own example's show_greeting.py into calc-add's tree)."""
+    example = prompts.EXAMPLE_BLOCKS_FILE
+    if index is None or example in index.files or all(op.file_path != example for op in ops):
+        return None
+    return f"{example} is the answer format's example, not a file of this repository: change the repository's files"
 
 
 def code_under_test(failing: TestResult, index: RepoIndex | None) -> list[str]:

@@ -15,7 +15,7 @@ from code_assistant.agent.asker import SAMPLE_TEMPERATURE
 from code_assistant.agent.decide import Ending, Facts, Point, decide
 from code_assistant.agent.exchange import context_line
 from code_assistant.agent.feedback import edit_feedback, failure_signature
-from code_assistant.agent.fix_target import FixTarget, failing_now
+from code_assistant.agent.fix_target import FixTarget, copied_example, failing_now
 from code_assistant.agent.kit import Kit, LoopConfig
 from code_assistant.agent.parts import build_parts
 from code_assistant.agent.progress import best, counts, iteration_line
@@ -279,7 +279,8 @@ class Run:
         """The answer's edits written, and an edit that broke a file's syntax sent back for repair at once."""
         applier = self.parts.applier
         failing = failing_now(self.baseline, [result for _, result in self.tested], self.reproduction)
-        if (off_target := self.target.refusal(ops, failing, self.task, self.index)) is not None:
+        if (off_target := copied_example(ops, self.index) or self.target.refusal(ops, failing, self.task,
+                                                                                  self.index)) is not None:
             self.say(f"[Refused: {off_target}]")
             applied = Applied(refused=[off_target], whole_batch_refused=True, guardrails=(True,))
         else:

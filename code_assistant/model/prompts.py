@@ -71,6 +71,7 @@ never add skip/xfail markers. Keep changes minimal and focused on the task.""")
 # the form with <...> placeholders, sent `<the path of the file to change, ...>` as the path, a fence with the path
 # in its marker, or the definition unchanged with no SEARCH; shown this exchange, it sent a path and a block each
 # time, with a change (pager-page-slice, eight samples: two held the fix; calc-add's fix kept; BENCHMARKS.md).
+EXAMPLE_BLOCKS_FILE = "hello/greeting.py"  # the example's file: an answer that edits it copied the example
 EXAMPLE_BLOCKS_TASK = Prompt("example-blocks-task/v1.0.0", """\
 # Task
 greet() must say hello, not goodbye.
