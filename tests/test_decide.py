@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from code_assistant.agent.decide import NO_CHANGE, Ending, Facts, Point, decide
+from code_assistant.agent.decide import BROKE_GREEN, NO_CHANGE, Ending, Facts, Point, decide
 from code_assistant.agent.state import Answer, Applied, Reproduction
 from code_assistant.agent.stop import Stop
 from code_assistant.edit.editor import ChangedOutsideError
@@ -85,6 +85,13 @@ CASES: list[tuple[str, Facts, Ending | None]] = [
     ("red the same way after a fix that wrote", at_test(result=RED, same_failures=True),
      Ending(reason=Stop.NO_PROGRESS, message="the same tests failed the same way after the last fix")),
     ("red the same way, but nothing was written", at_test(result=RED, same_failures=True, applied=FAILED_EDIT), None),
+    ("sampling, red where it was red: the next sample", at_test(result=RED, sampling=True, same_failures=True), None),
+    ("sampling, a green suite broken and no failing test to aim at", at_test(result=RED, baseline=GREEN, sampling=True),
+     Ending(reason=Stop.NO_PROGRESS, message=BROKE_GREEN)),
+    ("sampling, a green suite broken, the reproduction test to aim at", at_test(
+        result=RED, baseline=GREEN, sampling=True, reproduction=Reproduction(
+            paths=["tests/test_repro.py"], failed=ran(False, "tests/test_repro.py::test_x"))), None),
+    ("fixing, a green suite broken: the failures go back", at_test(result=RED, baseline=GREEN), None),
     ("untested, iterations left", at_test(untested="none of the answer's edits could be applied"), None),
     ("untested on the last iteration", at_test(untested="calc.py does not parse", iteration=3),
      Ending(reason=Stop.MAX_ITERATIONS, message="calc.py does not parse")),

@@ -79,6 +79,20 @@ def test_samples_that_only_repeat_end_the_run_without_progress(tmp_path: Path) -
     assert len(asked) == 4 and (repo / "calc.py").read_text() == CALC_PY
 
 
+def test_a_change_that_breaks_a_green_suite_with_no_failing_test_to_aim_at_ends_the_run(tmp_path: Path) -> None:
+    """A green suite and no reproduction test: nothing says what the task wants, so a later sample could only be a
+    change that breaks nothing. Qwen2.5-Coder-1.5B spent 250-300 s a case sampling so, and never resolved one."""
+    repo = python_repo(tmp_path, {"calc.py": CALC_PY, "tests/test_calc.py": "from calc import multiply\n\n\n"
+                                  "def test_multiply():\n    assert multiply(3, 4) == 12\n",
+                                  "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p no:cacheprovider\n"})
+    breaks = "calc.py\n```\n<<<<<<< SEARCH\n    return a * b\n=======\n    return a + b\n>>>>>>> REPLACE\n```\n"
+    out, asked = _run(repo, [breaks, RIGHT, RIGHT])
+    assert "Result: FAILED (no_progress: the change broke tests that passed before, and no failing test says what " \
+           "the task wants" in out, out
+    assert len(asked) == 1 and "[Sampling the plan again" not in out
+    assert (repo / "calc.py").read_text() == CALC_PY, "rolled back"
+
+
 def test_a_reproduction_test_is_kept_while_the_plan_is_sampled(tmp_path: Path) -> None:
     """The test written to capture the task stays through every sample (it is written again after the take-back,
     through the journal), and goes out with the rest when the run fails."""
