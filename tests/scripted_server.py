@@ -6,6 +6,8 @@ Each chat request takes the next step of the script:
 - a dict {"status": 500, "message": "..."}: an HTTP error with an OpenAI-style error body;
 - a dict {"sleep": seconds, "answer": str}: answer late (for timeout tests);
 - a dict {"gap": seconds, "answer": str}: stream the answer with that pause between pieces (a slow local model);
+  `streams` then says, for each streamed answer, how many of its pieces were sent before the client closed the
+  stream (llama.cpp's server stops generating there);
 - a dict {"stall": seconds, "answer": str}: stream the first piece, then send nothing for that long;
 - a dict {"dropped": True}: a stream's headers, then the connection closed before any event (the stream broken off;
   unstreamed: the connection closed without an answer);
@@ -148,6 +150,7 @@ class ScriptedServer(LoopbackServer):
         self.fixed_prompt_tokens, self.cache, self.silent_cut = fixed_prompt_tokens, cache, silent_cut
         self.prompt_speed, self.timings = prompt_speed, timings
         self.prompts: list[list[int]] = []  # every chat prompt read, as the cache would hold it
+        self.streams: list[dict[str, int]] = []  # each streamed answer: {"sent": pieces written, "of": its pieces}
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -280,6 +283,8 @@ class ScriptedServer(LoopbackServer):
                     deltas += [{"tool_calls": [{"index": index, "function": {"arguments": arguments[i:i + 7]}}]}
                                for i in range(0, len(arguments), 7)]
                 deltas = deltas or [{"content": ""}]
+                record = {"sent": 0, "of": len(deltas)}
+                server.streams.append(record)
                 try:
                     for n, delta in enumerate(deltas):
                         chunk = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
@@ -287,6 +292,7 @@ class ScriptedServer(LoopbackServer):
                                  "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
                         self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                         self.wfile.flush()
+                        record["sent"] = n + 1
                         time.sleep(stall if n == 0 and stall else gap)
                     end = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
                            "model": body.get("model", "test"),

@@ -19,11 +19,15 @@ from code_assistant.agent.requests import PLAN_ANSWER, FollowUp, PlanRequest, Re
 from code_assistant.agent.state import Answer
 from code_assistant.answers.plan import PlanParseError, parse_answer
 from code_assistant.answers.reasoning import split_reasoning
+from code_assistant.answers.search_replace import SearchWatch
 from code_assistant.answers.tool_calls import as_text
+from code_assistant.edit.beside import file_text
 from code_assistant.edit.edits import Action, repo_relative
+from code_assistant.edit.journal import read_state
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.model import prompts
 from code_assistant.model.chat import ChatModel, ChatResponse, Usage
+from code_assistant.model.records import StopAnswer
 from code_assistant.model.trajectory import StepKind
 from code_assistant.tools.box import Toolbox
 from code_assistant.waiting import SILENT, Status
@@ -173,7 +177,7 @@ class Asker:
         unreadable = 0
         try:
             while True:
-                response = exchange(model, self.conversation, tools=self.tools, on_token=self.on_token,
+                response = exchange(model, self.conversation, tools=self.tools, on_token=self._watched(request),
                                     say=self.say, on_round=self._round, answer=PLAN_ANSWER, status=self.status)
                 if self._over is not None:
                     return Answer(said=tuple(said), stop=self._over.reason, why=self._over.message)
@@ -191,7 +195,8 @@ class Asker:
                 if ending := self.replied():
                     return Answer(said=tuple(said), stop=ending.reason, why=ending.message)
                 try:
-                    plan = parse_answer(response.text, cut_off=response.cut_off, owner=self._owner)
+                    plan = parse_answer(response.text, cut_off=response.cut_off, owner=self._owner,
+                                        stopped=response.stopped)
                     recorder.read_as(plan.format)
                     if plan.ops:
                         self._earlier.append(visible)
@@ -210,6 +215,34 @@ class Asker:
         finally:
             extra = self._sampler.usage - sampled if self._sampler is not None else Usage()
             recorder.used(model.usage - before + extra, time.perf_counter() - started)
+
+    def _watched(self, request: Request) -> Callable[[str], None] | None:
+        """The tokens shown as they come — and, for a sampled run's plan asked without tools, read as they come: an
+        answer whose SEARCH text matches nowhere in its file is stopped there (StopAnswer), since it cannot apply
+        whatever follows and the run would only sample again. Qwen2.5-Coder-1.5B wrote up to a thousand tokens,
+        50 s on a CPU, of setup.py or a whole index.js that were not the files' lines."""
+        if not (self.sampling and self.tools is None and isinstance(request, PlanRequest)):
+            return self.on_token
+        shown, watch, written, stopped = self.on_token, SearchWatch(self._current), [], []
+
+        def on_token(piece: str) -> None:
+            if shown is not None:
+                shown(piece)
+            written.append(piece)
+            if "\n" in piece and not stopped and (why := watch(_visible("".join(written)))) is not None:
+                stopped.append(why)  # once: what the display held back comes after the stream is closed
+                raise StopAnswer(why)
+        return on_token
+
+    def _current(self, path: str) -> str | None:
+        """A file of the repository's index as the edit will find it on disk (None: not such a file, or unreadable):
+        what a streamed SEARCH text is held against."""
+        rel = repo_relative(self.tree.root, path)
+        index = self.index()
+        if rel is None or index is None or rel not in index.files:
+            return None
+        data = read_state(self.tree.root / rel)
+        return file_text(data)[0] if data is not None and b"\x00" not in data[:8192] else None
 
     def _model_for(self, request: Request) -> ChatModel:
         """The run's model, or for a sampled plan a copy at SAMPLE_TEMPERATURE with the sample's seed, its usage

@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from code_assistant.edit.edits import Action, EditOperation
+from code_assistant.edit.matching import cannot_match
 
 # the markers in any case: Qwen2.5-Coder-1.5B closed a block with `>>>>>>> replace`
 _HEAD_RE = re.compile(r"^[ \t]*<{5,9} ?(?:SEARCH|ORIGINAL)\b.*$", re.IGNORECASE)
@@ -154,6 +156,70 @@ def _next(bare: list[str], start: int, marker: re.Pattern[str], number: int, pat
             break
     raise BlockError(f"SEARCH/REPLACE block {number} ({path}) is not closed: expected `{name}`. Send every block "
                      f"whole: `<<<<<<< SEARCH`, the lines, `=======`, the new lines, `>>>>>>> REPLACE`")
+
+
+@dataclass(frozen=True)
+class SearchSoFar:
+    """A block's SEARCH text as far as a streamed answer has written it: its whole lines only."""
+
+    number: int  # the block's number in the answer, from 1
+    path: str | None  # its file, as the block names it (None: not named, or a file an earlier block changes)
+    lines: list[str]
+    closed: bool  # its `=======` has come: the SEARCH text is whole
+
+
+def searches_so_far(text: str) -> list[SearchSoFar]:
+    """The SEARCH text of every block a partial answer has opened, in its whole lines (the line still being written
+    is left out). A block's file is the one it names, as parse_blocks reads it; a block for a file an earlier block
+    of the answer edits has none (its text may be what that edit writes)."""
+    end = text.rfind("\n")
+    bare = text[:end].splitlines() if end >= 0 else []
+    found: list[SearchSoFar] = []
+    current: str | None = None
+    edited: set[str] = set()
+    i = 0
+    while i < len(bare):
+        is_head, named = _head(bare[i])
+        if not is_head:
+            i += 1
+            continue
+        current = named or _name_above(bare, i) or current
+        j = i + 1
+        while j < len(bare) and not (_DIVIDER_RE.match(bare[j]) or _is_head(bare[j]) or _TAIL_RE.match(bare[j])):
+            j += 1
+        closed = j < len(bare) and bool(_DIVIDER_RE.match(bare[j]))
+        path = current if current not in edited else None
+        found.append(SearchSoFar(number=len(found) + 1, path=path, lines=bare[i + 1:j], closed=closed))
+        edited.update([current] if current else [])
+        i = j + 1 if closed else j
+    return found
+
+
+class SearchWatch:
+    """An answer's blocks read as it is streamed, line by line: why they can no longer all apply, whatever the
+    answer goes on to write — a block's SEARCH text, as far as it goes, matches nowhere in its file (`read`: a file's
+    text by the block's path; None, a file not to judge: missing, or not one of the repository's). Only what the
+    matcher itself would refuse (matching.cannot_match); a whole SEARCH text is judged once."""
+
+    def __init__(self, read: Callable[[str], str | None]) -> None:
+        self._read = read
+        self._files: dict[str, str | None] = {}
+        self._judged: set[int] = set()  # blocks whose whole SEARCH text matches
+
+    def __call__(self, text: str) -> str | None:
+        for search in searches_so_far(text):
+            if search.number in self._judged or search.path is None or not search.lines:
+                continue
+            if search.path not in self._files:
+                self._files[search.path] = self._read(search.path)
+            content = self._files[search.path]
+            if content is None:
+                continue
+            if (why := cannot_match(content, search.lines, closed=search.closed)) is not None:
+                return f"block {search.number} ({search.path}): {why}"
+            if search.closed:
+                self._judged.add(search.number)
+        return None
 
 
 def has_headless(text: str) -> bool:

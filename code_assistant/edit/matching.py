@@ -13,6 +13,7 @@ a blank line keeps the whitespace it was written with.
 from __future__ import annotations
 
 import difflib
+import functools
 import logging
 import re
 from collections.abc import Callable
@@ -345,6 +346,57 @@ def apply_search_replace(content: str, search: str, replace: str) -> MatchOutcom
     return MatchOutcome(ok=False, message=f"search text not found. {closest_lines(bodies, search_lines)}\n"
                                           "Copy the search text exactly from the file (same indentation and spacing) "
                                           "and resend only this edit." + symbol_hint(bodies, search_lines))
+
+
+def cannot_match(content: str, search: list[str], *, closed: bool) -> str | None:
+    """Why a SEARCH text, as far as a streamed answer has written it (`search`: its whole lines; `closed`: all of
+    them), can match nowhere in `content` whatever comes after it; None while it still may. Whole, it is what
+    apply_search_replace refuses, with the replacement the same text (the most any replacement lets it match: an
+    elision needs as many in the replacement). Open, its lines between the first (which may start mid-line) and the
+    last so far (which may stop mid-line), cut at elision lines, are runs whose words are those of no run of the
+    file's lines: every strategy, fuzzy included, matches a run of lines only to one with the same words line for
+    line. Neither says any of the file's lines."""
+    if closed:
+        text = "\n".join(search) + "\n"
+        outcome = apply_search_replace(content, text, text)
+        if outcome.ok:
+            return None
+        return "its SEARCH text is in more than one place of the file" \
+            if outcome.message.startswith("search text found") else "its SEARCH text is not in the file"
+    if any("\\n" in line for line in search):
+        return None  # a text whose lines are written as `\\n` may be read as those lines (_unescaped)
+    file_words, starts = _line_words(content)
+    run: list[tuple[str, ...]] = []
+    for number, line in enumerate([*search[1:-1], "..."], start=2):
+        if not _ELISION_RE.match(line):
+            run.append(tuple(_WORD_RE.findall(line)))
+            continue
+        if run and not _occurs(run, file_words, starts):
+            first = number - len(run)
+            kept = next(k for k in range(1, len(run) + 1) if not _occurs(run[:k], file_words, starts)) - 1
+            return (f"line {first} of its SEARCH text is in no line of the file" if kept == 0 else
+                    f"line {first + kept} of its SEARCH text follows its lines {first}-{first + kept - 1} nowhere in "
+                    f"the file" if kept > 1 else f"line {first + 1} of its SEARCH text follows line {first} nowhere "
+                    f"in the file")
+        run = []
+    return None
+
+
+@functools.lru_cache(maxsize=4)
+def _line_words(content: str) -> tuple[list[tuple[str, ...]], dict[tuple[str, ...], list[int]]]:
+    """Each line's words, and where each line's words are: what a streamed SEARCH text is checked against at each of
+    its lines."""
+    file_words = [tuple(_WORD_RE.findall(line)) for line in split_lines(content)[0]]
+    starts: dict[tuple[str, ...], list[int]] = {}
+    for i, words in enumerate(file_words):
+        starts.setdefault(words, []).append(i)
+    return file_words, starts
+
+
+def _occurs(run: list[tuple[str, ...]], lines: list[tuple[str, ...]], starts: dict[tuple[str, ...], list[int]]
+            ) -> bool:
+    """The run of lines' words is that of a run of the file's lines (`starts`: where each line's words are)."""
+    return any(lines[i:i + len(run)] == run for i in starts.get(run[0], []))
 
 
 def _unescaped(search: str, replace: str) -> tuple[str, str] | None:

@@ -23,7 +23,16 @@ from typing import Any
 import openai
 
 from code_assistant.model.accepts import Ask
-from code_assistant.model.records import CARRIED, ChatResponse, ModelError, Streamed, ToolCall, answered, broke_off
+from code_assistant.model.records import (
+    CARRIED,
+    ChatResponse,
+    ModelError,
+    StopAnswer,
+    Streamed,
+    ToolCall,
+    answered,
+    broke_off,
+)
 from code_assistant.model.structured import response_format
 
 REASONING_ITEM = "chat.reasoning_content"  # a carried item: {"type", "text"}, the turn's reasoning_content
@@ -115,6 +124,7 @@ def stream(client: openai.OpenAI, request: dict[str, Any], on_token: Callable[[s
     usage = timings = None
     events = 0
     cut_off = False
+    stopped = ""
     first: float | None = None
     try:
         for chunk in chunks:
@@ -142,9 +152,13 @@ def stream(client: openai.OpenAI, request: dict[str, Any], on_token: Callable[[s
                         call["arguments"] += piece_of_call.function.arguments or ""
     except openai.APIConnectionError as exc:
         broke_off(exc, events)
+    except StopAnswer as stop:
+        chunks.close()
+        stopped = stop.reason
     if events == 0:
         return None
     response = answered("".join(parts), cut_off, _usage(usage), timings)
+    response.stopped = stopped
     response.reasoning = "".join(thought)
     response.tool_calls = [ToolCall(name=c["name"], arguments=c["arguments"], id=c["id"])
                            for _, c in sorted(calls.items()) if c["name"]]

@@ -81,6 +81,7 @@ class ChatResponse:
     wire: str = "chat"  # the API that answered: "chat" (/chat/completions), "responses" (/responses), "replay"
     carried: list[dict[str, Any]] = field(default_factory=list)  # the wire's items to send back with the calls
     notes: list[str] = field(default_factory=list)  # lines for the person: what the server's refusals taught
+    stopped: str = ""  # why the answer was stopped as it came (StopAnswer): it is only its beginning
 
 
 @dataclass
@@ -197,6 +198,16 @@ def answered(text: str, cut_off: bool, usage: Mapping[str, Any] | None, timings:
     charged = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0 else None
     return ChatResponse(text=text, prompt_tokens=reported.prompt, completion_tokens=completion, cut_off=cut_off,
                         reported=reported, reasoning_tokens=reasoning, cached_tokens=reported.read, cost=charged)
+
+
+class StopAnswer(Exception):  # noqa: N818 (a stop asked for, not an error)
+    """Raised by a stream's token callback: the answer so far is enough to know it will not do (`reason`); the
+    stream is closed, which a server such as llama.cpp's takes as the end of the generation, and the answer is
+    what came until then, marked `stopped`."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 @dataclass

@@ -22,7 +22,7 @@ from typing import Any
 import openai
 
 from code_assistant.model.accepts import Ask
-from code_assistant.model.records import CARRIED, ChatResponse, Streamed, ToolCall, answered, broke_off
+from code_assistant.model.records import CARRIED, ChatResponse, StopAnswer, Streamed, ToolCall, answered, broke_off
 from code_assistant.model.structured import text_format
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
@@ -98,6 +98,7 @@ class _Pieces:
         self.thought: list[str] = []
         self.calls: dict[int, dict[str, str]] = {}
         self.carried: list[dict[str, Any]] = []
+        self.stopped = ""  # why the answer was stopped as it came
 
     def item(self, index: int, item: Any) -> None:
         if item.type == "function_call":
@@ -141,6 +142,9 @@ def stream(client: openai.OpenAI, request: dict[str, Any], on_token: Callable[[s
                                       body={"code": getattr(error, "code", None), "message": message})
     except openai.APIConnectionError as exc:
         broke_off(exc, count)
+    except StopAnswer as stop:
+        events.close()
+        pieces.stopped = stop.reason
     if count == 0:
         return None
     return Streamed(_answer(final, pieces), first)
@@ -165,6 +169,7 @@ def _answer(final: Any, pieces: _Pieces) -> ChatResponse:
     response.carried = whole.carried or pieces.carried
     response.reasoning = "".join(pieces.thought) or "".join(
         part.text for item in output if item.type == "reasoning" for part in item.summary or [])
+    response.stopped = pieces.stopped
     return response
 
 
