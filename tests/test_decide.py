@@ -15,6 +15,7 @@ from code_assistant.verify.outputs import NotRun, NotRunCause, TestFailure
 from code_assistant.verify.runner import TestResult, TestsNotRunError
 
 EDIT = EditOperation(file_path="calc.py", search="a - b", replace="a + b")
+UNAPPLIED = EditResult.failed("calc.py", "modify", "calc.py: line 2 of its SEARCH text is in no line of the file")
 WROTE = Applied(results=[EditResult(ok=True, file_path="calc.py", action="edit", message="")], guardrails=(False,))
 FAILED_EDIT = Applied(results=[EditResult(ok=False, file_path="calc.py", action="edit", message="search not found\nmore")])
 NOTHING_WRITTEN = "nothing of the answer was written: the change touches 50 lines, over the limit of 10"
@@ -51,6 +52,8 @@ CASES: list[tuple[str, Facts, Ending | None]] = [
     ("a plan of edits", Facts(point=Point.PLANNED, answer=Answer(ops=[EDIT]), baseline=RED), None),
     ("no plan on a failing baseline: tested once (flaky?)", Facts(point=Point.PLANNED, answer=Answer(), baseline=RED),
      None),
+    ("a plan stopped as it came, its edit not in the file: as if it came whole and failed to apply",
+     Facts(point=Point.PLANNED, answer=Answer(unapplied=UNAPPLIED), baseline=GREEN), None),
     ("no plan on a green baseline", Facts(point=Point.PLANNED, answer=Answer(), baseline=GREEN),
      Ending(reason=Stop.NO_CHANGES, message=NO_CHANGE)),
     ("a dry run", Facts(point=Point.PLANNED, answer=Answer(ops=[EDIT]), baseline=RED,
@@ -108,6 +111,8 @@ CASES: list[tuple[str, Facts, Ending | None]] = [
      Ending(reason=Stop.MAX_ITERATIONS, message="none of the answer's edits could be applied")),
     # answered
     ("a fix", Facts(point=Point.ANSWERED, answer=Answer(ops=[EDIT], said=("{}",))), None),
+    ("a sample stopped as it came: its edit fails, its iteration is taken",
+     Facts(point=Point.ANSWERED, answer=Answer(unapplied=UNAPPLIED, said=("calc.py\n",)), sampling=True), None),
     ("no further change", Facts(point=Point.ANSWERED, answer=Answer(), changed=True),
      Ending(reason=Stop.NO_CHANGES, message="the model proposed no further changes")),
     ("no change at all", Facts(point=Point.ANSWERED, answer=Answer()), Ending(reason=Stop.NO_CHANGES, message=NO_CHANGE)),

@@ -127,10 +127,12 @@ def test_a_sample_whose_search_text_is_not_in_the_file_is_stopped_as_it_streams(
                        server_url=server.url)
         streams = server.streams
     out = proc.stdout + proc.stderr
-    assert "[The sample could not be read: stopped as it came, its edits could not apply: block 1 (calc.py): line 2 " \
-           "of its SEARCH text is in no line of the file]" in out, out
+    assert "[Sampling the plan again: sample 1, at temperature 0.7]\n[Stopped as it came, its edit cannot apply: " \
+           "calc.py: line 2 of its SEARCH text is in no line of the file]\n[Not tested (iteration 2): none of the " \
+           "answer's edits could be applied]\n[Sampling the plan again: sample 2" in out, out
     assert streams[1]["sent"] < streams[1]["of"] // 10, streams
     assert "Result: SUCCESS" in out and (repo / "calc.py").read_text() == CALC_PY.replace("a - b", "a + b")
+    assert "iteration 3" in out, "the stopped sample took its iteration, as the whole answer's failed edit would"
 
 
 def test_a_run_that_feeds_failures_back_gets_its_answers_whole(tmp_path: Path) -> None:

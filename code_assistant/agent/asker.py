@@ -19,10 +19,10 @@ from code_assistant.agent.requests import PLAN_ANSWER, FollowUp, PlanRequest, Re
 from code_assistant.agent.state import Answer
 from code_assistant.answers.plan import PlanParseError, parse_answer
 from code_assistant.answers.reasoning import split_reasoning
-from code_assistant.answers.search_replace import SearchWatch
+from code_assistant.answers.search_replace import SearchWatch, Unmatched
 from code_assistant.answers.tool_calls import as_text
 from code_assistant.edit.beside import file_text
-from code_assistant.edit.edits import Action, repo_relative
+from code_assistant.edit.edits import Action, EditResult, repo_relative
 from code_assistant.edit.journal import read_state
 from code_assistant.index.indexer import RepoIndex
 from code_assistant.model import prompts
@@ -177,8 +177,10 @@ class Asker:
         unreadable = 0
         try:
             while True:
-                response = exchange(model, self.conversation, tools=self.tools, on_token=self._watched(request),
-                                    say=self.say, on_round=self._round, answer=PLAN_ANSWER, status=self.status)
+                unmatched: list[Unmatched] = []
+                response = exchange(model, self.conversation, tools=self.tools,
+                                    on_token=self._watched(request, unmatched), say=self.say, on_round=self._round,
+                                    answer=PLAN_ANSWER, status=self.status)
                 if self._over is not None:
                     return Answer(said=tuple(said), stop=self._over.reason, why=self._over.message)
                 visible = _visible(response.text)
@@ -194,9 +196,12 @@ class Asker:
                 said.append(visible)
                 if ending := self.replied():
                     return Answer(said=tuple(said), stop=ending.reason, why=ending.message)
+                if response.stopped and unmatched:
+                    self._earlier.append(visible)
+                    return Answer(said=tuple(said), unapplied=EditResult.failed(
+                        unmatched[0].path, Action.MODIFY, f"{unmatched[0].path}: {unmatched[0].why}"))
                 try:
-                    plan = parse_answer(response.text, cut_off=response.cut_off, owner=self._owner,
-                                        stopped=response.stopped)
+                    plan = parse_answer(response.text, cut_off=response.cut_off, owner=self._owner)
                     recorder.read_as(plan.format)
                     if plan.ops:
                         self._earlier.append(visible)
@@ -216,22 +221,23 @@ class Asker:
             extra = self._sampler.usage - sampled if self._sampler is not None else Usage()
             recorder.used(model.usage - before + extra, time.perf_counter() - started)
 
-    def _watched(self, request: Request) -> Callable[[str], None] | None:
+    def _watched(self, request: Request, unmatched: list[Unmatched]) -> Callable[[str], None] | None:
         """The tokens shown as they come — and, for a sampled run's plan asked without tools, read as they come: an
-        answer whose SEARCH text matches nowhere in its file is stopped there (StopAnswer), since it cannot apply
-        whatever follows and the run would only sample again. Qwen2.5-Coder-1.5B wrote up to a thousand tokens,
-        50 s on a CPU, of setup.py or a whole index.js that were not the files' lines."""
+        answer whose SEARCH text matches nowhere in its file is stopped there (StopAnswer; the block put in
+        `unmatched`), since that edit cannot apply whatever follows, and the run goes on as it would after the
+        whole answer's failed edit. Qwen2.5-Coder-1.5B wrote up to a thousand tokens, 50 s on a CPU, of setup.py
+        or a whole index.js that were not the files' lines."""
         if not (self.sampling and self.tools is None and isinstance(request, PlanRequest)):
             return self.on_token
-        shown, watch, written, stopped = self.on_token, SearchWatch(self._current), [], []
+        shown, watch, written = self.on_token, SearchWatch(self._current), []
 
         def on_token(piece: str) -> None:
             if shown is not None:
                 shown(piece)
             written.append(piece)
-            if "\n" in piece and not stopped and (why := watch(_visible("".join(written)))) is not None:
-                stopped.append(why)  # once: what the display held back comes after the stream is closed
-                raise StopAnswer(why)
+            if "\n" in piece and not unmatched and (found := watch(_visible("".join(written)))) is not None:
+                unmatched.append(found)  # once: what the display held back comes after the stream is closed
+                raise StopAnswer(str(found))
         return on_token
 
     def _current(self, path: str) -> str | None:

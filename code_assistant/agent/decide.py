@@ -113,7 +113,7 @@ def decide(f: Facts) -> Ending | None:
             return _tested(f)
         case Point.ANSWERED:
             assert f.answer is not None
-            if not f.answer.ops:
+            if not f.answer.edits:
                 return Ending(reason=Stop.NO_CHANGES, message="the samples of the plan held no change" if f.sampling
                               else "the model proposed no further changes" if f.changed else NO_CHANGE)
             if f.repeated:
@@ -141,7 +141,7 @@ def _planned(f: Facts) -> Ending | None:
         failed = any(not r.ok for r in f.preview.results)
         return Ending(reason=Stop.DRY_RUN, message="dry run: nothing was written", kept=not failed, preview=f.preview)
     assert f.answer is not None and f.baseline is not None
-    if not f.answer.ops and f.baseline.passed:
+    if not f.answer.edits and f.baseline.passed:
         return Ending(reason=Stop.NO_CHANGES, message=NO_CHANGE)
     return None
 

@@ -38,8 +38,12 @@ SAMPLE_TRIES = 3  # asks of one sampled iteration while the samples repeat an ea
 SAMPLE_SEEDS = 1000  # the seeds of each attempt of best of N: attempt k samples with seeds k*1000+1, k*1000+2, ...
 
 
-def plan_line(ops: list[EditOperation]) -> str:
-    """The plan as it was read: its files and its number of edits (the answer itself streams only with -v)."""
+def plan_line(answer: Answer) -> str:
+    """The plan as it was read: its files and its number of edits (the answer itself streams only with -v), or where
+    it was stopped as it came."""
+    if answer.unapplied is not None:
+        return f"[Stopped as it came, its edit cannot apply: {answer.unapplied.message}]"
+    ops = answer.ops
     files = list(dict.fromkeys(op.file_path for op in ops))
     if not files:
         return "[Plan: no changes]"
@@ -120,7 +124,7 @@ class Run:
         preview = self.preview(answer.ops) if config.dry_run and answer.stop is None else None
         if ending := decide(Facts(point=Point.PLANNED, answer=answer, baseline=prepared.baseline, preview=preview)):
             return ending
-        applied = self.apply(answer.ops, is_plan=True)
+        applied = self.apply(answer, is_plan=True)
         while not (ending := decide(Facts(point=Point.APPLIED, applied=applied))):
             self.iteration += 1
             result, untested = self.test(applied, prepared)
@@ -138,7 +142,7 @@ class Run:
             if ending := decide(Facts(point=Point.ANSWERED, answer=answer, changed=bool(editor.modified_files),
                                       repeated=self.repeated(), sampling=sampling)):
                 return ending
-            applied = self.apply(answer.ops, is_plan=sampling)
+            applied = self.apply(answer, is_plan=sampling)
         return ending
 
     def finish(self, body: Callable[[], Ending]) -> RunResult:
@@ -207,7 +211,7 @@ class Run:
             self.say(f"[The plan could not be read: {answer.why}]")
             return self.sample(task, prepared)
         if answer.stop is None:
-            self.say(plan_line(answer.ops))
+            self.say(plan_line(answer))
         return answer
 
     def plan_request(self, task: str, prepared: Prepared, *, after: str = "", sample: int = 0) -> PlanRequest:
@@ -229,12 +233,12 @@ class Run:
             self.say(f"[Sampling the plan again: sample {self.samples}, at temperature {SAMPLE_TEMPERATURE:g}]")
             seed = (self.kit.candidate or 0) * SAMPLE_SEEDS + self.samples  # best of N: an attempt's seeds its own
             answer = self.ask(self.plan_request(task, prepared, sample=seed))
-            if answer.stop is not None or (answer.ops and not self.repeated()):
+            if answer.stop is not None or (answer.edits and not self.repeated()):
                 break
-            self.say("[The sample repeats an earlier answer]" if answer.ops else
+            self.say("[The sample repeats an earlier answer]" if answer.edits else
                      f"[The sample could not be read: {answer.why}]" if answer.why else "[The sample holds no change]")
         if answer.stop is None:
-            self.say(plan_line(answer.ops))
+            self.say(plan_line(answer))
         return answer
 
     def take_back(self, prepared: Prepared) -> None:
@@ -275,9 +279,12 @@ class Run:
                 self.say(f"[Edit would fail: {result.message.splitlines()[0]}]")
         return preview
 
-    def apply(self, ops: list[EditOperation], *, is_plan: bool) -> Applied:
-        """The answer's edits written, and an edit that broke a file's syntax sent back for repair at once."""
-        applier = self.parts.applier
+    def apply(self, answer: Answer, *, is_plan: bool) -> Applied:
+        """The answer's edits written, and an edit that broke a file's syntax sent back for repair at once; an
+        answer stopped as it came, its edit that could not apply."""
+        if answer.unapplied is not None:
+            return Applied(results=[answer.unapplied])
+        applier, ops = self.parts.applier, answer.ops
         failing = failing_now(self.baseline, [result for _, result in self.tested], self.reproduction)
         if (off_target := copied_example(ops, self.index) or self.target.refusal(ops, failing, self.task,
                                                                                   self.index)) is not None:

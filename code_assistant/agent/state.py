@@ -24,12 +24,20 @@ if TYPE_CHECKING:
 class Answer:
     """What one ask of the model came to: its edits, every answer it took (a re-ask's too, for the no-progress rule),
     or why the run must stop instead (`stop`: the budget spent, the run cancelled, an answer unparsable twice);
-    `why` without `stop`: why a sample of the plan could not be read (the next sample is asked, not a re-ask)."""
+    `why` without `stop`: why a sample of the plan could not be read (the next sample is asked, not a re-ask);
+    `unapplied`: an edit found, as the answer streamed, not to apply (the answer was stopped there): the iteration's
+    edits come to that failure, as they would have had the answer come whole."""
 
     ops: list[EditOperation] = field(default_factory=list)
     said: tuple[str, ...] = ()
     stop: Stop | None = None
     why: str = ""
+    unapplied: EditResult | None = None
+
+    @property
+    def edits(self) -> bool:
+        """The answer held edits, applicable or not."""
+        return bool(self.ops) or self.unapplied is not None
 
 
 @dataclass

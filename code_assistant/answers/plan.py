@@ -92,15 +92,11 @@ def operations(data: dict) -> list[EditOperation]:
     return ops
 
 
-def parse_answer(text: str, *, cut_off: bool = False, owner: Callable[[str], str | None] | None = None,
-                 stopped: str = "") -> Plan:
+def parse_answer(text: str, *, cut_off: bool = False, owner: Callable[[str], str | None] | None = None) -> Plan:
     """The plan an answer holds, in whichever format it came, with the reasoning set aside. `cut_off`: the answer
     stopped at its token limit. A JSON plan that parses is whole even then (only trailing prose can be missing), but
     blocks or a diff may have lost their last lines or the edits after them: refused as incomplete. `owner`: the
-    one file a SEARCH text is in, for a block that names none (search_replace.parse_blocks). `stopped`: why the
-    answer was stopped as it came (only its beginning is here): refused with that reason."""
-    if stopped:
-        raise PlanParseError(f"stopped as it came, its edits could not apply: {stopped}")
+    one file a SEARCH text is in, for a block that names none (search_replace.parse_blocks)."""
     plan = _parse(text, owner)
     if cut_off and plan.format in (PlanFormat.SEARCH_REPLACE, PlanFormat.UNIFIED_DIFF):
         raise PlanParseError(f"it was cut off, so its last {plan.format.replace('_', '/')} edits may be missing",

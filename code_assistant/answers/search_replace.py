@@ -195,6 +195,18 @@ def searches_so_far(text: str) -> list[SearchSoFar]:
     return found
 
 
+@dataclass(frozen=True)
+class Unmatched:
+    """A block whose SEARCH text, as far as it goes, matches nowhere in its file."""
+
+    number: int
+    path: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"block {self.number} ({self.path}): {self.why}"
+
+
 class SearchWatch:
     """An answer's blocks read as it is streamed, line by line: why they can no longer all apply, whatever the
     answer goes on to write — a block's SEARCH text, as far as it goes, matches nowhere in its file (`read`: a file's
@@ -206,7 +218,7 @@ class SearchWatch:
         self._files: dict[str, str | None] = {}
         self._judged: set[int] = set()  # blocks whose whole SEARCH text matches
 
-    def __call__(self, text: str) -> str | None:
+    def __call__(self, text: str) -> Unmatched | None:
         for search in searches_so_far(text):
             if search.number in self._judged or search.path is None or not search.lines:
                 continue
@@ -216,7 +228,7 @@ class SearchWatch:
             if content is None:
                 continue
             if (why := cannot_match(content, search.lines, closed=search.closed)) is not None:
-                return f"block {search.number} ({search.path}): {why}"
+                return Unmatched(search.number, search.path, why)
             if search.closed:
                 self._judged.add(search.number)
         return None
