@@ -9,9 +9,11 @@ wall-clock limit per case and comparable step limits; then our judge on each tre
 Per case and agent: the judge's verdict (the case's test patch applied after the agent stops, its FAIL_TO_PASS and
 PASS_TO_PASS read from the test run), wall seconds, model requests, prompt and generated tokens. The tokens are what
 the server said in each answer's `usage`, read by a recording proxy in front of it (tests/llama_server.py), the one
-count that is the same for all three. llama-cpp-python sends no usage in a stream, so the proxy asks the server for
-a streamed request's answer unstreamed and relays it as a stream of one piece (ours and aider stream): the same
-answer, its pieces arriving together; an answer whose usage is not seen anyway is counted as unknown, never guessed.
+count that is the same for all three. Streams (ours and aider stream) are relayed as they come, so an agent that
+stops reading an answer stops the server writing it; llama-cpp-python sends no usage in a stream, so the proxy has
+the server count it afterwards (the prompt asked again with max_tokens 1, read from the server's cache; the answer's
+text by the server's tokenizer), a fraction of a second inside the agent's time. An answer whose usage is not seen
+is counted as unknown, never guessed.
 Every command line and config is
 written to DIR/commands.jsonl; a record a case and agent to DIR/results.jsonl; every request and answer of a run to
 DIR/requests/CASE.AGENT.N.jsonl (diffed and replayed by bench/replay.py); the table to stdout.
@@ -177,8 +179,8 @@ def aider_invocation(setup: Setup, url: str, work: Path, task: str, test_command
 
 
 def ours_args(setup: Setup, url: str) -> tuple[str, ...]:
-    """Our run's options. --request-timeout is the wall limit: the proxy relays a streamed answer whole, so the
-    first token comes when the last does (the peers wait as long: neither has a stall guard)."""
+    """Our run's options. --request-timeout is the wall limit, as long as the peers wait (neither has a stall
+    guard)."""
     return ("--base-url", url, "--model", setup.model, "--context-window", str(setup.n_ctx),
             "--request-timeout", str(int(setup.wall_s)), *setup.ours_args)
 
@@ -267,7 +269,7 @@ def run_one(case: Case, agent: Agent, setup: Setup, root: Path, out: Path | None
         return AgentRun(case.id, agent.value, Verdict.ERROR,
                         message=f"{agent.value} is not installed under {setup.peers} (python -m bench.peers --install)")
     settle(setup)
-    with RecordingProxy(setup.base_url, unstream=True) as proxy:
+    with RecordingProxy(setup.base_url, counted=True) as proxy:
         if agent == Agent.OURS:
             args = ours_args(setup, proxy.url)
             invocation = Invocation(["main.py", "--repo", str(repo), "--task", case.task, "--test-command",

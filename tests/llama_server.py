@@ -153,12 +153,20 @@ class RecordingProxy(LoopbackServer):
     answer is the same; only the pieces arrive together. llama-cpp-python sends no usage in a stream, so this is how
     a client that streams gets the server's own count of its tokens recorded (the record says `unstreamed`). Each
     request then goes to the server on a connection of its own: a kept-alive one that the server closed while an
-    agent ran its commands (uvicorn keeps an idle one 5 s) would drop the agent's next request."""
+    agent ran its commands (uvicorn keeps an idle one 5 s) would drop the agent's next request.
 
-    def __init__(self, upstream: str, *, unstream: bool = False) -> None:
+    `counted=True`: streams are relayed as they come (a client may stop reading one: the proxy then closes its own
+    connection at once, which ends the generation in llama.cpp's server, and records `closed_by_client`), and a
+    stream that carried no usage is counted by the server afterwards: its prompt by asking the same request
+    unstreamed with max_tokens 1 (the server's own count; it has the prompt cached, so this reads at most a token),
+    its answer by the server's tokenizer (POST /extras/tokenize/count, llama-cpp-python's) on the text relayed. The
+    record's usage then says `"counted": "after the stream"`."""
+
+    def __init__(self, upstream: str, *, unstream: bool = False, counted: bool = False) -> None:
         parts = urlsplit(upstream)
         host, port = parts.hostname or "127.0.0.1", parts.port or 80
-        self.exchanges: list[dict[str, Any]] = []
+        self.exchanges: list[dict[str, Any]] = []  # as each was answered
+        self.arrived = 0  # requests so far
         self.lock = threading.Lock()
         proxy = self
 
@@ -182,13 +190,15 @@ class RecordingProxy(LoopbackServer):
 
             def _relay(self, body: bytes | None) -> None:
                 request = json.loads(body) if body else None
-                record: dict[str, Any] = {"path": self.path, "request": request}
+                with proxy.lock:
+                    proxy.arrived += 1
+                    record: dict[str, Any] = {"path": self.path, "request": request, "arrived": proxy.arrived}
                 wants_stream = isinstance(request, dict) and bool(request.get("stream"))
                 if unstream and wants_stream:
                     body = json.dumps({k: v for k, v in request.items() if k not in ("stream", "stream_options")}
                                       ).encode()
                     record["unstreamed"] = True
-                if self.upstream_conn is None or unstream:  # unstream: a connection a request (see above)
+                if self.upstream_conn is None or unstream or counted:  # a connection a request (see above)
                     self.upstream_conn = http.client.HTTPConnection(host, port, timeout=600)
                 try:
                     self.upstream_conn.request(self.command, self.path, body=body,
@@ -212,13 +222,23 @@ class RecordingProxy(LoopbackServer):
                     try:
                         while chunk := reply.read1(65536):
                             raw += chunk
-                            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                            self.wfile.flush()
-                        self.wfile.write(b"0\r\n\r\n")
+                            try:
+                                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                                self.wfile.flush()
+                            except ConnectionError:  # the client stopped reading: so does the server
+                                record["closed_by_client"] = True
+                                self.close_connection = True
+                                self.upstream_conn.close()
+                                self.upstream_conn = None
+                                break
+                        else:
+                            self.wfile.write(b"0\r\n\r\n")
                     except (http.client.IncompleteRead, ConnectionError):
                         record["broken"] = True  # the server broke the stream off: so it is for the client
                         self.close_connection = True
                     record.update(_stream_record(raw))
+                    if counted and reply.status == 200 and record.get("usage") is None and request is not None:
+                        record["usage"] = _count_after(host, port, self.path, request, record["content"])
                 elif record.get("unstreamed") and reply.status == 200:
                     raw = reply.read()
                     record["response"] = json.loads(raw)
@@ -249,7 +269,9 @@ class RecordingProxy(LoopbackServer):
 
     @property
     def chats(self) -> list[dict[str, Any]]:
-        return [e for e in self.exchanges if e["path"].endswith("/chat/completions")]
+        """The chat exchanges in the order their requests came (a stream counted afterwards is answered later)."""
+        chats = [e for e in self.exchanges if e["path"].endswith("/chat/completions")]
+        return sorted(chats, key=lambda e: e["arrived"])
 
 
 def as_stream(completion: dict[str, Any]) -> bytes:
@@ -269,6 +291,32 @@ def as_stream(completion: dict[str, Any]) -> bytes:
                               "finish_reason": choice.get("finish_reason")}]))
     chunks.append(event([], usage=completion.get("usage")))
     return b"".join(chunks) + b"data: [DONE]\n\n"
+
+
+def _count_after(host: str, port: int, path: str, request: dict[str, Any], content: str) -> dict[str, Any] | None:
+    """A streamed answer's usage as the server counts it (RecordingProxy's `counted`); None when it cannot say."""
+    probe = {k: v for k, v in request.items() if k not in ("stream", "stream_options", "max_tokens",
+                                                           "max_completion_tokens")} | {"max_tokens": 1}
+    try:
+        asked = _post(host, port, path, probe)
+        told = _post(host, port, "/extras/tokenize/count", {"input": content}) if content else {"count": 0}
+        return {"prompt_tokens": int(asked["usage"]["prompt_tokens"]), "completion_tokens": int(told["count"]),
+                "counted": "after the stream"}
+    except (OSError, http.client.HTTPException, ValueError, KeyError, TypeError):
+        return None
+
+
+def _post(host: str, port: int, path: str, body: dict[str, Any]) -> Any:
+    conn = http.client.HTTPConnection(host, port, timeout=600)
+    try:
+        conn.request("POST", path, body=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+        reply = conn.getresponse()
+        data = reply.read()
+        if reply.status != 200:
+            raise ValueError(f"{path}: {reply.status}")
+        return json.loads(data)
+    finally:
+        conn.close()
 
 
 def _stream_record(raw: bytes) -> dict[str, Any]:

@@ -236,3 +236,35 @@ def _drain(fd: int) -> str:
         return read_until_closed(fd).decode(errors="replace")
     finally:
         os.close(fd)
+
+
+def test_the_counting_proxy_relays_streams_as_they_come_and_has_the_server_count_them(llama: LlamaServer) -> None:
+    """The peers harness's proxy (bench/peers.py): an agent that stops reading an answer stops the server writing
+    it, and a stream, which llama-cpp-python sends without usage, is counted by the server afterwards."""
+    import openai
+    client_of = openai.OpenAI
+    body = {"model": "smollm2", "messages": [{"role": "user", "content": "Count from 1 to 100, one per line."}],
+            "temperature": 0, "max_tokens": 48}
+    with RecordingProxy(llama.url, counted=True) as proxy:
+        client = client_of(base_url=proxy.url, api_key="local")
+        streamed = "".join(chunk.choices[0].delta.content or "" for chunk in
+                           client.chat.completions.create(**body, stream=True) if chunk.choices)
+        whole = client.chat.completions.create(**body)
+        stream = client.chat.completions.create(**body | {"max_tokens": 1500}, stream=True)
+        for read, _ in enumerate(stream):
+            if read == 3:
+                break
+        stream.close()
+        after = client.chat.completions.create(**body)
+        deadline = time.monotonic() + 60  # the stopped stream's record comes once the server has counted it
+        while len(proxy.chats) < 4 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    first, _, stopped, _ = proxy.chats
+    assert streamed == whole.choices[0].message.content == after.choices[0].message.content
+    assert whole.usage is not None and first["usage"] == {
+        "prompt_tokens": whole.usage.prompt_tokens, "completion_tokens": first["usage"]["completion_tokens"],
+        "counted": "after the stream"}
+    assert abs(first["usage"]["completion_tokens"] - whole.usage.completion_tokens) <= 2, \
+        "the relayed text, as the server's tokenizer counts it"
+    assert stopped["closed_by_client"] is True and stopped["usage"]["completion_tokens"] < 100, \
+        "the server stopped where the client did, not at 1,500 tokens"

@@ -31,6 +31,7 @@ new file mode 100644
 +    assert add(0.5, 0.25) == 0.75
 """
 TASK = "add() in calc.py subtracts; make it add"
+ANSWER_TOKENS = 23  # what the server's tokenizer says of a streamed answer's text
 FIXED_CALC = "def add(a, b):\n    return a + b\n\n\ndef multiply(a, b):\n    return a * b\n"
 WRONG_CALC = "def add(a, b):\n    return 5\n\n\ndef multiply(a, b):\n    return a * b\n"
 
@@ -94,7 +95,8 @@ def _run(tmp_path: Path, agent: Agent, right: bool) -> tuple[AgentRun, Model, Sc
     model = Model(right)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    with ScriptedServer([model] * 12, stream_usage=False) as server:  # as llama-cpp-python's
+    with ScriptedServer([model] * 12, stream_usage=False,  # as llama-cpp-python's, with its tokenizer's count
+                        info={"/extras/tokenize/count": {"count": ANSWER_TOKENS}}) as server:
         setup = Setup(base_url=server.url, model="scripted", n_ctx=8192, wall_s=240, peers=DEFAULT_PEERS,
                       ours_args=("--no-reproduce",))
         run = run_one(read_cases(cases)[0], agent, setup, scratch, out=tmp_path / "out")
@@ -114,12 +116,17 @@ def test_each_agent_is_judged_by_our_judge_in_its_own_copy(tmp_path: Path, agent
         expected["tests/test_hidden.py::test_add_floats"] = "failed"  # add(0.5, 0.25) is 5: only the hidden test sees
     assert run.tests == expected
     assert not run.timed_out and run.wall_s > 0
-    # what the proxy saw is what the server answered, streams too (they carry no usage from this server)
-    settled, *asked = zip(server.chat_requests, server.usages, strict=True)
+    # what the proxy saw is what the server answered and counted: a stream, which carries no usage from this server,
+    # is counted by it afterwards (its prompt asked again with max_tokens 1, its text by the tokenizer)
+    settled, *rest = zip(server.chat_requests, server.usages, strict=True)
     assert settled[0]["max_tokens"] == 1, "the harness waits for a free server first, outside the agent's count"
+    probes = [usage for body, usage in rest if not body.get("stream") and body.get("max_tokens") == 1]
+    asked = [(body, usage) for body, usage in rest if body.get("stream") or body.get("max_tokens") != 1]
+    assert len(probes) == sum(1 for body, _ in asked if body.get("stream")), "each stream counted once"
     assert run.requests == len(asked) >= 1 and run.refused == 0
     assert run.prompt_tokens == sum(usage["prompt_tokens"] for _, usage in asked) > 0
-    assert run.completion_tokens == sum(usage["completion_tokens"] for _, usage in asked) > 0
+    assert run.completion_tokens == sum(ANSWER_TOKENS if body.get("stream") else usage["completion_tokens"]
+                                        for body, usage in asked) > 0
     copies = [p for p in scratch.iterdir() if p.is_dir()]
     assert len(copies) == 1 and copies[0].name.startswith(f"{agent.value}-calc-add-")
     fixed = (copies[0] / "repo" / "calc.py").read_text()
