@@ -11,9 +11,8 @@ PASS_TO_PASS read from the test run), wall seconds, model requests, prompt and g
 the server said in each answer's `usage`, read by a recording proxy in front of it (tests/llama_server.py), the one
 count that is the same for all three. Streams (ours and aider stream) are relayed as they come, so an agent that
 stops reading an answer stops the server writing it; llama-cpp-python sends no usage in a stream, so the proxy has
-the server count it afterwards (the prompt asked again with max_tokens 1, read from the server's cache; the answer's
-text by the server's tokenizer), a fraction of a second inside the agent's time. An answer whose usage is not seen
-is counted as unknown, never guessed.
+the server count them once the agent has stopped, outside its time (the prompt asked again with max_tokens 1; the
+answer's text by the server's tokenizer). An answer whose usage is not seen is counted as unknown, never guessed.
 Every command line and config is
 written to DIR/commands.jsonl; a record a case and agent to DIR/results.jsonl; every request and answer of a run to
 DIR/requests/CASE.AGENT.N.jsonl (diffed and replayed by bench/replay.py); the table to stdout.
@@ -283,6 +282,7 @@ def run_one(case: Case, agent: Agent, setup: Setup, root: Path, out: Path | None
                           aider_invocation(setup, proxy.url, work, case.task, case.test_command))
             code, seconds = run_peer(invocation, repo, work, setup.wall_s)
             said = ""
+        proxy.count_streams()
         counted = count(proxy)
     recorded = ""
     if out is not None:

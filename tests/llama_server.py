@@ -156,11 +156,13 @@ class RecordingProxy(LoopbackServer):
     agent ran its commands (uvicorn keeps an idle one 5 s) would drop the agent's next request.
 
     `counted=True`: streams are relayed as they come (a client may stop reading one: the proxy then closes its own
-    connection at once, which ends the generation in llama.cpp's server, and records `closed_by_client`), and a
-    stream that carried no usage is counted by the server afterwards: its prompt by asking the same request
-    unstreamed with max_tokens 1 (the server's own count; it has the prompt cached, so this reads at most a token),
-    its answer by the server's tokenizer (POST /extras/tokenize/count, llama-cpp-python's) on the text relayed. The
-    record's usage then says `"counted": "after the stream"`."""
+    connection at once, which ends the generation in llama.cpp's server, and records `closed_by_client`), and
+    count_streams(), called once the client is done, has the server count each stream that carried no usage: its
+    prompt by asking the same request unstreamed with max_tokens 1 (the server's own count), its answer by the
+    server's tokenizer (POST /extras/tokenize/count, llama-cpp-python's) on the text relayed; the record's usage then
+    says `"counted": "after the stream"`. Not while the client runs: llama-cpp-python interrupts the request it is
+    answering when another comes (interrupt_requests), and a count asked between two of the client's requests cut
+    its next answer to nothing."""
 
     def __init__(self, upstream: str, *, unstream: bool = False, counted: bool = False) -> None:
         parts = urlsplit(upstream)
@@ -237,8 +239,6 @@ class RecordingProxy(LoopbackServer):
                         record["broken"] = True  # the server broke the stream off: so it is for the client
                         self.close_connection = True
                     record.update(_stream_record(raw))
-                    if counted and reply.status == 200 and record.get("usage") is None and request is not None:
-                        record["usage"] = _count_after(host, port, self.path, request, record["content"])
                 elif record.get("unstreamed") and reply.status == 200:
                     raw = reply.read()
                     record["response"] = json.loads(raw)
@@ -261,7 +261,17 @@ class RecordingProxy(LoopbackServer):
                 with proxy.lock:
                     proxy.exchanges.append(record)
 
+        self._upstream = (host, port)
         self.serve(Handler)
+
+    def count_streams(self) -> None:
+        """Each answered stream without usage counted by the server (see the class's `counted`); once the client has
+        stopped asking. A stream it cannot count keeps no usage (unknown, never guessed)."""
+        host, port = self._upstream
+        for record in self.chats:
+            if record.get("stream") and record.get("status") == 200 and record.get("usage") is None and \
+                    isinstance(record.get("request"), dict):
+                record["usage"] = _count_after(host, port, record["path"], record["request"], record["content"])
 
     @property
     def url(self) -> str:
@@ -269,7 +279,8 @@ class RecordingProxy(LoopbackServer):
 
     @property
     def chats(self) -> list[dict[str, Any]]:
-        """The chat exchanges in the order their requests came (a stream counted afterwards is answered later)."""
+        """The chat exchanges in the order their requests came (a stream a client stopped reading is recorded once
+        the server has stopped too)."""
         chats = [e for e in self.exchanges if e["path"].endswith("/chat/completions")]
         return sorted(chats, key=lambda e: e["arrived"])
 

@@ -240,7 +240,8 @@ def _drain(fd: int) -> str:
 
 def test_the_counting_proxy_relays_streams_as_they_come_and_has_the_server_count_them(llama: LlamaServer) -> None:
     """The peers harness's proxy (bench/peers.py): an agent that stops reading an answer stops the server writing
-    it, and a stream, which llama-cpp-python sends without usage, is counted by the server afterwards."""
+    it, and its next request is answered whole; a stream, which llama-cpp-python sends without usage, is counted by
+    the server once the agent is done."""
     import openai
     client_of = openai.OpenAI
     body = {"model": "smollm2", "messages": [{"role": "user", "content": "Count from 1 to 100, one per line."}],
@@ -256,9 +257,10 @@ def test_the_counting_proxy_relays_streams_as_they_come_and_has_the_server_count
                 break
         stream.close()
         after = client.chat.completions.create(**body)
-        deadline = time.monotonic() + 60  # the stopped stream's record comes once the server has counted it
+        deadline = time.monotonic() + 60  # the stopped stream's record comes once the server has stopped
         while len(proxy.chats) < 4 and time.monotonic() < deadline:
             time.sleep(0.1)
+        proxy.count_streams()
     first, _, stopped, _ = proxy.chats
     assert streamed == whole.choices[0].message.content == after.choices[0].message.content
     assert whole.usage is not None and first["usage"] == {
