@@ -19,26 +19,7 @@ from code_assistant.model.window import ContextWindow
 from tests.provider_emulator import ProviderEmulator
 from tests.repos import CALC_PY, python_repo, run_cli
 from tests.scripted_server import ScriptedServer
-
-SRC = '''import os
-
-
-def load(path):
-    with open(path) as handle:
-        data = handle.read()
-    return data
-
-
-class Store:
-    def get(self, key):
-        value = self.items.get(key)
-        if value is None:
-            raise KeyError(key)
-        return value
-
-    def put(self, key, value):
-        self.items[key] = value
-'''
+from tests.test_edit_matching import SRC  # the matcher's own tests' file
 
 # (search, replace) pairs the matcher applies to SRC, one per way it reads a model's copy
 APPLIED = {
