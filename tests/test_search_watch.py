@@ -116,6 +116,28 @@ def test_a_sample_whose_search_text_is_not_in_the_file_is_stopped_as_it_streams(
     assert "iteration 3" in out, "the stopped sample took its iteration, as the whole answer's failed edit would"
 
 
+def test_a_run_with_a_stopped_sample_replays_the_same(tmp_path: Path) -> None:
+    """The run log keeps the stopped answer as far as it came; --replay reads it to the same stop and the same
+    iterations, on a fresh copy of the repository."""
+    (tmp_path / "first").mkdir()
+    (tmp_path / "again").mkdir()
+    repo = python_repo(tmp_path / "first")
+    wrong = "calc.py\n```\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a * b\n>>>>>>> REPLACE\n```\n"
+    made_up = "".join(f"    total_{n} = compute({n})\n" for n in range(60))
+    long = f"calc.py\n```\n<<<<<<< SEARCH\ndef add(a, b):\n{made_up}=======\n{made_up}>>>>>>> REPLACE\n```\n"
+    flags = ["--task", "Fix add()", "--test-command", f"{sys.executable} -m pytest -q", "--no-reproduce",
+             "--edit-format", "blocks", "--no-tools", "--fix-by", "samples"]
+    with ScriptedServer([wrong, {"gap": 0.002, "answer": long}, wrong.replace("a * b", "a + b")]) as server:
+        first = run_cli(["--repo", str(repo), *flags], server_url=server.url)
+    log = next(line for line in first.stdout.splitlines() if line.startswith("Run log: "))[len("Run log: "):].strip()
+    again = python_repo(tmp_path / "again")
+    replayed = run_cli(["--repo", str(again), *flags, "--replay", log])
+    out = replayed.stdout + replayed.stderr
+    stop = "[Stopped as it came, its edit cannot apply: calc.py: line 2 of its SEARCH text is in no line of the file]"
+    assert stop in first.stdout and stop in out, out
+    assert "Result: SUCCESS" in out and (again / "calc.py").read_text() == (repo / "calc.py").read_text()
+
+
 def test_a_run_that_feeds_failures_back_gets_its_answers_whole(tmp_path: Path) -> None:
     """Without samples, a failed edit's message is what the model is told next: its answer is not cut short."""
     repo = python_repo(tmp_path)

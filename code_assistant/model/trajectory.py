@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from code_assistant import redact
-from code_assistant.model.records import KEEP, ChatResponse, Keep, Message, ModelError, Usage
+from code_assistant.model.records import KEEP, ChatResponse, Keep, Message, ModelError, StopAnswer, Usage
 from code_assistant.model.window import ContextWindow
 
 logger = logging.getLogger(__name__)
@@ -168,12 +168,18 @@ class ReplayModel:
     def complete(self, messages: list[Message], on_token: Callable[[str], None] | None = None, *,
                  tools: list[dict[str, Any]] | None = None, schema: bool = True,
                  on_wait: Callable[[str], None] | None = None) -> ChatResponse:
-        """The next recorded answer (a native call was recorded in the JSON form, which the caller reads alike)."""
+        """The next recorded answer (a native call was recorded in the JSON form, which the caller reads alike); one
+        the reader stops (StopAnswer: an answer stopped as it came is recorded as far as it came) is marked so, as a
+        stream's would be."""
         if not self.answers:
             raise ModelError("the recorded run has no more model answers to replay")
         text = self.answers.pop(0)
-        if on_token:
-            on_token(text)
-        response = ChatResponse(text=text, wire="replay")
+        stopped = ""
+        try:
+            if on_token:
+                on_token(text)
+        except StopAnswer as stop:
+            stopped = stop.reason
+        response = ChatResponse(text=text, wire="replay", stopped=stopped)
         self.usage.add(response)
         return response
