@@ -21,7 +21,7 @@ from code_assistant.answers.plan import PlanParseError, parse_answer
 from code_assistant.answers.reasoning import split_reasoning
 from code_assistant.answers.search_replace import SearchWatch, Unmatched
 from code_assistant.answers.tool_calls import as_text
-from code_assistant.edit.beside import file_text
+from code_assistant.edit.beside import file_text, looks_binary
 from code_assistant.edit.edits import Action, EditResult, repo_relative
 from code_assistant.edit.journal import read_state
 from code_assistant.index.indexer import RepoIndex
@@ -248,7 +248,7 @@ class Asker:
         if rel is None or index is None or rel not in index.files:
             return None
         data = read_state(self.tree.root / rel)
-        return file_text(data)[0] if data is not None and b"\x00" not in data[:8192] else None
+        return file_text(data)[0] if data is not None and not looks_binary(data) else None
 
     def _model_for(self, request: Request) -> ChatModel:
         """The run's model, or for a sampled plan a copy at SAMPLE_TEMPERATURE with the sample's seed, its usage

@@ -28,6 +28,11 @@ def file_text(data: bytes) -> tuple[str, bool]:
     return data[len(codecs.BOM_UTF8) if bom else 0:].decode("utf-8", errors="surrogateescape"), bom
 
 
+def looks_binary(data: bytes) -> bool:
+    """A file text edits do not touch: a NUL byte in its first 8 KiB."""
+    return b"\x00" in data[:8192]
+
+
 def file_bytes(text: str, bom: bool) -> bytes:
     return (codecs.BOM_UTF8 if bom else b"") + text.encode("utf-8", errors="surrogateescape")
 

@@ -18,7 +18,16 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from code_assistant.edit import history
-from code_assistant.edit.beside import Outside, edit_text, file_bytes, file_text, gone, misfit, outside
+from code_assistant.edit.beside import (
+    Outside,
+    edit_text,
+    file_bytes,
+    file_text,
+    gone,
+    looks_binary,
+    misfit,
+    outside,
+)
 from code_assistant.edit.edits import (
     ACTIONS,
     Action,
@@ -320,7 +329,7 @@ class FileEditor:
         if old is None:
             return EditResult.failed(rel, action, f"{rel} does not exist. Check the path, or use action 'create' "
                                                   "with the full content to make a new file.")
-        if b"\x00" in old[:8192]:
+        if looks_binary(old):
             return EditResult.failed(rel, action, f"{rel} looks binary; it cannot be edited with text edits")
         if action != Action.MODIFY and not op.symbol:
             return EditResult.failed(rel, action, f"{action} needs 'symbol' (the qualified name, e.g. Class.method)")
