@@ -372,14 +372,19 @@ def cannot_match(content: str, search: list[str], *, closed: bool) -> str | None
             run.append(tuple(_WORD_RE.findall(line)))
             continue
         if run and not _occurs(run, file_words, starts):
-            first = number - len(run)
-            kept = next(k for k in range(1, len(run) + 1) if not _occurs(run[:k], file_words, starts)) - 1
-            return (f"line {first} of its SEARCH text is in no line of the file" if kept == 0 else
-                    f"line {first + kept} of its SEARCH text follows its lines {first}-{first + kept - 1} nowhere in "
-                    f"the file" if kept > 1 else f"line {first + 1} of its SEARCH text follows line {first} nowhere "
-                    f"in the file")
+            return _broken_at(run, number - len(run), file_words, starts)
         run = []
     return None
+
+
+def _broken_at(run: list[tuple[str, ...]], first: int, lines: list[tuple[str, ...]],
+               starts: dict[tuple[str, ...], list[int]]) -> str:
+    """Where a run of SEARCH lines (its first, the SEARCH text's line `first`) stops being a run of the file's."""
+    kept = next(k for k in range(1, len(run) + 1) if not _occurs(run[:k], lines, starts)) - 1
+    if kept == 0:
+        return f"line {first} of its SEARCH text is in no line of the file"
+    follows = f"line {first}" if kept == 1 else f"its lines {first}-{first + kept - 1}"
+    return f"line {first + kept} of its SEARCH text follows {follows} nowhere in the file"
 
 
 @functools.lru_cache(maxsize=4)
